@@ -1,0 +1,94 @@
+# bpftrace-rec: BPF programs (CO-RE, clang -target bpf) -> bpftool skeletons ->
+# a libbpf loader linked with libelf, libdw and zlib.
+CLANG   ?= clang
+BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
+CC      ?= cc
+PREFIX  ?= /usr/local
+DESTDIR ?=
+OUT     := build
+ARCH    := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+
+CFLAGS  ?= -O2 -g
+WARN    := -Wall -Wextra -Werror
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -I. -I$(OUT)
+LDLIBS  := -lbpf -lelf -ldw -lz
+# Clang for BPF: CO-RE against the checked-in vmlinux.h.
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -I. $(WARN) -Wno-unused-parameter
+
+BPF_SRC     := $(wildcard bpf/*.bpf.c)
+BPF_OBJ     := $(patsubst bpf/%.bpf.c,$(OUT)/%.bpf.o,$(BPF_SRC))
+SKELS       := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRC))
+USER_SRC    := $(wildcard user/*.c)
+USER_OBJ    := $(patsubst %.c,$(OUT)/%.o,$(USER_SRC))
+FORMATS_SRC := $(wildcard formats/*.c)
+FORMATS_OBJ := $(patsubst %.c,$(OUT)/%.o,$(FORMATS_SRC))
+UNIT_SRC    := $(wildcard tests/unit/test_*.c)
+UNIT_BIN    := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRC))
+WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
+
+# Keep the BPF objects: bpftool reads them, and rebuilding them is not free.
+.SECONDARY:
+
+.PHONY: all clean install demo test unit-tests deps format workloads
+all: bpftrace-rec $(UNIT_BIN)
+
+$(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h vmlinux/vmlinux.h
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUT)/%.skel.h: $(OUT)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+$(OUT)/user/%.o: user/%.c $(SKELS) $(wildcard user/*.h) $(wildcard formats/*.h) bpf/events.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(OUT)/formats/%.o: formats/%.c $(wildcard formats/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+bpftrace-rec: $(USER_OBJ) $(FORMATS_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(OUT)/tests/test_%: tests/unit/test_%.c tests/unit/check.h $(FORMATS_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(FORMATS_OBJ) $(LDLIBS)
+
+unit-tests: $(UNIT_BIN)
+
+install: bpftrace-rec
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 bpftrace-rec $(DESTDIR)$(PREFIX)/bin/bpftrace-rec
+
+deps:
+	bash scripts/install-deps.sh
+
+# Install what is missing, build, record the bundled demo, print its top functions.
+demo: deps
+	$(MAKE) all
+	bash scripts/demo.sh
+
+# Every test; the last line is "N passed, N failed".
+test: deps
+	$(MAKE) all
+	bash tests/run.sh
+
+format:
+	clang-format -i bpf/*.c bpf/*.h user/*.c user/*.h formats/*.c formats/*.h tests/unit/*.c tests/unit/*.h
+
+clean:
+	rm -rf $(OUT) bpftrace-rec
+
+# Test and demo workloads: frame pointers on, as the sampler walks them.
+WL_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Wall -Werror
+WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls
+workloads: $(WORKLOADS)
+all: workloads
+$(OUT)/workloads/libwork.so: tests/workloads/libwork.c tests/workloads/work.h
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -fPIC -shared -o $@ $<
+$(OUT)/workloads/split: tests/workloads/split.c $(OUT)/workloads/libwork.so
+	$(CC) $(WL_CFLAGS) -o $@ $< -L$(OUT)/workloads -lwork -Wl,-rpath,'$$ORIGIN' -pthread
+$(OUT)/workloads/syscalls: tests/workloads/syscalls.c
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -o $@ $<

@@ -1,0 +1,56 @@
+/* pprof profile.proto writer: builds a profile in memory (strings, mappings,
+ * functions and locations deduplicated; identical samples merged) and writes
+ * it gzip-compressed. Plain C, no BPF: see tests/unit/test_pprof.c. */
+#ifndef FORMATS_PPROF_H
+#define FORMATS_PPROF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct pprof;
+
+/* One frame of a location; several for inlined code, innermost first. */
+struct pprof_line {
+	const char *function; /* display name; NULL: none */
+	const char *system_name; /* mangled name; NULL: same as function */
+	const char *filename; /* NULL: unknown */
+	int64_t line; /* 0: unknown */
+};
+
+/* A sample label: a string (str != NULL) or a number with an optional unit. */
+struct pprof_label {
+	const char *key;
+	const char *str;
+	int64_t num;
+	const char *num_unit;
+};
+
+/* sample_type is [samples/count, cpu/nanoseconds]; period_type cpu/nanoseconds. */
+struct pprof *pprof_new(int64_t period_ns, int64_t time_nanos, int64_t duration_nanos);
+void pprof_free(struct pprof *p);
+
+/* Returns the mapping id (>= 1), or 0 on allocation failure. Identical
+ * (start, limit, offset, file) mappings get the same id. has_functions tells
+ * pprof the names are final and it must not re-symbolize. */
+uint64_t pprof_mapping(struct pprof *p, uint64_t start, uint64_t limit, uint64_t offset,
+		       const char *file, const char *build_id, bool has_functions);
+
+/* Returns the location id (>= 1), or 0 on failure. Locations are deduplicated
+ * by (mapping_id, address): the first call's lines win. mapping_id 0 means
+ * none. The address is stored exactly as given (callers pass return address - 1). */
+uint64_t pprof_location(struct pprof *p, uint64_t mapping_id, uint64_t address,
+			const struct pprof_line *lines, size_t nlines);
+
+/* locs[0] is the leaf. Values are [count, count * period]. Samples with the same
+ * locations and labels are merged. Returns 0, or -ENOMEM. */
+int pprof_add_sample(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_t count,
+		     const struct pprof_label *labels, size_t nlabels);
+
+/* Serialize and gzip to an open file descriptor / a path. 0 or -errno. */
+int pprof_write_fd(struct pprof *p, int fd);
+
+/* Number of distinct samples so far (after merging), for summaries and tests. */
+size_t pprof_nsamples(const struct pprof *p);
+
+#endif

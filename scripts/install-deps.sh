@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages bpftrace-rec needs to build, test and benchmark.
+# Idempotent: installs only what is missing, and runs `apt-get update` only then.
+# Also builds the standalone pprof (offline, from Debian's Go sources) into tools/.
+set -euo pipefail
+
+PKGS=(
+  make pkg-config clang llvm gcc libc6-dev binutils
+  libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev
+  linux-perf bpftrace google-perftools
+  golang-go golang-github-google-pprof-dev
+  golang-github-ianlancetaylor-demangle-dev golang-github-chzyer-readline-dev
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: missing packages (${missing[*]}); run as root to install them" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The standalone pprof: `go tool pprof` 1.19 names legacy-profile frames only
+# through DWARF, the standalone one also uses nm/llvm-symbolizer.
+here=$(cd "$(dirname "$0")/.." && pwd)
+if [ ! -x "$here/tools/pprof" ]; then
+  mkdir -p "$here/tools"
+  echo "install-deps: building standalone pprof into tools/pprof"
+  (cd /tmp && GOPATH=/usr/share/gocode GO111MODULE=off GOCACHE="${GOCACHE:-/tmp/go-cache}" \
+    go build -o "$here/tools/pprof" github.com/google/pprof)
+fi
+echo "install-deps: ok"

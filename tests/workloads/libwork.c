@@ -1,0 +1,13 @@
+/* The shared-library part of the split workload. */
+#include "work.h"
+
+#define UNIT 200000UL
+
+__attribute__((noinline)) void lib_spin(unsigned long units)
+{
+	volatile unsigned long x = 0;
+	unsigned long i;
+
+	for (i = 0; i < units * UNIT; i++)
+		x += i ^ (x >> 3);
+}

@@ -1,0 +1,66 @@
+/* CPU split known by construction: for each round, func_six does 6 units of
+ * work, func_three 3 and lib_spin (in libwork.so) 1, so a profile must show
+ * about 60%, 30% and 10% -- on two threads, each doing the same.
+ * Usage: split SECONDS (0: run until killed). Prints "ready" once running. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "work.h"
+
+#define UNIT 200000UL
+
+static double seconds;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) void func_six(unsigned long units)
+{
+	volatile unsigned long x = 0;
+	unsigned long i;
+
+	for (i = 0; i < units * UNIT; i++)
+		x += i ^ (x >> 3);
+}
+
+__attribute__((noinline)) void func_three(unsigned long units)
+{
+	volatile unsigned long x = 0;
+	unsigned long i;
+
+	for (i = 0; i < units * UNIT; i++)
+		x += i ^ (x >> 3);
+}
+
+static void *worker(void *arg)
+{
+	double end = now() + seconds;
+
+	(void)arg;
+	while (seconds <= 0 || now() < end) {
+		func_six(6);
+		func_three(3);
+		lib_spin(1);
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t t;
+
+	seconds = argc > 1 ? atof(argv[1]) : 3;
+	if (pthread_create(&t, NULL, worker, NULL))
+		return 1;
+	printf("ready\n");
+	fflush(stdout);
+	worker(NULL);
+	pthread_join(t, NULL);
+	return 0;
+}

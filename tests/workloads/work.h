@@ -1,0 +1,5 @@
+/* Test workloads: CPU burned in known proportions. */
+#ifndef WORK_H
+#define WORK_H
+void lib_spin(unsigned long units); /* in libwork.so */
+#endif

@@ -1,0 +1,171 @@
+/* bpftrace-rec: command-line options. */
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "user/record.h"
+#include "user/util.h"
+
+const char *argp_program_version = "bpftrace-rec 0.1";
+const char *argp_program_bug_address = NULL;
+
+static const char doc[] =
+	"Record CPU profiles of live processes with BPF, for pprof and gperftools.\n"
+	"\v"
+	"Examples:\n"
+	"  bpftrace-rec -p 1234              # all threads of 1234, until Ctrl-C or its exit\n"
+	"  bpftrace-rec -p 1234,5678 -d 10   # two processes, for 10 seconds\n"
+	"  bpftrace-rec -a -d 5              # the whole system for 5 seconds\n"
+	"  bpftrace-rec -F 999 -- ./bench    # run ./bench and record it to its end\n"
+	"  bpftrace-rec -o /tmp/prof -p 1234 # write the files to /tmp/prof\n"
+	"\n"
+	"Files written to the output directory (default ./bpftrace-rec.out):\n"
+	"  profile.pb.gz    pprof profile of every recorded process: pprof -top FILE\n"
+	"  cpu-PID.prof     gperftools CPU profile of one process: google-pprof --text EXE FILE\n"
+	"  summary.json     what was recorded and lost, and the commands that open each file\n";
+
+static const char args_doc[] = "[-- COMMAND [ARGS...]]";
+
+enum {
+	OPT_IDLE = 0x100,
+	OPT_EVENT,
+	OPT_NO_INHERIT,
+	OPT_RINGBUF,
+	OPT_NO_KERNEL,
+	OPT_NO_USER,
+};
+
+static const struct argp_option opts[] = {
+	{"pid", 'p', "PID[,PID...]", 0, "Record these processes (all their threads, and the processes they fork)", 0},
+	{"all-cpus", 'a', NULL, 0, "Record the whole system", 0},
+	{"freq", 'F', "HZ", 0, "Samples per second per CPU (default 99; at most kernel.perf_event_max_sample_rate)", 0},
+	{"event", OPT_EVENT, "EVENT", 0, "cycles (needs a hardware PMU) or cpu-clock; default: cycles, else cpu-clock", 0},
+	{"duration", 'd', "SECONDS", 0, "Stop after this long (default: until Ctrl-C or the target's exit)", 0},
+	{"output", 'o', "DIR", 0, "Output directory (default ./bpftrace-rec.out)", 0},
+	{"idle", OPT_IDLE, NULL, 0, "With -a, keep samples of idle CPUs", 0},
+	{"gperftools", 'G', NULL, 0, "With -a, also write cpu-PID.prof for every process", 0},
+	{"no-inherit", OPT_NO_INHERIT, NULL, 0, "Do not record processes forked by the targets", 0},
+	{"no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0},
+	{"no-user", OPT_NO_USER, NULL, 0, "Do not record user stacks", 0},
+	{"ringbuf-size", OPT_RINGBUF, "MIB", 0, "BPF ring buffer size (default 16, a power of 2)", 0},
+	{"quiet", 'q', NULL, 0, "No status line or summary on stderr", 0},
+	{"verbose", 'v', NULL, 0, "More messages (twice: libbpf's too)", 0},
+	{NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", 0},
+	{0},
+};
+
+static long parse_long(const char *s, const char *opt, long min, long max, struct argp_state *st)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		argp_error(st, "%s %s: expected a whole number from %ld to %ld", opt, s, min, max);
+	return v;
+}
+
+static void parse_pids(const char *arg, struct argp_state *st)
+{
+	char *copy = xstrdup(arg), *tok, *save = NULL;
+
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (env.npids >= MAX_PIDS)
+			argp_error(st, "-p: at most %d pids", MAX_PIDS);
+		env.pids[env.npids++] = parse_long(tok, "-p", 1, INT_MAX, st);
+	}
+	free(copy);
+}
+
+static error_t parse_arg(int key, char *arg, struct argp_state *st)
+{
+	char *end;
+
+	switch (key) {
+	case 'p':
+		parse_pids(arg, st);
+		break;
+	case 'a':
+		env.all = true;
+		break;
+	case 'F':
+		/* Range against the sysctl is checked at run time, with its value. */
+		env.freq = parse_long(arg, "-F", 1, INT_MAX, st);
+		break;
+	case OPT_EVENT:
+		if (strcmp(arg, "cycles") && strcmp(arg, "cpu-clock"))
+			argp_error(st, "--event %s: expected cycles or cpu-clock", arg);
+		env.event = arg;
+		break;
+	case 'd':
+		errno = 0;
+		env.duration = strtod(arg, &end);
+		if (errno || end == arg || *end || !(env.duration > 0))
+			argp_error(st, "-d %s: expected a positive number of seconds", arg);
+		break;
+	case 'o':
+		env.outdir = arg;
+		break;
+	case OPT_IDLE:
+		env.idle = true;
+		break;
+	case 'G':
+		env.gperftools_all = true;
+		break;
+	case OPT_NO_INHERIT:
+		env.no_inherit = true;
+		break;
+	case OPT_NO_KERNEL:
+		env.no_kernel = true;
+		break;
+	case OPT_NO_USER:
+		env.no_user = true;
+		break;
+	case OPT_RINGBUF:
+		env.ringbuf_mb = parse_long(arg, "--ringbuf-size", 1, 1024, st);
+		if (env.ringbuf_mb & (env.ringbuf_mb - 1))
+			argp_error(st, "--ringbuf-size %s: must be a power of 2", arg);
+		break;
+	case 'q':
+		env.quiet = true;
+		verbosity = -1;
+		break;
+	case 'v':
+		env.verbose++;
+		verbosity = env.verbose;
+		break;
+	case 'h':
+		argp_state_help(st, stdout, ARGP_HELP_STD_HELP);
+		break;
+	case ARGP_KEY_ARG:
+		/* The first operand starts the command; argp stops at "--". */
+		env.cmd = &st->argv[st->next - 1];
+		st->next = st->argc;
+		break;
+	case ARGP_KEY_END:
+		if (!!env.all + !!env.npids + !!env.cmd != 1)
+			argp_error(st, "give exactly one target: -p PID, -a, or -- COMMAND");
+		if (env.no_kernel && env.no_user)
+			argp_error(st, "--no-kernel and --no-user leave nothing to record");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct argp argp = {opts, parse_arg, args_doc, doc, NULL, NULL, NULL};
+	int err;
+
+	env.argc = argc;
+	env.argv = argv;
+	err = argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, NULL);
+	if (err)
+		return 1;
+	return record_run();
+}

@@ -1,0 +1,29 @@
+/* Writes the recording's files from the per-process state: profile.pb.gz,
+ * cpu-<pid>.prof and summary.json, each to a temporary name then renamed. */
+#ifndef USER_OUTPUT_H
+#define USER_OUTPUT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct run_info {
+	uint64_t start_realtime_ns; /* wall clock at the start */
+	uint64_t start_mono_ns; /* CLOCK_MONOTONIC at the start (sample clock) */
+	uint64_t duration_ns;
+	int freq;
+	const char *event; /* "cycles" or "cpu-clock" */
+	uint64_t samples; /* pushed by BPF and drained */
+	uint64_t lost; /* samples the ring buffer could not take */
+	uint64_t lost_tasks; /* exec/fork/exit events lost */
+	uint64_t kstack_err, ustack_err;
+	bool system_wide;
+	bool gperftools; /* write cpu-<pid>.prof */
+	const char *outdir;
+	int argc;
+	char **argv;
+};
+
+/* 0, or -errno after reporting; files already written stay. */
+int output_write(const struct run_info *ri);
+
+#endif

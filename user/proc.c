@@ -1,0 +1,405 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "user/proc.h"
+#include "user/symbols.h"
+#include "user/maps.h"
+
+struct procs procs;
+
+/* An address outside every mapping re-reads /proc/PID/maps (a dlopen, a new
+ * JIT region), but not more often than this: garbage frames from
+ * frame-pointer walks through code built without them also miss. */
+#define MAPS_REREAD_NS (20 * 1000 * 1000ULL)
+#define MAPS_MAX_BYTES (64u << 20)
+
+static bool proc_eq(const void *ctx, uint32_t id, const void *key)
+{
+	(void)ctx;
+	return procs.v.v[id]->pid == *(const pid_t *)key;
+}
+
+struct proc *proc_find(pid_t pid)
+{
+	uint32_t id = idtab_find(&procs.tab, hash_u64(pid), proc_eq, NULL, &pid);
+
+	return id == UINT32_MAX ? NULL : procs.v.v[id];
+}
+
+static int cmp_map(const void *a, const void *b)
+{
+	const struct mapping *x = *(struct mapping *const *)a, *y = *(struct mapping *const *)b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static bool same_mapping(const struct mapping *m, const struct maps_entry *e)
+{
+	return m->start == e->start && m->end == e->end && m->offset == e->offset &&
+	       m->inode == e->inode && !strcmp(m->path, e->path);
+}
+
+/* Re-reads /proc/PID/maps; mappings seen before keep their records (and the
+ * symbols already loaded for them). */
+static int read_maps(struct proc *p)
+{
+	char path[64], *text;
+	struct maps_entry *ents = NULL;
+	size_t n = 0, i, j, len;
+	int err;
+
+	p->maps_read_ns = now_ns(CLOCK_MONOTONIC);
+	snprintf(path, sizeof(path), "/proc/%d/maps", p->pid);
+	err = read_path_all(path, 0, MAPS_MAX_BYTES, &text, &len);
+	if (err) {
+		if (!p->maps_text)
+			p->gone = true;
+		return err;
+	}
+	err = maps_parse(text, len, &ents, &n);
+	if (err) {
+		free(text);
+		return err;
+	}
+	free(p->maps_text);
+	p->maps_text = text;
+	p->maps.n = 0;
+	for (i = 0; i < n; i++) {
+		struct mapping *m = NULL;
+
+		/* Exec'd processes replace everything; otherwise most lines are old. */
+		for (j = p->maps_all.n; j-- > 0;) {
+			if (same_mapping(p->maps_all.v[j], &ents[i])) {
+				m = p->maps_all.v[j];
+				break;
+			}
+		}
+		if (!m) {
+			m = calloc(1, sizeof(*m));
+			if (!m || VEC_PUSH(p->maps_all, m)) {
+				free(m);
+				err = -ENOMEM;
+				break;
+			}
+			m->start = ents[i].start;
+			m->end = ents[i].end;
+			m->offset = ents[i].offset;
+			m->inode = ents[i].inode;
+			m->dev_major = ents[i].dev_major;
+			m->dev_minor = ents[i].dev_minor;
+			m->exec = ents[i].exec;
+			m->deleted = ents[i].deleted;
+			m->path = xstrdup(ents[i].path);
+		}
+		if (VEC_PUSH(p->maps, m)) {
+			err = -ENOMEM;
+			break;
+		}
+	}
+	maps_free(ents, n);
+	qsort(p->maps.v, p->maps.n, sizeof(*p->maps.v), cmp_map);
+	return err;
+}
+
+static struct mapping *find_mapping(struct proc *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->maps.n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->maps.v[mid]->start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && addr < p->maps.v[lo - 1]->end)
+		return p->maps.v[lo - 1];
+	return NULL;
+}
+
+/* Opens the mapped file as the process sees it: through /proc/PID/root (so
+ * containers resolve), or through /proc/PID/map_files when it was deleted or
+ * replaced since it was mapped. Only regular files: the paths are the
+ * target's to choose, and we are root. */
+static int open_mapped(struct proc *p, const struct mapping *m)
+{
+	char path[PATH_MAX + 64];
+	struct stat st;
+	int fd = -1;
+
+	if (!m->deleted) {
+		snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, m->path);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != m->inode)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0) {
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid,
+			 m->start, m->end);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	return fd;
+}
+
+static struct symfile *mapping_symbols(struct proc *p, struct mapping *m)
+{
+	int fd;
+
+	if (m->sym_tried)
+		return m->sym;
+	m->sym_tried = true;
+	if (!m->path[0] || m->path[0] == '[' || !m->inode)
+		return NULL;
+	fd = open_mapped(p, m);
+	if (fd < 0) {
+		debug("pid %d: cannot open %s for symbols", p->pid, m->path);
+		return NULL;
+	}
+	m->sym = symfile_get(fd, m->path);
+	close(fd);
+	return m->sym;
+}
+
+static void proc_read_identity(struct proc *p)
+{
+	char path[64], *comm;
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d", p->pid);
+	if (!stat(path, &st))
+		p->uid = st.st_uid;
+	snprintf(path, sizeof(path), "/proc/%d/comm", p->pid);
+	if (!read_path_all(path, 0, 64, &comm, NULL)) {
+		comm[strcspn(comm, "\n")] = 0;
+		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+		free(comm);
+	}
+}
+
+struct proc *proc_get(pid_t pid, const char *comm)
+{
+	struct proc *p = proc_find(pid);
+
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->uid = (uid_t)-1;
+	if (comm)
+		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	if (VEC_PUSH(procs.v, p) || idtab_insert(&procs.tab, hash_u64(pid), procs.v.n - 1)) {
+		free(p);
+		return NULL;
+	}
+	proc_read_identity(p);
+	read_maps(p);
+	return p;
+}
+
+struct frame_key {
+	uint64_t pc;
+	uint8_t kind;
+	bool caller;
+};
+
+static bool frame_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct frame *f = &((const struct proc *)ctx)->frames.v[id];
+	const struct frame_key *k = key;
+
+	return f->pc == k->pc && f->kind == k->kind && f->caller == k->caller;
+}
+
+static uint32_t intern_frame(struct proc *p, uint64_t ip, uint8_t kind, bool caller)
+{
+	struct frame_key k = {caller ? ip - 1 : ip, kind, caller};
+	uint64_t h = hash_u64(k.pc ^ ((uint64_t)kind << 62) ^ ((uint64_t)caller << 61));
+	uint32_t id = idtab_find(&p->frame_tab, h, frame_eq, p, &k);
+	struct frame f = {0};
+
+	if (id != UINT32_MAX)
+		return id;
+	f.pc = k.pc;
+	f.kind = kind;
+	f.caller = caller;
+	if (kind == FRAME_KERNEL) {
+		f.name = kallsyms_lookup(f.pc, &f.module);
+	} else {
+		f.map = find_mapping(p, f.pc);
+		if (!f.map && now_ns(CLOCK_MONOTONIC) - p->maps_read_ns > MAPS_REREAD_NS) {
+			read_maps(p);
+			f.map = find_mapping(p, f.pc);
+		}
+		if (f.map) {
+			struct symfile *sf = mapping_symbols(p, f.map);
+
+			if (sf)
+				f.name = symfile_lookup(sf, f.pc - f.map->start + f.map->offset,
+							NULL, NULL);
+		}
+	}
+	if (VEC_PUSH(p->frames, f) || idtab_insert(&p->frame_tab, h, p->frames.n - 1))
+		return UINT32_MAX;
+	return p->frames.n - 1;
+}
+
+static bool stack_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct proc *p = ctx;
+	const uint32_t *a = &p->stack_data.v[p->stack_off.v[id]], *b = key;
+
+	return a[0] == b[0] && a[1] == b[1] && !memcmp(a + 2, b + 2, (a[0] + a[1]) * 4);
+}
+
+static uint32_t intern_stack(struct proc *p, const uint32_t *st)
+{
+	size_t len = 2 + st[0] + st[1];
+	uint64_t h = hash_bytes(st, len * 4);
+	uint32_t id = idtab_find(&p->stack_tab, h, stack_eq, p, st);
+
+	if (id != UINT32_MAX)
+		return id;
+	if (VEC_RESERVE(p->stack_data, p->stack_data.n + len) ||
+	    VEC_PUSH(p->stack_off, (uint32_t)p->stack_data.n))
+		return UINT32_MAX;
+	memcpy(p->stack_data.v + p->stack_data.n, st, len * 4);
+	p->stack_data.n += len;
+	if (idtab_insert(&p->stack_tab, h, p->stack_off.n - 1))
+		return UINT32_MAX;
+	return p->stack_off.n - 1;
+}
+
+static bool thread_eq(const void *ctx, uint32_t id, const void *key)
+{
+	return ((const struct proc *)ctx)->threads.v[id].tid == *(const uint32_t *)key;
+}
+
+struct thread *proc_thread(struct proc *p, uint32_t tid)
+{
+	uint32_t id = idtab_find(&p->thread_tab, hash_u64(tid), thread_eq, p, &tid);
+	struct thread t = {.tid = tid};
+
+	if (id != UINT32_MAX)
+		return &p->threads.v[id];
+	if (VEC_PUSH(p->threads, t) || idtab_insert(&p->thread_tab, hash_u64(tid), p->threads.n - 1))
+		return NULL;
+	return &p->threads.v[p->threads.n - 1];
+}
+
+int proc_add_sample(const struct ev_sample *s)
+{
+	uint32_t st[2 + 2 * MAX_FRAMES], i, n = 0, id;
+	struct proc *p = proc_get(s->hdr.pid, s->comm);
+	struct thread *t;
+	struct sample smp;
+
+	if (!p)
+		return -ENOMEM;
+	if (!p->comm[0])
+		memcpy(p->comm, s->comm, sizeof(p->comm));
+	st[0] = st[1] = 0;
+	for (i = 0; i < s->nkernel && i < MAX_FRAMES; i++) {
+		id = intern_frame(p, s->ips[i], FRAME_KERNEL, i > 0);
+		if (id == UINT32_MAX)
+			return -ENOMEM;
+		st[2 + n++] = id;
+		st[0]++;
+	}
+	for (i = 0; i < s->nuser && i < MAX_FRAMES; i++) {
+		const __u64 ip = s->ips[s->nkernel + i];
+
+		if (!ip) /* a zero ends the walk; readers treat it as the end */
+			break;
+		id = intern_frame(p, ip, FRAME_USER, i > 0);
+		if (id == UINT32_MAX)
+			return -ENOMEM;
+		st[2 + n++] = id;
+		st[1]++;
+	}
+	smp.stack = intern_stack(p, st);
+	if (smp.stack == UINT32_MAX)
+		return -ENOMEM;
+	smp.tid = s->hdr.tid;
+	smp.cpu = s->hdr.cpu;
+	smp.time_ns = s->hdr.time_ns;
+	t = proc_thread(p, s->hdr.tid);
+	if (!t)
+		return -ENOMEM;
+	memcpy(t->comm, s->comm, sizeof(t->comm));
+	t->nsamples++;
+	return VEC_PUSH(p->samples, smp);
+}
+
+const uint32_t *proc_stack(const struct proc *p, uint32_t stack, uint32_t *nk, uint32_t *nu)
+{
+	const uint32_t *st = &p->stack_data.v[p->stack_off.v[stack]];
+
+	*nk = st[0];
+	*nu = st[1];
+	return st + 2;
+}
+
+void proc_on_exec(pid_t pid, const char *comm)
+{
+	struct proc *p = proc_get(pid, comm);
+
+	if (!p)
+		return;
+	/* A new address space: old frames keep their names, new addresses
+	 * resolve against the new mappings. */
+	snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	idtab_free(&p->frame_tab); /* frames interned from here on are the new image's */
+	read_maps(p);
+}
+
+void proc_on_exit(pid_t pid)
+{
+	struct proc *p = proc_find(pid);
+
+	if (p)
+		p->exited = true;
+}
+
+void procs_free(void)
+{
+	size_t i, j;
+
+	for (i = 0; i < procs.v.n; i++) {
+		struct proc *p = procs.v.v[i];
+
+		for (j = 0; j < p->maps_all.n; j++) {
+			free(p->maps_all.v[j]->path);
+			free(p->maps_all.v[j]);
+		}
+		VEC_FREE(p->maps_all);
+		VEC_FREE(p->maps);
+		VEC_FREE(p->frames);
+		idtab_free(&p->frame_tab);
+		VEC_FREE(p->stack_data);
+		VEC_FREE(p->stack_off);
+		idtab_free(&p->stack_tab);
+		VEC_FREE(p->samples);
+		VEC_FREE(p->threads);
+		idtab_free(&p->thread_tab);
+		free(p->maps_text);
+		free(p);
+	}
+	VEC_FREE(procs.v);
+	idtab_free(&procs.tab);
+}

@@ -1,0 +1,88 @@
+/* Per-process state built from the event stream: mappings (from
+ * /proc/PID/maps, read when the process is first seen and again when an
+ * address falls outside them), threads, interned frames and stacks, samples. */
+#ifndef USER_PROC_H
+#define USER_PROC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "bpf/events.h"
+#include "user/util.h"
+
+struct symfile;
+
+struct mapping {
+	uint64_t start, end, offset, inode;
+	unsigned dev_major, dev_minor;
+	char *path; /* as in maps, " (deleted)" removed; "" when anonymous */
+	bool exec, deleted;
+	bool sym_tried;
+	struct symfile *sym; /* loaded while the process lives, on first use */
+	uint64_t out_id; /* scratch for writers */
+};
+
+enum frame_kind { FRAME_USER, FRAME_KERNEL };
+
+struct frame {
+	uint64_t pc; /* lookup address: the ip for a leaf, return address - 1 for callers */
+	struct mapping *map; /* user frames: the mapping at pc, or NULL */
+	const char *name; /* function, NULL when unknown */
+	const char *module; /* kernel module, NULL for the core kernel */
+	uint8_t kind; /* enum frame_kind */
+	bool caller; /* pc is a return address - 1 */
+	uint64_t out_id; /* scratch for writers */
+};
+
+struct sample {
+	uint32_t stack; /* index into proc.stack_off */
+	uint32_t tid;
+	uint32_t cpu;
+	uint64_t time_ns;
+};
+
+struct thread {
+	uint32_t tid;
+	char comm[COMM_LEN];
+	uint64_t nsamples;
+};
+
+struct proc {
+	pid_t pid;
+	char comm[COMM_LEN];
+	uid_t uid;
+	bool exited, gone; /* gone: /proc/PID vanished before we could read it */
+	char *maps_text; /* the latest /proc/PID/maps */
+	uint64_t maps_read_ns;
+	VEC(struct mapping *) maps_all; /* owned, never freed while recording */
+	VEC(struct mapping *) maps; /* current, sorted by start */
+	VEC(struct frame) frames;
+	struct idtab frame_tab;
+	/* Stacks: stack_data[stack_off[i]] = nkernel, nuser, then frame ids leaf first. */
+	VEC(uint32_t) stack_data;
+	VEC(uint32_t) stack_off;
+	struct idtab stack_tab;
+	VEC(struct sample) samples;
+	VEC(struct thread) threads;
+	struct idtab thread_tab;
+	uint64_t lost; /* from BPF's per-process counter */
+};
+
+/* All processes seen, in order of first sight. */
+struct procs {
+	VEC(struct proc *) v;
+	struct idtab tab;
+};
+extern struct procs procs;
+
+struct proc *proc_get(pid_t pid, const char *comm);
+struct proc *proc_find(pid_t pid);
+int proc_add_sample(const struct ev_sample *s);
+void proc_on_exec(pid_t pid, const char *comm);
+void proc_on_exit(pid_t pid);
+struct thread *proc_thread(struct proc *p, uint32_t tid);
+/* Frames of a stack: *nk kernel then *nu user ids, leaf first. */
+const uint32_t *proc_stack(const struct proc *p, uint32_t stack, uint32_t *nk, uint32_t *nu);
+void procs_free(void);
+
+#endif

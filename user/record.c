@@ -1,0 +1,433 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "bpf/events.h"
+#include "sample.skel.h"
+#include "user/output.h"
+#include "user/proc.h"
+#include "user/record.h"
+#include "user/symbols.h"
+#include "user/target.h"
+#include "user/util.h"
+
+struct env env = {
+	.freq = 99,
+	.outdir = "bpftrace-rec.out",
+	.ringbuf_mb = 16,
+};
+
+static volatile sig_atomic_t exiting;
+static struct target target = {.go_fd = -1, .err_fd = -1};
+static uint64_t drained_samples;
+
+static void on_signal(int sig)
+{
+	/* A second Ctrl-C means now: the temporary files are left unrenamed. */
+	if (sig == SIGINT && exiting)
+		_exit(130);
+	exiting = sig;
+	if (sig == SIGTERM)
+		target_signal(&target, SIGTERM);
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && env.verbose < 2)
+		return 0;
+	if (level == LIBBPF_INFO && env.verbose < 1)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+/* CAP_BPF + CAP_PERFMON, or CAP_SYS_ADMIN, in the effective set. */
+static int check_privileges(void)
+{
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct data[2] = {{0}};
+	uint64_t eff;
+
+	if (syscall(SYS_capget, &hdr, data))
+		return 0; /* let the kernel decide */
+	eff = data[0].effective | (uint64_t)data[1].effective << 32;
+	if (eff & (1ULL << CAP_SYS_ADMIN))
+		return 0;
+	if ((eff & (1ULL << CAP_BPF)) && (eff & (1ULL << CAP_PERFMON)))
+		return 0;
+	fprintf(stderr, "bpftrace-rec: not privileged: needs %s%s%s (or CAP_SYS_ADMIN); run as root\n",
+		eff & (1ULL << CAP_BPF) ? "" : "CAP_BPF",
+		!(eff & (1ULL << CAP_BPF)) && !(eff & (1ULL << CAP_PERFMON)) ? " and " : "",
+		eff & (1ULL << CAP_PERFMON) ? "" : "CAP_PERFMON");
+	return -EPERM;
+}
+
+static int read_sysctl_int(const char *path, long *v)
+{
+	char *buf;
+	int err = read_path_all(path, 0, 64, &buf, NULL);
+
+	if (err)
+		return err;
+	*v = strtol(buf, NULL, 10);
+	free(buf);
+	return 0;
+}
+
+static int check_freq(void)
+{
+	long max = 0;
+
+	if (env.freq < 1) {
+		fprintf(stderr, "bpftrace-rec: -F %d: frequency must be at least 1 Hz\n", env.freq);
+		return -EINVAL;
+	}
+	if (!read_sysctl_int("/proc/sys/kernel/perf_event_max_sample_rate", &max) && max > 0 &&
+	    env.freq > max) {
+		fprintf(stderr,
+			"bpftrace-rec: -F %d: above kernel.perf_event_max_sample_rate (%ld Hz); "
+			"lower -F or raise the sysctl\n",
+			env.freq, max);
+		return -ERANGE;
+	}
+	return 0;
+}
+
+static int perf_open(struct perf_event_attr *a, int cpu)
+{
+	return syscall(SYS_perf_event_open, a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* One sampling event per online CPU, each running the BPF program. cycles
+ * needs a hardware PMU; without one (VMs) cpu-clock samples the same way. */
+static int attach_sampler(struct sample_bpf *skel, struct bpf_link ***links, int *nlinks,
+			  const char **event)
+{
+	struct perf_event_attr a = {
+		.size = sizeof(a),
+		.freq = 1,
+		.sample_freq = env.freq,
+	};
+	bool want_cycles = !env.event || !strcmp(env.event, "cycles");
+	int ncpu = libbpf_num_possible_cpus(), cpu, fd, attached = 0;
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -ENODEV;
+	*links = calloc(ncpu, sizeof(**links));
+	if (!*links)
+		return -ENOMEM;
+	if (want_cycles) {
+		a.type = PERF_TYPE_HARDWARE;
+		a.config = PERF_COUNT_HW_CPU_CYCLES;
+		*event = "cycles";
+	} else {
+		a.type = PERF_TYPE_SOFTWARE;
+		a.config = PERF_COUNT_SW_CPU_CLOCK;
+		*event = "cpu-clock";
+	}
+	for (cpu = 0; cpu < ncpu; cpu++) {
+		fd = perf_open(&a, cpu);
+		if (fd < 0 && a.type == PERF_TYPE_HARDWARE && !env.event &&
+		    (errno == ENOENT || errno == EOPNOTSUPP || errno == ENODEV) && !attached) {
+			debug("cycles: %s; falling back to cpu-clock", strerror(errno));
+			a.type = PERF_TYPE_SOFTWARE;
+			a.config = PERF_COUNT_SW_CPU_CLOCK;
+			*event = "cpu-clock";
+			fd = perf_open(&a, cpu);
+		}
+		if (fd < 0) {
+			if (errno == ENODEV) /* offline CPU */
+				continue;
+			fprintf(stderr, "bpftrace-rec: perf_event_open %s on cpu %d: %s\n", *event, cpu,
+				strerror(errno));
+			return -errno;
+		}
+		(*links)[cpu] = bpf_program__attach_perf_event(skel->progs.on_sample, fd);
+		if (!(*links)[cpu]) {
+			int err = -errno;
+
+			fprintf(stderr, "bpftrace-rec: attach BPF to %s on cpu %d: %s\n", *event, cpu,
+				strerror(-err));
+			close(fd);
+			return err;
+		}
+		attached++;
+	}
+	*nlinks = ncpu;
+	if (!attached) {
+		fprintf(stderr, "bpftrace-rec: no online CPU to sample\n");
+		return -ENODEV;
+	}
+	return 0;
+}
+
+static void detach_sampler(struct bpf_link **links, int n)
+{
+	int i;
+
+	for (i = 0; links && i < n; i++)
+		bpf_link__destroy(links[i]);
+}
+
+static int handle_event(void *ctx, void *data, size_t size)
+{
+	const struct ev_hdr *h = data;
+
+	(void)ctx;
+	if (size < sizeof(*h))
+		return 0;
+	switch (h->type) {
+	case EV_SAMPLE: {
+		const struct ev_sample *s = data;
+
+		if (size < sizeof(*s) ||
+		    size < sizeof(*s) + ((size_t)s->nkernel + s->nuser) * sizeof(__u64))
+			return 0;
+		drained_samples++;
+		if (proc_add_sample(s))
+			return -ENOMEM; /* stops the drain; what we have is written */
+		break;
+	}
+	case EV_EXEC:
+		if (size >= sizeof(struct ev_task) && (!env.all || proc_find(h->pid)))
+			proc_on_exec(h->pid, ((const struct ev_task *)data)->comm);
+		break;
+	case EV_FORK:
+		if (size >= sizeof(struct ev_task))
+			proc_get(((const struct ev_task *)data)->child_pid, NULL);
+		break;
+	case EV_EXIT:
+		proc_on_exit(h->pid);
+		break;
+	}
+	return 0;
+}
+
+static void read_stats(struct sample_bpf *skel, uint64_t out[STAT_NR])
+{
+	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(skel->maps.stats);
+	uint64_t *vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
+	__u32 i;
+	int c;
+
+	memset(out, 0, STAT_NR * sizeof(*out));
+	if (!vals)
+		return;
+	for (i = 0; i < STAT_NR; i++)
+		if (!bpf_map_lookup_elem(fd, &i, vals))
+			for (c = 0; c < ncpu; c++)
+				out[i] += vals[c];
+	free(vals);
+}
+
+static void read_lost_by_pid(struct sample_bpf *skel)
+{
+	int fd = bpf_map__fd(skel->maps.lost_by_pid);
+	__u32 key, next, *prev = NULL;
+	__u64 v;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (!bpf_map_lookup_elem(fd, &key, &v)) {
+			struct proc *p = proc_get(key, NULL);
+
+			if (p)
+				p->lost = v;
+		}
+	}
+}
+
+static void status_line(uint64_t start_ns, const uint64_t *st, bool final)
+{
+	double secs = (now_ns(CLOCK_MONOTONIC) - start_ns) / 1e9;
+
+	fprintf(stderr, "\r\033[K[%6.1fs] %llu samples, %llu lost, %.0f samples/s%s", secs,
+		(unsigned long long)drained_samples, (unsigned long long)st[STAT_LOST],
+		secs > 0 ? drained_samples / secs : 0.0, final ? "\n" : "");
+}
+
+static int add_targets(struct sample_bpf *skel, const pid_t *pids, int n)
+{
+	int fd = bpf_map__fd(skel->maps.targets), i;
+	__u8 one = 1;
+
+	for (i = 0; i < n; i++) {
+		__u32 k = pids[i];
+
+		if (bpf_map_update_elem(fd, &k, &one, BPF_ANY)) {
+			fprintf(stderr, "bpftrace-rec: add target %d: %s\n", pids[i], strerror(errno));
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+int record_run(void)
+{
+	struct sample_bpf *skel = NULL;
+	struct ring_buffer *rb = NULL;
+	struct bpf_link **links = NULL;
+	struct run_info ri = {0};
+	struct sigaction sa = {0};
+	uint64_t st[STAT_NR] = {0}, start, last_status = 0;
+	bool tty = isatty(STDERR_FILENO) && !env.quiet;
+	bool capture_started = false;
+	int nlinks = 0, err, i, exit_code = 1;
+	const char *event = "cpu-clock";
+
+	libbpf_set_print(libbpf_print);
+	if (check_privileges() || check_freq())
+		return 1;
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		fprintf(stderr, "bpftrace-rec: no BTF: /sys/kernel/btf/vmlinux: %s (the kernel needs "
+				"CONFIG_DEBUG_INFO_BTF)\n",
+			strerror(errno));
+		return 1;
+	}
+	if (env.npids && target_check_pids(env.pids, env.npids))
+		return 1;
+	if (!env.no_kernel && (err = kallsyms_load()))
+		warn_("/proc/kallsyms: %s; kernel frames stay unnamed", strerror(-err));
+
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+
+	if (env.cmd && (err = target_spawn(&target, env.cmd))) {
+		fprintf(stderr, "bpftrace-rec: start %s: %s\n", env.cmd[0], strerror(-err));
+		return 1;
+	}
+
+	skel = sample_bpf__open();
+	if (!skel) {
+		fprintf(stderr, "bpftrace-rec: open BPF object: %s\n", strerror(errno));
+		goto cleanup;
+	}
+	skel->rodata->filter_pids = !env.all;
+	skel->rodata->follow_forks = !env.no_inherit;
+	skel->rodata->include_idle = env.idle;
+	skel->rodata->kernel_stacks = !env.no_kernel;
+	skel->rodata->user_stacks = !env.no_user;
+	skel->rodata->wakeup_bytes = (uint64_t)env.ringbuf_mb << 18; /* a quarter full */
+	err = bpf_map__set_max_entries(skel->maps.events, env.ringbuf_mb << 20);
+	if (err) {
+		fprintf(stderr, "bpftrace-rec: ring buffer of %u MiB: %s\n", env.ringbuf_mb,
+			strerror(-err));
+		goto cleanup;
+	}
+	err = sample_bpf__load(skel);
+	if (err) {
+		fprintf(stderr, "bpftrace-rec: load BPF programs: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	if (env.npids && add_targets(skel, env.pids, env.npids))
+		goto cleanup;
+	if (target.child > 0 && add_targets(skel, &target.child, 1))
+		goto cleanup;
+	/* Maps of the targets as they are now, before any sample. */
+	for (i = 0; i < env.npids; i++)
+		proc_get(env.pids[i], NULL);
+
+	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle_event, NULL, NULL);
+	if (!rb) {
+		fprintf(stderr, "bpftrace-rec: ring buffer: %s\n", strerror(errno));
+		goto cleanup;
+	}
+	err = sample_bpf__attach(skel); /* the fork/exec/exit tracepoints */
+	if (err) {
+		fprintf(stderr, "bpftrace-rec: attach tracepoints: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	if (attach_sampler(skel, &links, &nlinks, &event))
+		goto cleanup;
+
+	start = now_ns(CLOCK_MONOTONIC);
+	ri.start_mono_ns = start;
+	ri.start_realtime_ns = now_ns(CLOCK_REALTIME);
+	capture_started = true;
+	if (target.child > 0) {
+		if (target_release(&target, env.cmd[0]))
+			goto cleanup;
+	} else if (env.npids) {
+		target_watch_pids(&target, env.pids, env.npids);
+	}
+	if (!env.quiet)
+		info("recording %s at %d Hz (%s)%s", env.all ? "all CPUs" : "targets", env.freq, event,
+		     tty ? "; Ctrl-C to stop" : "");
+
+	while (!exiting) {
+		/* Records are submitted without wakeup, except when the buffer
+		 * fills past a quarter: drain on this short timer. */
+		err = ring_buffer__poll(rb, 50);
+		if (err >= 0)
+			err = ring_buffer__consume(rb);
+		if (err < 0 && err != -EINTR) {
+			fprintf(stderr, "bpftrace-rec: draining the ring buffer: %s\n", strerror(-err));
+			break;
+		}
+		if (env.duration > 0 && now_ns(CLOCK_MONOTONIC) - start >= env.duration * 1e9)
+			break;
+		if ((target.child > 0 || target.npidfds) && target_done(&target))
+			break;
+		if (tty && now_ns(CLOCK_MONOTONIC) - last_status > 250000000ULL) {
+			last_status = now_ns(CLOCK_MONOTONIC);
+			read_stats(skel, st);
+			status_line(start, st, false);
+		}
+	}
+	ri.duration_ns = now_ns(CLOCK_MONOTONIC) - start;
+
+cleanup:
+	/* Stop sampling, then take what is still in the ring buffer. */
+	detach_sampler(links, nlinks);
+	free(links);
+	if (rb) {
+		ring_buffer__consume(rb);
+		ring_buffer__free(rb);
+	}
+	if (skel && capture_started) {
+		read_stats(skel, st);
+		read_lost_by_pid(skel);
+		if (tty)
+			status_line(start, st, true);
+		ri.freq = env.freq;
+		ri.event = event;
+		ri.samples = drained_samples;
+		ri.lost = st[STAT_LOST];
+		ri.lost_tasks = st[STAT_LOST_TASK];
+		ri.kstack_err = st[STAT_KSTACK_ERR];
+		ri.ustack_err = st[STAT_USTACK_ERR];
+		ri.system_wide = env.all;
+		ri.gperftools = !env.all || env.gperftools_all;
+		ri.outdir = env.outdir;
+		ri.argc = env.argc;
+		ri.argv = env.argv;
+		if (st[STAT_LOST])
+			warn_("%llu samples lost: the ring buffer was full (raise --ringbuf-size)",
+			      (unsigned long long)st[STAT_LOST]);
+		exit_code = output_write(&ri) ? 1 : 0;
+	}
+	sample_bpf__destroy(skel);
+	if (target.child > 0) {
+		if (!capture_started)
+			kill(target.child, SIGKILL);
+		i = target_wait(&target);
+		if (capture_started && exit_code == 0)
+			exit_code = i;
+	}
+	target_close(&target);
+	procs_free();
+	symfiles_free();
+	kallsyms_free();
+	return exit_code;
+}

@@ -1,0 +1,38 @@
+/* The recording: options (filled by main.c), the BPF skeleton's lifecycle,
+ * the ring-buffer drain loop and the stop conditions. */
+#ifndef USER_RECORD_H
+#define USER_RECORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define MAX_PIDS 256
+
+struct env {
+	pid_t pids[MAX_PIDS];
+	int npids;
+	bool all; /* -a */
+	char **cmd; /* -- CMD ARGS */
+	int freq; /* -F */
+	const char *event; /* --event: NULL = cycles, else cpu-clock */
+	double duration; /* -d; 0 = until stopped */
+	const char *outdir; /* -o */
+	bool idle; /* --idle */
+	bool gperftools_all; /* -G: cpu-<pid>.prof also with -a */
+	bool no_inherit; /* don't follow forked children */
+	bool no_kernel, no_user;
+	unsigned ringbuf_mb;
+	int verbose;
+	bool quiet; /* no live status line */
+	int argc; /* the whole command line, for summary.json */
+	char **argv;
+};
+
+extern struct env env;
+
+/* Runs the whole recording and writes the files. Returns the process exit
+ * status: the command's for `-- CMD`, else 0, or 1 on error. */
+int record_run(void);
+
+#endif

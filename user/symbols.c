@@ -1,0 +1,447 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "user/symbols.h"
+#include "user/util.h"
+
+struct sym {
+	uint64_t addr, size;
+	uint32_t name; /* offset into names */
+	uint8_t rank; /* lower wins among symbols at one address */
+};
+
+struct symvec {
+	VEC_BODY(struct sym)
+};
+struct charvec {
+	VEC_BODY(char)
+};
+
+struct load {
+	uint64_t off, vaddr, filesz;
+};
+
+struct symfile {
+	dev_t dev;
+	ino_t ino;
+	struct sym *syms;
+	size_t nsyms;
+	char *names;
+	size_t names_len;
+	struct load *loads;
+	size_t nloads;
+	char build_id[41 * 2];
+};
+
+static VEC(struct symfile *) files;
+static struct idtab files_tab;
+
+static bool file_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct stat *st = key;
+
+	(void)ctx;
+	return files.v[id]->dev == st->st_dev && files.v[id]->ino == st->st_ino;
+}
+
+static uint64_t file_hash(const struct stat *st)
+{
+	return hash_u64(st->st_dev * 0x9e3779b97f4a7c15ULL ^ st->st_ino);
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return (int)x->rank - (int)y->rank;
+}
+
+/* Appends the FUNC symbols of one symbol table. */
+static int read_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct symvec *out,
+		       struct charvec *names)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t i, n;
+
+	if (!data || !sh->sh_entsize)
+		return 0;
+	n = sh->sh_size / sh->sh_entsize;
+	for (i = 0; i < n; i++) {
+		GElf_Sym s;
+		const char *name;
+		size_t len;
+		struct sym y;
+
+		if (!gelf_getsym(data, i, &s))
+			break;
+		if (GELF_ST_TYPE(s.st_info) != STT_FUNC && GELF_ST_TYPE(s.st_info) != STT_GNU_IFUNC)
+			continue;
+		if (s.st_shndx == SHN_UNDEF || !s.st_value)
+			continue;
+		name = elf_strptr(elf, sh->sh_link, s.st_name);
+		if (!name || !*name)
+			continue;
+		len = strlen(name) + 1;
+		if (names->n + len > UINT32_MAX || VEC_RESERVE(*names, names->n + len))
+			return -ENOMEM;
+		y.addr = s.st_value;
+		y.size = s.st_size;
+		y.name = names->n;
+		y.rank = GELF_ST_BIND(s.st_info) == STB_GLOBAL ? 0 : GELF_ST_BIND(s.st_info) == STB_WEAK ? 1 : 2;
+		memcpy(names->v + names->n, name, len);
+		names->n += len;
+		if (VEC_PUSH(*out, y))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void read_build_id(Elf *elf, struct symfile *f)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *data;
+		GElf_Nhdr nh;
+		size_t off = 0, noff, doff;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		data = elf_getdata(scn, NULL);
+		while (data && (off = gelf_getnote(data, off, &nh, &noff, &doff)) > 0) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp((char *)data->d_buf + noff, "GNU", 4) && nh.n_descsz <= 40) {
+				const unsigned char *d = (unsigned char *)data->d_buf + doff;
+				size_t i;
+
+				for (i = 0; i < nh.n_descsz; i++)
+					sprintf(f->build_id + 2 * i, "%02x", d[i]);
+				return;
+			}
+		}
+	}
+}
+
+/* Reads .symtab, else .dynsym, of elf. */
+static int read_syms(Elf *elf, struct symvec *syms, struct charvec *names, bool *had_symtab)
+{
+	Elf_Scn *scn = NULL, *dyn = NULL, *tab = NULL;
+	GElf_Shdr sh, dsh, tsh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB) {
+			tab = scn;
+			tsh = sh;
+		} else if (sh.sh_type == SHT_DYNSYM) {
+			dyn = scn;
+			dsh = sh;
+		}
+	}
+	*had_symtab = tab != NULL;
+	if (tab)
+		return read_symtab(elf, tab, &tsh, syms, names);
+	if (dyn)
+		return read_symtab(elf, dyn, &dsh, syms, names);
+	return 0;
+}
+
+/* Debian's -dbgsym packages put full symbol tables under the build id. */
+static Elf *open_debug_file(const char *build_id, int *fd)
+{
+	char path[128];
+	Elf *elf;
+
+	if (strlen(build_id) < 4)
+		return NULL;
+	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", build_id,
+		 build_id + 2);
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return NULL;
+	elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	if (!elf) {
+		close(*fd);
+		*fd = -1;
+	}
+	return elf;
+}
+
+static int load_symfile(struct symfile *f, int fd)
+{
+	struct symvec syms = {0};
+	struct charvec names = {0};
+	VEC(struct load) loads = {0};
+	size_t i, nph, j;
+	bool had_symtab = false;
+	Elf *elf;
+	int err = 0;
+
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		err = -ENOEXEC;
+		goto out;
+	}
+	if (elf_getphdrnum(elf, &nph) == 0) {
+		for (i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD) {
+				struct load l = {ph.p_offset, ph.p_vaddr, ph.p_filesz};
+
+				if (VEC_PUSH(loads, l)) {
+					err = -ENOMEM;
+					goto out;
+				}
+			}
+		}
+	}
+	read_build_id(elf, f);
+	if (VEC_PUSH(names, '\0')) {
+		err = -ENOMEM;
+		goto out;
+	}
+	err = read_syms(elf, &syms, &names, &had_symtab);
+	if (!err && !had_symtab && f->build_id[0]) {
+		int dfd = -1;
+		Elf *delf = open_debug_file(f->build_id, &dfd);
+
+		if (delf) {
+			size_t before = syms.n;
+
+			err = read_syms(delf, &syms, &names, &had_symtab);
+			debug("symbols: %zu from debug file of build id %s", syms.n - before,
+			      f->build_id);
+			elf_end(delf);
+			close(dfd);
+		}
+	}
+	if (err)
+		goto out;
+	qsort(syms.v, syms.n, sizeof(*syms.v), cmp_sym);
+	/* One symbol per address: aliases (weak/global pairs) add nothing. */
+	for (i = j = 0; i < syms.n; i++)
+		if (!j || syms.v[j - 1].addr != syms.v[i].addr)
+			syms.v[j++] = syms.v[i];
+	syms.n = j;
+	f->syms = syms.v;
+	f->nsyms = syms.n;
+	f->names = names.v;
+	f->names_len = names.n;
+	f->loads = loads.v;
+	f->nloads = loads.n;
+	syms.v = NULL;
+	names.v = NULL;
+	loads.v = NULL;
+out:
+	if (elf)
+		elf_end(elf);
+	VEC_FREE(syms);
+	VEC_FREE(names);
+	VEC_FREE(loads);
+	return err;
+}
+
+struct symfile *symfile_get(int fd, const char *path)
+{
+	struct stat st;
+	struct symfile *f;
+	uint32_t id;
+	int err;
+
+	if (fstat(fd, &st))
+		return NULL;
+	id = idtab_find(&files_tab, file_hash(&st), file_eq, NULL, &st);
+	if (id != UINT32_MAX)
+		return files.v[id];
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return NULL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	err = load_symfile(f, fd);
+	if (err && err != -ENOEXEC) {
+		free(f);
+		return NULL;
+	}
+	if (err) /* not ELF: cache the empty table so it is not read again */
+		debug("symbols: %s: not an ELF file", path);
+	else
+		debug("symbols: %s: %zu functions", path, f->nsyms);
+	if (VEC_PUSH(files, f) || idtab_insert(&files_tab, file_hash(&st), files.n - 1)) {
+		if (files.n && files.v[files.n - 1] == f)
+			files.n--;
+		free(f->syms);
+		free(f->names);
+		free(f->loads);
+		free(f);
+		return NULL;
+	}
+	return f;
+}
+
+uint64_t symfile_vaddr(const struct symfile *f, uint64_t off)
+{
+	size_t i;
+
+	for (i = 0; i < f->nloads; i++)
+		if (off >= f->loads[i].off && off - f->loads[i].off < f->loads[i].filesz)
+			return off - f->loads[i].off + f->loads[i].vaddr;
+	return off;
+}
+
+static const struct sym *find_sym(const struct sym *s, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? &s[lo - 1] : NULL;
+}
+
+const char *symfile_lookup(const struct symfile *f, uint64_t file_off, uint64_t *vaddr,
+			   uint64_t *sym_addr)
+{
+	uint64_t va = symfile_vaddr(f, file_off);
+	const struct sym *s = find_sym(f->syms, f->nsyms, va);
+
+	if (vaddr)
+		*vaddr = va;
+	/* A sized symbol ends at its size: past it lies code with no symbol
+	 * (stripped statics), which must not take its neighbour's name. */
+	if (!s || (s->size && va - s->addr >= s->size))
+		return NULL;
+	if (sym_addr)
+		*sym_addr = s->addr;
+	return f->names + s->name;
+}
+
+const char *symfile_build_id(const struct symfile *f)
+{
+	return f->build_id[0] ? f->build_id : NULL;
+}
+
+size_t symfile_nsyms(const struct symfile *f)
+{
+	return f->nsyms;
+}
+
+void symfiles_free(void)
+{
+	size_t i;
+
+	for (i = 0; i < files.n; i++) {
+		free(files.v[i]->syms);
+		free(files.v[i]->names);
+		free(files.v[i]->loads);
+		free(files.v[i]);
+	}
+	VEC_FREE(files);
+	idtab_free(&files_tab);
+}
+
+/* Kernel symbols: text symbols of /proc/kallsyms, sorted. */
+struct ksym {
+	uint64_t addr;
+	const char *name;
+	const char *module;
+};
+static VEC(struct ksym) ksyms;
+static char *kallsyms_text;
+
+static int cmp_ksym(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+int kallsyms_load(void)
+{
+	char *p, *line, *save = NULL;
+	size_t zero = 0;
+	int err;
+
+	if (ksyms.n)
+		return 0;
+	err = read_path_all("/proc/kallsyms", 0, 256 << 20, &kallsyms_text, NULL);
+	if (err)
+		return err;
+	for (line = strtok_r(kallsyms_text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct ksym k;
+		char type, *name, *mod;
+
+		k.addr = strtoull(line, &p, 16);
+		if (*p != ' ')
+			continue;
+		type = p[1];
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		name = p + 3;
+		mod = strchr(name, '\t');
+		if (mod) {
+			*mod++ = 0;
+			if (*mod == '[') {
+				mod++;
+				mod[strcspn(mod, "]")] = 0;
+			}
+		}
+		k.name = name;
+		k.module = mod;
+		if (!k.addr)
+			zero++;
+		if (VEC_PUSH(ksyms, k))
+			return -ENOMEM;
+	}
+	if (ksyms.n && zero == ksyms.n) {
+		/* kptr_restrict hides the addresses from this process. */
+		VEC_FREE(ksyms);
+		return -EPERM;
+	}
+	qsort(ksyms.v, ksyms.n, sizeof(*ksyms.v), cmp_ksym);
+	return 0;
+}
+
+const char *kallsyms_lookup(uint64_t addr, const char **module)
+{
+	size_t lo = 0, hi = ksyms.n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ksyms.v[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	if (module)
+		*module = ksyms.v[lo - 1].module;
+	return ksyms.v[lo - 1].name;
+}
+
+void kallsyms_free(void)
+{
+	VEC_FREE(ksyms);
+	free(kallsyms_text);
+	kallsyms_text = NULL;
+}

@@ -1,0 +1,33 @@
+/* ELF symbol tables (cached by device and inode, so each binary is read once)
+ * and the kernel's symbols from /proc/kallsyms. */
+#ifndef USER_SYMBOLS_H
+#define USER_SYMBOLS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct symfile;
+
+/* Returns the cached symbol table of the file open at fd (the caller keeps
+ * fd), reading it on first use; never NULL for a readable file: a file with no
+ * symbols gives an empty table. NULL only on ENOMEM or a non-ELF file. */
+struct symfile *symfile_get(int fd, const char *path);
+
+/* Name of the function at a file offset (as in /proc/PID/maps: address -
+ * start + offset); NULL when no symbol covers it. *vaddr gets the ELF virtual
+ * address of that offset (what llvm-symbolizer and nm speak). */
+const char *symfile_lookup(const struct symfile *f, uint64_t file_off, uint64_t *vaddr,
+			   uint64_t *sym_addr);
+/* The ELF vaddr of a file offset, or file_off itself when no PT_LOAD covers it. */
+uint64_t symfile_vaddr(const struct symfile *f, uint64_t file_off);
+const char *symfile_build_id(const struct symfile *f); /* hex, or NULL */
+size_t symfile_nsyms(const struct symfile *f);
+void symfiles_free(void);
+
+/* Kernel symbols. kallsyms_lookup returns NULL before a successful load. */
+int kallsyms_load(void);
+const char *kallsyms_lookup(uint64_t addr, const char **module);
+void kallsyms_free(void);
+
+#endif

@@ -1,0 +1,151 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "user/target.h"
+#include "user/util.h"
+
+int target_check_pids(const pid_t *pids, int n)
+{
+	char path[64];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "/proc/%d", pids[i]);
+		if (access(path, F_OK)) {
+			fprintf(stderr, "bpftrace-rec: -p %d: no such process\n", pids[i]);
+			return -ESRCH;
+		}
+	}
+	return 0;
+}
+
+int target_spawn(struct target *t, char **cmd)
+{
+	int go[2], err[2];
+
+	if (pipe2(go, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
+		return -errno;
+	t->child = fork();
+	if (t->child < 0)
+		return -errno;
+	if (t->child == 0) {
+		char c;
+		int e;
+
+		close(go[1]);
+		close(err[0]);
+		/* Wait until the sampler is attached, so the start is recorded. */
+		if (read(go[0], &c, 1) != 1)
+			_exit(127);
+		execvp(cmd[0], cmd);
+		e = errno;
+		if (write(err[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(err[1]);
+	t->go_fd = go[1];
+	t->err_fd = err[0];
+	return 0;
+}
+
+int target_release(struct target *t, const char *cmd0)
+{
+	int e = 0;
+	ssize_t n;
+
+	if (write(t->go_fd, "g", 1) != 1)
+		return -errno;
+	close(t->go_fd);
+	t->go_fd = -1;
+	do
+		n = read(t->err_fd, &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	close(t->err_fd);
+	t->err_fd = -1;
+	if (n == sizeof(e)) {
+		fprintf(stderr, "bpftrace-rec: %s: %s\n", cmd0, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+void target_watch_pids(struct target *t, const pid_t *pids, int n)
+{
+	int i;
+
+	for (i = 0; i < n && t->npidfds < (int)(sizeof(t->pidfds) / sizeof(t->pidfds[0])); i++) {
+		int fd = syscall(SYS_pidfd_open, pids[i], 0);
+
+		if (fd < 0)
+			warn_("pid %d: pidfd_open: %s; its exit will not stop the recording", pids[i],
+			      strerror(errno));
+		else
+			t->pidfds[t->npidfds++] = fd;
+	}
+}
+
+bool target_done(struct target *t)
+{
+	int i, live = 0;
+
+	if (t->child > 0) {
+		if (!t->child_exited && waitpid(t->child, &t->child_status, WNOHANG) == t->child)
+			t->child_exited = true;
+		return t->child_exited;
+	}
+	if (!t->npidfds)
+		return false;
+	for (i = 0; i < t->npidfds; i++) {
+		struct pollfd pfd = {.fd = t->pidfds[i], .events = POLLIN};
+
+		if (poll(&pfd, 1, 0) == 0)
+			live++;
+	}
+	return live == 0;
+}
+
+void target_signal(struct target *t, int sig)
+{
+	if (t->child > 0 && !t->child_exited)
+		kill(t->child, sig);
+}
+
+int target_wait(struct target *t)
+{
+	if (t->child <= 0)
+		return 0;
+	while (!t->child_exited) {
+		if (waitpid(t->child, &t->child_status, 0) == t->child)
+			t->child_exited = true;
+		else if (errno != EINTR)
+			return 1;
+	}
+	if (WIFEXITED(t->child_status))
+		return WEXITSTATUS(t->child_status);
+	if (WIFSIGNALED(t->child_status))
+		return 128 + WTERMSIG(t->child_status);
+	return 1;
+}
+
+void target_close(struct target *t)
+{
+	int i;
+
+	for (i = 0; i < t->npidfds; i++)
+		close(t->pidfds[i]);
+	t->npidfds = 0;
+	if (t->go_fd >= 0)
+		close(t->go_fd);
+	if (t->err_fd >= 0)
+		close(t->err_fd);
+	t->go_fd = t->err_fd = -1;
+}

@@ -1,0 +1,35 @@
+/* What is recorded: -p PIDs, -a, or a command started by us (-- CMD). */
+#ifndef USER_TARGET_H
+#define USER_TARGET_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct target {
+	pid_t child; /* -- CMD: the command, held before exec until released */
+	int go_fd; /* write end: releases the child */
+	int err_fd; /* read end: the child's exec errno, or EOF on success */
+	int pidfds[256]; /* -p: one per pid, readable when it exits */
+	int npidfds;
+	bool child_exited;
+	int child_status; /* wait status */
+};
+
+/* Checks that every -p pid exists. 0, or -ESRCH after printing which. */
+int target_check_pids(const pid_t *pids, int n);
+/* Forks the command; it waits for target_release before exec. 0 or -errno. */
+int target_spawn(struct target *t, char **cmd);
+/* Lets the command exec; returns 0, or -errno of a failed exec (reported). */
+int target_release(struct target *t, const char *cmd0);
+/* Opens pidfds for -p targets (to notice their exit). */
+void target_watch_pids(struct target *t, const pid_t *pids, int n);
+/* True once every -p target, or the command, has exited. Never blocks. */
+bool target_done(struct target *t);
+/* Forwards a signal to the command, if any. */
+void target_signal(struct target *t, int sig);
+/* Waits for the command to exit (after the recording) and returns its exit
+ * code as a shell would (128 + signal). */
+int target_wait(struct target *t);
+void target_close(struct target *t);
+
+#endif
