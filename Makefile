@@ -32,7 +32,7 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 .PHONY: all clean install demo test unit-tests deps format workloads
 all: bpftrace-rec $(UNIT_BIN)
 
-$(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h vmlinux/vmlinux.h
+$(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h vmlinux/vmlinux.h
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
@@ -81,7 +81,7 @@ clean:
 
 # Test and demo workloads: frame pointers on, as the sampler walks them.
 WL_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Wall -Werror
-WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls
+WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/calls
 workloads: $(WORKLOADS)
 all: workloads
 $(OUT)/workloads/libwork.so: tests/workloads/libwork.c tests/workloads/work.h
@@ -92,3 +92,10 @@ $(OUT)/workloads/split: tests/workloads/split.c $(OUT)/workloads/libwork.so
 $(OUT)/workloads/syscalls: tests/workloads/syscalls.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $<
+$(OUT)/workloads/calls: tests/workloads/calls.c
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -o $@ $< -pthread
+# The same program instrumented by XRay itself, to compare call counts.
+$(OUT)/workloads/calls-xray: tests/workloads/calls.c
+	@mkdir -p $(@D)
+	$(CLANG) -O1 -g -fxray-instrument -fxray-instruction-threshold=1 -DWITH_XRAY -o $@ $< -pthread

@@ -10,13 +10,17 @@
 
 #define COMM_LEN	16
 #define MAX_FRAMES	127 /* per stack, as bpf_get_stack's sysctl default */
+#define MAX_STACK_COPY	65528 /* bytes of user stack, as perf's --call-graph dwarf limit */
 
 enum ev_type {
 	EV_SAMPLE = 1, /* struct ev_sample */
 	EV_EXEC = 2, /* struct ev_task: a recorded process called exec */
 	EV_FORK = 3, /* struct ev_task: a recorded process forked a new process */
 	EV_EXIT = 4, /* struct ev_task: a recorded process's last thread exited */
+	EV_CALL = 5, /* struct ev_call: a traced function's entry or return (-t) */
+	EV_MIGRATE = 6, /* struct ev_hdr: thread tid of pid moves to cpu */
 };
+
 
 struct ev_hdr {
 	__u32 type;
@@ -31,13 +35,21 @@ struct ev_hdr {
 #define SAMPLE_USTACK_ERR (1u << 1) /* ... for the user stack */
 #define SAMPLE_IN_KERNEL  (1u << 2) /* the interrupted context was kernel mode */
 
+#define SAMPLE_STACK_TRUNC (1u << 3) /* the stack copy stopped at an unreadable page */
+
+/* User registers the unwinders need, x86_64. */
+enum { UREG_IP, UREG_SP, UREG_BP, UREG_NR };
+
 struct ev_sample {
 	struct ev_hdr hdr;
 	char comm[COMM_LEN]; /* the thread's */
 	__u16 nkernel; /* kernel frames, leaf first */
-	__u16 nuser; /* user frames, leaf first */
+	__u16 nuser; /* user frames (frame-pointer walk), leaf first */
 	__u32 flags;
-	__u64 ips[]; /* nkernel kernel ips, then nuser user ips */
+	__u32 stack_len; /* bytes of user stack copied from uregs[UREG_SP] */
+	__u32 pad;
+	__u64 uregs[UREG_NR]; /* zero for kernel threads */
+	__u64 ips[]; /* nkernel kernel ips, nuser user ips, then stack_len bytes */
 };
 
 struct ev_task {
@@ -47,6 +59,20 @@ struct ev_task {
 	char comm[COMM_LEN];
 };
 
+#define MAX_TRACE_ARGS 6
+
+enum call_kind { CALL_ENTRY = 0, CALL_EXIT = 1 };
+
+/* Variable length: only nargs args are sent. */
+struct ev_call {
+	struct ev_hdr hdr;
+	__u32 func_id; /* the probe's BPF cookie: an XRay function id */
+	__u8 kind; /* enum call_kind */
+	__u8 nargs;
+	__u16 pad;
+	__u64 args[MAX_TRACE_ARGS];
+};
+
 /* Indices of the per-CPU counter array `stats`. */
 enum stat_idx {
 	STAT_SAMPLES, /* samples of recorded tasks, pushed or not */
@@ -54,6 +80,9 @@ enum stat_idx {
 	STAT_LOST_TASK, /* task events the ring buffer could not take */
 	STAT_KSTACK_ERR,
 	STAT_USTACK_ERR,
+	STAT_COPY_ERR, /* the user-stack copy failed at its first page */
+	STAT_CALLS, /* traced calls and returns of recorded tasks */
+	STAT_LOST_CALLS, /* ... that the ring buffer could not take */
 	STAT_NR,
 };
 

@@ -7,6 +7,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "bpf/events.h"
+#include "bpf/maps.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -15,28 +16,6 @@ const volatile bool follow_forks = true; /* children of targets become targets *
 const volatile bool include_idle = false; /* with !filter_pids: the idle task too */
 const volatile bool kernel_stacks = true;
 const volatile bool user_stacks = true;
-/* Wake the reader once this much is waiting; otherwise it drains on a timer.
- * A wakeup per record costs ~6.5 us (irq_work), more than the sample itself. */
-const volatile __u64 wakeup_bytes = 1 << 20;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 << 20); /* resized by the loader */
-} events SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32); /* tgid */
-	__type(value, __u8);
-} targets SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, STAT_NR);
-	__type(key, __u32);
-	__type(value, __u64);
-} stats SEC(".maps");
 
 /* Per-process count of samples the ring buffer could not take. */
 struct {
@@ -46,38 +25,53 @@ struct {
 	__type(value, __u64);
 } lost_by_pid SEC(".maps");
 
-#define SAMPLE_MAX (sizeof(struct ev_sample) + 2 * MAX_FRAMES * sizeof(__u64))
+#define IPS_MAX	  (2 * MAX_FRAMES * sizeof(__u64))
+#define PAGE_SZ	  4096
+#define COPY_AREA (MAX_STACK_COPY + PAGE_SZ) /* a page of slack keeps the verifier's bounds simple */
 
-/* The record is built here, then copied at its true length: ring-buffer
- * reservations are fixed-size, and the BPF stack is only 512 bytes. */
+/* Bytes of user stack to copy from sp at each sample (0: none). 512 serves
+ * the leaf-caller fix of frame-pointer mode; --call-graph dwarf copies more. */
+const volatile __u32 stack_copy = 0;
+
+/* The record is built here, then copied once into the ring buffer at its
+ * true length: the BPF stack is only 512 bytes. One slot per CPU (an array,
+ * not a per-CPU array, whose values are limited to 32 KiB). */
 struct scratch {
-	__u8 buf[SAMPLE_MAX];
+	__u64 head[(sizeof(struct ev_sample) + IPS_MAX) / sizeof(__u64)]; /* ev_sample + ips */
+	__u8 stack[COPY_AREA];
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* set to the number of CPUs by the loader */
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch_map SEC(".maps");
 
-static __always_inline void count(__u32 idx)
-{
-	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
 
-	if (v)
-		*v += 1;
-}
-
-static __always_inline __u64 rb_flags(void)
+/* Copies user stack from sp page by page: bpf_probe_read_user is
+ * all-or-nothing, and a stack often ends (or has a never-touched page) closer
+ * than the size asked for. Keeps what was read before the first failure. */
+static __always_inline __u32 copy_stack(struct scratch *sc, __u64 sp, __u64 want)
 {
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-									 : BPF_RB_NO_WAKEUP;
-}
+	__u32 copied = 0;
+	int i;
 
-static __always_inline bool is_target(__u32 tgid)
-{
-	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+	for (i = 0; i < MAX_STACK_COPY / PAGE_SZ + 2; i++) {
+		__u64 addr = sp + copied, chunk;
+
+		if (copied >= want)
+			break;
+		chunk = PAGE_SZ - (addr & (PAGE_SZ - 1));
+		if (chunk > want - copied)
+			chunk = want - copied;
+		if (copied > MAX_STACK_COPY || chunk > PAGE_SZ)
+			break;
+		if (bpf_probe_read_user(&sc->stack[copied], chunk, (void *)addr))
+			break;
+		copied += chunk;
+	}
+	return copied;
 }
 
 SEC("perf_event")
@@ -85,11 +79,13 @@ int on_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
-	__u32 zero = 0;
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct bpf_dynptr rec;
 	struct ev_sample *s;
 	struct scratch *sc;
 	long n;
-	__u64 off, size;
+	__u64 nk = 0, nu = 0, ips_len, size;
+	__u32 slen;
 
 	if (filter_pids) {
 		if (!is_target(tgid))
@@ -99,55 +95,94 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	}
 	count(STAT_SAMPLES);
 
-	sc = bpf_map_lookup_elem(&scratch_map, &zero);
+	sc = bpf_map_lookup_elem(&scratch_map, &cpu);
 	if (!sc)
 		return 0;
-	s = (void *)sc->buf;
+	s = (struct ev_sample *)sc->head;
 	s->hdr.type = EV_SAMPLE;
 	s->hdr.pid = tgid;
 	s->hdr.tid = tid;
-	s->hdr.cpu = bpf_get_smp_processor_id();
+	s->hdr.cpu = cpu;
 	s->hdr.time_ns = bpf_ktime_get_ns();
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
+	/* x86_64: kernel addresses are in the upper half. */
 	s->flags = (PT_REGS_IP(&ctx->regs) >= 0xffff800000000000ULL) ? SAMPLE_IN_KERNEL : 0;
-	s->nkernel = 0;
-	s->nuser = 0;
+	s->stack_len = 0;
+	s->pad = 0;
+	s->uregs[UREG_IP] = s->uregs[UREG_SP] = s->uregs[UREG_BP] = 0;
 
-	off = 0;
 	if (kernel_stacks && (s->flags & SAMPLE_IN_KERNEL)) {
 		n = bpf_get_stack(ctx, s->ips, MAX_FRAMES * sizeof(__u64), 0);
 		if (n < 0) {
 			s->flags |= SAMPLE_KSTACK_ERR;
 			count(STAT_KSTACK_ERR);
 		} else {
-			off = (__u64)n / sizeof(__u64);
+			nk = (__u64)n / sizeof(__u64);
 		}
 	}
-	if (off > MAX_FRAMES)
-		off = MAX_FRAMES;
-	s->nkernel = off;
+	if (nk > MAX_FRAMES)
+		nk = MAX_FRAMES;
 	if (user_stacks && tgid != 0) {
-		n = bpf_get_stack(ctx, &s->ips[off], MAX_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
+		n = bpf_get_stack(ctx, &s->ips[nk], MAX_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
 		if (n < 0) {
 			s->flags |= SAMPLE_USTACK_ERR;
 			count(STAT_USTACK_ERR);
 		} else {
-			s->nuser = (__u64)n / sizeof(__u64);
+			nu = (__u64)n / sizeof(__u64);
 		}
 	}
-	size = sizeof(*s) + ((__u64)s->nkernel + s->nuser) * sizeof(__u64);
-	if (size > SAMPLE_MAX)
-		size = SAMPLE_MAX;
-	if (bpf_ringbuf_output(&events, s, size, rb_flags())) {
+	if (nu > MAX_FRAMES)
+		nu = MAX_FRAMES;
+	s->nkernel = nk;
+	s->nuser = nu;
+
+	if (user_stacks && tgid != 0) {
+		struct task_struct *task = bpf_get_current_task_btf();
+		struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(task);
+		__u64 sp, want = stack_copy, top;
+
+		if (!(s->flags & SAMPLE_IN_KERNEL))
+			ur = &ctx->regs;
+		s->uregs[UREG_IP] = BPF_CORE_READ(ur, ip);
+		sp = s->uregs[UREG_SP] = BPF_CORE_READ(ur, sp);
+		s->uregs[UREG_BP] = BPF_CORE_READ(ur, bp);
+		/* The main thread's stack ends at start_stack; no need to copy past it. */
+		top = BPF_CORE_READ(task, mm, start_stack);
+		if (sp < top && top - sp < want)
+			want = (top - sp + 4095) & ~4095ULL;
+		if (want > MAX_STACK_COPY)
+			want = MAX_STACK_COPY;
+		if (want && sp) {
+			s->stack_len = copy_stack(sc, sp, want);
+			if (s->stack_len < want)
+				s->flags |= SAMPLE_STACK_TRUNC;
+			if (!s->stack_len)
+				count(STAT_COPY_ERR);
+		}
+	}
+
+	ips_len = (nk + nu) * sizeof(__u64);
+	size = sizeof(*s) + ips_len + s->stack_len;
+	if (bpf_ringbuf_reserve_dynptr(&events, size, 0, &rec)) {
 		__u64 one = 1, *v;
 
+		bpf_ringbuf_discard_dynptr(&rec, 0);
 		count(STAT_LOST);
 		v = bpf_map_lookup_elem(&lost_by_pid, &tgid);
 		if (v)
 			__sync_fetch_and_add(v, 1);
 		else
 			bpf_map_update_elem(&lost_by_pid, &tgid, &one, BPF_NOEXIST);
+		return 0;
 	}
+	/* The header and the ips are contiguous in the scratch slot. */
+	if (ips_len <= IPS_MAX)
+		bpf_dynptr_write(&rec, 0, s, sizeof(*s) + ips_len, 0);
+	/* The mask only informs the verifier: stack_len <= MAX_STACK_COPY < 64 KiB. */
+	slen = s->stack_len & 0xffff;
+	if (slen)
+		bpf_dynptr_write(&rec, sizeof(*s) + ips_len, sc->stack, slen, 0);
+	bpf_ringbuf_submit_dynptr(&rec, rb_flags());
 	return 0;
 }
 

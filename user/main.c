@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "bpf/events.h"
 #include "user/record.h"
 #include "user/util.h"
 
@@ -15,16 +16,18 @@ static const char doc[] =
 	"Record CPU profiles of live processes with BPF, for pprof and gperftools.\n"
 	"\v"
 	"Examples:\n"
-	"  bpftrace-rec -p 1234              # all threads of 1234, until Ctrl-C or its exit\n"
-	"  bpftrace-rec -p 1234,5678 -d 10   # two processes, for 10 seconds\n"
-	"  bpftrace-rec -a -d 5              # the whole system for 5 seconds\n"
-	"  bpftrace-rec -F 999 -- ./bench    # run ./bench and record it to its end\n"
-	"  bpftrace-rec -o /tmp/prof -p 1234 # write the files to /tmp/prof\n"
+	"  bpftrace-rec -p 1234             # until Ctrl-C or the process exits\n"
+	"  bpftrace-rec -p 1234,5678 -d 10  # two processes, for 10 seconds\n"
+	"  bpftrace-rec -a -d 5             # the whole system for 5 seconds\n"
+	"  bpftrace-rec -F 999 -- ./bench   # run ./bench, record it to its end\n"
+	"  bpftrace-rec -o /tmp/p -p 1234   # write the files to /tmp/p\n"
 	"\n"
-	"Files written to the output directory (default ./bpftrace-rec.out):\n"
-	"  profile.pb.gz    pprof profile of every recorded process: pprof -top FILE\n"
-	"  cpu-PID.prof     gperftools CPU profile of one process: google-pprof --text EXE FILE\n"
-	"  summary.json     what was recorded and lost, and the commands that open each file\n";
+	"Files, in the output directory (default ./bpftrace-rec.out):\n"
+	"  profile.pb.gz  every recorded process, for pprof:  pprof -top FILE\n"
+	"  cpu-PID.prof   gperftools CPU profile of one process:\n"
+	"                 google-pprof --text EXE FILE\n"
+	"  summary.json   what was recorded and lost; the commands that open\n"
+	"                 each file\n";
 
 static const char args_doc[] = "[-- COMMAND [ARGS...]]";
 
@@ -35,6 +38,8 @@ enum {
 	OPT_RINGBUF,
 	OPT_NO_KERNEL,
 	OPT_NO_USER,
+	OPT_CALL_GRAPH,
+	OPT_TRACE_ARGS,
 };
 
 static const struct argp_option opts[] = {
@@ -45,14 +50,17 @@ static const struct argp_option opts[] = {
 	{"duration", 'd', "SECONDS", 0, "Stop after this long (default: until Ctrl-C or the target's exit)", 0},
 	{"output", 'o', "DIR", 0, "Output directory (default ./bpftrace-rec.out)", 0},
 	{"idle", OPT_IDLE, NULL, 0, "With -a, keep samples of idle CPUs", 0},
-	{"gperftools", 'G', NULL, 0, "With -a, also write cpu-PID.prof for every process", 0},
+	{"per-process", 'P', NULL, 0, "With -a, also write the per-process files (cpu-PID.prof, XRay traces) for every process", 0},
+	{"gperftools", 'G', NULL, OPTION_ALIAS, NULL, 0},
+	{"trace", 't', "[OBJ:]GLOB", 0, "Trace every call of the matching functions exactly (uprobes), e.g. 'parse_*' in the program or 'libssl.so.3:SSL_*'; repeatable", 0},
+	{"trace-args", OPT_TRACE_ARGS, "N", 0, "With -t, record the first N integer arguments (at most 6)", 0},
+	{"call-graph", OPT_CALL_GRAPH, "fp|dwarf[,SIZE]", 0, "User stacks: frame pointers, or DWARF unwinding of SIZE bytes of copied stack (default 8192)", 0},
 	{"no-inherit", OPT_NO_INHERIT, NULL, 0, "Do not record processes forked by the targets", 0},
 	{"no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0},
 	{"no-user", OPT_NO_USER, NULL, 0, "Do not record user stacks", 0},
 	{"ringbuf-size", OPT_RINGBUF, "MIB", 0, "BPF ring buffer size (default 16, a power of 2)", 0},
 	{"quiet", 'q', NULL, 0, "No status line or summary on stderr", 0},
 	{"verbose", 'v', NULL, 0, "More messages (twice: libbpf's too)", 0},
-	{NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", 0},
 	{0},
 };
 
@@ -78,6 +86,28 @@ static void parse_pids(const char *arg, struct argp_state *st)
 		env.pids[env.npids++] = parse_long(tok, "-p", 1, INT_MAX, st);
 	}
 	free(copy);
+}
+
+static void parse_call_graph(const char *arg, struct argp_state *st)
+{
+	const char *comma = strchr(arg, ',');
+	size_t len = comma ? (size_t)(comma - arg) : strlen(arg);
+
+	if (len == 2 && !strncmp(arg, "fp", 2)) {
+		env.call_graph = CG_FP;
+		if (comma)
+			argp_error(st, "--call-graph %s: fp takes no size", arg);
+	} else if (len == 5 && !strncmp(arg, "dwarf", 5)) {
+		env.call_graph = CG_DWARF;
+		env.stack_copy = 8192;
+		if (comma) {
+			env.stack_copy = parse_long(comma + 1, "--call-graph dwarf,SIZE", 8,
+						    MAX_STACK_COPY, st);
+			env.stack_copy &= ~7u;
+		}
+	} else {
+		argp_error(st, "--call-graph %s: expected fp or dwarf[,SIZE]", arg);
+	}
 }
 
 static error_t parse_arg(int key, char *arg, struct argp_state *st)
@@ -112,14 +142,26 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 	case OPT_IDLE:
 		env.idle = true;
 		break;
+	case 'P':
 	case 'G':
-		env.gperftools_all = true;
+		env.per_process = true;
+		break;
+	case 't':
+		if (env.ntraces >= (int)(sizeof(env.traces) / sizeof(env.traces[0])))
+			argp_error(st, "-t: at most %zu patterns", sizeof(env.traces) / sizeof(env.traces[0]));
+		env.traces[env.ntraces++] = arg;
+		break;
+	case OPT_TRACE_ARGS:
+		env.trace_args = parse_long(arg, "--trace-args", 0, MAX_TRACE_ARGS, st);
 		break;
 	case OPT_NO_INHERIT:
 		env.no_inherit = true;
 		break;
 	case OPT_NO_KERNEL:
 		env.no_kernel = true;
+		break;
+	case OPT_CALL_GRAPH:
+		parse_call_graph(arg, st);
 		break;
 	case OPT_NO_USER:
 		env.no_user = true;
@@ -137,9 +179,6 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 		env.verbose++;
 		verbosity = env.verbose;
 		break;
-	case 'h':
-		argp_state_help(st, stdout, ARGP_HELP_STD_HELP);
-		break;
 	case ARGP_KEY_ARG:
 		/* The first operand starts the command; argp stops at "--". */
 		env.cmd = &st->argv[st->next - 1];
@@ -148,6 +187,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 	case ARGP_KEY_END:
 		if (!!env.all + !!env.npids + !!env.cmd != 1)
 			argp_error(st, "give exactly one target: -p PID, -a, or -- COMMAND");
+		if (env.ntraces && env.all)
+			argp_error(st, "-t needs -p or -- COMMAND: it traces the target's functions");
 		if (env.no_kernel && env.no_user)
 			argp_error(st, "--no-kernel and --no-user leave nothing to record");
 		break;

@@ -13,11 +13,13 @@
 #include <bpf/libbpf.h>
 #include "bpf/events.h"
 #include "sample.skel.h"
+#include "trace.skel.h"
 #include "user/output.h"
 #include "user/proc.h"
 #include "user/record.h"
 #include "user/symbols.h"
 #include "user/target.h"
+#include "user/trace.h"
 #include "user/util.h"
 
 struct env env = {
@@ -188,8 +190,8 @@ static int handle_event(void *ctx, void *data, size_t size)
 	case EV_SAMPLE: {
 		const struct ev_sample *s = data;
 
-		if (size < sizeof(*s) ||
-		    size < sizeof(*s) + ((size_t)s->nkernel + s->nuser) * sizeof(__u64))
+		if (size < sizeof(*s) || size < sizeof(*s) + ((size_t)s->nkernel + s->nuser) *
+								  sizeof(__u64) + s->stack_len)
 			return 0;
 		drained_samples++;
 		if (proc_add_sample(s))
@@ -255,6 +257,36 @@ static void status_line(uint64_t start_ns, const uint64_t *st, bool final)
 		secs > 0 ? drained_samples / secs : 0.0, final ? "\n" : "");
 }
 
+/* The second object (uprobes, migrations) shares the sampler's maps. */
+static struct trace_bpf *open_tracer(struct sample_bpf *sk)
+{
+	struct trace_bpf *t = trace_bpf__open();
+	int err;
+
+	if (!t) {
+		fprintf(stderr, "bpftrace-rec: open BPF tracer: %s\n", strerror(errno));
+		return NULL;
+	}
+	t->rodata->trace_args = env.trace_args;
+	t->rodata->wakeup_bytes = sk->rodata->wakeup_bytes;
+	trace_prepare(t, env.ntraces > 0);
+	err = bpf_map__reuse_fd(t->maps.events, bpf_map__fd(sk->maps.events));
+	if (!err)
+		err = bpf_map__reuse_fd(t->maps.targets, bpf_map__fd(sk->maps.targets));
+	if (!err)
+		err = bpf_map__reuse_fd(t->maps.stats, bpf_map__fd(sk->maps.stats));
+	if (!err)
+		err = trace_bpf__load(t);
+	if (!err)
+		err = trace_bpf__attach(t);
+	if (err) {
+		fprintf(stderr, "bpftrace-rec: load BPF tracer: %s\n", strerror(-err));
+		trace_bpf__destroy(t);
+		return NULL;
+	}
+	return t;
+}
+
 static int add_targets(struct sample_bpf *skel, const pid_t *pids, int n)
 {
 	int fd = bpf_map__fd(skel->maps.targets), i;
@@ -274,6 +306,8 @@ static int add_targets(struct sample_bpf *skel, const pid_t *pids, int n)
 int record_run(void)
 {
 	struct sample_bpf *skel = NULL;
+	struct trace_bpf *tracer = NULL;
+	struct trace_links tlinks = {0};
 	struct ring_buffer *rb = NULL;
 	struct bpf_link **links = NULL;
 	struct run_info ri = {0};
@@ -319,7 +353,10 @@ int record_run(void)
 	skel->rodata->kernel_stacks = !env.no_kernel;
 	skel->rodata->user_stacks = !env.no_user;
 	skel->rodata->wakeup_bytes = (uint64_t)env.ringbuf_mb << 18; /* a quarter full */
-	err = bpf_map__set_max_entries(skel->maps.events, env.ringbuf_mb << 20);
+	skel->rodata->stack_copy = env.stack_copy;
+	err = bpf_map__set_max_entries(skel->maps.scratch_map, libbpf_num_possible_cpus());
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.events, env.ringbuf_mb << 20);
 	if (err) {
 		fprintf(stderr, "bpftrace-rec: ring buffer of %u MiB: %s\n", env.ringbuf_mb,
 			strerror(-err));
@@ -347,6 +384,26 @@ int record_run(void)
 	if (err) {
 		fprintf(stderr, "bpftrace-rec: attach tracepoints: %s\n", strerror(-err));
 		goto cleanup;
+	}
+	if (!env.all || env.per_process) {
+		tracer = open_tracer(skel);
+		if (!tracer)
+			goto cleanup;
+	}
+	if (env.ntraces) {
+		char *exe = target.child > 0 ? find_in_path(env.cmd[0]) : NULL;
+
+		if (target.child > 0 && !exe) {
+			fprintf(stderr, "bpftrace-rec: %s: command not found\n", env.cmd[0]);
+			goto cleanup;
+		}
+		err = trace_attach(tracer, env.traces, env.ntraces, env.pids, env.npids, exe, &tlinks);
+		free(exe);
+		if (err)
+			goto cleanup;
+		if (!env.quiet)
+			info("tracing %d functions (%s)", tlinks.nfuncs,
+			     tlinks.multi == 1 ? "uprobe_multi" : "one uprobe each");
 	}
 	if (attach_sampler(skel, &links, &nlinks, &event))
 		goto cleanup;
@@ -391,6 +448,9 @@ cleanup:
 	/* Stop sampling, then take what is still in the ring buffer. */
 	detach_sampler(links, nlinks);
 	free(links);
+	trace_detach(&tlinks);
+	trace_bpf__destroy(tracer);
+	tracer = NULL;
 	if (rb) {
 		ring_buffer__consume(rb);
 		ring_buffer__free(rb);
@@ -408,7 +468,7 @@ cleanup:
 		ri.kstack_err = st[STAT_KSTACK_ERR];
 		ri.ustack_err = st[STAT_USTACK_ERR];
 		ri.system_wide = env.all;
-		ri.gperftools = !env.all || env.gperftools_all;
+		ri.gperftools = !env.all || env.per_process;
 		ri.outdir = env.outdir;
 		ri.argc = env.argc;
 		ri.argv = env.argv;

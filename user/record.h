@@ -19,10 +19,15 @@ struct env {
 	double duration; /* -d; 0 = until stopped */
 	const char *outdir; /* -o */
 	bool idle; /* --idle */
-	bool gperftools_all; /* -G: cpu-<pid>.prof also with -a */
+	bool per_process; /* -P: with -a, per-process files (cpu-PID.prof, XRay) too */
+	char *traces[64]; /* -t SPEC */
+	int ntraces;
+	unsigned trace_args; /* --trace-args N */
 	bool no_inherit; /* don't follow forked children */
 	bool no_kernel, no_user;
 	unsigned ringbuf_mb;
+	enum { CG_DEFAULT, CG_FP, CG_DWARF } call_graph;
+	unsigned stack_copy; /* bytes of user stack copied per sample */
 	int verbose;
 	bool quiet; /* no live status line */
 	int argc; /* the whole command line, for summary.json */

@@ -302,6 +302,27 @@ uint64_t symfile_vaddr(const struct symfile *f, uint64_t off)
 	return off;
 }
 
+uint64_t symfile_offset(const struct symfile *f, uint64_t vaddr)
+{
+	size_t i;
+
+	for (i = 0; i < f->nloads; i++)
+		if (vaddr >= f->loads[i].vaddr && vaddr - f->loads[i].vaddr < f->loads[i].filesz)
+			return vaddr - f->loads[i].vaddr + f->loads[i].off;
+	return UINT64_MAX;
+}
+
+int symfile_foreach(const struct symfile *f, symfile_fn fn, void *ctx)
+{
+	size_t i;
+	int r;
+
+	for (i = 0; i < f->nsyms; i++)
+		if ((r = fn(ctx, f->syms[i].addr, f->syms[i].size, f->names + f->syms[i].name)))
+			return r;
+	return 0;
+}
+
 static const struct sym *find_sym(const struct sym *s, size_t n, uint64_t addr)
 {
 	size_t lo = 0, hi = n;

@@ -21,6 +21,12 @@ const char *symfile_lookup(const struct symfile *f, uint64_t file_off, uint64_t 
 			   uint64_t *sym_addr);
 /* The ELF vaddr of a file offset, or file_off itself when no PT_LOAD covers it. */
 uint64_t symfile_vaddr(const struct symfile *f, uint64_t file_off);
+/* The file offset of an ELF vaddr, or UINT64_MAX when no PT_LOAD has it. */
+uint64_t symfile_offset(const struct symfile *f, uint64_t vaddr);
+/* Calls fn for every function symbol, in address order; stops when fn
+ * returns non-zero and returns that. */
+typedef int (*symfile_fn)(void *ctx, uint64_t vaddr, uint64_t size, const char *name);
+int symfile_foreach(const struct symfile *f, symfile_fn fn, void *ctx);
 const char *symfile_build_id(const struct symfile *f); /* hex, or NULL */
 size_t symfile_nsyms(const struct symfile *f);
 void symfiles_free(void);

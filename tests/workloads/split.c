@@ -1,7 +1,8 @@
 /* CPU split known by construction: for each round, func_six does 6 units of
  * work, func_three 3 and lib_spin (in libwork.so) 1, so a profile must show
  * about 60%, 30% and 10% -- on two threads, each doing the same.
- * Usage: split SECONDS (0: run until killed). Prints "ready" once running. */
+ * Usage: split SECONDS [DELAY] (0: run until killed); the second thread
+ * starts DELAY seconds after the first. Prints "ready" once running. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,7 @@
 
 #define UNIT 200000UL
 
-static double seconds;
+static double seconds, delay;
 
 static double now(void)
 {
@@ -40,9 +41,14 @@ __attribute__((noinline)) void func_three(unsigned long units)
 
 static void *worker(void *arg)
 {
-	double end = now() + seconds;
+	double end;
 
-	(void)arg;
+	if (arg) {
+		struct timespec ts = {(time_t)delay, (long)((delay - (time_t)delay) * 1e9)};
+
+		nanosleep(&ts, NULL);
+	}
+	end = now() + seconds;
 	while (seconds <= 0 || now() < end) {
 		func_six(6);
 		func_three(3);
@@ -56,7 +62,8 @@ int main(int argc, char **argv)
 	pthread_t t;
 
 	seconds = argc > 1 ? atof(argv[1]) : 3;
-	if (pthread_create(&t, NULL, worker, NULL))
+	delay = argc > 2 ? atof(argv[2]) : 0;
+	if (pthread_create(&t, NULL, worker, &delay))
 		return 1;
 	printf("ready\n");
 	fflush(stdout);

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Exact function tracing (-t): a uprobe on entry and a uretprobe on return of
+ * every traced function, the XRay function id carried as the BPF cookie; and
+ * CPU migrations of recorded threads, for the XRay traces' NewCPUId records.
+ * Each program exists twice: uprobe_multi links need the program loaded
+ * with that attach type, single uprobes (the fallback) without it. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "bpf/events.h"
+#include "bpf/maps.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#ifndef PT_REGS_PARM6 /* libbpf 1.1 stops at 5; x86_64 passes the 6th in r9 */
+#define PT_REGS_PARM6(x) ((x)->r9)
+#endif
+
+const volatile __u32 trace_args = 0; /* integer arguments recorded at entry */
+
+static __always_inline int emit_call(struct pt_regs *ctx, __u8 kind)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct ev_call e;
+	__u32 n = 0;
+
+	if (!is_target(tgid))
+		return 0;
+	count(STAT_CALLS);
+	e.hdr.type = EV_CALL;
+	e.hdr.pid = tgid;
+	e.hdr.tid = (__u32)id;
+	e.hdr.cpu = bpf_get_smp_processor_id();
+	e.hdr.time_ns = bpf_ktime_get_ns();
+	e.func_id = bpf_get_attach_cookie(ctx);
+	e.kind = kind;
+	e.pad = 0;
+	if (kind == CALL_ENTRY && trace_args) {
+		e.args[0] = PT_REGS_PARM1(ctx);
+		e.args[1] = PT_REGS_PARM2(ctx);
+		e.args[2] = PT_REGS_PARM3(ctx);
+		e.args[3] = PT_REGS_PARM4(ctx);
+		e.args[4] = PT_REGS_PARM5(ctx);
+		e.args[5] = PT_REGS_PARM6(ctx);
+		n = trace_args > MAX_TRACE_ARGS ? MAX_TRACE_ARGS : trace_args;
+	}
+	e.nargs = n;
+	if (bpf_ringbuf_output(&events, &e, sizeof(e) - (MAX_TRACE_ARGS - n) * sizeof(__u64),
+			       rb_flags()))
+		count(STAT_LOST_CALLS);
+	return 0;
+}
+
+SEC("uprobe")
+int on_entry(struct pt_regs *ctx)
+{
+	return emit_call(ctx, CALL_ENTRY);
+}
+
+SEC("uretprobe")
+int on_return(struct pt_regs *ctx)
+{
+	return emit_call(ctx, CALL_EXIT);
+}
+
+/* Loaded with expected_attach_type BPF_TRACE_UPROBE_MULTI by the loader. */
+SEC("uprobe")
+int on_entry_multi(struct pt_regs *ctx)
+{
+	return emit_call(ctx, CALL_ENTRY);
+}
+
+SEC("uprobe")
+int on_return_multi(struct pt_regs *ctx)
+{
+	return emit_call(ctx, CALL_EXIT);
+}
+
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(on_migrate, struct task_struct *p, int dest_cpu)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct ev_hdr *e;
+
+	if (!is_target(tgid))
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e)
+		return 0;
+	e->type = EV_MIGRATE;
+	e->pid = tgid;
+	e->tid = BPF_CORE_READ(p, pid);
+	e->cpu = dest_cpu;
+	e->time_ns = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(e, rb_flags());
+	return 0;
+}

@@ -1,0 +1,64 @@
+# Helpers for the integration tests (sourced). Tests print PASS/FAIL/SKIP
+# lines; tests/run.sh counts them.
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+REC=$ROOT/bpftrace-rec
+WL=$ROOT/build/workloads
+PPROF=${PPROF:-$ROOT/tools/pprof}
+TMP=$(mktemp -d /tmp/bpftrace-rec-test.XXXXXX)
+trap 'rm -rf "$TMP"; jobs -p | xargs -r kill 2>/dev/null' EXIT
+
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1${2:+: $2}"; }
+skip() { echo "SKIP $1: $2"; }
+# check NAME COND-CMD... [-- why]: PASS if the command succeeds.
+check() {
+	local name=$1
+	shift
+	if "$@"; then pass "$name"; else fail "$name"; fi
+}
+
+# Integration tests need root and working BPF. Elsewhere they skip with the
+# reason; in CI (CI=true) that is a failure, as CI runs as root with BPF.
+bpf_unavailable() {
+	if [ "$(id -u)" != 0 ]; then echo "not root (BPF needs CAP_BPF and CAP_PERFMON)"; return 0; fi
+	if [ ! -r /sys/kernel/btf/vmlinux ]; then echo "no kernel BTF"; return 0; fi
+	if [ ! -x "$REC" ]; then echo "bpftrace-rec is not built (make)"; return 0; fi
+	return 1
+}
+require_bpf() { # TESTNAME...: exits the script after skipping them all
+	local why
+	why=$(bpf_unavailable) || return 0
+	for t in "$@"; do
+		if [ "${CI:-}" = true ]; then fail "$t" "BPF tests cannot be skipped in CI: $why"; else skip "$t" "$why"; fi
+	done
+	exit 0
+}
+require_tool() { # TOOL TESTNAME: 0 if present, else skip (fail in CI)
+	command -v "$1" >/dev/null 2>&1 && return 0
+	if [ "${CI:-}" = true ]; then fail "$2" "$1 missing in CI"; else skip "$2" "$1 not installed (make deps)"; fi
+	return 1
+}
+
+# flat% of a function in `pprof -top` output (0 when absent).
+pprof_flat() { # FUNC < pprof -top output
+	awk -v f="$1" '$NF == f && $2 ~ /%$/ { sub("%", "", $2); print $2; found = 1; exit } END { if (!found) print 0 }'
+}
+# flat% of a function in `google-pprof --text` output.
+gpprof_flat() { # FUNC < google-pprof --text output
+	awk -v f="$1" '$NF == f && $2 ~ /%$/ { sub("%", "", $2); print $2; found = 1; exit } END { if (!found) print 0 }'
+}
+# within VALUE EXPECTED TOL: |VALUE - EXPECTED| <= TOL
+within() { awk -v v="$1" -v e="$2" -v t="$3" 'BEGIN { d = v - e; if (d < 0) d = -d; exit !(d <= t) }'; }
+
+# Checks the 6:3:1 split (func_six, func_three, lib_spin) in a -top listing.
+check_split() { # NAME FILE-WITH-TOP-OUTPUT EXTRACTOR
+	local name=$1 out=$2 get=$3 a b c
+	a=$($get func_six < "$out"); b=$($get func_three < "$out"); c=$($get lib_spin < "$out")
+	if within "$a" 60 5 && within "$b" 30 5 && within "$c" 10 5; then
+		pass "$name"
+	else
+		fail "$name" "func_six $a% func_three $b% lib_spin $c% (want 60/30/10 +-5)"
+		sed -n 1,15p "$out" >&2
+	fi
+}

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Capture core (issue 2): records workloads with a CPU split known by
+# construction and reads the files back with the real readers.
+source "$(dirname "$0")/lib.sh"
+
+ALL=(cli_errors not_privileged cmd_split_pprof cmd_split_gperftools cmd_exit_code
+	pid_split_pprof pid_split_gperftools pid_late_thread labels_numeric summary_json
+	system_wide_processes kernel_frames_named stops_on_target_exit sigint_writes_files
+	sudo_owner idle_samples)
+require_bpf "${ALL[@]}"
+require_tool google-pprof cmd_split_gperftools || true
+
+# --- errors: one line, naming the input and the reason, non-zero exit -------
+t=cli_errors
+ok=1
+out=$("$REC" --bogus 2>&1); rc=$?
+{ [ $rc != 0 ] && grep -q "unrecognized option '--bogus'" <<<"$out"; } || { ok=0; echo "bogus: $rc $out" >&2; }
+out=$("$REC" -p 999999999 2>&1); rc=$?
+{ [ $rc != 0 ] && grep -q "^bpftrace-rec: -p 999999999: no such process$" <<<"$out"; } || { ok=0; echo "nopid: $rc $out" >&2; }
+max=$(cat /proc/sys/kernel/perf_event_max_sample_rate)
+out=$("$REC" -F $((max + 1)) -a -d 1 2>&1); rc=$?
+{ [ $rc != 0 ] && grep -q "above kernel.perf_event_max_sample_rate ($max Hz)" <<<"$out"; } || { ok=0; echo "freq: $rc $out" >&2; }
+out=$("$REC" -d 1 2>&1); rc=$?
+{ [ $rc != 0 ] && grep -q "give exactly one target" <<<"$out"; } || { ok=0; echo "notarget: $rc $out" >&2; }
+out=$("$REC" -o "$TMP/x" -- /nonexistent/cmd 2>&1); rc=$?
+{ [ $rc != 0 ] && grep -q "/nonexistent/cmd: No such file or directory" <<<"$out"; } || { ok=0; echo "nocmd: $rc $out" >&2; }
+[ $ok = 1 ] && pass $t || fail $t
+
+t=not_privileged
+if command -v setpriv >/dev/null; then
+	out=$(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$REC" -a -d 1 2>&1); rc=$?
+	if [ $rc != 0 ] && grep -q "not privileged: needs CAP_BPF and CAP_PERFMON" <<<"$out"; then pass $t; else fail $t "$rc: $out"; fi
+else
+	skip $t "setpriv missing"
+fi
+
+# --- -- CMD: the 6:3:1 split in both files ---------------------------------
+"$REC" -q -F 499 -o "$TMP/cmd" -- "$WL/split" 4 >/dev/null 2>"$TMP/cmd.err"
+cmd_rc=$?
+"$PPROF" -top -nodecount=30 "$TMP/cmd/profile.pb.gz" > "$TMP/cmd.top" 2>&1
+check_split cmd_split_pprof "$TMP/cmd.top" pprof_flat
+prof=$(ls "$TMP"/cmd/cpu-*.prof 2>/dev/null | head -1)
+if [ -z "$prof" ]; then
+	fail cmd_split_gperftools "no cpu-PID.prof written"
+elif command -v google-pprof >/dev/null; then
+	google-pprof --text "$WL/split" "$prof" > "$TMP/cmd.gtop" 2>/dev/null
+	check_split cmd_split_gperftools "$TMP/cmd.gtop" gpprof_flat
+	"$PPROF" -top -nodecount=30 "$WL/split" "$prof" > "$TMP/cmd.ptop" 2>&1
+	check_split cmd_split_gperftools_pprof "$TMP/cmd.ptop" pprof_flat
+fi
+
+t=cmd_exit_code
+"$REC" -q -o "$TMP/exit" -- sh -c 'exit 7' >/dev/null 2>&1; rc=$?
+if [ $cmd_rc = 0 ] && [ $rc = 7 ] && [ -s "$TMP/exit/summary.json" ]; then pass $t; else fail $t "split $cmd_rc, exit-7 $rc"; fi
+
+# --- -p PID: the same split, on a process already running -------------------
+"$WL/split" 0 > /dev/null & pid=$!
+sleep 0.3
+"$REC" -q -F 499 -d 4 -o "$TMP/pid" -p $pid 2>"$TMP/pid.err"
+kill $pid; wait $pid 2>/dev/null
+"$PPROF" -top -nodecount=30 "$TMP/pid/profile.pb.gz" > "$TMP/pid.top" 2>&1
+check_split pid_split_pprof "$TMP/pid.top" pprof_flat
+if [ -f "$TMP/pid/cpu-$pid.prof" ] && command -v google-pprof >/dev/null; then
+	google-pprof --text "$WL/split" "$TMP/pid/cpu-$pid.prof" > "$TMP/pid.gtop" 2>/dev/null
+	check_split pid_split_gperftools "$TMP/pid.gtop" gpprof_flat
+else
+	fail pid_split_gperftools "cpu-$pid.prof missing"
+fi
+
+# --- threads created during the recording are recorded -----------------------
+t=pid_late_thread
+"$WL/split" 3 1.5 > /dev/null & pid=$!
+sleep 0.3
+"$REC" -q -F 199 -o "$TMP/late" -p $pid 2>/dev/null   # stops when split exits
+wait $pid 2>/dev/null
+ntid=$("$PPROF" -tags "$TMP/late/profile.pb.gz" 2>/dev/null | awk '/^ *tid:/ {on=1; next} /^ *[a-z]+:/ {on=0} on && /%/ {n++} END {print n+0}')
+if [ "$ntid" = 2 ]; then pass $t; else fail $t "$ntid threads in the profile, want 2"; "$PPROF" -tags "$TMP/late/profile.pb.gz" >&2; fi
+
+# --- labels: pid/tid/cpu numeric, comm a string ------------------------------
+t=labels_numeric
+cpid=$(awk -F'"pid": ' '/"comm": "split"/ {split($2, a, ","); print a[1]; exit}' "$TMP/cmd/summary.json")
+tags=$("$PPROF" -tags "$TMP/cmd/profile.pb.gz" 2>&1)
+focus=$("$PPROF" -top -tagfocus=pid=$cpid "$TMP/cmd/profile.pb.gz" 2>&1 | pprof_flat func_six)
+cpus=$(awk '/^ *cpu:/ {on=1; next} /^ *[a-z]+:/ {on=0} on && /%/ {n++} END {print n+0}' <<<"$tags")
+if grep -q "comm: Total 2" <<<"$tags" || grep -q "^ *comm:" <<<"$tags"; then c=1; else c=0; fi
+if [ -n "$cpid" ] && within "$focus" 60 5 && [ "$cpus" -ge 1 ] && [ $c = 1 ] && grep -q "split" <<<"$tags"; then
+	pass $t
+else
+	fail $t "pid=$cpid focus=$focus cpus=$cpus"; echo "$tags" >&2
+fi
+
+# --- summary.json -----------------------------------------------------------
+t=summary_json
+if python3 - "$TMP/cmd/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["samples"] > 1000, s["samples"]
+assert s["lost_samples"] == 0
+assert s["frequency_hz"] == 499
+assert 3.5 < s["duration_s"] < 6, s["duration_s"]
+p = [p for p in s["processes"] if p["comm"] == "split"][0]
+assert p["samples"] == s["samples"] and p["threads"] == 2, p
+names = {f["file"] for f in s["files"]}
+assert {"profile.pb.gz", "cpu-%d.prof" % p["pid"]} <= names, names
+assert all(f["open"] for f in s["files"])
+PY
+then pass $t; else fail $t; fi
+
+# --- -a: several processes at once, kernel frames named --------------------------
+"$WL/split" 0 > /dev/null & p1=$!
+"$WL/syscalls" 0 & p2=$!
+sleep 0.3
+"$REC" -q -a -F 199 -d 2 -o "$TMP/all" 2>"$TMP/all.err"
+kill $p1 $p2; wait $p1 $p2 2>/dev/null
+tags=$("$PPROF" -tags "$TMP/all/profile.pb.gz" 2>&1)
+t=system_wide_processes
+if grep -q " split$" <<<"$tags" && grep -q " syscalls$" <<<"$tags"; then pass $t; else fail $t; echo "$tags" >&2; fi
+t=kernel_frames_named
+"$PPROF" -top -nodecount=20 -tagfocus=comm=syscalls "$TMP/all/profile.pb.gz" > "$TMP/all.top" 2>&1
+k=$(awk '$2 ~ /%$/ && $NF ~ /^(read_zero|clear_user|__clear_user|rep_stos_alternative|iov_iter_zero|_copy_to_iter|vfs_read|ksys_read)$/ {sub("%","",$2); s += $2} END {print s+0}' "$TMP/all.top")
+if awk -v k="$k" 'BEGIN {exit !(k >= 50)}'; then pass $t; else fail $t "kernel read path $k% of syscalls' samples"; cat "$TMP/all.top" >&2; fi
+
+# --- stopping: the target's exit, SIGINT ----------------------------------------
+t=stops_on_target_exit
+"$WL/split" 1 > /dev/null & pid=$!
+sleep 0.2
+start=$(date +%s.%N)
+"$REC" -q -d 20 -o "$TMP/exit2" -p $pid 2>/dev/null
+el=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN {print e - s}')
+wait $pid 2>/dev/null
+if awk -v e="$el" 'BEGIN {exit !(e < 4)}' && [ -s "$TMP/exit2/profile.pb.gz" ]; then pass $t; else fail $t "took ${el}s"; fi
+
+t=sigint_writes_files
+"$WL/split" 0 > /dev/null & pid=$!
+"$REC" -q -o "$TMP/int" -p $pid 2>/dev/null & rec=$!
+sleep 1.5
+kill -INT $rec; wait $rec; rc=$?
+kill $pid; wait $pid 2>/dev/null
+n=$("$PPROF" -top "$TMP/int/profile.pb.gz" 2>/dev/null | pprof_flat func_six)
+if [ $rc = 0 ] && [ -f "$TMP/int/cpu-$pid.prof" ] && within "$n" 60 10 && ! ls -a "$TMP/int" | grep -q '^\.'"[a-z]"; then pass $t; else fail $t "rc=$rc func_six=$n"; ls -la "$TMP/int" >&2; fi
+
+t=sudo_owner
+SUDO_UID=65534 SUDO_GID=65534 "$REC" -q -d 0.5 -o "$TMP/sudo" -- "$WL/split" 0.3 >/dev/null 2>&1
+owners=$(stat -c %u:%g "$TMP/sudo" "$TMP"/sudo/* | sort -u)
+if [ "$owners" = "65534:65534" ]; then pass $t; else fail $t "owners: $owners"; fi
+
+t=idle_samples
+"$REC" -q -a --idle -d 1 -o "$TMP/idle" 2>/dev/null
+if python3 -c "import json,sys; s=json.load(open(sys.argv[1])); assert any(p['pid']==0 for p in s['processes'])" "$TMP/idle/summary.json" &&
+	"$REC" -q -a -d 1 -o "$TMP/noidle" 2>/dev/null &&
+	python3 -c "import json,sys; s=json.load(open(sys.argv[1])); assert not any(p['pid']==0 for p in s['processes'])" "$TMP/noidle/summary.json"; then
+	pass $t
+else
+	fail $t
+fi

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Runs every test: the unit tests of formats/ (build/tests/test_*), then the
+# integration tests (tests/integration/test_*.sh), which record real
+# workloads with BPF and read the files back with pprof, google-pprof and
+# llvm-xray. Each test prints "PASS name", "FAIL name" or "SKIP name: why";
+# this script counts them and ends with "N passed, N failed, N skipped".
+# Run it after `make` (`make test` does both). TESTS=pattern runs a subset.
+set -u
+cd "$(dirname "$0")/.."
+pass=0 fail=0 skip=0
+failed=()
+pattern=${TESTS:-}
+
+run_one() { # NAME CMD...: runs a test program and tallies its lines
+	local name=$1 line status saw_fail=0
+	shift
+	echo "== $name"
+	while IFS= read -r line; do
+		echo "$line"
+		case "$line" in
+		PASS\ *) pass=$((pass + 1)) ;;
+		FAIL\ *) fail=$((fail + 1)); saw_fail=1; failed+=("$name: ${line#FAIL }") ;;
+		SKIP\ *) skip=$((skip + 1)) ;;
+		esac
+	done < <("$@"; echo "__exit $?")
+	status=${line#__exit }
+	# A program that dies without saying FAIL (a crash) fails as a whole.
+	if [ "$status" != 0 ] && [ $saw_fail = 0 ]; then
+		echo "FAIL $name: exited with status $status"
+		fail=$((fail + 1))
+		failed+=("$name: exit status $status")
+	fi
+}
+
+for t in build/tests/test_*; do
+	[ -x "$t" ] || continue
+	[ -n "$pattern" ] && [[ $t != *$pattern* ]] && continue
+	run_one "$(basename "$t")" "$t"
+done
+for t in tests/integration/test_*.sh; do
+	[ -f "$t" ] || continue
+	[ -n "$pattern" ] && [[ $t != *$pattern* ]] && continue
+	run_one "$(basename "$t" .sh)" bash "$t"
+done
+
+if ((${#failed[@]})); then
+	echo "Failed:"
+	printf '  %s\n' "${failed[@]}"
+fi
+echo "$pass passed, $fail failed, $skip skipped"
+[ $fail = 0 ]

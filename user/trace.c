@@ -1,0 +1,345 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "trace.skel.h"
+#include "user/symbols.h"
+#include "user/trace.h"
+#include "user/util.h"
+#include "user/xray.h"
+
+/* Debian 12's libbpf 1.1 and its uapi headers predate uprobe_multi (Linux
+ * 6.6); the kernel has it, so the link is created with the raw syscall. */
+#define ATTACH_TRACE_UPROBE_MULTI 48
+#define UPROBE_MULTI_RETURN	  1u
+
+struct link_create_uprobe_multi {
+	__u32 prog_fd;
+	__u32 target_fd;
+	__u32 attach_type;
+	__u32 flags;
+	__u64 path;
+	__u64 offsets;
+	__u64 ref_ctr_offsets;
+	__u64 cookies;
+	__u32 cnt;
+	__u32 umflags;
+	__u32 pid;
+	__u32 pad[7]; /* the rest of union bpf_attr's link_create, zeroed */
+};
+
+static int uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offsets,
+			     const uint64_t *cookies, size_t n, bool ret)
+{
+	struct link_create_uprobe_multi a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = prog_fd;
+	a.attach_type = ATTACH_TRACE_UPROBE_MULTI;
+	a.path = (uintptr_t)path;
+	a.offsets = (uintptr_t)offsets;
+	a.cookies = (uintptr_t)cookies;
+	a.cnt = n;
+	a.umflags = ret ? UPROBE_MULTI_RETURN : 0;
+	fd = syscall(SYS_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+	return fd < 0 ? -errno : fd;
+}
+
+char *find_in_path(const char *cmd)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX], *copy, *dir, *save = NULL, *found = NULL;
+
+	if (strchr(cmd, '/'))
+		return realpath(cmd, NULL);
+	copy = xstrdup(path ? path : "/usr/local/bin:/usr/bin:/bin");
+	for (dir = strtok_r(copy, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save)) {
+		snprintf(buf, sizeof(buf), "%s/%s", *dir ? dir : ".", cmd);
+		if (!access(buf, X_OK))
+			found = realpath(buf, NULL);
+	}
+	free(copy);
+	return found;
+}
+
+/* A library of a running process: the first mapped file whose name starts
+ * with obj. The returned path goes through /proc/PID/root. */
+static char *find_mapped_object(pid_t pid, const char *obj)
+{
+	char path[64], *text, *line, *save = NULL, *found = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	if (read_path_all(path, 0, 64 << 20, &text, NULL))
+		return NULL;
+	for (line = strtok_r(text, "\n", &save); line && !found; line = strtok_r(NULL, "\n", &save)) {
+		char *file = strchr(line, '/'), *base;
+
+		if (!file || strstr(file, " (deleted)"))
+			continue;
+		base = strrchr(file, '/') + 1;
+		if (!strncmp(base, obj, strlen(obj)) || !strcmp(file, obj)) {
+			char buf[PATH_MAX + 64];
+
+			snprintf(buf, sizeof(buf), "/proc/%d/root%s", pid, file);
+			found = xstrdup(buf);
+		}
+	}
+	free(text);
+	return found;
+}
+
+/* A library for a command not started yet: the usual directories. */
+static char *find_library(const char *obj)
+{
+	static const char *const dirs[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+					   "/lib64", "/usr/lib", "/usr/local/lib", NULL};
+	char buf[PATH_MAX];
+	int i;
+
+	if (obj[0] == '/')
+		return access(obj, R_OK) ? NULL : xstrdup(obj);
+	for (i = 0; dirs[i]; i++) {
+		snprintf(buf, sizeof(buf), "%s/%s", dirs[i], obj);
+		if (!access(buf, R_OK))
+			return xstrdup(buf);
+	}
+	return NULL;
+}
+
+struct matches {
+	const char *glob;
+	const struct symfile *sf;
+	VEC(uint64_t) offsets;
+	VEC(uint64_t) cookies;
+};
+
+static int match_sym(void *ctx, uint64_t vaddr, uint64_t size, const char *name)
+{
+	struct matches *m = ctx;
+	uint64_t off;
+	size_t i;
+
+	(void)size;
+	if (fnmatch(m->glob, name, 0))
+		return 0;
+	off = symfile_offset(m->sf, vaddr);
+	if (off == UINT64_MAX)
+		return 0;
+	for (i = 0; i < m->offsets.n; i++) /* aliases share an address */
+		if (m->offsets.v[i] == off)
+			return 0;
+	if (VEC_PUSH(m->offsets, off) || VEC_PUSH(m->cookies, (uint64_t)xray_func_id(name)))
+		return -ENOMEM;
+	return 0;
+}
+
+/* (file, pattern) pairs probed already: uprobes are per inode, and two -p
+ * processes of one program would otherwise report each call twice. */
+struct probed {
+	dev_t dev;
+	ino_t ino;
+	const char *glob;
+};
+static VEC(struct probed) probed;
+
+static int attach_one(struct trace_bpf *skel, const char *path, const char *glob,
+		      struct trace_links *out)
+{
+	struct matches m = {.glob = glob};
+	struct probed pr = {.glob = glob};
+	struct stat st;
+	int fd, err = 0;
+	size_t i;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		err = fd < 0 ? -errno : -EINVAL;
+		fprintf(stderr, "bpftrace-rec: -t %s: %s: %s\n", glob, path,
+			fd < 0 ? strerror(-err) : "not a regular file");
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	for (i = 0; i < probed.n; i++)
+		if (probed.v[i].dev == st.st_dev && probed.v[i].ino == st.st_ino &&
+		    !strcmp(probed.v[i].glob, glob)) {
+			close(fd);
+			return 0;
+		}
+	pr.dev = st.st_dev;
+	pr.ino = st.st_ino;
+	if (VEC_PUSH(probed, pr)) {
+		close(fd);
+		return -ENOMEM;
+	}
+	m.sf = symfile_get(fd, path);
+	close(fd);
+	if (!m.sf) {
+		fprintf(stderr, "bpftrace-rec: -t %s: %s: not an ELF file\n", glob, path);
+		return -ENOEXEC;
+	}
+	err = symfile_foreach(m.sf, match_sym, &m);
+	if (err)
+		goto out;
+	if (!m.offsets.n) {
+		fprintf(stderr, "bpftrace-rec: -t %s: no function matches in %s\n", glob, path);
+		err = -ENOENT;
+		goto out;
+	}
+	if (out->multi != 0) {
+		int e = uprobe_multi_link(bpf_program__fd(skel->progs.on_entry_multi), path,
+					  m.offsets.v, m.cookies.v, m.offsets.n, false);
+		int r = e >= 0 ? uprobe_multi_link(bpf_program__fd(skel->progs.on_return_multi),
+						   path, m.offsets.v, m.cookies.v, m.offsets.n, true)
+			       : e;
+
+		if (e >= 0 && r >= 0) {
+			out->fds = realloc(out->fds, (out->nfds + 2) * sizeof(int));
+			if (!out->fds) {
+				err = -ENOMEM;
+				goto out;
+			}
+			out->fds[out->nfds++] = e;
+			out->fds[out->nfds++] = r;
+			out->multi = 1;
+			out->nfuncs += m.offsets.n;
+			debug("traced %zu functions in %s with uprobe_multi", m.offsets.n, path);
+			goto out;
+		}
+		if (e >= 0)
+			close(e);
+		if (out->multi == 1) { /* worked before: a real error */
+			err = e < 0 ? e : r;
+			fprintf(stderr, "bpftrace-rec: -t %s: uprobe_multi on %s: %s\n", glob, path,
+				strerror(-err));
+			goto out;
+		}
+		debug("uprobe_multi: %s; one uprobe per function", strerror(-(e < 0 ? e : r)));
+		out->multi = 0;
+	}
+	for (i = 0; i < m.offsets.n; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = m.cookies.v[i]);
+		struct bpf_link *l[2];
+		int k;
+
+		l[0] = bpf_program__attach_uprobe_opts(skel->progs.on_entry, -1, path,
+						       m.offsets.v[i], &o);
+		o.retprobe = true;
+		l[1] = l[0] ? bpf_program__attach_uprobe_opts(skel->progs.on_return, -1, path,
+							      m.offsets.v[i], &o)
+			     : NULL;
+		if (!l[0] || !l[1]) {
+			err = -errno;
+			bpf_link__destroy(l[0]);
+			fprintf(stderr, "bpftrace-rec: attach uprobe %s:0x%llx: %s\n", path,
+				(unsigned long long)m.offsets.v[i], strerror(-err));
+			goto out;
+		}
+		out->links = realloc(out->links, (out->nlinks + 2) * sizeof(*out->links));
+		if (!out->links) {
+			err = -ENOMEM;
+			goto out;
+		}
+		for (k = 0; k < 2; k++)
+			out->links[out->nlinks++] = l[k];
+	}
+	out->nfuncs += m.offsets.n;
+out:
+	VEC_FREE(m.offsets);
+	VEC_FREE(m.cookies);
+	return err;
+}
+
+int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const pid_t *pids,
+		 int npids, const char *exe, struct trace_links *out)
+{
+	int i, j, err;
+
+	out->multi = -1; /* unknown: try it */
+	for (i = 0; i < nspecs; i++) {
+		const char *colon = strrchr(specs[i], ':');
+		char obj[PATH_MAX] = "";
+		const char *glob = specs[i];
+
+		if (colon) {
+			snprintf(obj, sizeof(obj), "%.*s", (int)(colon - specs[i]), specs[i]);
+			glob = colon + 1;
+		}
+		if (!*glob) {
+			fprintf(stderr, "bpftrace-rec: -t %s: empty function pattern\n", specs[i]);
+			return -EINVAL;
+		}
+		if (exe) {
+			char *path = *obj ? find_library(obj) : xstrdup(exe);
+
+			if (!path) {
+				fprintf(stderr, "bpftrace-rec: -t %s: library %s not found\n", specs[i],
+					obj);
+				return -ENOENT;
+			}
+			err = attach_one(skel, path, glob, out);
+			free(path);
+			if (err)
+				return err;
+			continue;
+		}
+		for (j = 0; j < npids; j++) {
+			char buf[64], *path;
+
+			if (*obj) {
+				path = find_mapped_object(pids[j], obj);
+			} else {
+				snprintf(buf, sizeof(buf), "/proc/%d/exe", pids[j]);
+				path = xstrdup(buf);
+			}
+			if (!path) {
+				fprintf(stderr, "bpftrace-rec: -t %s: %s is not mapped in pid %d\n",
+					specs[i], obj, pids[j]);
+				return -ENOENT;
+			}
+			err = attach_one(skel, path, glob, out);
+			free(path);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+void trace_prepare(struct trace_bpf *t, bool uprobes)
+{
+	struct bpf_program *progs[] = {t->progs.on_entry, t->progs.on_return,
+				       t->progs.on_entry_multi, t->progs.on_return_multi};
+	size_t i;
+
+	bpf_program__set_expected_attach_type(t->progs.on_entry_multi, ATTACH_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(t->progs.on_return_multi, ATTACH_TRACE_UPROBE_MULTI);
+	for (i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		/* Attached by hand, with cookies; only the tracepoint autoattaches. */
+		bpf_program__set_autoattach(progs[i], false);
+		bpf_program__set_autoload(progs[i], uprobes);
+	}
+}
+
+void trace_detach(struct trace_links *l)
+{
+	int i;
+
+	for (i = 0; i < l->nlinks; i++)
+		bpf_link__destroy(l->links[i]);
+	for (i = 0; i < l->nfds; i++)
+		close(l->fds[i]);
+	free(l->links);
+	free(l->fds);
+	memset(l, 0, sizeof(*l));
+	VEC_FREE(probed);
+}

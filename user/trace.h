@@ -1,0 +1,36 @@
+/* Exact function tracing (-t SPEC): uprobes on the entry and return of every
+ * matching function, attached with uprobe_multi links where the kernel has
+ * them, else one probe per function. */
+#ifndef USER_TRACE_H
+#define USER_TRACE_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct trace_bpf;
+struct bpf_link;
+
+struct trace_links {
+	struct bpf_link **links; /* single-probe fallback */
+	int nlinks;
+	int *fds; /* uprobe_multi link fds */
+	int nfds;
+	int nfuncs; /* functions probed */
+	int multi; /* 1 when uprobe_multi was used */
+};
+
+/* Before load: the uprobe programs' attach types; loads them only if needed. */
+void trace_prepare(struct trace_bpf *t, bool uprobes);
+
+/* Resolves every SPEC ("GLOB" in the main executable, "OBJ:GLOB" in a
+ * library, OBJ a path or a file-name prefix such as libssl.so.3) for the
+ * given processes (or, with exe, a command not started yet) and attaches.
+ * Function ids come from xray_func_id(). 0, or -errno after reporting. */
+int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const pid_t *pids,
+		 int npids, const char *exe, struct trace_links *out);
+void trace_detach(struct trace_links *l);
+
+/* PATH lookup as execvp does; NULL when not found. Caller frees. */
+char *find_in_path(const char *cmd);
+
+#endif
