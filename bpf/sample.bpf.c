@@ -29,9 +29,19 @@ struct {
 #define PAGE_SZ	  4096
 #define COPY_AREA (MAX_STACK_COPY + PAGE_SZ) /* a page of slack keeps the verifier's bounds simple */
 
-/* Bytes of user stack to copy from sp at each sample (0: none). 512 serves
- * the leaf-caller fix of frame-pointer mode; --call-graph dwarf copies more. */
-const volatile __u32 stack_copy = 0;
+/* Bytes of user stack copied from sp at each sample: stack_copy_fp for the
+ * leaf-caller fix of frame-pointer stacks, stack_copy_dwarf for processes
+ * unwound with DWARF (all of them, or those in dwarf_pids). */
+const volatile __u32 stack_copy_fp = 0;
+const volatile __u32 stack_copy_dwarf = 0;
+const volatile bool dwarf_all = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32); /* tgid */
+	__type(value, __u8);
+} dwarf_pids SEC(".maps");
 
 /* The record is built here, then copied once into the ring buffer at its
  * true length: the BPF stack is only 512 bytes. One slot per CPU (an array,
@@ -49,29 +59,41 @@ struct {
 } scratch_map SEC(".maps");
 
 
+struct copy_ctx {
+	struct scratch *sc;
+	__u64 sp, want;
+	__u32 copied;
+};
+
+static long copy_page(__u32 i, struct copy_ctx *c)
+{
+	__u64 addr = c->sp + c->copied, chunk;
+	__u32 off = c->copied;
+
+	if (c->copied >= c->want)
+		return 1;
+	chunk = PAGE_SZ - (addr & (PAGE_SZ - 1));
+	if (chunk > c->want - c->copied)
+		chunk = c->want - c->copied;
+	if (off > MAX_STACK_COPY || chunk > PAGE_SZ)
+		return 1;
+	if (bpf_probe_read_user(&c->sc->stack[off], chunk, (void *)addr))
+		return 1;
+	c->copied += chunk;
+	return 0;
+}
+
 /* Copies user stack from sp page by page: bpf_probe_read_user is
  * all-or-nothing, and a stack often ends (or has a never-touched page) closer
- * than the size asked for. Keeps what was read before the first failure. */
+ * than the size asked for. Keeps what was read before the first failure.
+ * bpf_loop, not an unrolled loop: the verifier then checks one page's copy
+ * instead of every iteration, which took it most of a second. */
 static __always_inline __u32 copy_stack(struct scratch *sc, __u64 sp, __u64 want)
 {
-	__u32 copied = 0;
-	int i;
+	struct copy_ctx c = {.sc = sc, .sp = sp, .want = want};
 
-	for (i = 0; i < MAX_STACK_COPY / PAGE_SZ + 2; i++) {
-		__u64 addr = sp + copied, chunk;
-
-		if (copied >= want)
-			break;
-		chunk = PAGE_SZ - (addr & (PAGE_SZ - 1));
-		if (chunk > want - copied)
-			chunk = want - copied;
-		if (copied > MAX_STACK_COPY || chunk > PAGE_SZ)
-			break;
-		if (bpf_probe_read_user(&sc->stack[copied], chunk, (void *)addr))
-			break;
-		copied += chunk;
-	}
-	return copied;
+	bpf_loop(MAX_STACK_COPY / PAGE_SZ + 2, copy_page, &c, 0);
+	return c.copied;
 }
 
 SEC("perf_event")
@@ -139,7 +161,10 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (user_stacks && tgid != 0) {
 		struct task_struct *task = bpf_get_current_task_btf();
 		struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(task);
-		__u64 sp, want = stack_copy, top;
+		__u64 sp, want = stack_copy_fp, top;
+
+		if (stack_copy_dwarf && (dwarf_all || bpf_map_lookup_elem(&dwarf_pids, &tgid)))
+			want = stack_copy_dwarf;
 
 		if (!(s->flags & SAMPLE_IN_KERNEL))
 			ur = &ctx->regs;

@@ -12,18 +12,20 @@ failed=()
 pattern=${TESTS:-}
 
 run_one() { # NAME CMD...: runs a test program and tallies its lines
-	local name=$1 line status saw_fail=0
+	local name=$1 line status=missing saw_fail=0
 	shift
 	echo "== $name"
 	while IFS= read -r line; do
+		case "$line" in
+		__exit\ *) status=${line#__exit }; continue ;;
+		esac
 		echo "$line"
 		case "$line" in
 		PASS\ *) pass=$((pass + 1)) ;;
 		FAIL\ *) fail=$((fail + 1)); saw_fail=1; failed+=("$name: ${line#FAIL }") ;;
 		SKIP\ *) skip=$((skip + 1)) ;;
 		esac
-	done < <("$@"; echo "__exit $?")
-	status=${line#__exit }
+	done < <("$@"; echo; echo "__exit $?")
 	# A program that dies without saying FAIL (a crash) fails as a whole.
 	if [ "$status" != 0 ] && [ $saw_fail = 0 ]; then
 		echo "FAIL $name: exited with status $status"

@@ -54,7 +54,7 @@ static const struct argp_option opts[] = {
 	{"gperftools", 'G', NULL, OPTION_ALIAS, NULL, 0},
 	{"trace", 't', "[OBJ:]GLOB", 0, "Trace every call of the matching functions exactly (uprobes), e.g. 'parse_*' in the program or 'libssl.so.3:SSL_*'; repeatable", 0},
 	{"trace-args", OPT_TRACE_ARGS, "N", 0, "With -t, record the first N integer arguments (at most 6)", 0},
-	{"call-graph", OPT_CALL_GRAPH, "fp|dwarf[,SIZE]", 0, "User stacks: frame pointers, or DWARF unwinding of SIZE bytes of copied stack (default 8192)", 0},
+	{"call-graph", OPT_CALL_GRAPH, "fp|dwarf[,SIZE]", 0, "User stacks: frame pointers, or DWARF unwinding of SIZE bytes of stack copied per sample (default 8192). Default: frame pointers, and DWARF for processes whose program has none", 0},
 	{"no-inherit", OPT_NO_INHERIT, NULL, 0, "Do not record processes forked by the targets", 0},
 	{"no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0},
 	{"no-user", OPT_NO_USER, NULL, 0, "Do not record user stacks", 0},
@@ -99,7 +99,6 @@ static void parse_call_graph(const char *arg, struct argp_state *st)
 			argp_error(st, "--call-graph %s: fp takes no size", arg);
 	} else if (len == 5 && !strncmp(arg, "dwarf", 5)) {
 		env.call_graph = CG_DWARF;
-		env.stack_copy = 8192;
 		if (comma) {
 			env.stack_copy = parse_long(comma + 1, "--call-graph dwarf,SIZE", 8,
 						    MAX_STACK_COPY, st);

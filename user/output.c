@@ -87,14 +87,18 @@ static const char *unknown_name(const struct frame *f, char *buf, size_t len)
 	return "[unknown]";
 }
 
-static uint64_t frame_location(struct pprof *pp, const struct frame *f, uint64_t kmap)
+static uint64_t frame_location(struct pprof *pp, const struct frame *f, uint64_t *kmap)
 {
 	struct pprof_line line = {0};
 	char buf[PATH_MAX + 4];
 	uint64_t mapping = 0;
 
 	if (f->kind == FRAME_KERNEL) {
-		mapping = kmap;
+		/* Made on first use: pprof takes the first mapping as the main program. */
+		if (!*kmap)
+			*kmap = pprof_mapping(pp, 0xffff800000000000ULL, UINT64_MAX, 0,
+					      "[kernel.kallsyms]", NULL, true);
+		mapping = *kmap;
 	} else if (f->map) {
 		if (!f->map->out_id) {
 			const char *bid = f->map->sym ? symfile_build_id(f->map->sym) : NULL;
@@ -114,15 +118,14 @@ static int write_pprof(const struct run_info *ri)
 {
 	struct pprof *pp;
 	char tmp[PATH_MAX], cmd[PATH_MAX + 64];
-	uint64_t kmap, locs[2 * MAX_FRAMES];
+	uint64_t kmap, locs[MAX_STACK_FRAMES];
 	size_t i, j;
 	int fd, err = 0;
 
 	pp = pprof_new(1000000000LL / ri->freq, ri->start_realtime_ns, ri->duration_ns);
 	if (!pp)
 		return -ENOMEM;
-	kmap = pprof_mapping(pp, 0xffff800000000000ULL, UINT64_MAX, 0, "[kernel.kallsyms]", NULL,
-			     true);
+	kmap = 0;
 	for (i = 0; i < procs.v.n && !err; i++) {
 		struct proc *p = procs.v.v[i];
 
@@ -147,7 +150,7 @@ static int write_pprof(const struct run_info *ri)
 				struct frame *f = &p->frames.v[ids[k]];
 
 				if (!f->out_id)
-					f->out_id = frame_location(pp, f, kmap);
+					f->out_id = frame_location(pp, f, &kmap);
 				locs[k] = f->out_id;
 				if (!locs[k])
 					err = -ENOMEM;
@@ -199,7 +202,7 @@ static void exe_path(const struct proc *p, char *buf, size_t len)
 static int write_cpuprofile(const struct run_info *ri, struct proc *p)
 {
 	struct cpuprof *c;
-	uint64_t pcs[MAX_FRAMES];
+	uint64_t pcs[MAX_USER_FRAMES];
 	char name[64], tmp[PATH_MAX], exe[PATH_MAX], cmd[3 * PATH_MAX];
 	size_t j, users = 0;
 	FILE *f;

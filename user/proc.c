@@ -11,8 +11,10 @@
 #include "user/proc.h"
 #include "user/symbols.h"
 #include "user/maps.h"
+#include "user/unwind.h"
 
 struct procs procs;
+void (*proc_new_hook)(struct proc *p);
 
 /* An address outside every mapping re-reads /proc/PID/maps (a dlopen, a new
  * JIT region), but not more often than this: garbage frames from
@@ -209,6 +211,8 @@ struct proc *proc_get(pid_t pid, const char *comm)
 	}
 	proc_read_identity(p);
 	read_maps(p);
+	if (proc_new_hook)
+		proc_new_hook(p);
 	return p;
 }
 
@@ -302,12 +306,52 @@ struct thread *proc_thread(struct proc *p, uint32_t tid)
 	return &p->threads.v[p->threads.n - 1];
 }
 
+/* The user frames of a sample, leaf first: DWARF-unwound from the copied
+ * stack when the record carries enough of it, else the frame-pointer walk,
+ * with the caller of a frameless leaf put back. Returns the count. */
+static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs)
+{
+	const __u64 *fp = &s->ips[s->nkernel];
+	const void *stack = &s->ips[s->nkernel + s->nuser];
+	int n = 0, i;
+	unsigned flags = 0;
+
+	if (s->stack_len && !p->uw)
+		p->uw = unwinder_new(p->pid);
+	if (p->uw && s->stack_len > FP_LEAF_COPY) {
+		uint64_t regs[UREG_NR] = {s->uregs[UREG_IP], s->uregs[UREG_SP], s->uregs[UREG_BP]};
+
+		n = unwind_dwarf(p->uw, regs, stack, s->stack_len, pcs, MAX_USER_FRAMES, &flags);
+		p->unwound++;
+		if (flags & UNWIND_TRUNCATED)
+			p->truncated++;
+		if (n > 1 || n >= s->nuser)
+			return n;
+	}
+	for (i = 0; i < s->nuser && fp[i] && n < MAX_USER_FRAMES; i++) {
+		pcs[n++] = fp[i];
+		/* A leaf that set up no frame hides its caller from the walk. */
+		if (i == 0 && p->uw && s->stack_len && fp[0] == s->uregs[UREG_IP]) {
+			uint64_t c = unwind_leaf_caller(p->uw, fp[0], s->uregs[UREG_SP], stack,
+							s->stack_len);
+
+			if (c && (s->nuser < 2 || fp[1] != c)) {
+				pcs[n++] = c;
+				p->leaf_fixed++;
+			}
+		}
+	}
+	return n;
+}
+
 int proc_add_sample(const struct ev_sample *s)
 {
-	uint32_t st[2 + 2 * MAX_FRAMES], i, n = 0, id;
+	uint32_t st[2 + MAX_STACK_FRAMES], i, n = 0, id;
+	uint64_t upcs[MAX_USER_FRAMES];
 	struct proc *p = proc_get(s->hdr.pid, s->comm);
 	struct thread *t;
 	struct sample smp;
+	int nu;
 
 	if (!p)
 		return -ENOMEM;
@@ -321,12 +365,9 @@ int proc_add_sample(const struct ev_sample *s)
 		st[2 + n++] = id;
 		st[0]++;
 	}
-	for (i = 0; i < s->nuser && i < MAX_FRAMES; i++) {
-		const __u64 ip = s->ips[s->nkernel + i];
-
-		if (!ip) /* a zero ends the walk; readers treat it as the end */
-			break;
-		id = intern_frame(p, ip, FRAME_USER, i > 0);
+	nu = user_frames(p, s, upcs);
+	for (i = 0; i < (uint32_t)nu; i++) {
+		id = intern_frame(p, upcs[i], FRAME_USER, i > 0);
 		if (id == UINT32_MAX)
 			return -ENOMEM;
 		st[2 + n++] = id;
@@ -366,6 +407,12 @@ void proc_on_exec(pid_t pid, const char *comm)
 	snprintf(p->comm, sizeof(p->comm), "%s", comm);
 	idtab_free(&p->frame_tab); /* frames interned from here on are the new image's */
 	read_maps(p);
+	if (p->uw) { /* its modules are the old image's */
+		unwinder_free(p->uw);
+		p->uw = NULL;
+	}
+	if (proc_new_hook)
+		proc_new_hook(p);
 }
 
 void proc_on_exit(pid_t pid)
@@ -398,6 +445,8 @@ void procs_free(void)
 		VEC_FREE(p->threads);
 		idtab_free(&p->thread_tab);
 		free(p->maps_text);
+		if (p->uw)
+			unwinder_free(p->uw);
 		free(p);
 	}
 	VEC_FREE(procs.v);

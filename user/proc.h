@@ -11,6 +11,11 @@
 #include "user/util.h"
 
 struct symfile;
+struct unwinder;
+
+/* DWARF unwinding may find more user frames than a frame-pointer walk. */
+#define MAX_USER_FRAMES 256
+#define MAX_STACK_FRAMES (MAX_FRAMES + MAX_USER_FRAMES)
 
 struct mapping {
 	uint64_t start, end, offset, inode;
@@ -66,6 +71,9 @@ struct proc {
 	VEC(struct thread) threads;
 	struct idtab thread_tab;
 	uint64_t lost; /* from BPF's per-process counter */
+	struct unwinder *uw; /* DWARF unwinder, made on the first copied stack */
+	bool dwarf; /* stacks DWARF-unwound (the program has no frame pointers) */
+	uint64_t unwound, truncated, leaf_fixed; /* samples */
 };
 
 /* All processes seen, in order of first sight. */
@@ -74,6 +82,9 @@ struct procs {
 	struct idtab tab;
 };
 extern struct procs procs;
+
+/* Called when a process is first seen and after it calls exec. */
+extern void (*proc_new_hook)(struct proc *p);
 
 struct proc *proc_get(pid_t pid, const char *comm);
 struct proc *proc_find(pid_t pid);

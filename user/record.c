@@ -26,6 +26,7 @@ struct env env = {
 	.freq = 99,
 	.outdir = "bpftrace-rec.out",
 	.ringbuf_mb = 16,
+	.stack_copy = 8192,
 };
 
 static volatile sig_atomic_t exiting;
@@ -213,6 +214,43 @@ static int handle_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+static int dwarf_pids_fd = -1;
+
+/* --call-graph default: frame pointers, and DWARF unwinding for a process
+ * whose program sets up no frame pointers (frame-pointer walks of those
+ * stop after a frame or two). Decided from the program's code. */
+static void set_unwinding(pid_t pid, const char *program, bool *dwarf)
+{
+	struct symfile *sf;
+	int fd, pct;
+	__u32 key = pid;
+	__u8 one = 1;
+
+	fd = open(program, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return;
+	sf = symfile_get(fd, program);
+	pct = sf ? symfile_fp_percent(sf, fd) : -1;
+	close(fd);
+	*dwarf = pct >= 0 && pct < 30;
+	if (*dwarf)
+		bpf_map_update_elem(dwarf_pids_fd, &key, &one, BPF_ANY);
+	else
+		bpf_map_delete_elem(dwarf_pids_fd, &key);
+	debug("pid %d: %s: %d%% of functions keep frame pointers: %s", pid, program, pct,
+	      *dwarf ? "DWARF unwinding" : "frame pointers");
+}
+
+static void decide_unwinding(struct proc *p)
+{
+	char path[64];
+
+	if (env.call_graph != CG_AUTO || dwarf_pids_fd < 0 || p->pid <= 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/exe", p->pid);
+	set_unwinding(p->pid, path, &p->dwarf);
+}
+
 static void read_stats(struct sample_bpf *skel, uint64_t out[STAT_NR])
 {
 	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(skel->maps.stats);
@@ -329,6 +367,8 @@ int record_run(void)
 	}
 	if (env.npids && target_check_pids(env.pids, env.npids))
 		return 1;
+	/* Now, so that an exit during the set-up still stops the recording. */
+	target_watch_pids(&target, env.pids, env.npids);
 	if (!env.no_kernel && (err = kallsyms_load()))
 		warn_("/proc/kallsyms: %s; kernel frames stay unnamed", strerror(-err));
 
@@ -353,7 +393,9 @@ int record_run(void)
 	skel->rodata->kernel_stacks = !env.no_kernel;
 	skel->rodata->user_stacks = !env.no_user;
 	skel->rodata->wakeup_bytes = (uint64_t)env.ringbuf_mb << 18; /* a quarter full */
-	skel->rodata->stack_copy = env.stack_copy;
+	skel->rodata->stack_copy_fp = env.no_user ? 0 : FP_LEAF_COPY;
+	skel->rodata->stack_copy_dwarf = env.call_graph == CG_FP || env.no_user ? 0 : env.stack_copy;
+	skel->rodata->dwarf_all = env.call_graph == CG_DWARF;
 	err = bpf_map__set_max_entries(skel->maps.scratch_map, libbpf_num_possible_cpus());
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.events, env.ringbuf_mb << 20);
@@ -369,6 +411,8 @@ int record_run(void)
 	}
 	if (env.npids && add_targets(skel, env.pids, env.npids))
 		goto cleanup;
+	dwarf_pids_fd = bpf_map__fd(skel->maps.dwarf_pids);
+	proc_new_hook = decide_unwinding;
 	if (target.child > 0 && add_targets(skel, &target.child, 1))
 		goto cleanup;
 	/* Maps of the targets as they are now, before any sample. */
@@ -413,10 +457,15 @@ int record_run(void)
 	ri.start_realtime_ns = now_ns(CLOCK_REALTIME);
 	capture_started = true;
 	if (target.child > 0) {
+		char *exe = find_in_path(env.cmd[0]);
+		bool dwarf;
+
+		/* Decided before exec, so that its first samples unwind too. */
+		if (exe && env.call_graph == CG_AUTO)
+			set_unwinding(target.child, exe, &dwarf);
+		free(exe);
 		if (target_release(&target, env.cmd[0]))
 			goto cleanup;
-	} else if (env.npids) {
-		target_watch_pids(&target, env.pids, env.npids);
 	}
 	if (!env.quiet)
 		info("recording %s at %d Hz (%s)%s", env.all ? "all CPUs" : "targets", env.freq, event,

@@ -26,8 +26,9 @@ struct env {
 	bool no_inherit; /* don't follow forked children */
 	bool no_kernel, no_user;
 	unsigned ringbuf_mb;
-	enum { CG_DEFAULT, CG_FP, CG_DWARF } call_graph;
-	unsigned stack_copy; /* bytes of user stack copied per sample */
+	/* CG_AUTO: frame pointers, DWARF for processes whose program lacks them */
+	enum { CG_AUTO, CG_FP, CG_DWARF } call_graph;
+	unsigned stack_copy; /* bytes of user stack copied for DWARF unwinding */
 	int verbose;
 	bool quiet; /* no live status line */
 	int argc; /* the whole command line, for summary.json */

@@ -36,6 +36,9 @@ struct symfile {
 	size_t names_len;
 	struct load *loads;
 	size_t nloads;
+	uint64_t *fstarts; /* function starts from .eh_frame_hdr, when symbols are few */
+	size_t nfstarts;
+	bool go; /* a Go program: frame pointers always, with Go's own prologue */
 	char build_id[41 * 2];
 };
 
@@ -177,6 +180,52 @@ static Elf *open_debug_file(const char *build_id, int *fd)
 	return elf;
 }
 
+/* Function start addresses from the binary-search table of .eh_frame_hdr,
+ * in its usual encoding (datarel sdata4 pairs); stripped programs have no
+ * symbols, but every function has an FDE. */
+static void read_fde_starts(Elf *elf, struct symfile *f)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+		Elf_Data *d;
+		const unsigned char *b;
+		uint32_t count;
+		size_t i;
+
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
+			continue;
+		if (!strcmp(name, ".gopclntab"))
+			f->go = true;
+		if (strcmp(name, ".eh_frame_hdr") || sh.sh_type != SHT_PROGBITS)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d || d->d_size < 12)
+			continue;
+		b = d->d_buf;
+		if (b[0] != 1 || b[2] != 0x03 || b[3] != 0x3b)
+			continue;
+		memcpy(&count, b + 8, 4);
+		if (count > (d->d_size - 12) / 8)
+			count = (d->d_size - 12) / 8;
+		f->fstarts = calloc(count ? count : 1, sizeof(*f->fstarts));
+		if (!f->fstarts)
+			return;
+		for (i = 0; i < count; i++) {
+			int32_t loc;
+
+			memcpy(&loc, b + 12 + 8 * i, 4);
+			f->fstarts[i] = sh.sh_addr + (int64_t)loc;
+		}
+		f->nfstarts = count;
+	}
+}
+
 static int load_symfile(struct symfile *f, int fd)
 {
 	struct symvec syms = {0};
@@ -228,6 +277,7 @@ static int load_symfile(struct symfile *f, int fd)
 	}
 	if (err)
 		goto out;
+	read_fde_starts(elf, f);
 	qsort(syms.v, syms.n, sizeof(*syms.v), cmp_sym);
 	/* One symbol per address: aliases (weak/global pairs) add nothing. */
 	for (i = j = 0; i < syms.n; i++)
@@ -323,6 +373,48 @@ int symfile_foreach(const struct symfile *f, symfile_fn fn, void *ctx)
 	return 0;
 }
 
+static bool has_fp_prologue(int fd, uint64_t off)
+{
+	static const unsigned char endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+	static const unsigned char prologue[4] = {0x55, 0x48, 0x89, 0xe5};
+	unsigned char code[8];
+	const unsigned char *c = code;
+
+	if (pread(fd, code, sizeof(code), off) != sizeof(code))
+		return false;
+	if (!memcmp(c, endbr64, sizeof(endbr64)))
+		c += sizeof(endbr64);
+	return !memcmp(c, prologue, sizeof(prologue));
+}
+
+int symfile_fp_percent(const struct symfile *f, int fd)
+{
+	size_t i, n, step, seen = 0, fp = 0;
+
+	if (f->go) /* Go keeps frame pointers, after its stack-growth check */
+		return 100;
+	/* Small functions may be frameless leaves even where frame pointers
+	 * are on; look at functions large enough to have callees. */
+	n = f->nsyms >= 64 ? f->nsyms : f->nfstarts;
+	step = n / 128 ? n / 128 : 1;
+	for (i = 0; i < n; i += step) {
+		uint64_t addr, size, off;
+
+		if (n == f->nsyms) {
+			addr = f->syms[i].addr;
+			size = f->syms[i].size;
+		} else {
+			addr = f->fstarts[i];
+			size = i + 1 < n ? f->fstarts[i + 1] - addr : 0;
+		}
+		if (size < 64 || (off = symfile_offset(f, addr)) == UINT64_MAX)
+			continue;
+		seen++;
+		fp += has_fp_prologue(fd, off);
+	}
+	return seen < 8 ? -1 : (int)(fp * 100 / seen);
+}
+
 static const struct sym *find_sym(const struct sym *s, size_t n, uint64_t addr)
 {
 	size_t lo = 0, hi = n;
@@ -373,6 +465,7 @@ void symfiles_free(void)
 		free(files.v[i]->syms);
 		free(files.v[i]->names);
 		free(files.v[i]->loads);
+		free(files.v[i]->fstarts);
 		free(files.v[i]);
 	}
 	VEC_FREE(files);

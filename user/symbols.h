@@ -27,6 +27,10 @@ uint64_t symfile_offset(const struct symfile *f, uint64_t vaddr);
  * returns non-zero and returns that. */
 typedef int (*symfile_fn)(void *ctx, uint64_t vaddr, uint64_t size, const char *name);
 int symfile_foreach(const struct symfile *f, symfile_fn fn, void *ctx);
+/* Percentage of a sample of the file's functions whose code sets up a frame
+ * pointer (push %rbp; mov %rsp,%rbp, after an optional endbr64), read from
+ * fd; -1 when it has too few functions to tell. */
+int symfile_fp_percent(const struct symfile *f, int fd);
 const char *symfile_build_id(const struct symfile *f); /* hex, or NULL */
 size_t symfile_nsyms(const struct symfile *f);
 void symfiles_free(void);

@@ -116,7 +116,7 @@ tags=$("$PPROF" -tags "$TMP/all/profile.pb.gz" 2>&1)
 t=system_wide_processes
 if grep -q " split$" <<<"$tags" && grep -q " syscalls$" <<<"$tags"; then pass $t; else fail $t; echo "$tags" >&2; fi
 t=kernel_frames_named
-"$PPROF" -top -nodecount=20 -tagfocus=comm=syscalls "$TMP/all/profile.pb.gz" > "$TMP/all.top" 2>&1
+"$PPROF" -top -nodecount=20 -relative_percentages -tagfocus=comm=syscalls "$TMP/all/profile.pb.gz" > "$TMP/all.top" 2>&1
 k=$(awk '$2 ~ /%$/ && $NF ~ /^(read_zero|clear_user|__clear_user|rep_stos_alternative|iov_iter_zero|_copy_to_iter|vfs_read|ksys_read)$/ {sub("%","",$2); s += $2} END {print s+0}' "$TMP/all.top")
 if awk -v k="$k" 'BEGIN {exit !(k >= 50)}'; then pass $t; else fail $t "kernel read path $k% of syscalls' samples"; cat "$TMP/all.top" >&2; fi
 

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# XRay FDR traces (issue 3): exact uprobe tracing with known call counts,
+# both format versions through every llvm-xray subcommand, sampled
+# timelines, the flight recorder and its SIGUSR1 snapshot.
+source "$(dirname "$0")/lib.sh"
+
+ALL=(xray_exact_counts xray_matches_compiler_rt xray_v1_tools xray_v5_tools xray_trace_args
+	xray_sampled_timeline xray_flight_recorder_flat xray_sigusr1_snapshot xray_pid_mode)
+require_bpf "${ALL[@]}"
+require_tool llvm-xray xray_exact_counts || exit 0
+
+# count FUNC < `llvm-xray account` output: the call count of FUNC
+xcount() { awk -v f="$1" '$2 ~ /^[0-9]+$/ { n = split($NF, a, ":"); if (a[n] == f || $NF == f) { print $2; found = 1; exit } } END { if (!found) print 0 }'; }
+
+trace_one() { # DIR VERSION [extra options]
+	local dir=$1 v=$2
+	shift 2
+	"$REC" -q -o "$dir" --xray-version "$v" -t leaf -t mid -t fib -t run_thread "$@" -- "$WL/calls" 200 > /dev/null 2> "$dir.err"
+}
+
+# --- exact counts, version 5 (the default) -----------------------------------
+trace_one "$TMP/v5" 5
+pid=$(python3 -c 'import json,sys; print([p["pid"] for p in json.load(open(sys.argv[1]))["processes"] if p["comm"]=="calls"][0])' "$TMP/v5/summary.json" 2>/dev/null)
+map=$TMP/v5/xray-$pid.map
+tr=$TMP/v5/xray-trace-$pid.fdr
+llvm-xray account -m "$map" "$tr" > "$TMP/v5.acc" 2> "$TMP/v5.acc.err"
+t=xray_exact_counts
+got="$(xcount leaf < "$TMP/v5.acc") $(xcount mid < "$TMP/v5.acc") $(xcount fib < "$TMP/v5.acc") $(xcount run_thread < "$TMP/v5.acc")"
+if [ "$got" = "1200 400 70800 2" ]; then pass $t; else fail $t "leaf mid fib run_thread = $got, want 1200 400 70800 2"; cat "$TMP/v5.acc" "$TMP/v5.acc.err" "$TMP/v5.err" >&2; fi
+
+# The same program built with -fxray-instrument, in compiler-rt's own FDR mode.
+t=xray_matches_compiler_rt
+if make -s -C "$ROOT" build/workloads/calls-xray >/dev/null 2>&1; then
+	mkdir -p "$TMP/crt"
+	(cd "$TMP/crt" && XRAY_OPTIONS="patch_premain=true xray_mode=xray-fdr xray_logfile_base=$TMP/crt/xray-log." \
+		XRAY_FDR_OPTIONS="func_duration_threshold_us=0 buffer_size=33554432 buffer_max=4" \
+		"$ROOT/build/workloads/calls-xray" 200 >/dev/null 2>&1)
+	llvm-xray account -m "$ROOT/build/workloads/calls-xray" "$TMP"/crt/xray-log.* > "$TMP/crt.acc" 2>&1
+	want="$(xcount leaf < "$TMP/crt.acc") $(xcount mid < "$TMP/crt.acc") $(xcount fib < "$TMP/crt.acc") $(xcount run_thread < "$TMP/crt.acc")"
+	if [ "$want" = "$got" ] && [ "$want" = "1200 400 70800 2" ]; then pass $t; else fail $t "compiler-rt: $want, ours: $got"; cat "$TMP/crt.acc" >&2; fi
+else
+	fail $t "cannot build calls-xray with clang -fxray-instrument"
+fi
+
+# --- every llvm-xray tool reads both versions, names resolved ------------------
+tools_ok() { # DIR: all subcommands on the exact trace
+	local dir=$1 p tr map ok=1
+	p=$(python3 -c 'import json,sys; print([p["pid"] for p in json.load(open(sys.argv[1]))["processes"] if p["comm"]=="calls"][0])' "$dir/summary.json")
+	tr=$dir/xray-trace-$p.fdr map=$dir/xray-$p.map
+	llvm-xray fdr-dump --verify "$tr" > /dev/null 2>&1 || { ok=0; echo "fdr-dump --verify failed" >&2; }
+	llvm-xray account -m "$map" "$tr" 2>&1 | grep -q " fib$" || { ok=0; echo "account: no fib" >&2; }
+	llvm-xray stack -m "$map" "$tr" 2>&1 | grep -q "fib" || { ok=0; echo "stack: no fib" >&2; }
+	llvm-xray graph -m "$map" "$tr" 2>&1 | grep -q "fib" || { ok=0; echo "graph: no fib" >&2; }
+	n=$(llvm-xray convert -f yaml -m "$map" "$tr" 2>/dev/null | grep -c "function: '\?fib")
+	[ "$n" -ge 141600 ] || { ok=0; echo "yaml: $n fib records" >&2; }
+	llvm-xray convert -f trace_event -m "$map" "$tr" 2>/dev/null > "$dir/te.json"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); ev=d["traceEvents"] if isinstance(d,dict) else d; assert sum(1 for e in ev if e.get("name")=="fib") >= 141600' "$dir/te.json" || { ok=0; echo "trace_event: no fib events" >&2; }
+	[ $ok = 1 ]
+}
+check xray_v5_tools tools_ok "$TMP/v5"
+trace_one "$TMP/v1" 1
+check xray_v1_tools tools_ok "$TMP/v1"
+
+# --- arguments: Entry_Args + CallArgument --------------------------------------
+t=xray_trace_args
+"$REC" -q -o "$TMP/args" --trace-args 1 -t leaf -- "$WL/calls" 5 > /dev/null 2>&1
+p=$(python3 -c 'import json,sys; print([p["pid"] for p in json.load(open(sys.argv[1]))["processes"] if p["comm"]=="calls"][0])' "$TMP/args/summary.json")
+args=$(llvm-xray convert -f yaml -m "$TMP/args/xray-$p.map" "$TMP/args/xray-trace-$p.fdr" 2>/dev/null | grep -c "args: \[ [0-9]")
+if [ "$args" = 30 ]; then pass $t; else fail $t "$args entries with args, want 30"; fi
+
+# --- sampled timelines of a CPU-bound program ----------------------------------
+t=xray_sampled_timeline
+"$REC" -q -F 499 -o "$TMP/smp" -- "$WL/split" 2 > /dev/null 2>&1
+p=$(python3 -c 'import json,sys; print([p["pid"] for p in json.load(open(sys.argv[1]))["processes"] if p["comm"]=="split"][0])' "$TMP/smp/summary.json")
+acc=$(llvm-xray account -m "$TMP/smp/xray-$p.map" "$TMP/smp/xray-$p.fdr" 2>&1)
+stk=$(llvm-xray stack -m "$TMP/smp/xray-$p.map" "$TMP/smp/xray-$p.fdr" 2>&1)
+if grep -q " func_six$" <<<"$acc" && grep -q " func_three$" <<<"$acc" && grep -q "func_six" <<<"$stk" && llvm-xray fdr-dump --verify "$TMP/smp/xray-$p.fdr" >/dev/null 2>&1; then
+	pass $t
+else
+	fail $t; echo "$acc" | head -20 >&2
+fi
+
+# --- flight recorder: memory flat, SIGUSR1 snapshot -------------------------------
+t=xray_flight_recorder_flat
+"$REC" -q -o "$TMP/fr" --flight-recorder 1M -t leaf -t mid -t fib -- "$WL/calls" 3000 > /dev/null 2>&1 & rec=$!
+rss=()
+for i in 1 2 3 4 5 6; do
+	sleep 1
+	rss+=("$(awk '/^VmRSS/ {print $2}' /proc/$rec/status 2>/dev/null || echo 0)")
+	[ $i = 3 ] && kill -USR1 $rec 2>/dev/null
+done
+wait $rec
+p=$(python3 -c 'import json,sys; print([p["pid"] for p in json.load(open(sys.argv[1]))["processes"] if p["comm"]=="calls"][0])' "$TMP/fr/summary.json" 2>/dev/null)
+echo "RSS over time (kB): ${rss[*]}" >&2
+if python3 -c 'import sys; r=[int(x) for x in sys.argv[1:] if int(x) > 0]; assert len(r) >= 4 and max(r[1:]) - r[1] < 8192, r' "${rss[@]}"; then pass $t; else fail $t "RSS ${rss[*]} kB"; fi
+t=xray_sigusr1_snapshot
+snap=$(ls "$TMP"/fr/xray-trace-$p.snapshot-*.fdr 2>/dev/null | head -1)
+if [ -n "$snap" ] && llvm-xray fdr-dump --verify "$snap" >/dev/null 2>&1 &&
+	llvm-xray account -m "$TMP/fr/xray-$p.map" "$snap" 2>/dev/null | grep -q " fib$"; then
+	pass $t
+else
+	fail $t "snapshot ${snap:-missing}"; ls "$TMP/fr" >&2
+fi
+
+# --- -p: tracing a running process --------------------------------------------------
+t=xray_pid_mode
+"$WL/calls" 100000 > /dev/null & pid=$!
+sleep 0.3
+"$REC" -q -d 1 -o "$TMP/pidx" -t mid -p $pid 2>/dev/null
+kill $pid 2>/dev/null; wait $pid 2>/dev/null
+n=$(llvm-xray account -m "$TMP/pidx/xray-$pid.map" "$TMP/pidx/xray-trace-$pid.fdr" 2>/dev/null | xcount mid)
+if [ "${n:-0}" -gt 100 ]; then pass $t; else fail $t "mid counted $n times"; fi
