@@ -40,6 +40,9 @@ enum {
 	OPT_NO_USER,
 	OPT_CALL_GRAPH,
 	OPT_TRACE_ARGS,
+	OPT_XRAY_VERSION,
+	OPT_FDR_BUFFER,
+	OPT_FLIGHT,
 };
 
 static const struct argp_option opts[] = {
@@ -53,6 +56,9 @@ static const struct argp_option opts[] = {
 	{"per-process", 'P', NULL, 0, "With -a, also write the per-process files (cpu-PID.prof, XRay traces) for every process", 0},
 	{"gperftools", 'G', NULL, OPTION_ALIAS, NULL, 0},
 	{"trace", 't', "[OBJ:]GLOB", 0, "Trace every call of the matching functions exactly (uprobes), e.g. 'parse_*' in the program or 'libssl.so.3:SSL_*'; repeatable", 0},
+	{"xray-version", OPT_XRAY_VERSION, "1|5", 0, "XRay FDR format version of the traces (default 5, compiler-rt's)", 0},
+	{"fdr-buffer-size", OPT_FDR_BUFFER, "SIZE", 0, "Bytes per XRay buffer (default: 64K in version 1, one buffer per thread in 5)", 0},
+	{"flight-recorder", OPT_FLIGHT, "SIZE", 0, "Keep only the newest SIZE bytes of -t events per thread (e.g. 4M); SIGUSR1 writes a snapshot", 0},
 	{"trace-args", OPT_TRACE_ARGS, "N", 0, "With -t, record the first N integer arguments (at most 6)", 0},
 	{"call-graph", OPT_CALL_GRAPH, "fp|dwarf[,SIZE]", 0, "User stacks: frame pointers, or DWARF unwinding of SIZE bytes of stack copied per sample (default 8192). Default: frame pointers, and DWARF for processes whose program has none", 0},
 	{"no-inherit", OPT_NO_INHERIT, NULL, 0, "Do not record processes forked by the targets", 0},
@@ -73,6 +79,25 @@ static long parse_long(const char *s, const char *opt, long min, long max, struc
 	v = strtol(s, &end, 10);
 	if (errno || end == s || *end || v < min || v > max)
 		argp_error(st, "%s %s: expected a whole number from %ld to %ld", opt, s, min, max);
+	return v;
+}
+
+/* A size in bytes, with an optional K, M or G suffix. */
+static uint64_t parse_size(const char *s, const char *opt, struct argp_state *st)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end == 'K' || *end == 'k')
+		v <<= 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		v <<= 20, end++;
+	else if (*end == 'G' || *end == 'g')
+		v <<= 30, end++;
+	if (errno || end == s || *end || !v || v > (1ULL << 40))
+		argp_error(st, "%s %s: expected a size such as 65536, 512K or 4M", opt, s);
 	return v;
 }
 
@@ -149,6 +174,17 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 		if (env.ntraces >= (int)(sizeof(env.traces) / sizeof(env.traces[0])))
 			argp_error(st, "-t: at most %zu patterns", sizeof(env.traces) / sizeof(env.traces[0]));
 		env.traces[env.ntraces++] = arg;
+		break;
+	case OPT_XRAY_VERSION:
+		env.xray_version = parse_long(arg, "--xray-version", 1, 5, st);
+		if (env.xray_version != 1 && env.xray_version != 5)
+			argp_error(st, "--xray-version %s: expected 1 or 5", arg);
+		break;
+	case OPT_FDR_BUFFER:
+		env.fdr_buffer_size = parse_size(arg, "--fdr-buffer-size", st);
+		break;
+	case OPT_FLIGHT:
+		env.flight_recorder = parse_size(arg, "--flight-recorder", st);
 		break;
 	case OPT_TRACE_ARGS:
 		env.trace_args = parse_long(arg, "--trace-args", 0, MAX_TRACE_ARGS, st);

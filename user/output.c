@@ -14,6 +14,7 @@
 #include "user/proc.h"
 #include "user/symbols.h"
 #include "user/util.h"
+#include "user/xray.h"
 
 /* The files of this run, for the summary. */
 struct written {
@@ -34,57 +35,55 @@ static void give_to_invoker(int fd, const char *path)
 		debug("chown %s: %s", path, strerror(errno));
 }
 
-/* Opens a temporary file in the output directory; commit_file renames it. */
-static int open_tmp(const char *dir, const char *name, char *tmp, size_t tmplen)
-{
-	int fd;
+/* Writes one file: fn fills a temporary file in the output directory, which
+ * is renamed to name once complete, so a failure leaves no half file. A
+ * writer that returns -ENODATA had nothing to write: no file, no error. */
+typedef int (*fill_fn)(void *ctx, FILE *f);
 
-	snprintf(tmp, tmplen, "%s/.%s.XXXXXX", dir, name);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		fprintf(stderr, "bpftrace-rec: create %s: %s\n", tmp, strerror(errno));
-	else
-		fchmod(fd, 0644);
-	return fd;
-}
-
-static int commit_file(const char *dir, const char *name, const char *tmp, int fd, pid_t pid,
-		       const char *open_cmd)
+static int emit_file(const char *dir, const char *name, pid_t pid, const char *open_cmd,
+		     fill_fn fn, void *ctx)
 {
-	char path[PATH_MAX];
+	char tmp[PATH_MAX], path[PATH_MAX];
 	struct written w = {.pid = pid};
+	FILE *f = NULL;
+	int fd, err;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		fprintf(stderr, "bpftrace-rec: create %s: %s\n", tmp, strerror(-err));
+		return err;
+	}
+	fchmod(fd, 0644);
 	give_to_invoker(fd, tmp);
-	if (rename(tmp, path)) {
-		fprintf(stderr, "bpftrace-rec: rename %s to %s: %s\n", tmp, path, strerror(errno));
+	f = fdopen(fd, "w");
+	if (!f) {
+		err = -errno;
+		close(fd);
+	} else {
+		err = fn(ctx, f);
+		if (fflush(f) && !err)
+			err = -errno;
+		if (fclose(f) && !err)
+			err = -errno;
+	}
+	if (err) {
 		unlink(tmp);
-		return -errno;
+		if (err != -ENODATA)
+			fprintf(stderr, "bpftrace-rec: write %s/%s: %s\n", dir, name, strerror(-err));
+		return err == -ENODATA ? 0 : err;
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (rename(tmp, path)) {
+		err = -errno;
+		fprintf(stderr, "bpftrace-rec: rename %s to %s: %s\n", tmp, path, strerror(-err));
+		unlink(tmp);
+		return err;
 	}
 	snprintf(w.name, sizeof(w.name), "%s", name);
 	snprintf(w.open_cmd, sizeof(w.open_cmd), "%s", open_cmd);
 	return VEC_PUSH(written, w);
-}
-
-static const char *basename_of(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
-/* Name of a frame without a symbol: its object, so time still adds up by
- * library ("[libfoo.so]"), or [unknown] for anonymous memory. */
-static const char *unknown_name(const struct frame *f, char *buf, size_t len)
-{
-	if (f->kind == FRAME_KERNEL)
-		return "[kernel]";
-	if (f->map && f->map->path[0]) {
-		snprintf(buf, len, "%s%s%s", f->map->path[0] == '[' ? "" : "[",
-			 basename_of(f->map->path), f->map->path[0] == '[' ? "" : "]");
-		return buf;
-	}
-	return "[unknown]";
 }
 
 static uint64_t frame_location(struct pprof *pp, const struct frame *f, uint64_t *kmap)
@@ -108,19 +107,19 @@ static uint64_t frame_location(struct pprof *pp, const struct frame *f, uint64_t
 		}
 		mapping = f->map->out_id;
 	}
-	line.function = f->name ? f->name : unknown_name(f, buf, sizeof(buf));
+	line.function = frame_name(f, buf, sizeof(buf));
 	if (f->kind == FRAME_KERNEL && f->module)
 		line.filename = f->module;
 	return pprof_location(pp, mapping, f->pc, &line, 1);
 }
 
-static int write_pprof(const struct run_info *ri)
+static int fill_pprof(void *ctx, FILE *out)
 {
+	const struct run_info *ri = ctx;
 	struct pprof *pp;
-	char tmp[PATH_MAX], cmd[PATH_MAX + 64];
 	uint64_t kmap, locs[MAX_STACK_FRAMES];
 	size_t i, j;
-	int fd, err = 0;
+	int err = 0;
 
 	pp = pprof_new(1000000000LL / ri->freq, ri->start_realtime_ns, ri->duration_ns);
 	if (!pp)
@@ -159,27 +158,11 @@ static int write_pprof(const struct run_info *ri)
 				err = pprof_add_sample(pp, locs, n, 1, labels, 4);
 		}
 	}
-	if (err) {
-		fprintf(stderr, "bpftrace-rec: profile.pb.gz: %s\n", strerror(-err));
-		pprof_free(pp);
-		return err;
+	if (!err) {
+		fflush(out);
+		err = pprof_write_fd(pp, fileno(out));
 	}
-	fd = open_tmp(ri->outdir, "profile.pb.gz", tmp, sizeof(tmp));
-	if (fd < 0) {
-		pprof_free(pp);
-		return -errno;
-	}
-	err = pprof_write_fd(pp, fd);
 	pprof_free(pp);
-	if (err) {
-		fprintf(stderr, "bpftrace-rec: write %s: %s\n", tmp, strerror(-err));
-		close(fd);
-		unlink(tmp);
-		return err;
-	}
-	snprintf(cmd, sizeof(cmd), "pprof -top %s/profile.pb.gz", ri->outdir);
-	err = commit_file(ri->outdir, "profile.pb.gz", tmp, fd, 0, cmd);
-	close(fd);
 	return err;
 }
 
@@ -199,14 +182,14 @@ static void exe_path(const struct proc *p, char *buf, size_t len)
 	snprintf(buf, len, "/proc/%d/exe", p->pid);
 }
 
-static int write_cpuprofile(const struct run_info *ri, struct proc *p)
+static int fill_cpuprofile(void *ctx, FILE *f)
 {
+	const struct run_info *ri = ((void **)ctx)[0];
+	struct proc *p = ((void **)ctx)[1];
 	struct cpuprof *c;
 	uint64_t pcs[MAX_USER_FRAMES];
-	char name[64], tmp[PATH_MAX], exe[PATH_MAX], cmd[3 * PATH_MAX];
 	size_t j, users = 0;
-	FILE *f;
-	int fd, err = 0;
+	int err = 0;
 
 	c = cpuprof_new(1000000 / ri->freq ? 1000000 / ri->freq : 1);
 	if (!c)
@@ -226,36 +209,9 @@ static int write_cpuprofile(const struct run_info *ri, struct proc *p)
 			err = cpuprof_add(c, pcs, nu, 1);
 		}
 	}
-	if (err || !users) {
-		cpuprof_free(c);
-		return err;
-	}
-	snprintf(name, sizeof(name), "cpu-%d.prof", p->pid);
-	fd = open_tmp(ri->outdir, name, tmp, sizeof(tmp));
-	if (fd < 0) {
-		cpuprof_free(c);
-		return -errno;
-	}
-	f = fdopen(fd, "w");
-	if (!f) {
-		err = -errno;
-		close(fd);
-	} else {
-		err = cpuprof_write(c, f, p->maps_text);
-		if (fflush(f) && !err)
-			err = -errno;
-	}
+	if (!err)
+		err = users ? cpuprof_write(c, f, p->maps_text) : -ENODATA;
 	cpuprof_free(c);
-	if (!err) {
-		exe_path(p, exe, sizeof(exe));
-		snprintf(cmd, sizeof(cmd), "google-pprof --text %s %s/%s", exe, ri->outdir, name);
-		err = commit_file(ri->outdir, name, tmp, fd, p->pid, cmd);
-	} else {
-		fprintf(stderr, "bpftrace-rec: write %s: %s\n", tmp, strerror(-err));
-		unlink(tmp);
-	}
-	if (f)
-		fclose(f);
 	return err;
 }
 
@@ -275,22 +231,12 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static int write_summary(const struct run_info *ri)
+static int fill_summary(void *ctx, FILE *f)
 {
-	char tmp[PATH_MAX], cmd[PATH_MAX];
+	const struct run_info *ri = ctx;
 	size_t i;
-	int fd, err = 0, k;
-	FILE *f;
+	int k;
 
-	fd = open_tmp(ri->outdir, "summary.json", tmp, sizeof(tmp));
-	if (fd < 0)
-		return -errno;
-	f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		unlink(tmp);
-		return -errno;
-	}
 	fprintf(f, "{\n  \"command_line\": [");
 	for (k = 0; k < ri->argc; k++) {
 		fputs(k ? ", " : "", f);
@@ -302,13 +248,14 @@ static int write_summary(const struct run_info *ri)
 		",\n  \"frequency_hz\": %d,\n  \"duration_s\": %.3f,\n  \"start_time_ns\": %" PRIu64
 		",\n  \"samples\": %" PRIu64 ",\n  \"lost_samples\": %" PRIu64
 		",\n  \"lost_task_events\": %" PRIu64 ",\n  \"kernel_stack_errors\": %" PRIu64
-		",\n  \"user_stack_errors\": %" PRIu64 ",\n  \"processes\": [",
+		",\n  \"user_stack_errors\": %" PRIu64 ",\n  \"traced_calls\": %" PRIu64
+		",\n  \"lost_traced_calls\": %" PRIu64 ",\n  \"processes\": [",
 		ri->freq, ri->duration_ns / 1e9, ri->start_realtime_ns, ri->samples, ri->lost,
-		ri->lost_tasks, ri->kstack_err, ri->ustack_err);
+		ri->lost_tasks, ri->kstack_err, ri->ustack_err, ri->traced_calls, ri->lost_calls);
 	for (i = 0, k = 0; i < procs.v.n; i++) {
 		const struct proc *p = procs.v.v[i];
 
-		if (!p->samples.n && !p->lost)
+		if (!p->samples.n && !p->lost && !p->exact)
 			continue;
 		fprintf(f, "%s\n    {\"pid\": %d, \"comm\": ", k++ ? "," : "", p->pid);
 		json_str(f, p->comm);
@@ -326,15 +273,7 @@ static int write_summary(const struct run_info *ri)
 		fputc('}', f);
 	}
 	fprintf(f, "\n  ]\n}\n");
-	if (fflush(f))
-		err = -errno;
-	snprintf(cmd, sizeof(cmd), "cat %s/summary.json", ri->outdir);
-	if (!err)
-		err = commit_file(ri->outdir, "summary.json", tmp, fd, 0, cmd);
-	else
-		unlink(tmp);
-	fclose(f);
-	return err;
+	return 0;
 }
 
 static int make_outdir(const char *dir)
@@ -352,23 +291,95 @@ static int make_outdir(const char *dir)
 	return -ENOTDIR;
 }
 
+static int fill_map(void *ctx, FILE *f)
+{
+	(void)ctx;
+	fflush(f);
+	return xray_write_map(fileno(f));
+}
+
+static int fill_sampled(void *ctx, FILE *f)
+{
+	return xray_write_sampled(ctx, f);
+}
+
+static int fill_exact(void *ctx, FILE *f)
+{
+	return xray_write_exact(ctx, f);
+}
+
+/* keep the first error */
+#define FIRST(first, call)                                                                         \
+	do {                                                                                       \
+		int e_ = (call);                                                                   \
+		if (e_ && !(first))                                                                \
+			(first) = e_;                                                              \
+	} while (0)
+
+/* The XRay trace(s) of a process and the map that names their ids. */
+static int write_xray(const struct run_info *ri, struct proc *p, const char *suffix, bool sampled)
+{
+	char name[96], map[96], cmd[3 * PATH_MAX];
+	size_t before = written.n;
+	int first = 0;
+
+	snprintf(map, sizeof(map), "xray-%d.map", p->pid);
+	if (sampled) {
+		snprintf(name, sizeof(name), "xray-%d%s.fdr", p->pid, suffix);
+		snprintf(cmd, sizeof(cmd), "llvm-xray account -m %s/%s %s/%s", ri->outdir, map,
+			 ri->outdir, name);
+		FIRST(first, emit_file(ri->outdir, name, p->pid, cmd, fill_sampled, p));
+	}
+	snprintf(name, sizeof(name), "xray-trace-%d%s.fdr", p->pid, suffix);
+	snprintf(cmd, sizeof(cmd), "llvm-xray account -m %s/%s %s/%s", ri->outdir, map, ri->outdir,
+		 name);
+	FIRST(first, emit_file(ri->outdir, name, p->pid, cmd, fill_exact, p));
+	/* Written after the traces: their writing gave the last ids names. */
+	if (written.n > before) {
+		snprintf(cmd, sizeof(cmd), "llvm-xray extract %s/%s", ri->outdir, map);
+		FIRST(first, emit_file(ri->outdir, map, p->pid, cmd, fill_map, NULL));
+	}
+	return first;
+}
+
+int output_snapshot(const struct run_info *ri, unsigned n)
+{
+	char suffix[32];
+	size_t i;
+	int first = 0;
+
+	if (make_outdir(ri->outdir))
+		return -ENOTDIR;
+	snprintf(suffix, sizeof(suffix), ".snapshot-%u", n);
+	for (i = 0; i < procs.v.n; i++)
+		if (procs.v.v[i]->exact)
+			FIRST(first, write_xray(ri, procs.v.v[i], suffix, false));
+	return first;
+}
+
 int output_write(const struct run_info *ri)
 {
+	char name[64], cmd[3 * PATH_MAX], exe[PATH_MAX];
 	size_t i;
-	int err, first = 0;
+	int first = 0;
 
-	VEC_FREE(written);
-	err = make_outdir(ri->outdir);
-	if (err)
-		return err;
+	if (make_outdir(ri->outdir))
+		return -ENOTDIR;
 	/* Each file on its own: one failure does not cost the others. */
-	if ((err = write_pprof(ri)) && !first)
-		first = err;
-	for (i = 0; ri->gperftools && i < procs.v.n; i++)
-		if ((err = write_cpuprofile(ri, procs.v.v[i])) && !first)
-			first = err;
-	if ((err = write_summary(ri)) && !first)
-		first = err;
+	snprintf(cmd, sizeof(cmd), "pprof -top %s/profile.pb.gz", ri->outdir);
+	FIRST(first, emit_file(ri->outdir, "profile.pb.gz", 0, cmd, fill_pprof, (void *)ri));
+	for (i = 0; ri->per_process && i < procs.v.n; i++) {
+		struct proc *p = procs.v.v[i];
+		void *ctx[2] = {(void *)ri, p};
+
+		snprintf(name, sizeof(name), "cpu-%d.prof", p->pid);
+		exe_path(p, exe, sizeof(exe));
+		snprintf(cmd, sizeof(cmd), "google-pprof --text %s %s/%s", exe, ri->outdir, name);
+		FIRST(first, emit_file(ri->outdir, name, p->pid, cmd, fill_cpuprofile, ctx));
+		FIRST(first, write_xray(ri, p, "", true));
+	}
+	snprintf(cmd, sizeof(cmd), "cat %s/summary.json", ri->outdir);
+	FIRST(first, emit_file(ri->outdir, "summary.json", 0, cmd, fill_summary, (void *)ri));
 	if (verbosity >= 0) {
 		fprintf(stderr, "bpftrace-rec: %" PRIu64 " samples (%" PRIu64 " lost) in %.1fs; files:\n",
 			ri->samples, ri->lost, ri->duration_ns / 1e9);

@@ -16,8 +16,9 @@ struct run_info {
 	uint64_t lost; /* samples the ring buffer could not take */
 	uint64_t lost_tasks; /* exec/fork/exit events lost */
 	uint64_t kstack_err, ustack_err;
+	uint64_t traced_calls, lost_calls; /* -t entries and returns */
 	bool system_wide;
-	bool gperftools; /* write cpu-<pid>.prof */
+	bool per_process; /* cpu-PID.prof and the XRay files of each process */
 	const char *outdir;
 	int argc;
 	char **argv;
@@ -25,5 +26,8 @@ struct run_info {
 
 /* 0, or -errno after reporting; files already written stay. */
 int output_write(const struct run_info *ri);
+/* SIGUSR1: the exact XRay traces so far, as xray-trace-PID.snapshot-N.fdr,
+ * with their maps; recording goes on. Listed in the final summary. */
+int output_snapshot(const struct run_info *ri, unsigned n);
 
 #endif

@@ -12,6 +12,7 @@
 #include "user/symbols.h"
 #include "user/maps.h"
 #include "user/unwind.h"
+#include "user/xray.h"
 
 struct procs procs;
 void (*proc_new_hook)(struct proc *p);
@@ -387,6 +388,28 @@ int proc_add_sample(const struct ev_sample *s)
 	return VEC_PUSH(p->samples, smp);
 }
 
+static const char *basename_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+const char *frame_name(const struct frame *f, char *buf, size_t len)
+{
+	if (f->name)
+		return f->name;
+	if (f->kind == FRAME_KERNEL)
+		return "[kernel]";
+	if (f->map && f->map->path[0] == '[')
+		return f->map->path;
+	if (f->map && f->map->path[0]) {
+		snprintf(buf, len, "[%s]", basename_of(f->map->path));
+		return buf;
+	}
+	return "[unknown]";
+}
+
 const uint32_t *proc_stack(const struct proc *p, uint32_t stack, uint32_t *nk, uint32_t *nu)
 {
 	const uint32_t *st = &p->stack_data.v[p->stack_off.v[stack]];
@@ -447,6 +470,7 @@ void procs_free(void)
 		free(p->maps_text);
 		if (p->uw)
 			unwinder_free(p->uw);
+		xray_proc_free(p);
 		free(p);
 	}
 	VEC_FREE(procs.v);

@@ -12,6 +12,7 @@
 
 struct symfile;
 struct unwinder;
+struct fdr;
 
 /* DWARF unwinding may find more user frames than a frame-pointer walk. */
 #define MAX_USER_FRAMES 256
@@ -46,6 +47,11 @@ struct sample {
 	uint64_t time_ns;
 };
 
+struct migration {
+	uint32_t tid, cpu;
+	uint64_t time_ns;
+};
+
 struct thread {
 	uint32_t tid;
 	char comm[COMM_LEN];
@@ -74,6 +80,8 @@ struct proc {
 	struct unwinder *uw; /* DWARF unwinder, made on the first copied stack */
 	bool dwarf; /* stacks DWARF-unwound (the program has no frame pointers) */
 	uint64_t unwound, truncated, leaf_fixed; /* samples */
+	struct fdr *exact; /* XRay trace of -t calls */
+	VEC(struct migration) migrations; /* for the sampled timelines */
 };
 
 /* All processes seen, in order of first sight. */
@@ -92,6 +100,9 @@ int proc_add_sample(const struct ev_sample *s);
 void proc_on_exec(pid_t pid, const char *comm);
 void proc_on_exit(pid_t pid);
 struct thread *proc_thread(struct proc *p, uint32_t tid);
+/* The frame's function name; without a symbol, its object ("[libfoo.so]"),
+ * so time still adds up by library, or "[unknown]". buf may be used. */
+const char *frame_name(const struct frame *f, char *buf, size_t len);
 /* Frames of a stack: *nk kernel then *nu user ids, leaf first. */
 const uint32_t *proc_stack(const struct proc *p, uint32_t stack, uint32_t *nk, uint32_t *nu);
 void procs_free(void);

@@ -21,20 +21,26 @@
 #include "user/target.h"
 #include "user/trace.h"
 #include "user/util.h"
+#include "user/xray.h"
 
 struct env env = {
 	.freq = 99,
 	.outdir = "bpftrace-rec.out",
 	.ringbuf_mb = 16,
 	.stack_copy = 8192,
+	.xray_version = 5,
 };
 
-static volatile sig_atomic_t exiting;
+static volatile sig_atomic_t exiting, snapshot_req;
 static struct target target = {.go_fd = -1, .err_fd = -1};
 static uint64_t drained_samples;
 
 static void on_signal(int sig)
 {
+	if (sig == SIGUSR1) {
+		snapshot_req = 1;
+		return;
+	}
 	/* A second Ctrl-C means now: the temporary files are left unrenamed. */
 	if (sig == SIGINT && exiting)
 		_exit(130);
@@ -210,6 +216,21 @@ static int handle_event(void *ctx, void *data, size_t size)
 	case EV_EXIT:
 		proc_on_exit(h->pid);
 		break;
+	case EV_CALL:
+		if (size >= sizeof(struct ev_call) - sizeof(__u64) * MAX_TRACE_ARGS) {
+			struct proc *p = proc_get(h->pid, NULL);
+
+			if (!p || xray_on_call(p, data))
+				return -ENOMEM;
+		}
+		break;
+	case EV_MIGRATE: {
+		struct proc *p = proc_find(h->pid);
+
+		if (p && xray_on_migrate(p, h))
+			return -ENOMEM;
+		break;
+	}
 	}
 	return 0;
 }
@@ -354,6 +375,7 @@ int record_run(void)
 	bool tty = isatty(STDERR_FILENO) && !env.quiet;
 	bool capture_started = false;
 	int nlinks = 0, err, i, exit_code = 1;
+	unsigned nsnapshots = 0;
 	const char *event = "cpu-clock";
 
 	libbpf_set_print(libbpf_print);
@@ -376,6 +398,7 @@ int record_run(void)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
 
 	if (env.cmd && (err = target_spawn(&target, env.cmd))) {
 		fprintf(stderr, "bpftrace-rec: start %s: %s\n", env.cmd[0], strerror(-err));
@@ -455,6 +478,21 @@ int record_run(void)
 	start = now_ns(CLOCK_MONOTONIC);
 	ri.start_mono_ns = start;
 	ri.start_realtime_ns = now_ns(CLOCK_REALTIME);
+	ri.freq = env.freq;
+	ri.event = event;
+	ri.system_wide = env.all;
+	ri.per_process = !env.all || env.per_process;
+	ri.outdir = env.outdir;
+	ri.argc = env.argc;
+	ri.argv = env.argv;
+	xray_configure(&(struct xray_cfg){
+		.version = env.xray_version,
+		.buffer_size = env.fdr_buffer_size,
+		.flight_recorder = env.flight_recorder,
+		.start_realtime_ns = ri.start_realtime_ns,
+		.start_mono_ns = start,
+		.period_ns = 1000000000ULL / env.freq,
+	});
 	capture_started = true;
 	if (target.child > 0) {
 		char *exe = find_in_path(env.cmd[0]);
@@ -485,6 +523,11 @@ int record_run(void)
 			break;
 		if ((target.child > 0 || target.npidfds) && target_done(&target))
 			break;
+		if (snapshot_req) {
+			snapshot_req = 0;
+			if (output_snapshot(&ri, ++nsnapshots) == 0)
+				info("snapshot %u of the XRay traces written", nsnapshots);
+		}
 		if (tty && now_ns(CLOCK_MONOTONIC) - last_status > 250000000ULL) {
 			last_status = now_ns(CLOCK_MONOTONIC);
 			read_stats(skel, st);
@@ -509,18 +552,16 @@ cleanup:
 		read_lost_by_pid(skel);
 		if (tty)
 			status_line(start, st, true);
-		ri.freq = env.freq;
-		ri.event = event;
 		ri.samples = drained_samples;
 		ri.lost = st[STAT_LOST];
 		ri.lost_tasks = st[STAT_LOST_TASK];
 		ri.kstack_err = st[STAT_KSTACK_ERR];
 		ri.ustack_err = st[STAT_USTACK_ERR];
-		ri.system_wide = env.all;
-		ri.gperftools = !env.all || env.per_process;
-		ri.outdir = env.outdir;
-		ri.argc = env.argc;
-		ri.argv = env.argv;
+		ri.traced_calls = st[STAT_CALLS];
+		ri.lost_calls = st[STAT_LOST_CALLS];
+		if (st[STAT_LOST_CALLS])
+			warn_("%llu traced calls lost: the ring buffer was full (raise --ringbuf-size)",
+			      (unsigned long long)st[STAT_LOST_CALLS]);
 		if (st[STAT_LOST])
 			warn_("%llu samples lost: the ring buffer was full (raise --ringbuf-size)",
 			      (unsigned long long)st[STAT_LOST]);
@@ -536,6 +577,7 @@ cleanup:
 	}
 	target_close(&target);
 	procs_free();
+	xray_free();
 	symfiles_free();
 	kallsyms_free();
 	return exit_code;

@@ -23,6 +23,9 @@ struct env {
 	char *traces[64]; /* -t SPEC */
 	int ntraces;
 	unsigned trace_args; /* --trace-args N */
+	int xray_version; /* --xray-version: 1 or 5 */
+	uint64_t fdr_buffer_size; /* --fdr-buffer-size */
+	uint64_t flight_recorder; /* --flight-recorder: bytes kept per thread */
 	bool no_inherit; /* don't follow forked children */
 	bool no_kernel, no_user;
 	unsigned ringbuf_mb;

@@ -1,14 +1,24 @@
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "formats/xray_fdr.h"
+#include "formats/xray_map.h"
+#include "user/proc.h"
 #include "user/util.h"
 #include "user/xray.h"
 
-/* Function names and ids, shared by every process's trace and map: a traced
- * function keeps one id (its uprobe cookie) in every process. */
+static struct xray_cfg cfg = {.version = 5};
+
+/* Function names and ids, shared by every process's trace and map. */
 static VEC(char *) fnames;
 static struct idtab fname_tab;
+
+void xray_configure(const struct xray_cfg *c)
+{
+	cfg = *c;
+}
 
 static bool fname_eq(const void *ctx, uint32_t id, const void *key)
 {
@@ -23,22 +33,175 @@ uint32_t xray_func_id(const char *name)
 
 	if (id != UINT32_MAX)
 		return id + 1;
-	/* XRay function ids are 28 bits. */
-	if (fnames.n >= (1u << 28) - 2 || VEC_PUSH(fnames, xstrdup(name)))
+	if (fnames.n >= FDR_MAX_FUNC_ID || VEC_PUSH(fnames, xstrdup(name)))
 		return 0;
 	if (idtab_insert(&fname_tab, h, fnames.n - 1))
 		return 0;
 	return fnames.n;
 }
 
-const char *xray_func_name(uint32_t id)
+static struct fdr *new_writer(const struct proc *p)
 {
-	return id && id <= fnames.n ? fnames.v[id - 1] : NULL;
+	struct fdr_opts o = {
+		.version = cfg.version,
+		.pid = p->pid,
+		.buffer_size = cfg.buffer_size,
+		.flight_recorder_bytes = cfg.flight_recorder,
+		.wall_sec = cfg.start_realtime_ns / 1000000000ULL,
+		.wall_usec = cfg.start_realtime_ns % 1000000000ULL / 1000,
+	};
+
+	return fdr_new(&o);
 }
 
-uint32_t xray_nfuncs(void)
+int xray_on_call(struct proc *p, const struct ev_call *c)
 {
-	return fnames.n;
+	uint64_t args[MAX_TRACE_ARGS];
+	unsigned i, n = c->nargs > MAX_TRACE_ARGS ? MAX_TRACE_ARGS : c->nargs;
+
+	if (!p->exact && !(p->exact = new_writer(p)))
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		args[i] = c->args[i];
+	if (c->kind == CALL_ENTRY)
+		return fdr_func(p->exact, c->hdr.tid, c->hdr.cpu, c->hdr.time_ns, FDR_ENTRY, c->func_id,
+				args, n);
+	return fdr_func(p->exact, c->hdr.tid, c->hdr.cpu, c->hdr.time_ns, FDR_EXIT, c->func_id, NULL,
+			0);
+}
+
+int xray_on_migrate(struct proc *p, const struct ev_hdr *h)
+{
+	struct migration m = {h->tid, h->cpu, h->time_ns};
+	int err;
+
+	if (p->exact && (err = fdr_cpu(p->exact, h->tid, h->cpu, h->time_ns)))
+		return err;
+	return VEC_PUSH(p->migrations, m);
+}
+
+/* A thread's timeline, in time order: samples and migrations. */
+struct tl_ev {
+	uint64_t ts;
+	uint32_t tid;
+	uint32_t idx; /* sample index, or migration index | MIGRATION */
+};
+#define MIGRATION 0x80000000u
+
+static int cmp_tl(const void *a, const void *b)
+{
+	const struct tl_ev *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Each sample's stack, root first, as function ids. */
+static int stack_ids(struct proc *p, uint32_t stack, uint32_t *ids)
+{
+	uint32_t nk, nu, i, n = 0;
+	const uint32_t *fr = proc_stack(p, stack, &nk, &nu);
+	char buf[PATH_MAX + 4];
+
+	for (i = nk + nu; i-- > 0;) {
+		uint32_t id = xray_func_id(frame_name(&p->frames.v[fr[i]], buf, sizeof(buf)));
+
+		if (id)
+			ids[n++] = id;
+	}
+	return n;
+}
+
+/* Sampled timeline: per thread, compare consecutive samples' stacks from
+ * the root down; frames that went away exit, frames that appeared enter, at
+ * the sample's kernel timestamp. */
+int xray_write_sampled(struct proc *p, FILE *f)
+{
+	struct tl_ev *ev;
+	size_t n = p->samples.n + p->migrations.n, i, k = 0;
+	uint32_t prev[MAX_STACK_FRAMES], cur[MAX_STACK_FRAMES];
+	int np = 0, nc, j, err = 0, c;
+	struct fdr *w;
+
+	if (!p->samples.n)
+		return -ENODATA;
+	ev = calloc(n, sizeof(*ev));
+	w = new_writer(p);
+	if (!ev || !w) {
+		free(ev);
+		fdr_free(w);
+		return -ENOMEM;
+	}
+	for (i = 0; i < p->samples.n; i++)
+		ev[k++] = (struct tl_ev){p->samples.v[i].time_ns, p->samples.v[i].tid, i};
+	for (i = 0; i < p->migrations.n; i++)
+		ev[k++] = (struct tl_ev){p->migrations.v[i].time_ns, p->migrations.v[i].tid,
+					 i | MIGRATION};
+	qsort(ev, n, sizeof(*ev), cmp_tl);
+	for (i = 0; i < n && !err; i++) {
+		const struct sample *s;
+		uint64_t end;
+
+		if (ev[i].idx & MIGRATION) {
+			/* Only inside a thread's sampled span: it has no CPU before. */
+			if (np)
+				err = fdr_cpu(w, ev[i].tid, p->migrations.v[ev[i].idx & ~MIGRATION].cpu,
+					      ev[i].ts);
+			continue;
+		}
+		s = &p->samples.v[ev[i].idx];
+		nc = stack_ids(p, s->stack, cur);
+		for (c = 0; c < np && c < nc && prev[c] == cur[c]; c++)
+			;
+		for (j = np; j-- > c && !err;)
+			err = fdr_func(w, s->tid, s->cpu, s->time_ns, FDR_EXIT, prev[j], NULL, 0);
+		for (j = c; j < nc && !err; j++)
+			err = fdr_func(w, s->tid, s->cpu, s->time_ns, FDR_ENTRY, cur[j], NULL, 0);
+		memcpy(prev, cur, nc * sizeof(*cur));
+		np = nc;
+		/* The thread's last sample: its frames end one period later. */
+		if (i + 1 == n || ev[i + 1].tid != ev[i].tid) {
+			end = s->time_ns + cfg.period_ns;
+			for (j = np; j-- > 0 && !err;)
+				err = fdr_func(w, s->tid, s->cpu, end, FDR_EXIT, prev[j], NULL, 0);
+			np = 0;
+		}
+	}
+	if (!err)
+		err = fdr_write(w, f);
+	fdr_free(w);
+	free(ev);
+	return err;
+}
+
+int xray_write_exact(struct proc *p, FILE *f)
+{
+	return p->exact ? fdr_write(p->exact, f) : -ENODATA;
+}
+
+int xray_write_map(int fd)
+{
+	struct xray_map_func *fn = calloc(fnames.n ? fnames.n : 1, sizeof(*fn));
+	size_t i;
+	int err;
+
+	if (!fn)
+		return -ENOMEM;
+	for (i = 0; i < fnames.n; i++)
+		fn[i].name = fnames.v[i];
+	err = xray_map_write(fd, fn, fnames.n);
+	free(fn);
+	return err;
+}
+
+void xray_proc_free(struct proc *p)
+{
+	fdr_free(p->exact);
+	p->exact = NULL;
+	VEC_FREE(p->migrations);
 }
 
 void xray_free(void)

@@ -1,12 +1,38 @@
-/* XRay FDR traces per recorded process: function ids, sampled timelines,
- * traced calls, CPU migrations; written with formats/xray_fdr and the
- * instrumentation map of formats/xray_map. */
+/* XRay FDR traces per recorded process: function ids (one registry for
+ * every process, so a traced function keeps its uprobe cookie as id), the
+ * exact trace of -t (fed as events are drained, bounded by the flight
+ * recorder), sampled timelines (built from the samples when writing), CPU
+ * migrations, and the instrumentation map that names the ids. */
 #ifndef USER_XRAY_H
 #define USER_XRAY_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include "bpf/events.h"
 
-/* The id of a function name, shared by every process's trace (ids from 1). */
+struct proc;
+
+struct xray_cfg {
+	int version; /* 1 or 5 */
+	uint64_t buffer_size; /* --fdr-buffer-size; 0: the writer's default */
+	uint64_t flight_recorder; /* --flight-recorder bytes per thread; 0: all */
+	uint64_t start_realtime_ns, start_mono_ns; /* to stamp WallClockTime */
+	uint64_t period_ns; /* sampling period: a timeline's last frames end one later */
+};
+void xray_configure(const struct xray_cfg *c);
+
+/* The id of a function name (from 1); 0 when ids ran out. */
 uint32_t xray_func_id(const char *name);
+
+/* Drained events of recorded processes. 0 or -ENOMEM. */
+int xray_on_call(struct proc *p, const struct ev_call *c);
+int xray_on_migrate(struct proc *p, const struct ev_hdr *h);
+
+/* Writers: 0, -ENODATA when there is nothing to write, or -errno. */
+int xray_write_sampled(struct proc *p, FILE *f);
+int xray_write_exact(struct proc *p, FILE *f);
+int xray_write_map(int fd);
+void xray_proc_free(struct proc *p);
+void xray_free(void);
 
 #endif

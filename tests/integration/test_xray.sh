@@ -35,9 +35,16 @@ if make -s -C "$ROOT" build/workloads/calls-xray >/dev/null 2>&1; then
 	(cd "$TMP/crt" && XRAY_OPTIONS="patch_premain=true xray_mode=xray-fdr xray_logfile_base=$TMP/crt/xray-log." \
 		XRAY_FDR_OPTIONS="func_duration_threshold_us=0 buffer_size=33554432 buffer_max=4" \
 		"$ROOT/build/workloads/calls-xray" 200 >/dev/null 2>&1)
-	llvm-xray account -m "$ROOT/build/workloads/calls-xray" "$TMP"/crt/xray-log.* > "$TMP/crt.acc" 2>&1
-	want="$(xcount leaf < "$TMP/crt.acc") $(xcount mid < "$TMP/crt.acc") $(xcount fib < "$TMP/crt.acc") $(xcount run_thread < "$TMP/crt.acc")"
-	if [ "$want" = "$got" ] && [ "$want" = "1200 400 70800 2" ]; then pass $t; else fail $t "compiler-rt: $want, ours: $got"; cat "$TMP/crt.acc" >&2; fi
+	# compiler-rt's own trace hits account's thread-order bug (see the
+	# writer), so both traces are counted through convert instead.
+	ycount() { # MAP TRACE: "leaf mid fib run_thread" entry counts
+		llvm-xray convert -f yaml -y -m "$1" "$2" 2>/dev/null | awk '
+			/kind: function-enter/ { for (i = 1; i <= NF; i++) if ($i == "function:") { f = $(i + 1); sub(/,$/, "", f); n[f]++ } }
+			END { printf "%d %d %d %d", n["leaf"], n["mid"], n["fib"], n["run_thread"] }'
+	}
+	want=$(ycount "$ROOT/build/workloads/calls-xray" "$(ls "$TMP"/crt/xray-log.* | head -1)")
+	ours=$(ycount "$map" "$tr")
+	if [ "$want" = "$ours" ] && [ "$want" = "1200 400 70800 2" ]; then pass $t; else fail $t "compiler-rt: $want, ours: $ours"; fi
 else
 	fail $t "cannot build calls-xray with clang -fxray-instrument"
 fi
@@ -51,10 +58,10 @@ tools_ok() { # DIR: all subcommands on the exact trace
 	llvm-xray account -m "$map" "$tr" 2>&1 | grep -q " fib$" || { ok=0; echo "account: no fib" >&2; }
 	llvm-xray stack -m "$map" "$tr" 2>&1 | grep -q "fib" || { ok=0; echo "stack: no fib" >&2; }
 	llvm-xray graph -m "$map" "$tr" 2>&1 | grep -q "fib" || { ok=0; echo "graph: no fib" >&2; }
-	n=$(llvm-xray convert -f yaml -m "$map" "$tr" 2>/dev/null | grep -c "function: '\?fib")
+	n=$(llvm-xray convert -f yaml -y -m "$map" "$tr" 2>/dev/null | grep -c "function: fib,")
 	[ "$n" -ge 141600 ] || { ok=0; echo "yaml: $n fib records" >&2; }
-	llvm-xray convert -f trace_event -m "$map" "$tr" 2>/dev/null > "$dir/te.json"
-	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); ev=d["traceEvents"] if isinstance(d,dict) else d; assert sum(1 for e in ev if e.get("name")=="fib") >= 141600' "$dir/te.json" || { ok=0; echo "trace_event: no fib events" >&2; }
+	llvm-xray convert -f trace_event -y -m "$map" "$tr" 2>/dev/null > "$dir/te.json"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); ev=d["traceEvents"]; assert sum(1 for e in ev if e.get("name")=="fib" and e["ph"]=="B") == 70800' "$dir/te.json" || { ok=0; echo "trace_event: not 70800 fib begins" >&2; }
 	[ $ok = 1 ]
 }
 check xray_v5_tools tools_ok "$TMP/v5"
@@ -65,7 +72,7 @@ check xray_v1_tools tools_ok "$TMP/v1"
 t=xray_trace_args
 "$REC" -q -o "$TMP/args" --trace-args 1 -t leaf -- "$WL/calls" 5 > /dev/null 2>&1
 p=$(python3 -c 'import json,sys; print([p["pid"] for p in json.load(open(sys.argv[1]))["processes"] if p["comm"]=="calls"][0])' "$TMP/args/summary.json")
-args=$(llvm-xray convert -f yaml -m "$TMP/args/xray-$p.map" "$TMP/args/xray-trace-$p.fdr" 2>/dev/null | grep -c "args: \[ [0-9]")
+args=$(llvm-xray convert -f yaml -y -m "$TMP/args/xray-$p.map" "$TMP/args/xray-trace-$p.fdr" 2>/dev/null | grep -c "function: leaf, args: \[ [0-9]* \]")
 if [ "$args" = 30 ]; then pass $t; else fail $t "$args entries with args, want 30"; fi
 
 # --- sampled timelines of a CPU-bound program ----------------------------------
@@ -82,17 +89,21 @@ fi
 
 # --- flight recorder: memory flat, SIGUSR1 snapshot -------------------------------
 t=xray_flight_recorder_flat
-"$REC" -q -o "$TMP/fr" --flight-recorder 1M -t leaf -t mid -t fib -- "$WL/calls" 3000 > /dev/null 2>&1 & rec=$!
+"$WL/calls" 0 > /dev/null & p=$!
+"$REC" -q -d 6 -o "$TMP/fr" --flight-recorder 1M -t leaf -t mid -t fib -p $p > /dev/null 2>&1 & rec=$!
 rss=()
-for i in 1 2 3 4 5 6; do
+for i in 1 2 3 4 5; do
 	sleep 1
 	rss+=("$(awk '/^VmRSS/ {print $2}' /proc/$rec/status 2>/dev/null || echo 0)")
 	[ $i = 3 ] && kill -USR1 $rec 2>/dev/null
 done
 wait $rec
-p=$(python3 -c 'import json,sys; print([p["pid"] for p in json.load(open(sys.argv[1]))["processes"] if p["comm"]=="calls"][0])' "$TMP/fr/summary.json" 2>/dev/null)
-echo "RSS over time (kB): ${rss[*]}" >&2
-if python3 -c 'import sys; r=[int(x) for x in sys.argv[1:] if int(x) > 0]; assert len(r) >= 4 and max(r[1:]) - r[1] < 8192, r' "${rss[@]}"; then pass $t; else fail $t "RSS ${rss[*]} kB"; fi
+kill $p; wait $p 2>/dev/null
+n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["traced_calls"])' "$TMP/fr/summary.json" 2>/dev/null)
+echo "RSS over time (kB): ${rss[*]}; traced calls: $n" >&2
+# Flat: after the first second, RSS grows by less than 8 MiB while the
+# target makes millions of traced calls.
+if python3 -c 'import sys; r=[int(x) for x in sys.argv[2:]]; assert int(sys.argv[1]) > 2000000 and min(r) > 0 and max(r[1:]) - r[1] < 8192, r' "${n:-0}" "${rss[@]}"; then pass $t; else fail $t "RSS ${rss[*]} kB, ${n:-0} calls"; fi
 t=xray_sigusr1_snapshot
 snap=$(ls "$TMP"/fr/xray-trace-$p.snapshot-*.fdr 2>/dev/null | head -1)
 if [ -n "$snap" ] && llvm-xray fdr-dump --verify "$snap" >/dev/null 2>&1 &&
@@ -104,7 +115,7 @@ fi
 
 # --- -p: tracing a running process --------------------------------------------------
 t=xray_pid_mode
-"$WL/calls" 100000 > /dev/null & pid=$!
+"$WL/calls" 0 > /dev/null & pid=$!
 sleep 0.3
 "$REC" -q -d 1 -o "$TMP/pidx" -t mid -p $pid 2>/dev/null
 kill $pid 2>/dev/null; wait $pid 2>/dev/null

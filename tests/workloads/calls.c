@@ -2,7 +2,8 @@
  * on each of two threads, the exact call counts are
  *   run_thread 2, mid 2*ROUNDS, leaf 6*ROUNDS, fib 2*ROUNDS*177 (fib(10)).
  * Built twice: plain (traced with -t) and with -fxray-instrument (XRay's own
- * FDR mode, when XRAY_OPTIONS asks for it), which must count the same. */
+ * FDR mode, when XRAY_OPTIONS asks for it), which must count the same.
+ * ROUNDS 0 runs until killed, for recording a live process. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +42,7 @@ __attribute__((noinline)) void *run_thread(void *arg)
 	int r;
 
 	(void)arg;
-	for (r = 0; r < rounds; r++)
+	for (r = 0; r < rounds || rounds == 0; r++)
 		sink += mid(r) + fib(10);
 	return NULL;
 }
