@@ -81,7 +81,7 @@ clean:
 
 # Test and demo workloads: frame pointers on, as the sampler walks them.
 WL_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Wall -Werror
-WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/calls
+WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/calls $(OUT)/workloads/leafy
 workloads: $(WORKLOADS)
 all: workloads
 $(OUT)/workloads/libwork.so: tests/workloads/libwork.c tests/workloads/work.h
@@ -99,3 +99,7 @@ $(OUT)/workloads/calls: tests/workloads/calls.c
 $(OUT)/workloads/calls-xray: tests/workloads/calls.c
 	@mkdir -p $(@D)
 	$(CLANG) -O1 -g -fxray-instrument -fxray-instruction-threshold=1 -DWITH_XRAY -o $@ $< -pthread
+# gcc -O2 with frame pointers: leaves still get no frame (the leaf-caller fix).
+$(OUT)/workloads/leafy: tests/workloads/leafy.c
+	@mkdir -p $(@D)
+	gcc -O2 -g -fno-omit-frame-pointer -Wall -Werror -o $@ $<

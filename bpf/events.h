@@ -12,7 +12,7 @@
 #define MAX_FRAMES	127 /* per stack, as bpf_get_stack's sysctl default */
 #define MAX_STACK_COPY	65528 /* bytes of user stack, as perf's --call-graph dwarf limit */
 /* Stack bytes for the leaf-caller fix: 512 covered every sample measured (the
- * largest need was 344). Records with more are DWARF-unwound. */
+ * largest need was 344). */
 #define FP_LEAF_COPY	512
 
 enum ev_type {
@@ -39,6 +39,7 @@ struct ev_hdr {
 #define SAMPLE_IN_KERNEL  (1u << 2) /* the interrupted context was kernel mode */
 
 #define SAMPLE_STACK_TRUNC (1u << 3) /* the stack copy stopped at an unreadable page */
+#define SAMPLE_DWARF	   (1u << 4) /* the stack was copied for DWARF unwinding */
 
 /* User registers the unwinders need, x86_64. */
 enum { UREG_IP, UREG_SP, UREG_BP, UREG_NR };

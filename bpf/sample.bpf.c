@@ -163,14 +163,24 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(task);
 		__u64 sp, want = stack_copy_fp, top;
 
-		if (stack_copy_dwarf && (dwarf_all || bpf_map_lookup_elem(&dwarf_pids, &tgid)))
+		if (stack_copy_dwarf && (dwarf_all || bpf_map_lookup_elem(&dwarf_pids, &tgid))) {
 			want = stack_copy_dwarf;
+			s->flags |= SAMPLE_DWARF;
+		}
 
-		if (!(s->flags & SAMPLE_IN_KERNEL))
-			ur = &ctx->regs;
-		s->uregs[UREG_IP] = BPF_CORE_READ(ur, ip);
-		sp = s->uregs[UREG_SP] = BPF_CORE_READ(ur, sp);
-		s->uregs[UREG_BP] = BPF_CORE_READ(ur, bp);
+		/* In user mode the sample's own registers are the user's; they are
+		 * read straight from the context (the verifier rewrites those
+		 * loads; a probe read of ctx would read the kernel's wrapper). */
+		if (!(s->flags & SAMPLE_IN_KERNEL)) {
+			s->uregs[UREG_IP] = PT_REGS_IP(&ctx->regs);
+			s->uregs[UREG_SP] = PT_REGS_SP(&ctx->regs);
+			s->uregs[UREG_BP] = PT_REGS_FP(&ctx->regs);
+		} else {
+			s->uregs[UREG_IP] = BPF_CORE_READ(ur, ip);
+			s->uregs[UREG_SP] = BPF_CORE_READ(ur, sp);
+			s->uregs[UREG_BP] = BPF_CORE_READ(ur, bp);
+		}
+		sp = s->uregs[UREG_SP];
 		/* The main thread's stack ends at start_stack; no need to copy past it. */
 		top = BPF_CORE_READ(task, mm, start_stack);
 		if (sp < top && top - sp < want)

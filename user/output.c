@@ -259,8 +259,12 @@ static int fill_summary(void *ctx, FILE *f)
 			continue;
 		fprintf(f, "%s\n    {\"pid\": %d, \"comm\": ", k++ ? "," : "", p->pid);
 		json_str(f, p->comm);
-		fprintf(f, ", \"samples\": %zu, \"lost_samples\": %" PRIu64 ", \"threads\": %zu}",
-			p->samples.n, p->lost, p->threads.n);
+		fprintf(f,
+			", \"samples\": %zu, \"lost_samples\": %" PRIu64 ", \"threads\": %zu"
+			", \"unwinding\": \"%s\", \"dwarf_unwound\": %" PRIu64
+			", \"dwarf_truncated\": %" PRIu64 ", \"leaf_callers_added\": %" PRIu64 "}",
+			p->samples.n, p->lost, p->threads.n, p->dwarf ? "dwarf" : "fp", p->unwound,
+			p->truncated, p->leaf_fixed);
 	}
 	fprintf(f, "\n  ],\n  \"files\": [");
 	for (i = 0; i < written.n; i++) {

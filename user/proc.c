@@ -15,7 +15,8 @@
 #include "user/xray.h"
 
 struct procs procs;
-void (*proc_new_hook)(struct proc *p);
+void (*proc_maps_hook)(struct proc *p);
+void (*proc_exec_hook)(struct proc *p);
 
 /* An address outside every mapping re-reads /proc/PID/maps (a dlopen, a new
  * JIT region), but not more often than this: garbage frames from
@@ -108,6 +109,8 @@ static int read_maps(struct proc *p)
 	}
 	maps_free(ents, n);
 	qsort(p->maps.v, p->maps.n, sizeof(*p->maps.v), cmp_map);
+	if (!err && proc_maps_hook)
+		proc_maps_hook(p);
 	return err;
 }
 
@@ -212,8 +215,6 @@ struct proc *proc_get(pid_t pid, const char *comm)
 	}
 	proc_read_identity(p);
 	read_maps(p);
-	if (proc_new_hook)
-		proc_new_hook(p);
 	return p;
 }
 
@@ -319,7 +320,7 @@ static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs)
 
 	if (s->stack_len && !p->uw)
 		p->uw = unwinder_new(p->pid);
-	if (p->uw && s->stack_len > FP_LEAF_COPY) {
+	if (p->uw && (s->flags & SAMPLE_DWARF)) {
 		uint64_t regs[UREG_NR] = {s->uregs[UREG_IP], s->uregs[UREG_SP], s->uregs[UREG_BP]};
 
 		n = unwind_dwarf(p->uw, regs, stack, s->stack_len, pcs, MAX_USER_FRAMES, &flags);
@@ -434,8 +435,8 @@ void proc_on_exec(pid_t pid, const char *comm)
 		unwinder_free(p->uw);
 		p->uw = NULL;
 	}
-	if (proc_new_hook)
-		proc_new_hook(p);
+	if (proc_exec_hook)
+		proc_exec_hook(p);
 }
 
 void proc_on_exit(pid_t pid)

@@ -24,6 +24,7 @@ struct mapping {
 	char *path; /* as in maps, " (deleted)" removed; "" when anonymous */
 	bool exec, deleted;
 	bool sym_tried;
+	bool fp_checked; /* looked at for frame pointers */
 	struct symfile *sym; /* loaded while the process lives, on first use */
 	uint64_t out_id; /* scratch for writers */
 };
@@ -91,8 +92,10 @@ struct procs {
 };
 extern struct procs procs;
 
-/* Called when a process is first seen and after it calls exec. */
-extern void (*proc_new_hook)(struct proc *p);
+/* Called after /proc/PID/maps was read (a new process, a new library), and
+ * after exec. */
+extern void (*proc_maps_hook)(struct proc *p);
+extern void (*proc_exec_hook)(struct proc *p);
 
 struct proc *proc_get(pid_t pid, const char *comm);
 struct proc *proc_find(pid_t pid);

@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <linux/perf_event.h>
 #include <signal.h>
@@ -240,36 +241,92 @@ static int dwarf_pids_fd = -1;
 /* --call-graph default: frame pointers, and DWARF unwinding for a process
  * whose program sets up no frame pointers (frame-pointer walks of those
  * stop after a frame or two). Decided from the program's code. */
-static void set_unwinding(pid_t pid, const char *program, bool *dwarf)
+/* Percentage of the file's functions that keep frame pointers; -1: unknown. */
+static int fp_percent(const char *path)
 {
 	struct symfile *sf;
 	int fd, pct;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -1;
+	sf = symfile_get(fd, path);
+	pct = sf ? symfile_fp_percent(sf, fd) : -1;
+	close(fd);
+	return pct;
+}
+
+static void set_dwarf(pid_t pid, bool dwarf, const char *why)
+{
 	__u32 key = pid;
 	__u8 one = 1;
 
-	fd = open(program, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return;
-	sf = symfile_get(fd, program);
-	pct = sf ? symfile_fp_percent(sf, fd) : -1;
-	close(fd);
-	*dwarf = pct >= 0 && pct < 30;
-	if (*dwarf)
+	if (dwarf)
 		bpf_map_update_elem(dwarf_pids_fd, &key, &one, BPF_ANY);
 	else
 		bpf_map_delete_elem(dwarf_pids_fd, &key);
-	debug("pid %d: %s: %d%% of functions keep frame pointers: %s", pid, program, pct,
-	      *dwarf ? "DWARF unwinding" : "frame pointers");
+	debug("pid %d: %s: %s", pid, why, dwarf ? "DWARF unwinding" : "frame pointers");
 }
 
+/* Libraries that lack frame pointers everywhere and whose leaves the
+ * leaf-caller fix covers; they alone do not make a process DWARF-unwound. */
+static bool common_runtime(const char *path)
+{
+	static const char *const names[] = {"ld-linux", "libc.so", "libm.so", "libpthread",
+					    "libdl.so", "librt.so", "libgcc_s", "libstdc++", NULL};
+	const char *base = strrchr(path, '/');
+	int i;
+
+	base = base ? base + 1 : path;
+	for (i = 0; names[i]; i++)
+		if (!strncmp(base, names[i], strlen(names[i])))
+			return true;
+	return false;
+}
+
+/* --call-graph default: frame pointers, and DWARF unwinding for a process
+ * whose program, or a library of its own, sets up no frame pointers
+ * (frame-pointer walks of those stop after a frame or two). Decided from the
+ * code, when the process is first seen, after exec, and as libraries appear. */
 static void decide_unwinding(struct proc *p)
 {
-	char path[64];
+	char path[PATH_MAX + 64], why[PATH_MAX + 96];
+	size_t i;
+	int pct;
 
-	if (env.call_graph != CG_AUTO || dwarf_pids_fd < 0 || p->pid <= 0)
+	if (env.call_graph != CG_AUTO || dwarf_pids_fd < 0 || p->pid <= 0 || p->dwarf)
 		return;
-	snprintf(path, sizeof(path), "/proc/%d/exe", p->pid);
-	set_unwinding(p->pid, path, &p->dwarf);
+	for (i = 0; i < p->maps.n; i++) {
+		struct mapping *m = p->maps.v[i];
+
+		if (m->fp_checked || !m->exec || m->path[0] != '/' || common_runtime(m->path))
+			continue;
+		m->fp_checked = true;
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", p->pid,
+			 (unsigned long long)m->start, (unsigned long long)m->end);
+		pct = fp_percent(path);
+		if (pct >= 0 && pct < 30) {
+			p->dwarf = true;
+			snprintf(why, sizeof(why), "%s: %d%% of functions keep frame pointers",
+				 m->path, pct);
+			set_dwarf(p->pid, true, why);
+			return;
+		}
+	}
+}
+
+static void decide_after_exec(struct proc *p)
+{
+	if (env.call_graph != CG_AUTO || dwarf_pids_fd < 0)
+		return;
+	size_t i;
+
+	for (i = 0; i < p->maps.n; i++)
+		p->maps.v[i]->fp_checked = false;
+	p->dwarf = false;
+	decide_unwinding(p);
+	if (!p->dwarf)
+		set_dwarf(p->pid, false, "exec: its program keeps frame pointers");
 }
 
 static void read_stats(struct sample_bpf *skel, uint64_t out[STAT_NR])
@@ -435,7 +492,8 @@ int record_run(void)
 	if (env.npids && add_targets(skel, env.pids, env.npids))
 		goto cleanup;
 	dwarf_pids_fd = bpf_map__fd(skel->maps.dwarf_pids);
-	proc_new_hook = decide_unwinding;
+	proc_maps_hook = decide_unwinding;
+	proc_exec_hook = decide_after_exec;
 	if (target.child > 0 && add_targets(skel, &target.child, 1))
 		goto cleanup;
 	/* Maps of the targets as they are now, before any sample. */
@@ -496,11 +554,11 @@ int record_run(void)
 	capture_started = true;
 	if (target.child > 0) {
 		char *exe = find_in_path(env.cmd[0]);
-		bool dwarf;
+		int pct = exe && env.call_graph == CG_AUTO ? fp_percent(exe) : -1;
 
 		/* Decided before exec, so that its first samples unwind too. */
-		if (exe && env.call_graph == CG_AUTO)
-			set_unwinding(target.child, exe, &dwarf);
+		if (pct >= 0 && pct < 30)
+			set_dwarf(target.child, true, exe);
 		free(exe);
 		if (target_release(&target, env.cmd[0]))
 			goto cleanup;

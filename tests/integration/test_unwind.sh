@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Whole stacks (issue 5): Debian's own gzip and sort (built without frame
+# pointers) are DWARF-unwound from copied stacks; the callers of a gcc
+# program's frameless leaves are put back; proportions hold in every mode.
+source "$(dirname "$0")/lib.sh"
+
+ALL=(unwind_gzip_reaches_root unwind_sort_reaches_root unwind_leaf_callers_default
+	unwind_leaf_callers_fp unwind_split_dwarf_mode unwind_gperftools_deep)
+require_bpf "${ALL[@]}"
+
+# Share (relative %) of COMM's samples whose stack holds one of the root
+# functions: the thread's start (__libc_start_call_main, start_thread).
+root_share() { # PROFILE COMM
+	"$PPROF" -top -cum -nodecount=200 -relative_percentages -tagfocus=comm="$2" "$1" 2>/dev/null |
+		awk '$NF == "__libc_start_call_main" || $NF == "start_thread" { sub("%", "", $5); s += $5 } END { print s + 0 }'
+}
+
+head -c 64000000 /dev/urandom > "$TMP/rnd"
+t=unwind_gzip_reaches_root
+"$REC" -q -F 499 -o "$TMP/gz" -- gzip -c "$TMP/rnd" > /dev/null 2>"$TMP/gz.err"
+r=$(root_share "$TMP/gz/profile.pb.gz" gzip)
+mode=$(python3 -c 'import json,sys; print([p["unwinding"] for p in json.load(open(sys.argv[1]))["processes"] if p["comm"]=="gzip"][0])' "$TMP/gz/summary.json")
+if [ "$mode" = dwarf ] && within "$r" 100 5; then pass $t; else fail $t "$mode unwinding, $r% reach __libc_start_call_main"; fi
+
+t=unwind_sort_reaches_root
+od -An -tx4 "$TMP/rnd" | head -c 30000000 > "$TMP/sortin"
+"$REC" -q -F 499 -o "$TMP/so" -- sort -o /dev/null "$TMP/sortin" 2>"$TMP/so.err"
+r=$(root_share "$TMP/so/profile.pb.gz" sort)
+if within "$r" 100 5; then pass $t; else fail $t "$r% of sort's samples reach the thread's start"; fi
+
+# leafy: hot_leaf (no frame) called 2:1 by caller_two and caller_one.
+leaf_check() { # NAME DIR [options]
+	local t=$1 dir=$2 two one added n
+	shift 2
+	"$REC" -q -F 499 -o "$dir" "$@" -- "$WL/leafy" 2 2>/dev/null
+	"$PPROF" -top -cum -nodecount=20 "$dir/profile.pb.gz" > "$dir.top" 2>&1
+	two=$(awk '$NF == "caller_two" { sub("%", "", $5); print $5 }' "$dir.top")
+	one=$(awk '$NF == "caller_one" { sub("%", "", $5); print $5 }' "$dir.top")
+	read -r added n < <(python3 -c 'import json,sys; p=[p for p in json.load(open(sys.argv[1]))["processes"] if p["comm"]=="leafy"][0]; print(p["leaf_callers_added"], p["samples"])' "$dir/summary.json")
+	# The callers are there, in proportion, and it is the fix that put them there.
+	if within "${two:-0}" 66.7 5 && within "${one:-0}" 33.3 5 && [ "$added" -gt $((n * 9 / 10)) ]; then
+		pass "$t"
+	else
+		fail "$t" "caller_two ${two:-0}% caller_one ${one:-0}% (want 67/33), callers added to $added of $n samples"
+	fi
+}
+leaf_check unwind_leaf_callers_default "$TMP/lf"
+leaf_check unwind_leaf_callers_fp "$TMP/lffp" --call-graph fp
+
+t=unwind_split_dwarf_mode
+"$REC" -q -F 499 --call-graph dwarf -o "$TMP/spd" -- "$WL/split" 3 > /dev/null 2>&1
+"$PPROF" -top -nodecount=30 "$TMP/spd/profile.pb.gz" > "$TMP/spd.top" 2>&1
+r=$(root_share "$TMP/spd/profile.pb.gz" split)
+check_split unwind_split_dwarf_mode "$TMP/spd.top" pprof_flat
+t=unwind_split_dwarf_root
+if within "$r" 100 3; then pass $t; else fail $t "$r% reach the root"; fi
+
+# The legacy file keeps deep DWARF stacks: gzip's frames under libc's root.
+t=unwind_gperftools_deep
+prof=$(ls "$TMP"/gz/cpu-*.prof | head -1)
+n=$("$PPROF" -traces /usr/bin/gzip "$prof" 2>/dev/null | grep -c "__libc_start_call_main")
+total=$(python3 -c 'import json,sys; print([p["samples"] for p in json.load(open(sys.argv[1]))["processes"] if p["comm"]=="gzip"][0])' "$TMP/gz/summary.json")
+if [ "$n" -gt 0 ]; then pass $t; else fail $t "no stack in cpu-PID.prof reaches __libc_start_call_main ($total samples)"; fi
