@@ -148,6 +148,31 @@ int elfout_symtab(struct elfout *e, const struct elfout_sym *syms, size_t n)
 	return 0;
 }
 
+int elfout_load_segment(struct elfout *e, unsigned idx, uint32_t flags, uint64_t *offset)
+{
+	Elf_Scn *scn = elf_getscn(e->elf, idx);
+	GElf_Phdr ph = {0};
+	GElf_Shdr sh;
+
+	if (!scn || !gelf_newphdr(e->elf, 1) || !gelf_getshdr(scn, &sh))
+		return e->err = -ENOMEM;
+	/* A first layout tells where the section lands. */
+	if (elf_update(e->elf, ELF_C_NULL) < 0 || !gelf_getshdr(scn, &sh))
+		return e->err = -EIO;
+	ph.p_type = PT_LOAD;
+	ph.p_flags = flags;
+	ph.p_offset = sh.sh_offset;
+	ph.p_vaddr = ph.p_paddr = sh.sh_addr;
+	/* Even over a NOBITS section: pprof ignores a PT_LOAD without file
+	 * bytes, and the readers of these images read headers and symbols only. */
+	ph.p_filesz = sh.sh_size;
+	ph.p_memsz = sh.sh_size;
+	ph.p_align = 1;
+	gelf_update_phdr(e->elf, 0, &ph);
+	*offset = sh.sh_offset;
+	return 0;
+}
+
 int elfout_finish(struct elfout *e)
 {
 	unsigned idx;

@@ -23,6 +23,10 @@ unsigned elfout_section(struct elfout *e, const char *name, uint32_t type, uint6
 			uint64_t addr, const void *data, size_t size, uint64_t align);
 /* Adds .symtab and .strtab with FUNC symbols. 0 or -errno. */
 int elfout_symtab(struct elfout *e, const struct elfout_sym *syms, size_t n);
+/* Adds one PT_LOAD (flags PF_R|PF_X...) covering section idx, placed where
+ * libelf lays that section out; *offset gets its file offset. Call once,
+ * after the last section. 0 or -errno. */
+int elfout_load_segment(struct elfout *e, unsigned idx, uint32_t flags, uint64_t *offset);
 /* Writes the file and frees e (also on failure). 0 or -errno. */
 int elfout_finish(struct elfout *e);
 

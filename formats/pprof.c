@@ -189,6 +189,7 @@ struct mapping {
 
 struct location {
 	uint64_t mapping, address;
+	uint32_t fn0; /* function of the first line: part of the key */
 	size_t line0; /* into lines */
 	uint32_t nlines;
 };
@@ -368,6 +369,7 @@ static uint32_t function_id(struct pprof *p, const struct pprof_line *l)
 
 struct loc_key {
 	uint64_t mapping, address;
+	uint32_t fn0;
 };
 
 static int loc_eq(const struct pprof *p, uint32_t id, const void *key)
@@ -375,18 +377,23 @@ static int loc_eq(const struct pprof *p, uint32_t id, const void *key)
 	const struct location *a = &p->locations.v[id - 1];
 	const struct loc_key *k = key;
 
-	return a->mapping == k->mapping && a->address == k->address;
+	return a->mapping == k->mapping && a->address == k->address && a->fn0 == k->fn0;
 }
 
 uint64_t pprof_location(struct pprof *p, uint64_t mapping_id, uint64_t address,
 			const struct pprof_line *lines, size_t nlines)
 {
-	struct loc_key k = {mapping_id, address};
-	struct location l = {mapping_id, address, p->lines.n, 0};
-	uint64_t h = mix(mix(2, mapping_id), address);
+	struct loc_key k = {mapping_id, address, 0};
+	struct location l = {mapping_id, address, 0, p->lines.n, 0};
+	uint64_t h;
 	uint32_t id;
 	size_t pos, i;
 
+	/* JIT code reuses addresses: the function is part of the key. */
+	if (nlines && (lines[0].function || lines[0].filename) && !(k.fn0 = function_id(p, &lines[0])))
+		return 0;
+	l.fn0 = k.fn0;
+	h = mix(mix(mix(2, mapping_id), address), k.fn0);
 	id = index_find(&p->loc_ix, h, loc_eq, p, &k, &pos);
 	if (id)
 		return id;

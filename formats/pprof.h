@@ -37,7 +37,8 @@ uint64_t pprof_mapping(struct pprof *p, uint64_t start, uint64_t limit, uint64_t
 		       const char *file, const char *build_id, bool has_functions);
 
 /* Returns the location id (>= 1), or 0 on failure. Locations are deduplicated
- * by (mapping_id, address): the first call's lines win. mapping_id 0 means
+ * by (mapping_id, address, function of the first line), so JIT code that
+ * reused an address keeps both names. mapping_id 0 means
  * none. The address is stored exactly as given (callers pass return address - 1). */
 uint64_t pprof_location(struct pprof *p, uint64_t mapping_id, uint64_t address,
 			const struct pprof_line *lines, size_t nlines);

@@ -43,6 +43,7 @@ enum {
 	OPT_XRAY_VERSION,
 	OPT_FDR_BUFFER,
 	OPT_FLIGHT,
+	OPT_JITDUMP,
 };
 
 static const struct argp_option opts[] = {
@@ -59,6 +60,7 @@ static const struct argp_option opts[] = {
 	{"xray-version", OPT_XRAY_VERSION, "1|5", 0, "XRay FDR format version of the traces (default 5, compiler-rt's)", 0},
 	{"fdr-buffer-size", OPT_FDR_BUFFER, "SIZE", 0, "Bytes per XRay buffer (default: 64K in version 1, one buffer per thread in 5)", 0},
 	{"flight-recorder", OPT_FLIGHT, "SIZE", 0, "Keep only the newest SIZE bytes of -t events per thread (e.g. 4M); SIGUSR1 writes a snapshot", 0},
+	{"jitdump", OPT_JITDUMP, "PATH", 0, "Name JIT frames from this perf jitdump file too (found by itself when the runtime maps it)", 0},
 	{"trace-args", OPT_TRACE_ARGS, "N", 0, "With -t, record the first N integer arguments (at most 6)", 0},
 	{"call-graph", OPT_CALL_GRAPH, "fp|dwarf[,SIZE]", 0, "User stacks: frame pointers, or DWARF unwinding of SIZE bytes of stack copied per sample (default 8192). Default: frame pointers, and DWARF for processes whose program has none", 0},
 	{"no-inherit", OPT_NO_INHERIT, NULL, 0, "Do not record processes forked by the targets", 0},
@@ -182,6 +184,9 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_FDR_BUFFER:
 		env.fdr_buffer_size = parse_size(arg, "--fdr-buffer-size", st);
+		break;
+	case OPT_JITDUMP:
+		env.jitdump = arg;
 		break;
 	case OPT_FLIGHT:
 		env.flight_recorder = parse_size(arg, "--flight-recorder", st);

@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "formats/cpuprofile.h"
+#include "formats/jitelf.h"
 #include "formats/pprof.h"
+#include "user/jit.h"
 #include "user/output.h"
 #include "user/proc.h"
 #include "user/symbols.h"
@@ -23,6 +25,15 @@ struct written {
 	pid_t pid;
 };
 static VEC(struct written) written;
+
+/* keep the first error */
+#define FIRST(first, call)                                                                         \
+	do {                                                                                       \
+		int e_ = (call);                                                                   \
+		if (e_ && !(first))                                                                \
+			(first) = e_;                                                              \
+	} while (0)
+
 
 /* Under sudo, files belong to the user who ran it. */
 static void give_to_invoker(int fd, const char *path)
@@ -86,10 +97,10 @@ static int emit_file(const char *dir, const char *name, pid_t pid, const char *o
 	return VEC_PUSH(written, w);
 }
 
-static uint64_t frame_location(struct pprof *pp, const struct frame *f, uint64_t *kmap)
+static uint64_t frame_location(struct pprof *pp, const struct frame *f, const char *name,
+			       const char *file, int line, uint64_t *kmap)
 {
-	struct pprof_line line = {0};
-	char buf[PATH_MAX + 4];
+	struct pprof_line l = {.function = name, .filename = file, .line = line};
 	uint64_t mapping = 0;
 
 	if (f->kind == FRAME_KERNEL) {
@@ -98,6 +109,8 @@ static uint64_t frame_location(struct pprof *pp, const struct frame *f, uint64_t
 			*kmap = pprof_mapping(pp, 0xffff800000000000ULL, UINT64_MAX, 0,
 					      "[kernel.kallsyms]", NULL, true);
 		mapping = *kmap;
+		if (f->module)
+			l.filename = f->module;
 	} else if (f->map) {
 		if (!f->map->out_id) {
 			const char *bid = f->map->sym ? symfile_build_id(f->map->sym) : NULL;
@@ -107,10 +120,7 @@ static uint64_t frame_location(struct pprof *pp, const struct frame *f, uint64_t
 		}
 		mapping = f->map->out_id;
 	}
-	line.function = frame_name(f, buf, sizeof(buf));
-	if (f->kind == FRAME_KERNEL && f->module)
-		line.filename = f->module;
-	return pprof_location(pp, mapping, f->pc, &line, 1);
+	return pprof_location(pp, mapping, f->pc, &l, 1);
 }
 
 static int fill_pprof(void *ctx, FILE *out)
@@ -147,10 +157,20 @@ static int fill_pprof(void *ctx, FILE *out)
 			n = nk + nu;
 			for (k = 0; k < n; k++) {
 				struct frame *f = &p->frames.v[ids[k]];
+				char buf[PATH_MAX + 4];
+				const char *name, *file;
+				int line;
 
-				if (!f->out_id)
-					f->out_id = frame_location(pp, f, &kmap);
-				locs[k] = f->out_id;
+				if (f->name || f->kind != FRAME_USER) {
+					if (!f->out_id)
+						f->out_id = frame_location(pp, f, frame_name(f, buf, sizeof(buf)),
+									   NULL, 0, &kmap);
+					locs[k] = f->out_id;
+				} else { /* maybe JIT code: named as it was at the sample's time */
+					name = frame_name_at(p, f, s->time_ns, buf, sizeof(buf), &file,
+							     &line);
+					locs[k] = frame_location(pp, f, name, file, line, &kmap);
+				}
 				if (!locs[k])
 					err = -ENOMEM;
 			}
@@ -182,10 +202,106 @@ static void exe_path(const struct proc *p, char *buf, size_t len)
 	snprintf(buf, len, "/proc/%d/exe", p->pid);
 }
 
+/* The JIT code of a process for its gperftools file: an ELF image named
+ * jit-PID.so and the mapping line that points the readers at it. */
+struct jit_image {
+	VEC(struct jitelf_func) funcs;
+	uint64_t start, end, offset;
+	char line[PATH_MAX + 128];
+};
+
+static int fill_jitelf(void *ctx, FILE *f)
+{
+	struct jit_image *ji = ctx;
+
+	fflush(f);
+	return jitelf_write(fileno(f), ji->funcs.v, ji->funcs.n, &ji->start, &ji->end, &ji->offset);
+}
+
+/* The JIT functions the samples of p ran in, named as at their times. */
+static int collect_jit(struct proc *p, struct jit_image *ji)
+{
+	size_t j;
+	uint32_t k;
+
+	for (j = 0; j < p->samples.n; j++) {
+		uint32_t nk, nu;
+		const struct sample *s = &p->samples.v[j];
+		const uint32_t *ids = proc_stack(p, s->stack, &nk, &nu);
+
+		for (k = 0; k < nu; k++) {
+			const struct frame *f = &p->frames.v[ids[nk + k]];
+			struct jitelf_func fn;
+			const char *file;
+			int line;
+			size_t i;
+
+			if (f->name || !(fn.name = jit_lookup(p, f->pc, s->time_ns, &file, &line,
+							      &fn.start, &fn.size)))
+				continue;
+			for (i = ji->funcs.n; i-- > 0;)
+				if (ji->funcs.v[i].start == fn.start)
+					break;
+			if (i == (size_t)-1 && VEC_PUSH(ji->funcs, fn))
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+struct cpuprof_ctx {
+	const struct run_info *ri;
+	struct proc *p;
+	const struct jit_image *jit; /* NULL: no JIT image */
+};
+
+/* The process's mapping lines, with the anonymous ones that the JIT image
+ * covers replaced by the image's line: the readers take the first mapping
+ * that holds an address. */
+static char *maps_with_jit(const char *maps, const struct jit_image *ji)
+{
+	size_t len = strlen(maps), n = 0;
+	char *out = malloc(len + strlen(ji->line) + 1);
+	const char *p = maps;
+	bool placed = false;
+
+	if (!out)
+		return NULL;
+	while (*p) {
+		const char *nl = strchr(p, '\n'), *end = nl ? nl + 1 : p + strlen(p);
+		unsigned long long a, b;
+		char line[256], file[2] = "";
+		size_t ll = end - p < (long)sizeof(line) - 1 ? (size_t)(end - p) : sizeof(line) - 1;
+
+		memcpy(line, p, ll);
+		line[ll] = 0;
+		/* anonymous: no sixth field */
+		if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %1s", &a, &b, file) == 2 && a < ji->end &&
+		    b > ji->start) {
+			if (!placed) {
+				memcpy(out + n, ji->line, strlen(ji->line));
+				n += strlen(ji->line);
+				placed = true;
+			}
+		} else {
+			memcpy(out + n, p, end - p);
+			n += end - p;
+		}
+		p = end;
+	}
+	if (!placed) {
+		memcpy(out + n, ji->line, strlen(ji->line));
+		n += strlen(ji->line);
+	}
+	out[n] = 0;
+	return out;
+}
+
 static int fill_cpuprofile(void *ctx, FILE *f)
 {
-	const struct run_info *ri = ((void **)ctx)[0];
-	struct proc *p = ((void **)ctx)[1];
+	struct cpuprof_ctx *cc = ctx;
+	const struct run_info *ri = cc->ri;
+	struct proc *p = cc->p;
 	struct cpuprof *c;
 	uint64_t pcs[MAX_USER_FRAMES];
 	size_t j, users = 0;
@@ -209,10 +325,44 @@ static int fill_cpuprofile(void *ctx, FILE *f)
 			err = cpuprof_add(c, pcs, nu, 1);
 		}
 	}
-	if (!err)
-		err = users ? cpuprof_write(c, f, p->maps_text) : -ENODATA;
+	if (!err && !users)
+		err = -ENODATA;
+	if (!err) {
+		char *maps = cc->jit && p->maps_text ? maps_with_jit(p->maps_text, cc->jit) : NULL;
+
+		err = cpuprof_write(c, f, maps ? maps : p->maps_text);
+		free(maps);
+	}
 	cpuprof_free(c);
 	return err;
+}
+
+/* The per-process gperftools file, with the image of its JIT code. */
+static int write_cpuprofile(const struct run_info *ri, struct proc *p)
+{
+	struct jit_image ji = {0};
+	struct cpuprof_ctx cc = {ri, p, NULL};
+	char name[64], cmd[3 * PATH_MAX], exe[PATH_MAX], dir[PATH_MAX];
+	int first = 0;
+
+	FIRST(first, collect_jit(p, &ji));
+	if (ji.funcs.n && realpath(ri->outdir, dir)) {
+		snprintf(name, sizeof(name), "jit-%d.so", p->pid);
+		snprintf(cmd, sizeof(cmd), "nm -n %s/%s", ri->outdir, name);
+		FIRST(first, emit_file(ri->outdir, name, p->pid, cmd, fill_jitelf, &ji));
+		if (ji.end > ji.start) {
+			snprintf(ji.line, sizeof(ji.line), "%llx-%llx r-xp %08llx 00:00 0 %s/%s\n",
+				 (unsigned long long)ji.start, (unsigned long long)ji.end,
+				 (unsigned long long)ji.offset, dir, name);
+			cc.jit = &ji;
+		}
+	}
+	snprintf(name, sizeof(name), "cpu-%d.prof", p->pid);
+	exe_path(p, exe, sizeof(exe));
+	snprintf(cmd, sizeof(cmd), "google-pprof --text %s %s/%s", exe, ri->outdir, name);
+	FIRST(first, emit_file(ri->outdir, name, p->pid, cmd, fill_cpuprofile, &cc));
+	VEC_FREE(ji.funcs);
+	return first;
 }
 
 static void json_str(FILE *f, const char *s)
@@ -312,14 +462,6 @@ static int fill_exact(void *ctx, FILE *f)
 	return xray_write_exact(ctx, f);
 }
 
-/* keep the first error */
-#define FIRST(first, call)                                                                         \
-	do {                                                                                       \
-		int e_ = (call);                                                                   \
-		if (e_ && !(first))                                                                \
-			(first) = e_;                                                              \
-	} while (0)
-
 /* The XRay trace(s) of a process and the map that names their ids. */
 static int write_xray(const struct run_info *ri, struct proc *p, const char *suffix, bool sampled)
 {
@@ -363,7 +505,7 @@ int output_snapshot(const struct run_info *ri, unsigned n)
 
 int output_write(const struct run_info *ri)
 {
-	char name[64], cmd[3 * PATH_MAX], exe[PATH_MAX];
+	char cmd[3 * PATH_MAX];
 	size_t i;
 	int first = 0;
 
@@ -374,12 +516,7 @@ int output_write(const struct run_info *ri)
 	FIRST(first, emit_file(ri->outdir, "profile.pb.gz", 0, cmd, fill_pprof, (void *)ri));
 	for (i = 0; ri->per_process && i < procs.v.n; i++) {
 		struct proc *p = procs.v.v[i];
-		void *ctx[2] = {(void *)ri, p};
-
-		snprintf(name, sizeof(name), "cpu-%d.prof", p->pid);
-		exe_path(p, exe, sizeof(exe));
-		snprintf(cmd, sizeof(cmd), "google-pprof --text %s %s/%s", exe, ri->outdir, name);
-		FIRST(first, emit_file(ri->outdir, name, p->pid, cmd, fill_cpuprofile, ctx));
+		FIRST(first, write_cpuprofile(ri, p));
 		FIRST(first, write_xray(ri, p, "", true));
 	}
 	snprintf(cmd, sizeof(cmd), "cat %s/summary.json", ri->outdir);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "user/proc.h"
 #include "user/symbols.h"
+#include "user/jit.h"
 #include "user/maps.h"
 #include "user/unwind.h"
 #include "user/xray.h"
@@ -109,8 +110,11 @@ static int read_maps(struct proc *p)
 	}
 	maps_free(ents, n);
 	qsort(p->maps.v, p->maps.n, sizeof(*p->maps.v), cmp_map);
-	if (!err && proc_maps_hook)
-		proc_maps_hook(p);
+	if (!err) {
+		jit_scan(p);
+		if (proc_maps_hook)
+			proc_maps_hook(p);
+	}
 	return err;
 }
 
@@ -411,6 +415,18 @@ const char *frame_name(const struct frame *f, char *buf, size_t len)
 	return "[unknown]";
 }
 
+const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, char *buf, size_t len,
+			  const char **file, int *line)
+{
+	const char *n = NULL;
+
+	*file = NULL;
+	*line = 0;
+	if (!f->name && f->kind == FRAME_USER)
+		n = jit_name(p, f->pc, t, file, line);
+	return n ? n : frame_name(f, buf, len);
+}
+
 const uint32_t *proc_stack(const struct proc *p, uint32_t stack, uint32_t *nk, uint32_t *nu)
 {
 	const uint32_t *st = &p->stack_data.v[p->stack_off.v[stack]];
@@ -472,6 +488,7 @@ void procs_free(void)
 		if (p->uw)
 			unwinder_free(p->uw);
 		xray_proc_free(p);
+		jit_proc_free(p);
 		free(p);
 	}
 	VEC_FREE(procs.v);

@@ -13,6 +13,7 @@
 struct symfile;
 struct unwinder;
 struct fdr;
+struct jit_state;
 
 /* DWARF unwinding may find more user frames than a frame-pointer walk. */
 #define MAX_USER_FRAMES 256
@@ -82,6 +83,7 @@ struct proc {
 	bool dwarf; /* stacks DWARF-unwound (the program has no frame pointers) */
 	uint64_t unwound, truncated, leaf_fixed; /* samples */
 	struct fdr *exact; /* XRay trace of -t calls */
+	struct jit_state *jit; /* its jitdump and perf map */
 	VEC(struct migration) migrations; /* for the sampled timelines */
 };
 
@@ -106,6 +108,10 @@ struct thread *proc_thread(struct proc *p, uint32_t tid);
 /* The frame's function name; without a symbol, its object ("[libfoo.so]"),
  * so time still adds up by library, or "[unknown]". buf may be used. */
 const char *frame_name(const struct frame *f, char *buf, size_t len);
+/* The same for a frame seen at time t: JIT code is named by the runtime's
+ * files, as it was at that time; *file and *line where known. */
+const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, char *buf, size_t len,
+			  const char **file, int *line);
 /* Frames of a stack: *nk kernel then *nu user ids, leaf first. */
 const uint32_t *proc_stack(const struct proc *p, uint32_t stack, uint32_t *nk, uint32_t *nu);
 void procs_free(void);

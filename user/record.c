@@ -15,6 +15,7 @@
 #include "bpf/events.h"
 #include "sample.skel.h"
 #include "trace.skel.h"
+#include "user/jit.h"
 #include "user/output.h"
 #include "user/proc.h"
 #include "user/record.h"
@@ -551,6 +552,7 @@ int record_run(void)
 		.start_mono_ns = start,
 		.period_ns = 1000000000ULL / env.freq,
 	});
+	jit_start(env.jitdump);
 	capture_started = true;
 	if (target.child > 0) {
 		char *exe = find_in_path(env.cmd[0]);
@@ -623,6 +625,7 @@ cleanup:
 		if (st[STAT_LOST])
 			warn_("%llu samples lost: the ring buffer was full (raise --ringbuf-size)",
 			      (unsigned long long)st[STAT_LOST]);
+		jit_load_all();
 		exit_code = output_write(&ri) ? 1 : 0;
 	}
 	sample_bpf__destroy(skel);

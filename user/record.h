@@ -23,6 +23,7 @@ struct env {
 	char *traces[64]; /* -t SPEC */
 	int ntraces;
 	unsigned trace_args; /* --trace-args N */
+	const char *jitdump; /* --jitdump PATH */
 	int xray_version; /* --xray-version: 1 or 5 */
 	uint64_t fdr_buffer_size; /* --fdr-buffer-size */
 	uint64_t flight_recorder; /* --flight-recorder: bytes kept per thread */

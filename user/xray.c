@@ -100,14 +100,17 @@ static int cmp_tl(const void *a, const void *b)
 }
 
 /* Each sample's stack, root first, as function ids. */
-static int stack_ids(struct proc *p, uint32_t stack, uint32_t *ids)
+static int stack_ids(struct proc *p, const struct sample *s, uint32_t *ids)
 {
 	uint32_t nk, nu, i, n = 0;
-	const uint32_t *fr = proc_stack(p, stack, &nk, &nu);
+	const uint32_t *fr = proc_stack(p, s->stack, &nk, &nu);
 	char buf[PATH_MAX + 4];
+	const char *file;
+	int line;
 
 	for (i = nk + nu; i-- > 0;) {
-		uint32_t id = xray_func_id(frame_name(&p->frames.v[fr[i]], buf, sizeof(buf)));
+		uint32_t id = xray_func_id(frame_name_at(p, &p->frames.v[fr[i]], s->time_ns, buf,
+							 sizeof(buf), &file, &line));
 
 		if (id)
 			ids[n++] = id;
@@ -153,7 +156,7 @@ int xray_write_sampled(struct proc *p, FILE *f)
 			continue;
 		}
 		s = &p->samples.v[ev[i].idx];
-		nc = stack_ids(p, s->stack, cur);
+		nc = stack_ids(p, s, cur);
 		for (c = 0; c < np && c < nc && prev[c] == cur[c]; c++)
 			;
 		for (j = np; j-- > c && !err;)

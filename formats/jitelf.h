@@ -1,0 +1,24 @@
+/* An ELF image of JIT code for the gperftools readers: `jit-PID.so` holds a
+ * FUNC symbol (with its true size) for each JIT function, at the address
+ * its offset in the JIT region plus the image's text offset, in a NOBITS
+ * .text covered by one r-x PT_LOAD at that offset. A mapping
+ * line "START-END r-xp OFFSET 00:00 0 /abs/jit-PID.so" in the profile then
+ * lets google-pprof and pprof name the frames (they read symbols with nm). */
+#ifndef FORMATS_JITELF_H
+#define FORMATS_JITELF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct jitelf_func {
+	uint64_t start, size;
+	const char *name;
+};
+
+/* funcs need not be sorted; overlapping ones after the first are dropped.
+ * *start and *end get the region, *offset the file offset of .text (the
+ * PT_LOAD's p_offset), all three for the mapping line. 0 or -errno. */
+int jitelf_write(int fd, struct jitelf_func *funcs, size_t n, uint64_t *start, uint64_t *end,
+		 uint64_t *offset);
+
+#endif

@@ -1,0 +1,129 @@
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include "formats/perfmap.h"
+
+#define MAX_LINE 4096 /* longer lines are not a perf map's */
+
+static bool hex(const char **p, const char *end, uint64_t *v)
+{
+	const char *s = *p;
+	int digits = 0;
+
+	*v = 0;
+	if (end - s > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	for (; s < end; s++, digits++) {
+		int c = *s, d;
+
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			d = c - 'A' + 10;
+		else
+			break;
+		if (digits >= 16)
+			return false;
+		*v = *v << 4 | d;
+	}
+	*p = s;
+	return digits > 0;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	const struct perfmap_sym *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+int perfmap_parse(const char *buf, size_t len, struct perfmap *out)
+{
+	size_t cap = 0, line = 0;
+	const char *p = buf, *end = buf + len;
+	char *w;
+
+	memset(out, 0, sizeof(*out));
+	out->text = malloc(len + 1);
+	if (!out->text)
+		return -ENOMEM;
+	w = out->text;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', end - p), *le = nl ? nl : end, *q = p, *name;
+		struct perfmap_sym s;
+		size_t n;
+
+		line++;
+		if (le > p && le[-1] == '\r')
+			le--;
+		if (le - p > MAX_LINE || !hex(&q, le, &s.start) || q >= le || *q != ' ')
+			goto bad;
+		q++;
+		if (!hex(&q, le, &s.size) || q >= le || *q != ' ')
+			goto bad;
+		name = q + 1;
+		if (name >= le)
+			goto bad;
+		n = le - name;
+		if (memchr(name, 0, n))
+			goto bad;
+		memcpy(w, name, n);
+		w[n] = 0;
+		s.name = w;
+		s.order = line;
+		w += n + 1;
+		if (out->nsyms == cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			struct perfmap_sym *ns = realloc(out->syms, nc * sizeof(*ns));
+
+			if (!ns) {
+				perfmap_free(out);
+				return -ENOMEM;
+			}
+			out->syms = ns;
+			cap = nc;
+		}
+		out->syms[out->nsyms++] = s;
+		goto next;
+bad:
+		if (le > p)
+			out->bad_lines++;
+next:
+		p = nl ? nl + 1 : end;
+	}
+	qsort(out->syms, out->nsyms, sizeof(*out->syms), cmp);
+	return 0;
+}
+
+void perfmap_free(struct perfmap *m)
+{
+	free(m->syms);
+	free(m->text);
+	memset(m, 0, sizeof(*m));
+}
+
+const struct perfmap_sym *perfmap_lookup(const struct perfmap *m, uint64_t addr)
+{
+	const struct perfmap_sym *best = NULL;
+	size_t lo = 0, hi = m->nsyms, i, k;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->syms[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Overlapping entries: the latest line covering addr. */
+	for (i = lo, k = 0; i-- > 0 && k < 256; k++)
+		if (addr - m->syms[i].start < (m->syms[i].size ? m->syms[i].size : 1) &&
+		    (!best || m->syms[i].order > best->order))
+			best = &m->syms[i];
+	return best;
+}

@@ -1,0 +1,367 @@
+/* JIT code named: perf jitdump files (found mapped in /proc/PID/maps, as V8
+ * and perf's JVMTI agent map them, or given with --jitdump) and
+ * /tmp/perf-PID.map of each recorded process, read again at the end of the
+ * recording, when an exited runtime's files are complete.
+ *
+ * These files sit where other users can write, and we are root: each is
+ * opened without following symlinks (relative to the process's root, or
+ * through the mapping itself), used only if it is a regular file owned by
+ * the target's user or root, read up to a bound, and parsed as untrusted. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+#include "formats/jitdump.h"
+#include "formats/perfmap.h"
+#include "user/jit.h"
+#include "user/proc.h"
+#include "user/util.h"
+
+#define JIT_FILE_MAX (1u << 30)
+
+struct jit_state {
+	int dump_fd, map_fd;
+	char *dump_path;
+	struct jitdump dump;
+	struct perfmap map;
+	bool dump_ok, map_ok, warned;
+};
+
+static const char *explicit_dump; /* --jitdump */
+
+/* TSC to CLOCK_MONOTONIC, for dumps with JITDUMP_FLAGS_ARCH_TIMESTAMP: two
+ * points taken at the start and the end of the recording. */
+static struct {
+	uint64_t tsc0, ns0, tsc1, ns1;
+} cal;
+
+static void calibrate(uint64_t *tsc, uint64_t *ns)
+{
+	*tsc = __rdtsc();
+	*ns = now_ns(CLOCK_MONOTONIC);
+}
+
+void jit_start(const char *jitdump_path)
+{
+	explicit_dump = jitdump_path;
+	calibrate(&cal.tsc0, &cal.ns0);
+}
+
+static uint64_t tsc_to_ns(void *ctx, uint64_t tsc)
+{
+	double rate;
+
+	(void)ctx;
+	if (cal.tsc1 <= cal.tsc0)
+		return 0;
+	rate = (double)(cal.ns1 - cal.ns0) / (double)(cal.tsc1 - cal.tsc0);
+	return cal.ns0 + (uint64_t)(((double)tsc - (double)cal.tsc0) * rate);
+}
+
+static struct jit_state *state(struct proc *p)
+{
+	if (!p->jit) {
+		p->jit = calloc(1, sizeof(*p->jit));
+		if (p->jit)
+			p->jit->dump_fd = p->jit->map_fd = -1;
+	}
+	return p->jit;
+}
+
+/* A regular file owned by the target's user or by root; else a warning. */
+static bool acceptable(struct proc *p, int fd, const char *what)
+{
+	struct stat st;
+
+	if (fstat(fd, &st)) {
+		warn_("%s: %s; ignored", what, strerror(errno));
+		return false;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		warn_("%s: not a regular file; ignored", what);
+		return false;
+	}
+	if (st.st_uid != 0 && st.st_uid != p->uid) {
+		warn_("%s: owned by uid %u, not by the process's user (uid %u) or root; ignored",
+		      what, st.st_uid, p->uid);
+		return false;
+	}
+	return true;
+}
+
+/* /tmp/perf-PID.map as the process sees it, no symlink on the way. */
+static int open_perf_map(struct proc *p, char *what, size_t len)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	char rel[64], root[64];
+	int rfd, fd;
+
+	snprintf(root, sizeof(root), "/proc/%d/root", p->pid);
+	snprintf(rel, sizeof(rel), "tmp/perf-%d.map", p->pid);
+	snprintf(what, len, "%s/%s", root, rel);
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return -1;
+	fd = syscall(SYS_openat2, rfd, rel, &how, sizeof(how));
+	close(rfd);
+	if (fd < 0 && errno != ENOENT && errno != ESRCH)
+		warn_("%s: %s; ignored", what, strerror(errno));
+	return fd;
+}
+
+static bool is_jitdump_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	char *end;
+
+	b = b ? b + 1 : path;
+	if (strncmp(b, "jit-", 4))
+		return false;
+	strtoul(b + 4, &end, 10);
+	return end > b + 4 && !strcmp(end, ".dump");
+}
+
+void jit_scan(struct proc *p)
+{
+	struct jit_state *j = state(p);
+	char what[PATH_MAX + 64];
+	size_t i;
+
+	if (!j)
+		return;
+	if (j->dump_fd < 0) {
+		for (i = 0; i < p->maps.n; i++) {
+			const struct mapping *m = p->maps.v[i];
+			int fd;
+
+			if (!m->path[0] || !is_jitdump_name(m->path))
+				continue;
+			/* The mapping itself: the very file the runtime writes. */
+			snprintf(what, sizeof(what), "/proc/%d/map_files/%llx-%llx", p->pid,
+				 (unsigned long long)m->start, (unsigned long long)m->end);
+			fd = open(what, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			if (!acceptable(p, fd, m->path)) {
+				close(fd);
+				break;
+			}
+			j->dump_fd = fd;
+			j->dump_path = xstrdup(m->path);
+			debug("pid %d: jitdump %s", p->pid, m->path);
+			break;
+		}
+	}
+	if (j->map_fd < 0) {
+		int fd = open_perf_map(p, what, sizeof(what));
+
+		if (fd >= 0) {
+			if (acceptable(p, fd, what)) {
+				j->map_fd = fd;
+				debug("pid %d: perf map %s", p->pid, what);
+			} else {
+				close(fd);
+			}
+		}
+	}
+}
+
+static int read_all(int fd, const char *what, char **buf, size_t *len)
+{
+	int err;
+
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return -errno;
+	err = read_fd_all(fd, JIT_FILE_MAX, buf, len);
+	if (err)
+		warn_("%s: %s; ignored", what,
+		      err == -EFBIG ? "larger than 1 GiB" : strerror(-err));
+	return err;
+}
+
+static void load_dump(struct proc *p, struct jit_state *j)
+{
+	const char *err;
+	char *buf;
+	size_t len;
+	int r;
+
+	if (read_all(j->dump_fd, j->dump_path, &buf, &len))
+		return;
+	r = jitdump_parse(buf, len, tsc_to_ns, NULL, &j->dump, &err);
+	free(buf);
+	if (r) {
+		warn_("%s: %s; its JIT frames stay unnamed", j->dump_path,
+		      r == -ENOMEM ? "out of memory" : err);
+		return;
+	}
+	j->dump_ok = true;
+	if (j->dump.truncated_bytes)
+		debug("%s: the last %llu bytes are an incomplete record", j->dump_path,
+		      (unsigned long long)j->dump.truncated_bytes);
+	info("pid %d: %zu JIT functions from %s", p->pid, j->dump.nsyms, j->dump_path);
+}
+
+static void load_map(struct proc *p, struct jit_state *j)
+{
+	char what[64], *buf;
+	size_t len;
+
+	snprintf(what, sizeof(what), "perf-%d.map", p->pid);
+	if (read_all(j->map_fd, what, &buf, &len))
+		return;
+	if (perfmap_parse(buf, len, &j->map) == 0) {
+		j->map_ok = true;
+		if (j->map.bad_lines)
+			warn_("%s: %zu lines that are not START SIZE NAME; skipped", what,
+			      j->map.bad_lines);
+	}
+	free(buf);
+}
+
+/* --jitdump PATH: for the recorded process whose pid the dump names, or
+ * the only recorded one. */
+static void load_explicit(void)
+{
+	struct proc *p = NULL;
+	char hdr[40];
+	uint32_t pid = 0;
+	size_t i, n = 0;
+	int fd;
+
+	fd = open(explicit_dump, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		warn_("--jitdump %s: %s; ignored", explicit_dump, strerror(errno));
+		return;
+	}
+	if (pread(fd, hdr, sizeof(hdr), 0) == sizeof(hdr))
+		memcpy(&pid, hdr + 20, 4);
+	for (i = 0; i < procs.v.n; i++) {
+		if (procs.v.v[i]->samples.n)
+			n++, p = p ? p : procs.v.v[i];
+		if (procs.v.v[i]->pid == (pid_t)pid) {
+			p = procs.v.v[i];
+			n = 1;
+			break;
+		}
+	}
+	if (!p || n != 1) {
+		warn_("--jitdump %s: names pid %u, which was not recorded; ignored", explicit_dump,
+		      pid);
+		close(fd);
+		return;
+	}
+	if (!state(p) || !acceptable(p, fd, explicit_dump)) {
+		close(fd);
+		return;
+	}
+	if (p->jit->dump_fd >= 0)
+		close(p->jit->dump_fd);
+	free(p->jit->dump_path);
+	p->jit->dump_fd = fd;
+	p->jit->dump_path = xstrdup(explicit_dump);
+}
+
+void jit_load_all(void)
+{
+	size_t i;
+
+	calibrate(&cal.tsc1, &cal.ns1);
+	for (i = 0; i < procs.v.n; i++) {
+		struct proc *p = procs.v.v[i];
+
+		if (!p->samples.n)
+			continue;
+		if (!p->exited)
+			jit_scan(p); /* still running: its files may have appeared */
+	}
+	if (explicit_dump)
+		load_explicit();
+	for (i = 0; i < procs.v.n; i++) {
+		struct proc *p = procs.v.v[i];
+		struct jit_state *j = p->jit;
+
+		if (!j)
+			continue;
+		if (j->dump_fd >= 0 && !j->dump_ok)
+			load_dump(p, j);
+		if (j->map_fd >= 0 && !j->map_ok)
+			load_map(p, j);
+	}
+}
+
+const char *jit_name(struct proc *p, uint64_t pc, uint64_t t, const char **file, int *line)
+{
+	return jit_lookup(p, pc, t, file, line, NULL, NULL);
+}
+
+const char *jit_lookup(struct proc *p, uint64_t pc, uint64_t t, const char **file, int *line,
+		       uint64_t *start, uint64_t *size)
+{
+	struct jit_state *j = p->jit;
+	uint64_t dummy;
+
+	if (!start)
+		start = &dummy;
+	if (!size)
+		size = &dummy;
+	*file = NULL;
+	*line = 0;
+	if (!j)
+		return NULL;
+	if (j->dump_ok) {
+		const struct jit_sym *s = jitdump_lookup(&j->dump, pc, t);
+
+		if (s) {
+			const struct jit_line *l = jitdump_line(s, pc);
+
+			if (l && l->file[0]) {
+				*file = l->file;
+				*line = l->line;
+			}
+			*start = s->start;
+			*size = s->size;
+			return s->name;
+		}
+	}
+	if (j->map_ok) {
+		const struct perfmap_sym *s = perfmap_lookup(&j->map, pc);
+
+		if (s) {
+			*start = s->start;
+			*size = s->size;
+			return s->name;
+		}
+	}
+	return NULL;
+}
+
+void jit_proc_free(struct proc *p)
+{
+	struct jit_state *j = p->jit;
+
+	if (!j)
+		return;
+	if (j->dump_fd >= 0)
+		close(j->dump_fd);
+	if (j->map_fd >= 0)
+		close(j->map_fd);
+	if (j->dump_ok)
+		jitdump_free(&j->dump);
+	if (j->map_ok)
+		perfmap_free(&j->map);
+	free(j->dump_path);
+	free(j);
+	p->jit = NULL;
+}
