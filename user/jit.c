@@ -115,8 +115,10 @@ static int open_perf_map(struct proc *p, char *what, size_t len)
 		return -1;
 	fd = syscall(SYS_openat2, rfd, rel, &how, sizeof(how));
 	close(rfd);
-	if (fd < 0 && errno != ENOENT && errno != ESRCH)
+	if (fd < 0 && errno != ENOENT && errno != ESRCH && !p->jit->warned) {
 		warn_("%s: %s; ignored", what, strerror(errno));
+		p->jit->warned = true; /* it is looked for again as maps change */
+	}
 	return fd;
 }
 
@@ -208,8 +210,9 @@ static void load_dump(struct proc *p, struct jit_state *j)
 	}
 	j->dump_ok = true;
 	if (j->dump.truncated_bytes)
-		debug("%s: the last %llu bytes are an incomplete record", j->dump_path,
-		      (unsigned long long)j->dump.truncated_bytes);
+		warn_("%s: ends in an incomplete record (%llu bytes ignored; is the runtime "
+		      "still writing it?)",
+		      j->dump_path, (unsigned long long)j->dump.truncated_bytes);
 	info("pid %d: %zu JIT functions from %s", p->pid, j->dump.nsyms, j->dump_path);
 }
 

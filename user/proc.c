@@ -69,9 +69,11 @@ static int read_maps(struct proc *p)
 		return err;
 	}
 	err = maps_parse(text, len, &ents, &n);
-	if (err) {
+	if (err || (!n && p->maps_text)) {
+		/* An exited process (a zombie) reads as empty: keep what it had. */
 		free(text);
-		return err;
+		maps_free(ents, n);
+		return err ? err : -ESRCH;
 	}
 	free(p->maps_text);
 	p->maps_text = text;

@@ -127,6 +127,7 @@ int xray_write_sampled(struct proc *p, FILE *f)
 	size_t n = p->samples.n + p->migrations.n, i, k = 0;
 	uint32_t prev[MAX_STACK_FRAMES], cur[MAX_STACK_FRAMES];
 	int np = 0, nc, j, err = 0, c;
+	const struct sample *last = NULL;
 	struct fdr *w;
 
 	if (!p->samples.n)
@@ -144,10 +145,19 @@ int xray_write_sampled(struct proc *p, FILE *f)
 		ev[k++] = (struct tl_ev){p->migrations.v[i].time_ns, p->migrations.v[i].tid,
 					 i | MIGRATION};
 	qsort(ev, n, sizeof(*ev), cmp_tl);
-	for (i = 0; i < n && !err; i++) {
+	for (i = 0; i <= n && !err; i++) {
 		const struct sample *s;
-		uint64_t end;
 
+		/* A thread's events are done: its frames end one period after
+		 * its last sample. */
+		if (np && (i == n || ev[i].tid != last->tid)) {
+			for (j = np; j-- > 0 && !err;)
+				err = fdr_func(w, last->tid, last->cpu, last->time_ns + cfg.period_ns,
+					       FDR_EXIT, prev[j], NULL, 0);
+			np = 0;
+		}
+		if (i == n)
+			break;
 		if (ev[i].idx & MIGRATION) {
 			/* Only inside a thread's sampled span: it has no CPU before. */
 			if (np)
@@ -155,7 +165,7 @@ int xray_write_sampled(struct proc *p, FILE *f)
 					      ev[i].ts);
 			continue;
 		}
-		s = &p->samples.v[ev[i].idx];
+		s = last = &p->samples.v[ev[i].idx];
 		nc = stack_ids(p, s, cur);
 		for (c = 0; c < np && c < nc && prev[c] == cur[c]; c++)
 			;
@@ -165,13 +175,6 @@ int xray_write_sampled(struct proc *p, FILE *f)
 			err = fdr_func(w, s->tid, s->cpu, s->time_ns, FDR_ENTRY, cur[j], NULL, 0);
 		memcpy(prev, cur, nc * sizeof(*cur));
 		np = nc;
-		/* The thread's last sample: its frames end one period later. */
-		if (i + 1 == n || ev[i + 1].tid != ev[i].tid) {
-			end = s->time_ns + cfg.period_ns;
-			for (j = np; j-- > 0 && !err;)
-				err = fdr_func(w, s->tid, s->cpu, end, FDR_EXIT, prev[j], NULL, 0);
-			np = 0;
-		}
 	}
 	if (!err)
 		err = fdr_write(w, f);

@@ -6,7 +6,7 @@ REC=$ROOT/bpftrace-rec
 WL=$ROOT/build/workloads
 PPROF=${PPROF:-$ROOT/tools/pprof}
 TMP=$(mktemp -d /tmp/bpftrace-rec-test.XXXXXX)
-trap 'rm -rf "$TMP"; jobs -p | xargs -r kill 2>/dev/null' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$TMP"; jobs -p | xargs -r kill 2>/dev/null' EXIT
 
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1${2:+: $2}"; }
