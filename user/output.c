@@ -148,10 +148,12 @@ static int fill_pprof(void *ctx, FILE *out)
 			const uint32_t *ids = proc_stack(p, s->stack, &nk, &nu);
 			struct thread *t = proc_thread(p, s->tid);
 			struct pprof_label labels[4] = {
-				{.key = "pid", .num = p->pid},
-				{.key = "tid", .num = s->tid},
+				/* Units keep value 0 (cpu 0, pid 0): pprof drops a
+				 * numeric label that is 0 and has no unit. */
+				{.key = "pid", .num = p->pid, .num_unit = "pid"},
+				{.key = "tid", .num = s->tid, .num_unit = "tid"},
 				{.key = "comm", .str = t && t->comm[0] ? t->comm : p->comm},
-				{.key = "cpu", .num = s->cpu},
+				{.key = "cpu", .num = s->cpu, .num_unit = "cpu"},
 			};
 
 			n = nk + nu;

@@ -11,7 +11,7 @@
 #include "user/proc.h"
 #include "user/symbols.h"
 #include "user/jit.h"
-#include "user/maps.h"
+#include "formats/procmaps.h"
 #include "user/unwind.h"
 #include "user/xray.h"
 
@@ -45,7 +45,7 @@ static int cmp_map(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static bool same_mapping(const struct mapping *m, const struct maps_entry *e)
+static bool same_mapping(const struct mapping *m, const struct procmaps_entry *e)
 {
 	return m->start == e->start && m->end == e->end && m->offset == e->offset &&
 	       m->inode == e->inode && !strcmp(m->path, e->path);
@@ -56,7 +56,7 @@ static bool same_mapping(const struct mapping *m, const struct maps_entry *e)
 static int read_maps(struct proc *p)
 {
 	char path[64], *text;
-	struct maps_entry *ents = NULL;
+	struct procmaps_entry *ents = NULL;
 	size_t n = 0, i, j, len;
 	int err;
 
@@ -68,11 +68,11 @@ static int read_maps(struct proc *p)
 			p->gone = true;
 		return err;
 	}
-	err = maps_parse(text, len, &ents, &n);
+	err = procmaps_parse(text, len, &ents, &n);
 	if (err || (!n && p->maps_text)) {
 		/* An exited process (a zombie) reads as empty: keep what it had. */
 		free(text);
-		maps_free(ents, n);
+		procmaps_free(ents, n);
 		return err ? err : -ESRCH;
 	}
 	free(p->maps_text);
@@ -110,7 +110,7 @@ static int read_maps(struct proc *p)
 			break;
 		}
 	}
-	maps_free(ents, n);
+	procmaps_free(ents, n);
 	qsort(p->maps.v, p->maps.n, sizeof(*p->maps.v), cmp_map);
 	if (!err) {
 		jit_scan(p);

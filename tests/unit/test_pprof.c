@@ -1,0 +1,196 @@
+/* The profile.proto writer, read back by zlib and by the real pprof: names,
+ * proportions, numeric labels, merging, deep stacks, reused JIT addresses. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+#include "check.h"
+#include "formats/pprof.h"
+
+static char dir[] = "/tmp/test_pprof.XXXXXX";
+static const char *pprof_bin;
+
+static char *run(const char *fmt, const char *a, const char *b)
+{
+	char cmd[4096], *out = NULL;
+	size_t len = 0;
+	FILE *m, *p;
+	int c;
+
+	snprintf(cmd, sizeof(cmd), fmt, a, b);
+	m = open_memstream(&out, &len);
+	p = popen(cmd, "r");
+	while (p && (c = fgetc(p)) != EOF)
+		fputc(c, m);
+	if (p)
+		pclose(p);
+	fclose(m);
+	return out;
+}
+
+/* flat% of name in pprof -top output */
+static double flat(const char *out, const char *name)
+{
+	const char *l = out;
+
+	while ((l = strstr(l, name))) {
+		const char *s = l;
+		double v;
+
+		while (s > out && s[-1] != '\n')
+			s--;
+		if (l[strlen(name)] == '\n' && sscanf(s, "%*s %lf%%", &v) == 1)
+			return v;
+		l++;
+	}
+	return -1;
+}
+
+static struct pprof *build(void)
+{
+	struct pprof *p = pprof_new(10000000, 1700000000000000000LL, 2000000000LL);
+	uint64_t m = pprof_mapping(p, 0x400000, 0x500000, 0, "/bin/prog", "abcd", true);
+	uint64_t km = pprof_mapping(p, 0xffff800000000000ULL, UINT64_MAX, 0, "[kernel.kallsyms]", NULL, true);
+	struct pprof_line la = {"func_a", NULL, "a.c", 10}, lb = {"func_b", NULL, NULL, 0},
+			  lc = {"func_c", NULL, NULL, 0}, lk = {"read_zero", NULL, NULL, 0},
+			  lm = {"main", NULL, NULL, 0};
+	uint64_t a = pprof_location(p, m, 0x401000, &la, 1), b = pprof_location(p, m, 0x402000, &lb, 1),
+		 c = pprof_location(p, m, 0x403000, &lc, 1), k = pprof_location(p, km, 0xffffffff81000000ULL, &lk, 1),
+		 mn = pprof_location(p, m, 0x404000, &lm, 1);
+	uint64_t s[3];
+	struct pprof_label lab[4] = {{"pid", NULL, 123, "pid"}, {"tid", NULL, 124, "tid"},
+				     {"comm", "prog", 0, NULL}, {"cpu", NULL, 1, "cpu"}};
+	int i;
+
+	CHECK(m && km && a && b && c && k && mn);
+	/* Same mapping and address, same first function: the same location. */
+	CHECK(pprof_location(p, m, 0x401000, &la, 1) == a);
+	s[1] = mn;
+	for (i = 0; i < 60; i++) {
+		s[0] = a;
+		lab[3].num = i % 2; /* two CPUs: two distinct samples, each merged */
+		CHECK(pprof_add_sample(p, s, 2, 1, lab, 4) == 0);
+	}
+	s[0] = b;
+	CHECK(pprof_add_sample(p, s, 2, 30, lab, 4) == 0);
+	s[0] = k;
+	s[1] = c;
+	s[2] = mn;
+	CHECK(pprof_add_sample(p, s, 3, 10, lab, 4) == 0);
+	CHECK(pprof_nsamples(p) == 4);
+	return p;
+}
+
+static char *write_profile(struct pprof *p, const char *name)
+{
+	static char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0 && pprof_write_fd(p, fd) == 0);
+	close(fd);
+	return path;
+}
+
+static void test_gzip_and_tags(void)
+{
+	struct pprof *p = build();
+	char *path = write_profile(p, "a.pb.gz"), buf[4096];
+	gzFile z = gzopen(path, "rb");
+	int n = z ? gzread(z, buf, sizeof(buf)) : -1;
+
+	CHECK(n > 100);
+	/* field 1 (sample_type), length-delimited, first */
+	CHECK(n > 0 && (unsigned char)buf[0] == (1 << 3 | 2));
+	CHECK(memmem(buf, n, "samples", 7) && memmem(buf, n, "nanoseconds", 11));
+	if (z)
+		gzclose(z);
+	pprof_free(p);
+}
+
+static void test_real_pprof(void)
+{
+	struct pprof *p = build();
+	char *path = write_profile(p, "b.pb.gz"), *out;
+
+	out = run("%s -top -nodecount=10 %s 2>&1", pprof_bin, path);
+	CHECKF(flat(out, "func_a") == 60.0 && flat(out, "func_b") == 30.0 &&
+	       flat(out, "read_zero") == 10.0, "%s", out);
+	free(out);
+	/* numeric pid label: -tagfocus works */
+	out = run("%s -top -tagfocus=pid=123 %s 2>&1", pprof_bin, path);
+	CHECKF(flat(out, "func_a") == 60.0, "%s", out);
+	free(out);
+	out = run("%s -top -tagfocus=pid=999 %s 2>&1", pprof_bin, path);
+	CHECKF(flat(out, "func_a") < 0, "%s", out);
+	free(out);
+	out = run("%s -raw %s 2>&1", pprof_bin, path);
+	CHECKF(strstr(out, "samples/count cpu/nanoseconds") && strstr(out, "Period: 10000000") &&
+	       strstr(out, "[FN]"), "%s", out);
+	free(out);
+	out = run("%s -tags %s 2>&1", pprof_bin, path);
+	/* cpu 0 too: pprof drops a numeric label of value 0 that has no unit */
+	CHECKF(strstr(out, "comm: Total 1.0s") && strstr(out, "prog") && strstr(out, "cpu: Total 1.0s") &&
+	       strstr(out, "300.0ms (30.00%): 0"), "%s", out);
+	free(out);
+	pprof_free(p);
+}
+
+/* 200 frames round-trip; two JIT functions at one address stay apart. */
+static void test_deep_and_reuse(void)
+{
+	struct pprof *p = pprof_new(1000000, 0, 0);
+	uint64_t m = pprof_mapping(p, 0x1000, 0x100000, 0, "jit", NULL, true), locs[200];
+	struct pprof_line l = {"frame", NULL, NULL, 0}, j1 = {"JS:first", NULL, NULL, 0},
+			  j2 = {"JS:second", NULL, NULL, 0};
+	char *path, *out;
+	int i;
+
+	for (i = 0; i < 200; i++)
+		locs[i] = pprof_location(p, m, 0x2000 + i * 16, &l, 1);
+	locs[0] = pprof_location(p, m, 0x9000, &j1, 1);
+	CHECK(pprof_add_sample(p, locs, 200, 1, NULL, 0) == 0);
+	locs[0] = pprof_location(p, m, 0x9000, &j2, 1);
+	CHECK(locs[0] && pprof_add_sample(p, locs, 200, 3, NULL, 0) == 0);
+	path = write_profile(p, "c.pb.gz");
+	out = run("%s -top %s 2>&1", pprof_bin, path);
+	CHECKF(flat(out, "JS:first") == 25.0 && flat(out, "JS:second") == 75.0, "%s", out);
+	free(out);
+	out = run("%s -traces %s 2>&1", pprof_bin, path);
+	{
+		int n = 0;
+		const char *s = out;
+
+		while ((s = strstr(s, " frame\n")))
+			n++, s++;
+		CHECKF(n == 2 * 199, "%d frames in traces", n);
+	}
+	free(out);
+	pprof_free(p);
+}
+
+int main(void)
+{
+	pprof_bin = getenv("PPROF") ? getenv("PPROF") : "tools/pprof";
+	if (!mkdtemp(dir))
+		return 1;
+	RUN_TEST(test_gzip_and_tags);
+	if (access(pprof_bin, X_OK) == 0) {
+		RUN_TEST(test_real_pprof);
+		RUN_TEST(test_deep_and_reuse);
+	} else {
+		SKIP_TEST(test_real_pprof, "tools/pprof not built (make deps)");
+		SKIP_TEST(test_deep_and_reuse, "tools/pprof not built (make deps)");
+	}
+	{
+		char cmd[300];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (system(cmd))
+			return 1;
+	}
+	CHECK_EXIT();
+}
