@@ -50,7 +50,7 @@ $(OUT)/formats/%.o: formats/%.c $(wildcard formats/*.h)
 bpftrace-rec: $(USER_OBJ) $(FORMATS_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(OUT)/tests/test_%: tests/unit/test_%.c tests/unit/check.h $(FORMATS_OBJ)
+$(OUT)/tests/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(FORMATS_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(FORMATS_OBJ) $(LDLIBS)
 

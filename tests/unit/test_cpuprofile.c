@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
+#include "testutil.h"
 #include "formats/cpuprofile.h"
 
 __attribute__((noinline)) void six(void)
@@ -95,21 +96,6 @@ static void test_roundtrip(void)
 	free(buf);
 }
 
-static char *run(const char *cmd)
-{
-	char *out = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&out, &len), *p = popen(cmd, "r");
-	int c;
-
-	while (p && (c = fgetc(p)) != EOF)
-		fputc(c, m);
-	if (p)
-		pclose(p);
-	fclose(m);
-	return out;
-}
-
 static double pct(const char *out, const char *name)
 {
 	const char *l = out;
@@ -130,7 +116,7 @@ static double pct(const char *out, const char *name)
 
 static void test_real_readers(void)
 {
-	char dir[] = "/tmp/test_cpuprofile.XXXXXX", path[128], exe[4096], cmd[8192], *out;
+	char dir[] = "/tmp/test_cpuprofile.XXXXXX", path[128], exe[4096], cmd[256], *out;
 	FILE *f = fopen("/proc/self/maps", "r");
 	size_t len, ml = f ? fread(maps, 1, sizeof(maps) - 1, f) : 0;
 	char *buf;
@@ -147,8 +133,7 @@ static void test_real_readers(void)
 	fwrite(buf, 1, len, f);
 	fclose(f);
 	free(buf);
-	snprintf(cmd, sizeof(cmd), "google-pprof --text %s %s 2>&1", exe, path);
-	out = run(cmd);
+	out = run_cmd("google-pprof --text %s %s 2>&1", exe, path);
 	CHECKF(pct(out, "six") == 60.0 && pct(out, "three") == 30.0 && pct(out, "one") == 10.0, "%s", out);
 	CHECKF(!strstr(out, "Removing"), "%s", out);
 	free(out);

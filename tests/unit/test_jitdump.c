@@ -4,27 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
+#include "testutil.h"
 #include "formats/jitdump.h"
 #include "formats/perfmap.h"
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *b;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	*len = ftell(f);
-	rewind(f);
-	b = malloc(*len + 1);
-	if (b && fread(b, 1, *len, f) != *len) {
-		free(b);
-		b = NULL;
-	}
-	fclose(f);
-	return b;
-}
 
 #define NODE "../shared/fixtures/jitdump/node20-functions-only.dump"
 #define JAVA "../shared/fixtures/jitdump/java17-jvmti-subset.dump"

@@ -7,28 +7,11 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "check.h"
+#include "testutil.h"
 #include "formats/pprof.h"
 
 static char dir[] = "/tmp/test_pprof.XXXXXX";
 static const char *pprof_bin;
-
-static char *run(const char *fmt, const char *a, const char *b)
-{
-	char cmd[4096], *out = NULL;
-	size_t len = 0;
-	FILE *m, *p;
-	int c;
-
-	snprintf(cmd, sizeof(cmd), fmt, a, b);
-	m = open_memstream(&out, &len);
-	p = popen(cmd, "r");
-	while (p && (c = fgetc(p)) != EOF)
-		fputc(c, m);
-	if (p)
-		pclose(p);
-	fclose(m);
-	return out;
-}
 
 /* flat% of name in pprof -top output */
 static double flat(const char *out, const char *name)
@@ -116,22 +99,22 @@ static void test_real_pprof(void)
 	struct pprof *p = build();
 	char *path = write_profile(p, "b.pb.gz"), *out;
 
-	out = run("%s -top -nodecount=10 %s 2>&1", pprof_bin, path);
+	out = run_cmd("%s -top -nodecount=10 %s 2>&1", pprof_bin, path);
 	CHECKF(flat(out, "func_a") == 60.0 && flat(out, "func_b") == 30.0 &&
 	       flat(out, "read_zero") == 10.0, "%s", out);
 	free(out);
 	/* numeric pid label: -tagfocus works */
-	out = run("%s -top -tagfocus=pid=123 %s 2>&1", pprof_bin, path);
+	out = run_cmd("%s -top -tagfocus=pid=123 %s 2>&1", pprof_bin, path);
 	CHECKF(flat(out, "func_a") == 60.0, "%s", out);
 	free(out);
-	out = run("%s -top -tagfocus=pid=999 %s 2>&1", pprof_bin, path);
+	out = run_cmd("%s -top -tagfocus=pid=999 %s 2>&1", pprof_bin, path);
 	CHECKF(flat(out, "func_a") < 0, "%s", out);
 	free(out);
-	out = run("%s -raw %s 2>&1", pprof_bin, path);
+	out = run_cmd("%s -raw %s 2>&1", pprof_bin, path);
 	CHECKF(strstr(out, "samples/count cpu/nanoseconds") && strstr(out, "Period: 10000000") &&
 	       strstr(out, "[FN]"), "%s", out);
 	free(out);
-	out = run("%s -tags %s 2>&1", pprof_bin, path);
+	out = run_cmd("%s -tags %s 2>&1", pprof_bin, path);
 	/* cpu 0 too: pprof drops a numeric label of value 0 that has no unit */
 	CHECKF(strstr(out, "comm: Total 1.0s") && strstr(out, "prog") && strstr(out, "cpu: Total 1.0s") &&
 	       strstr(out, "300.0ms (30.00%): 0"), "%s", out);
@@ -156,10 +139,10 @@ static void test_deep_and_reuse(void)
 	locs[0] = pprof_location(p, m, 0x9000, &j2, 1);
 	CHECK(locs[0] && pprof_add_sample(p, locs, 200, 3, NULL, 0) == 0);
 	path = write_profile(p, "c.pb.gz");
-	out = run("%s -top %s 2>&1", pprof_bin, path);
+	out = run_cmd("%s -top %s 2>&1", pprof_bin, path);
 	CHECKF(flat(out, "JS:first") == 25.0 && flat(out, "JS:second") == 75.0, "%s", out);
 	free(out);
-	out = run("%s -traces %s 2>&1", pprof_bin, path);
+	out = run_cmd("%s -traces %s 2>&1", pprof_bin, path);
 	{
 		int n = 0;
 		const char *s = out;

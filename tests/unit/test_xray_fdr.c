@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
+#include "testutil.h"
 #include "formats/xray_fdr.h"
 #include "formats/xray_map.h"
 
@@ -16,29 +17,6 @@ static char dir[] = "/tmp/test_xray_fdr.XXXXXX";
 static bool have_xray(void)
 {
 	return system("llvm-xray --version >/dev/null 2>&1") == 0;
-}
-
-/* Runs a shell command and returns its stdout (malloc'd). */
-static char *run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *run(const char *fmt, ...)
-{
-	char cmd[4096], *out = NULL;
-	size_t len = 0;
-	FILE *f, *m;
-	va_list ap;
-	int c;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	m = open_memstream(&out, &len);
-	f = popen(cmd, "r");
-	while (f && (c = fgetc(f)) != EOF)
-		fputc(c, m);
-	if (f)
-		pclose(f);
-	fclose(m);
-	return out;
 }
 
 /* The call count llvm-xray account prints for a function name. */
@@ -131,25 +109,6 @@ static int count_rec(void *ctx, const struct fdr_record *r)
 	return 0;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *b = NULL;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	*len = ftell(f);
-	rewind(f);
-	b = malloc(*len + 1);
-	if (fread(b, 1, *len, f) != *len) {
-		free(b);
-		b = NULL;
-	}
-	fclose(f);
-	return b;
-}
-
 static void write_trace(struct fdr *w, const char *path)
 {
 	FILE *f = fopen(path, "wb");
@@ -210,30 +169,30 @@ static void llvm_tools(int version, uint64_t bufsize)
 	write_trace(w, trace);
 	fdr_free(w);
 	write_map(map);
-	out = run("llvm-xray fdr-dump --verify %s 2>&1 >/dev/null; echo rc=$?", trace);
+	out = run_cmd("llvm-xray fdr-dump --verify %s 2>&1 >/dev/null; echo rc=$?", trace);
 	CHECKF(strstr(out, "rc=0"), "fdr-dump --verify: %s", out);
 	free(out);
-	out = run("llvm-xray account -m %s %s 2>&1", map, trace);
+	out = run_cmd("llvm-xray account -m %s %s 2>&1", map, trace);
 	CHECKF(account_count(out, "foo::bar()") == 1000, "account:\n%s", out);
 	CHECKF(account_count(out, "compute") == 10, "account:\n%s", out);
 	CHECKF(account_count(out, "recurse") == 5, "account:\n%s", out);
 	CHECKF(account_count(out, "main") == 1, "account:\n%s", out);
 	free(out);
-	out = run("llvm-xray stack -m %s %s 2>&1", map, trace);
+	out = run_cmd("llvm-xray stack -m %s %s 2>&1", map, trace);
 	CHECKF(strstr(out, "recurse") && strstr(out, "foo::bar()"), "stack:\n%s", out);
 	free(out);
-	out = run("llvm-xray graph -m %s %s 2>&1", map, trace);
+	out = run_cmd("llvm-xray graph -m %s %s 2>&1", map, trace);
 	CHECKF(strstr(out, "digraph") && strstr(out, "compute"), "graph:\n%.500s", out);
 	free(out);
 	/* -y: convert names functions only when asked to */
-	out = run("llvm-xray convert -f yaml -y -m %s %s 2>&1 | grep -c 'kind: function-'", map, trace);
+	out = run_cmd("llvm-xray convert -f yaml -y -m %s %s 2>&1 | grep -c 'kind: function-'", map, trace);
 	CHECKF(atoi(out) == 2 * (1 + 1000 + 10 + 5), "yaml records: %s", out);
 	free(out);
-	out = run("llvm-xray convert -f yaml -y -m %s %s 2>&1 | grep -c 'function: compute, args: \\[ 7, 9 \\]'",
+	out = run_cmd("llvm-xray convert -f yaml -y -m %s %s 2>&1 | grep -c 'function: compute, args: \\[ 7, 9 \\]'",
 		  map, trace);
 	CHECKF(atoi(out) == 10, "yaml entries of compute with args 7, 9: %s", out);
 	free(out);
-	out = run("llvm-xray convert -f trace_event -y -m %s %s 2>&1 | grep -c '\"name\" : \"compute\", \"ph\" : \"B\"'",
+	out = run_cmd("llvm-xray convert -f trace_event -y -m %s %s 2>&1 | grep -c '\"name\" : \"compute\", \"ph\" : \"B\"'",
 		  map, trace);
 	CHECKF(atoi(out) == 10, "trace_event: %s", out);
 	free(out);
@@ -284,7 +243,7 @@ static void test_flight_recorder(void)
 	if (!have_xray())
 		return;
 	write_map(map);
-	out = run("llvm-xray account -m %s %s 2>&1", map, trace);
+	out = run_cmd("llvm-xray account -m %s %s 2>&1", map, trace);
 	CHECKF(account_count(out, "main") == 1 && account_count(out, "compute") > 1000, "account:\n%s",
 	       out);
 	free(out);

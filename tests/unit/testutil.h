@@ -1,0 +1,53 @@
+/* Helpers of the unit tests that talk to the real readers. */
+#ifndef TESTS_UNIT_TESTUTIL_H
+#define TESTS_UNIT_TESTUTIL_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Runs a shell command (printf-style) and returns its stdout, malloc'd. */
+static char *run_cmd(const char *fmt, ...) __attribute__((format(printf, 1, 2), unused));
+static char *run_cmd(const char *fmt, ...)
+{
+	char cmd[8192], *out = NULL;
+	size_t len = 0;
+	FILE *m, *p;
+	va_list ap;
+	int c;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	m = open_memstream(&out, &len);
+	p = popen(cmd, "r");
+	while (p && (c = fgetc(p)) != EOF)
+		fputc(c, m);
+	if (p)
+		pclose(p);
+	fclose(m);
+	return out;
+}
+
+/* A whole file, malloc'd, or NULL. */
+static char *slurp(const char *path, size_t *len) __attribute__((unused));
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *b;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	*len = ftell(f);
+	rewind(f);
+	b = malloc(*len + 1);
+	if (b && fread(b, 1, *len, f) != *len) {
+		free(b);
+		b = NULL;
+	}
+	fclose(f);
+	return b;
+}
+
+#endif
