@@ -3,16 +3,27 @@
  * its offset in the JIT region plus the image's text offset, in a NOBITS
  * .text covered by one r-x PT_LOAD at that offset. A mapping
  * line "START-END r-xp OFFSET 00:00 0 /abs/jit-PID.so" in the profile then
- * lets google-pprof and pprof name the frames (they read symbols with nm). */
+ * lets google-pprof and pprof name the frames (they read symbols with nm).
+ * A minimal DWARF 4 (.debug_info with a compile unit and a subprogram per
+ * function, .debug_abbrev, .debug_line with rows covering each function)
+ * serves the readers that name frames only through DWARF (go tool pprof). */
 #ifndef FORMATS_JITELF_H
 #define FORMATS_JITELF_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+struct jitelf_line {
+	uint64_t addr; /* at the code's run-time address */
+	uint32_t line;
+	const char *file;
+};
+
 struct jitelf_func {
 	uint64_t start, size;
 	const char *name;
+	const struct jitelf_line *lines; /* optional, sorted by addr */
+	size_t nlines;
 };
 
 /* funcs need not be sorted; overlapping ones after the first are dropped.

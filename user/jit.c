@@ -304,25 +304,13 @@ void jit_load_all(void)
 	}
 }
 
-const char *jit_name(struct proc *p, uint64_t pc, uint64_t t, const char **file, int *line)
-{
-	return jit_lookup(p, pc, t, file, line, NULL, NULL);
-}
-
-const char *jit_lookup(struct proc *p, uint64_t pc, uint64_t t, const char **file, int *line,
-		       uint64_t *start, uint64_t *size)
+bool jit_find(struct proc *p, uint64_t pc, uint64_t t, struct jit_hit *hit)
 {
 	struct jit_state *j = p->jit;
-	uint64_t dummy;
 
-	if (!start)
-		start = &dummy;
-	if (!size)
-		size = &dummy;
-	*file = NULL;
-	*line = 0;
+	memset(hit, 0, sizeof(*hit));
 	if (!j)
-		return NULL;
+		return false;
 	if (j->dump_ok) {
 		const struct jit_sym *s = jitdump_lookup(&j->dump, pc, t);
 
@@ -330,24 +318,28 @@ const char *jit_lookup(struct proc *p, uint64_t pc, uint64_t t, const char **fil
 			const struct jit_line *l = jitdump_line(s, pc);
 
 			if (l && l->file[0]) {
-				*file = l->file;
-				*line = l->line;
+				hit->file = l->file;
+				hit->line = l->line;
 			}
-			*start = s->start;
-			*size = s->size;
-			return s->name;
+			hit->name = s->name;
+			hit->start = s->start;
+			hit->size = s->size;
+			hit->lines = s->lines;
+			hit->nlines = s->nlines;
+			return true;
 		}
 	}
 	if (j->map_ok) {
 		const struct perfmap_sym *s = perfmap_lookup(&j->map, pc);
 
 		if (s) {
-			*start = s->start;
-			*size = s->size;
-			return s->name;
+			hit->name = s->name;
+			hit->start = s->start;
+			hit->size = s->size;
+			return true;
 		}
 	}
-	return NULL;
+	return false;
 }
 
 void jit_proc_free(struct proc *p)

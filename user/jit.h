@@ -2,6 +2,8 @@
 #ifndef USER_JIT_H
 #define USER_JIT_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct proc;
@@ -13,12 +15,21 @@ void jit_start(const char *jitdump_path);
 void jit_scan(struct proc *p);
 /* At the end: reads and parses every file found. */
 void jit_load_all(void);
-/* The JIT function at pc at time t (CLOCK_MONOTONIC ns), with its source
- * file and line when known; NULL when no file names it. */
-const char *jit_name(struct proc *p, uint64_t pc, uint64_t t, const char **file, int *line);
-/* The same, with the function's code range. */
-const char *jit_lookup(struct proc *p, uint64_t pc, uint64_t t, const char **file, int *line,
-		       uint64_t *start, uint64_t *size);
+struct jit_line;
+
+/* What named the code at a pc. */
+struct jit_hit {
+	const char *name;
+	const char *file; /* source of pc, or NULL */
+	int line;
+	uint64_t start, size; /* the function's code */
+	const struct jit_line *lines; /* its line table (jitdump DEBUG_INFO), or NULL */
+	size_t nlines;
+};
+
+/* The JIT function at pc at time t (CLOCK_MONOTONIC ns): true when the
+ * runtime's files name it. */
+bool jit_find(struct proc *p, uint64_t pc, uint64_t t, struct jit_hit *hit);
 void jit_proc_free(struct proc *p);
 
 #endif

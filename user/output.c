@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "formats/cpuprofile.h"
+#include "formats/jitdump.h"
 #include "formats/jitelf.h"
 #include "formats/pprof.h"
 #include "user/jit.h"
@@ -233,19 +234,35 @@ static int collect_jit(struct proc *p, struct jit_image *ji)
 
 		for (k = 0; k < nu; k++) {
 			const struct frame *f = &p->frames.v[ids[nk + k]];
-			struct jitelf_func fn;
-			const char *file;
-			int line;
+			struct jitelf_func fn = {0};
+			struct jit_hit hit;
 			size_t i;
 
-			if (f->name || !(fn.name = jit_lookup(p, f->pc, s->time_ns, &file, &line,
-							      &fn.start, &fn.size)))
+			if (f->name || !jit_find(p, f->pc, s->time_ns, &hit))
 				continue;
 			for (i = ji->funcs.n; i-- > 0;)
-				if (ji->funcs.v[i].start == fn.start)
+				if (ji->funcs.v[i].start == hit.start)
 					break;
-			if (i == (size_t)-1 && VEC_PUSH(ji->funcs, fn))
+			if (i != (size_t)-1)
+				continue;
+			fn.start = hit.start;
+			fn.size = hit.size;
+			fn.name = hit.name;
+			if (hit.nlines) {
+				struct jitelf_line *l = calloc(hit.nlines, sizeof(*l));
+
+				if (!l)
+					return -ENOMEM;
+				for (i = 0; i < hit.nlines; i++)
+					l[i] = (struct jitelf_line){hit.lines[i].addr, hit.lines[i].line,
+								    hit.lines[i].file};
+				fn.lines = l;
+				fn.nlines = hit.nlines;
+			}
+			if (VEC_PUSH(ji->funcs, fn)) {
+				free((void *)fn.lines);
 				return -ENOMEM;
+			}
 		}
 	}
 	return 0;
@@ -363,6 +380,8 @@ static int write_cpuprofile(const struct run_info *ri, struct proc *p)
 	exe_path(p, exe, sizeof(exe));
 	snprintf(cmd, sizeof(cmd), "google-pprof --text %s %s/%s", exe, ri->outdir, name);
 	FIRST(first, emit_file(ri->outdir, name, p->pid, cmd, fill_cpuprofile, &cc));
+	for (size_t i = 0; i < ji.funcs.n; i++)
+		free((void *)ji.funcs.v[i].lines);
 	VEC_FREE(ji.funcs);
 	return first;
 }

@@ -420,13 +420,16 @@ const char *frame_name(const struct frame *f, char *buf, size_t len)
 const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, char *buf, size_t len,
 			  const char **file, int *line)
 {
-	const char *n = NULL;
+	struct jit_hit hit;
 
 	*file = NULL;
 	*line = 0;
-	if (!f->name && f->kind == FRAME_USER)
-		n = jit_name(p, f->pc, t, file, line);
-	return n ? n : frame_name(f, buf, len);
+	if (!f->name && f->kind == FRAME_USER && jit_find(p, f->pc, t, &hit)) {
+		*file = hit.file;
+		*line = hit.line;
+		return hit.name;
+	}
+	return frame_name(f, buf, len);
 }
 
 const uint32_t *proc_stack(const struct proc *p, uint32_t stack, uint32_t *nk, uint32_t *nu)
