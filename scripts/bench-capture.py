@@ -12,7 +12,9 @@ alone, then under each profiler sampling all CPUs at 999 Hz:
 For each: the workload's wall time (slowdown against alone), samples, lost
 samples, the profiler process's own CPU time (including writing its files),
 the BPF program's cost per sample (kernel.bpf_stats_enabled: run_time_ns /
-run_cnt), and the total CPU charged per sample:
+run_cnt), bytes per sample (bpftrace-rec: ring-buffer records; perf: perf.data),
+bpftrace-rec's user-space DWARF unwinding per unwound sample, and the total CPU
+charged per sample:
   (workload CPU under the tool - workload CPU alone + tool CPU) / samples
 (the kernel-side sampling work is charged to the interrupted task, so it
 shows up in the workload's CPU time). Medians over --runs runs, interleaved.
@@ -58,7 +60,9 @@ def under(cmd, prog_name, tmp):
 
 def rec_samples(tmp):
     s = json.load(open(os.path.join(tmp, "out/summary.json")))
-    return s["samples"], s["lost_samples"]
+    unwound = sum(p.get("dwarf_unwound", 0) for p in s["processes"])
+    unwind_ns = sum(p.get("dwarf_unwind_ns", 0) for p in s["processes"])
+    return s["samples"], s["lost_samples"], s["sample_bytes"], (unwind_ns / unwound / 1000 if unwound else 0)
 
 
 def perf_samples(tmp):
@@ -96,9 +100,9 @@ def main():
             for name, mk, prog in CONFIGS:
                 with tempfile.TemporaryDirectory() as tmp:
                     m = under(mk(tmp), prog, tmp)
+                    m["unwind_us"] = 0
                     if name.startswith("bpftrace-rec"):
-                        m["samples"], m["lost"] = rec_samples(tmp)
-                        m["bytes"] = 0
+                        m["samples"], m["lost"], m["bytes"], m["unwind_us"] = rec_samples(tmp)
                     elif name.startswith("perf"):
                         m["samples"], m["lost"], m["bytes"] = perf_samples(tmp)
                     else:
@@ -124,12 +128,13 @@ def main():
             bpf_us=med([m["bpf_ns"] / m["bpf_cnt"] / 1000 if m["bpf_cnt"] else 0 for m in ms]),
             total_us=med([(m["cpu"] - alone_cpu + m["tool_cpu"]) / m["samples"] * 1e6 if m["samples"] else 0 for m in ms]),
             bytes_per_sample=med([m["bytes"] / m["samples"] if m["samples"] and m["bytes"] else 0 for m in ms]),
+            unwind_us=med([m["unwind_us"] for m in ms]),
         )
         rows[name] = row
     print(f"\nworkload alone: {alone_wall:.2f}s wall, {alone_cpu:.2f}s CPU (median of {a.runs})")
-    print(f"{'tool':<20}{'wall s':>8}{'slowdown':>10}{'samples':>9}{'lost':>6}{'tool CPU s':>11}{'BPF us/smp':>11}{'total us/smp':>13}{'B/smp':>8}")
+    print(f"{'tool':<20}{'wall s':>8}{'slowdown':>10}{'samples':>9}{'lost':>6}{'tool CPU s':>11}{'BPF us/smp':>11}{'total us/smp':>13}{'B/smp':>8}{'unwind us':>10}")
     for name, r in rows.items():
-        print(f"{name:<20}{r['wall']:>8.2f}{r['slowdown'] * 100:>9.1f}%{r['samples']:>9.0f}{r['lost']:>6.0f}{r['tool_cpu']:>11.3f}{r['bpf_us']:>11.2f}{r['total_us']:>13.1f}{r['bytes_per_sample']:>8.0f}")
+        print(f"{name:<20}{r['wall']:>8.2f}{r['slowdown'] * 100:>9.1f}%{r['samples']:>9.0f}{r['lost']:>6.0f}{r['tool_cpu']:>11.3f}{r['bpf_us']:>11.2f}{r['total_us']:>13.1f}{r['bytes_per_sample']:>8.0f}{r['unwind_us']:>10.2f}")
     br, pf, bt = rows["bpftrace-rec"], rows["perf -g"], rows["bpftrace"]
     bd, pd = rows["bpftrace-rec dwarf"], rows["perf dwarf"]
     checks = [

@@ -93,6 +93,15 @@ def main():
     print(f"  bpftrace-rec -t (entry + return):  {(rec_cpu - alone) / n * 1e9:8.0f} ns per call  ({events:.0f} events, {lost:.0f} lost, {events / rec_wall:.0f} events/s drained)")
     print(f"  bare uprobe (entry only, bpftrace): {(med([x[0] for x in r['bare']]) - alone) / n * 1e9:8.0f} ns per call")
     print(f"  XRay FDR in process (compiler-rt): {(med([x[0] for x in r['xray_fdr']]) - xoff) / n * 1e9:8.0f} ns per call")
+    # Attaching many functions: every V8 compiler function of node.
+    if subprocess.run(["sh", "-c", "command -v node"], capture_output=True).returncode == 0:
+        with tempfile.TemporaryDirectory() as tmp:
+            t0 = time.monotonic()
+            p = subprocess.run([REC, "-o", tmp + "/out", "-t", "_ZN2v88internal8compiler*", "--", "node", "-e", ""],
+                               capture_output=True, text=True)
+            total = time.monotonic() - t0
+            m = [l for l in p.stderr.splitlines() if "tracing" in l]
+            print(f"  attach: {m[0].split(': ', 1)[1] if m else '?'}; the whole run of `node -e ''` under it: {total:.2f} s")
 
 
 if __name__ == "__main__":

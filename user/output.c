@@ -417,11 +417,12 @@ static int fill_summary(void *ctx, FILE *f)
 	json_str(f, ri->event);
 	fprintf(f,
 		",\n  \"frequency_hz\": %d,\n  \"duration_s\": %.3f,\n  \"start_time_ns\": %" PRIu64
-		",\n  \"samples\": %" PRIu64 ",\n  \"lost_samples\": %" PRIu64
+		",\n  \"samples\": %" PRIu64 ",\n  \"sample_bytes\": %" PRIu64 ",\n  \"lost_samples\": %" PRIu64
 		",\n  \"lost_task_events\": %" PRIu64 ",\n  \"kernel_stack_errors\": %" PRIu64
 		",\n  \"user_stack_errors\": %" PRIu64 ",\n  \"traced_calls\": %" PRIu64
 		",\n  \"lost_traced_calls\": %" PRIu64 ",\n  \"processes\": [",
-		ri->freq, ri->duration_ns / 1e9, ri->start_realtime_ns, ri->samples, ri->lost,
+		ri->freq, ri->duration_ns / 1e9, ri->start_realtime_ns, ri->samples, ri->sample_bytes,
+		ri->lost,
 		ri->lost_tasks, ri->kstack_err, ri->ustack_err, ri->traced_calls, ri->lost_calls);
 	for (i = 0, k = 0; i < procs.v.n; i++) {
 		const struct proc *p = procs.v.v[i];
@@ -433,9 +434,9 @@ static int fill_summary(void *ctx, FILE *f)
 		fprintf(f,
 			", \"samples\": %zu, \"lost_samples\": %" PRIu64 ", \"threads\": %zu"
 			", \"unwinding\": \"%s\", \"dwarf_unwound\": %" PRIu64
-			", \"dwarf_truncated\": %" PRIu64 ", \"leaf_callers_added\": %" PRIu64 "}",
+			", \"dwarf_truncated\": %" PRIu64 ", \"leaf_callers_added\": %" PRIu64 ", \"dwarf_unwind_ns\": %" PRIu64 "}",
 			p->samples.n, p->lost, p->threads.n, p->dwarf ? "dwarf" : "fp", p->unwound,
-			p->truncated, p->leaf_fixed);
+			p->truncated, p->leaf_fixed, p->unwind_ns);
 	}
 	fprintf(f, "\n  ],\n  \"files\": [");
 	for (i = 0; i < written.n; i++) {

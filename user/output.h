@@ -13,6 +13,7 @@ struct run_info {
 	int freq;
 	const char *event; /* "cycles" or "cpu-clock" */
 	uint64_t samples; /* pushed by BPF and drained */
+	uint64_t sample_bytes; /* their ring-buffer records */
 	uint64_t lost; /* samples the ring buffer could not take */
 	uint64_t lost_tasks; /* exec/fork/exit events lost */
 	uint64_t kstack_err, ustack_err;

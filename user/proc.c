@@ -329,7 +329,10 @@ static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs)
 	if (p->uw && (s->flags & SAMPLE_DWARF)) {
 		uint64_t regs[UREG_NR] = {s->uregs[UREG_IP], s->uregs[UREG_SP], s->uregs[UREG_BP]};
 
+		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+
 		n = unwind_dwarf(p->uw, regs, stack, s->stack_len, pcs, MAX_USER_FRAMES, &flags);
+		p->unwind_ns += now_ns(CLOCK_MONOTONIC) - t0;
 		p->unwound++;
 		if (flags & UNWIND_TRUNCATED)
 			p->truncated++;

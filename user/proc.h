@@ -82,6 +82,7 @@ struct proc {
 	struct unwinder *uw; /* DWARF unwinder, made on the first copied stack */
 	bool dwarf; /* stacks DWARF-unwound (the program has no frame pointers) */
 	uint64_t unwound, truncated, leaf_fixed; /* samples */
+	uint64_t unwind_ns; /* time spent in DWARF unwinding */
 	struct fdr *exact; /* XRay trace of -t calls */
 	struct jit_state *jit; /* its jitdump and perf map */
 	VEC(struct migration) migrations; /* for the sampled timelines */

@@ -35,7 +35,7 @@ struct env env = {
 
 static volatile sig_atomic_t exiting, snapshot_req;
 static struct target target = {.go_fd = -1, .err_fd = -1};
-static uint64_t drained_samples;
+static uint64_t drained_samples, drained_sample_bytes;
 
 static void on_signal(int sig)
 {
@@ -203,6 +203,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 								  sizeof(__u64) + s->stack_len)
 			return 0;
 		drained_samples++;
+		drained_sample_bytes += size;
 		if (proc_add_sample(s))
 			return -ENOMEM; /* stops the drain; what we have is written */
 		break;
@@ -613,6 +614,7 @@ cleanup:
 		if (tty)
 			status_line(start, st, true);
 		ri.samples = drained_samples;
+		ri.sample_bytes = drained_sample_bytes;
 		ri.lost = st[STAT_LOST];
 		ri.lost_tasks = st[STAT_LOST_TASK];
 		ri.kstack_err = st[STAT_KSTACK_ERR];
