@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "formats/util.h"
 #include "formats/cpuprofile.h"
 
 struct rec {
@@ -71,23 +72,6 @@ static int rehash(struct cpuprof *c)
 	return 0;
 }
 
-static int grow(void **p, size_t *cap, size_t want, size_t sz)
-{
-	size_t c = *cap ? *cap : 64;
-	void *np;
-
-	if (want <= *cap)
-		return 0;
-	while (c < want)
-		c *= 2;
-	np = realloc(*p, c * sz);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = c;
-	return 0;
-}
-
 int cpuprof_add(struct cpuprof *c, const uint64_t *pcs, size_t npcs, uint64_t count)
 {
 	uint64_t buf[1024], h;
@@ -110,8 +94,8 @@ int cpuprof_add(struct cpuprof *c, const uint64_t *pcs, size_t npcs, uint64_t co
 			return 0;
 		}
 	}
-	if (grow((void **)&c->pcs, &c->cap_pcs, c->npcs + n, sizeof(*c->pcs)) ||
-	    grow((void **)&c->recs, &c->cap_recs, c->nrecs + 1, sizeof(*c->recs)))
+	if (fmt_grow((void **)&c->pcs, &c->cap_pcs, c->npcs + n, sizeof(*c->pcs)) ||
+	    fmt_grow((void **)&c->recs, &c->cap_recs, c->nrecs + 1, sizeof(*c->recs)))
 		return -ENOMEM;
 	memcpy(&c->pcs[c->npcs], buf, n * sizeof(*buf));
 	c->recs[c->nrecs] = (struct rec){c->npcs, n, count, h};

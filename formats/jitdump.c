@@ -2,6 +2,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include "formats/util.h"
 #include "formats/jitdump.h"
 
 #define MAGIC	  0x4A695444u
@@ -52,26 +53,6 @@ struct parser {
 	} line_files;
 };
 
-static int grow(void **p, size_t *cap, size_t want, size_t sz)
-{
-	size_t c = *cap ? *cap : 64;
-	void *np;
-
-	if (want <= *cap)
-		return 0;
-	while (c < want) {
-		if (c > SIZE_MAX / 2 / sz)
-			return -ENOMEM;
-		c *= 2;
-	}
-	np = realloc(*p, c * sz);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = c;
-	return 0;
-}
-
 /* Copies a NUL-terminated string of at most max bytes (a missing NUL ends
  * it at max); bytes that are not printable become '?'. */
 static int add_string(struct parser *ps, const unsigned char *s, size_t max, size_t *off,
@@ -83,7 +64,7 @@ static int add_string(struct parser *ps, const unsigned char *s, size_t max, siz
 
 	while (n < max && s[n])
 		n++;
-	if (grow((void **)&d->strings, &ps->cap_strings, d->strings_len + n + 1, 1))
+	if (fmt_grow((void **)&d->strings, &ps->cap_strings, d->strings_len + n + 1, 1))
 		return -ENOMEM;
 	*off = d->strings_len;
 	for (i = 0; i < n; i++) {
@@ -107,7 +88,7 @@ static int add_sym(struct parser *ps, uint64_t start, uint64_t size, uint64_t t,
 {
 	struct psym s = {start, size, t, UINT64_MAX, index, name, line0, nlines};
 
-	if (grow((void **)&ps->syms, &ps->cap_syms, ps->nsyms + 1, sizeof(s)))
+	if (fmt_grow((void **)&ps->syms, &ps->cap_syms, ps->nsyms + 1, sizeof(s)))
 		return -ENOMEM;
 	ps->syms[ps->nsyms++] = s;
 	return 0;
@@ -180,8 +161,8 @@ static int parse_debug(struct parser *ps, const struct rd *r, size_t off, size_t
 		l.file = NULL;
 		if (add_string(ps, r->p + p + 16, end - p - 16, &name, &used))
 			return -ENOMEM;
-		if (grow((void **)&d->lines, &ps->cap_lines, d->nlines + 1, sizeof(l)) ||
-		    grow((void **)&ps->line_files.v, &ps->line_files.cap, d->nlines + 1,
+		if (fmt_grow((void **)&d->lines, &ps->cap_lines, d->nlines + 1, sizeof(l)) ||
+		    fmt_grow((void **)&ps->line_files.v, &ps->line_files.cap, d->nlines + 1,
 			 sizeof(size_t)))
 			return -ENOMEM;
 		ps->line_files.v[d->nlines] = name;

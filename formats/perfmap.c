@@ -3,34 +3,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include "formats/perfmap.h"
+#include "formats/util.h"
 
 #define MAX_LINE 4096 /* longer lines are not a perf map's */
 
+/* A hex field, with or without 0x; more than 16 digits is not an address. */
 static bool hex(const char **p, const char *end, uint64_t *v)
 {
-	const char *s = *p;
-	int digits = 0;
+	const char *s = *p, *e;
 
-	*v = 0;
 	if (end - s > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
 		s += 2;
-	for (; s < end; s++, digits++) {
-		int c = *s, d;
-
-		if (c >= '0' && c <= '9')
-			d = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			d = c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			d = c - 'A' + 10;
-		else
-			break;
-		if (digits >= 16)
-			return false;
-		*v = *v << 4 | d;
-	}
-	*p = s;
-	return digits > 0;
+	e = fmt_hex(s, end, v);
+	if (!e || (e < end && ((*e >= '0' && *e <= '9') || (*e >= 'a' && *e <= 'f') ||
+			       (*e >= 'A' && *e <= 'F'))))
+		return false;
+	*p = e;
+	return true;
 }
 
 static int cmp(const void *a, const void *b)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
+#include "formats/util.h"
 #include "formats/pprof.h"
 
 /* A growable byte buffer. */
@@ -220,23 +221,7 @@ struct sample {
 		size_t n, cap;                                                                     \
 	}
 
-static int grow(void **v, size_t *cap, size_t want, size_t sz)
-{
-	size_t c = *cap ? *cap : 16;
-	void *nv;
-
-	if (want <= *cap)
-		return 0;
-	while (c < want)
-		c *= 2;
-	nv = realloc(*v, c * sz);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = c;
-	return 0;
-}
-#define PUSH(a, x) (grow((void **)&(a).v, &(a).cap, (a).n + 1, sizeof(*(a).v)) ? -ENOMEM : ((a).v[(a).n++] = (x), 0))
+#define PUSH(a, x) (fmt_grow((void **)&(a).v, &(a).cap, (a).n + 1, sizeof(*(a).v)) ? -ENOMEM : ((a).v[(a).n++] = (x), 0))
 
 struct pprof {
 	int64_t period, time_nanos, duration_nanos;

@@ -2,27 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "formats/procmaps.h"
-
-static const char *hexnum(const char *p, const char *end, uint64_t *v)
-{
-	const char *s = p;
-
-	*v = 0;
-	for (; p < end && p - s < 16; p++) {
-		int c = *p, d;
-
-		if (c >= '0' && c <= '9')
-			d = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			d = c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			d = c - 'A' + 10;
-		else
-			break;
-		*v = *v << 4 | d;
-	}
-	return p > s ? p : NULL;
-}
+#include "formats/util.h"
 
 static const char *decnum(const char *p, const char *end, uint64_t *v)
 {
@@ -47,15 +27,15 @@ static bool parse_line(const char *p, const char *end, struct procmaps_entry *e)
 	size_t len;
 
 	memset(e, 0, sizeof(*e));
-	p = skip(hexnum(p, end, &e->start), end, '-');
-	p = p ? skip(hexnum(p, end, &e->end), end, ' ') : NULL;
+	p = skip(fmt_hex(p, end, &e->start), end, '-');
+	p = p ? skip(fmt_hex(p, end, &e->end), end, ' ') : NULL;
 	if (!p || end - p < 5)
 		return false;
 	perms = p;
 	p = skip(p + 4, end, ' ');
-	p = p ? skip(hexnum(p, end, &e->offset), end, ' ') : NULL;
-	p = p ? skip(hexnum(p, end, &major), end, ':') : NULL;
-	p = p ? skip(hexnum(p, end, &minor), end, ' ') : NULL;
+	p = p ? skip(fmt_hex(p, end, &e->offset), end, ' ') : NULL;
+	p = p ? skip(fmt_hex(p, end, &major), end, ':') : NULL;
+	p = p ? skip(fmt_hex(p, end, &minor), end, ' ') : NULL;
 	p = p ? decnum(p, end, &e->inode) : NULL;
 	if (!p || e->end < e->start)
 		return false;

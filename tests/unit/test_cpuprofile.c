@@ -96,24 +96,6 @@ static void test_roundtrip(void)
 	free(buf);
 }
 
-static double pct(const char *out, const char *name)
-{
-	const char *l = out;
-
-	while ((l = strstr(l, name))) {
-		const char *s = l;
-		double v;
-
-		while (s > out && s[-1] != '\n')
-			s--;
-		if ((l[strlen(name)] == '\n' || l[strlen(name)] == 0) &&
-		    sscanf(s, "%*s %lf%%", &v) == 1)
-			return v;
-		l++;
-	}
-	return -1;
-}
-
 static void test_real_readers(void)
 {
 	char dir[] = "/tmp/test_cpuprofile.XXXXXX", path[128], exe[4096], cmd[256], *out;
@@ -134,7 +116,7 @@ static void test_real_readers(void)
 	fclose(f);
 	free(buf);
 	out = run_cmd("google-pprof --text %s %s 2>&1", exe, path);
-	CHECKF(pct(out, "six") == 60.0 && pct(out, "three") == 30.0 && pct(out, "one") == 10.0, "%s", out);
+	CHECKF(top_pct(out, "six") == 60.0 && top_pct(out, "three") == 30.0 && top_pct(out, "one") == 10.0, "%s", out);
 	CHECKF(!strstr(out, "Removing"), "%s", out);
 	free(out);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -9,18 +9,6 @@
 #include "formats/cpuprofile.h"
 #include "formats/jitelf.h"
 
-static double pct(const char *out, const char *name)
-{
-	const char *l = strstr(out, name), *s;
-	double v;
-
-	if (!l)
-		return -1;
-	for (s = l; s > out && s[-1] != '\n'; s--)
-		;
-	return sscanf(s, "%*s %lf%%", &v) == 1 ? v : -1;
-}
-
 static void test_readers_name_jit_code(void)
 {
 	char dir[] = "/tmp/test_jitelf.XXXXXX", so[128], prof[128], maps[512], *out;
@@ -65,12 +53,12 @@ static void test_readers_name_jit_code(void)
 	fclose(fp);
 	cpuprof_free(c);
 	out = run_cmd("google-pprof --text /bin/true %s 2>/dev/null", prof);
-	CHECKF(pct(out, "JS:*hot") == 60.0 && pct(out, "JS:~warm") == 30.0 && pct(out, "Stub:cold") == 10.0,
+	CHECKF(top_pct(out, "JS:*hot") == 60.0 && top_pct(out, "JS:~warm") == 30.0 && top_pct(out, "Stub:cold") == 10.0,
 	       "%s", out);
 	free(out);
 	if (access("tools/pprof", X_OK) == 0) {
 		out = run_cmd("tools/pprof -top /bin/true %s 2>/dev/null", prof);
-		CHECKF(pct(out, "JS:*hot") == 60.0 && pct(out, "Stub:cold") == 10.0, "%s", out);
+		CHECKF(top_pct(out, "JS:*hot") == 60.0 && top_pct(out, "Stub:cold") == 10.0, "%s", out);
 		free(out);
 	}
 	/* DWARF: a valid line table, the hot function's rows, and the reader
@@ -81,7 +69,7 @@ static void test_readers_name_jit_code(void)
 	free(out);
 	if (system("go version >/dev/null 2>&1") == 0) {
 		out = run_cmd("go tool pprof -top /bin/true %s 2>/dev/null", prof);
-		CHECKF(pct(out, "JS:*hot") == 60.0 && pct(out, "Stub:cold") == 10.0, "%s", out);
+		CHECKF(top_pct(out, "JS:*hot") == 60.0 && top_pct(out, "Stub:cold") == 10.0, "%s", out);
 		free(out);
 	}
 	out = run_cmd("rm -rf %s", dir);

@@ -13,24 +13,6 @@
 static char dir[] = "/tmp/test_pprof.XXXXXX";
 static const char *pprof_bin;
 
-/* flat% of name in pprof -top output */
-static double flat(const char *out, const char *name)
-{
-	const char *l = out;
-
-	while ((l = strstr(l, name))) {
-		const char *s = l;
-		double v;
-
-		while (s > out && s[-1] != '\n')
-			s--;
-		if (l[strlen(name)] == '\n' && sscanf(s, "%*s %lf%%", &v) == 1)
-			return v;
-		l++;
-	}
-	return -1;
-}
-
 static struct pprof *build(void)
 {
 	struct pprof *p = pprof_new(10000000, 1700000000000000000LL, 2000000000LL);
@@ -100,15 +82,15 @@ static void test_real_pprof(void)
 	char *path = write_profile(p, "b.pb.gz"), *out;
 
 	out = run_cmd("%s -top -nodecount=10 %s 2>&1", pprof_bin, path);
-	CHECKF(flat(out, "func_a") == 60.0 && flat(out, "func_b") == 30.0 &&
-	       flat(out, "read_zero") == 10.0, "%s", out);
+	CHECKF(top_pct(out, "func_a") == 60.0 && top_pct(out, "func_b") == 30.0 &&
+	       top_pct(out, "read_zero") == 10.0, "%s", out);
 	free(out);
 	/* numeric pid label: -tagfocus works */
 	out = run_cmd("%s -top -tagfocus=pid=123 %s 2>&1", pprof_bin, path);
-	CHECKF(flat(out, "func_a") == 60.0, "%s", out);
+	CHECKF(top_pct(out, "func_a") == 60.0, "%s", out);
 	free(out);
 	out = run_cmd("%s -top -tagfocus=pid=999 %s 2>&1", pprof_bin, path);
-	CHECKF(flat(out, "func_a") < 0, "%s", out);
+	CHECKF(top_pct(out, "func_a") < 0, "%s", out);
 	free(out);
 	out = run_cmd("%s -raw %s 2>&1", pprof_bin, path);
 	CHECKF(strstr(out, "samples/count cpu/nanoseconds") && strstr(out, "Period: 10000000") &&
@@ -140,7 +122,7 @@ static void test_deep_and_reuse(void)
 	CHECK(locs[0] && pprof_add_sample(p, locs, 200, 3, NULL, 0) == 0);
 	path = write_profile(p, "c.pb.gz");
 	out = run_cmd("%s -top %s 2>&1", pprof_bin, path);
-	CHECKF(flat(out, "JS:first") == 25.0 && flat(out, "JS:second") == 75.0, "%s", out);
+	CHECKF(top_pct(out, "JS:first") == 25.0 && top_pct(out, "JS:second") == 75.0, "%s", out);
 	free(out);
 	out = run_cmd("%s -traces %s 2>&1", pprof_bin, path);
 	{

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Runs a shell command (printf-style) and returns its stdout, malloc'd. */
 static char *run_cmd(const char *fmt, ...) __attribute__((format(printf, 1, 2), unused));
@@ -48,6 +49,30 @@ static char *slurp(const char *path, size_t *len)
 	}
 	fclose(f);
 	return b;
+}
+
+/* The percentage in a reader's listing (pprof -top: flat%; google-pprof
+ * --text: the second column) of the line whose name field is name, or
+ * starts with name and a space or '@' (google-pprof's address suffix). -1 when
+ * absent. */
+static double top_pct(const char *out, const char *name) __attribute__((unused));
+static double top_pct(const char *out, const char *name)
+{
+	size_t nl = strlen(name);
+	const char *l = out;
+
+	while ((l = strstr(l, name))) {
+		const char *s = l, *e = l + nl;
+		double v;
+
+		while (s > out && s[-1] != '\n')
+			s--;
+		if ((s == l || l[-1] == ' ') && (*e == '\n' || *e == 0 || *e == '@' || *e == ' ') &&
+		    sscanf(s, "%*s %lf%%", &v) == 1)
+			return v;
+		l++;
+	}
+	return -1;
 }
 
 #endif
