@@ -181,10 +181,13 @@ int on_sample(struct bpf_perf_event_data *ctx)
 			s->uregs[UREG_BP] = BPF_CORE_READ(ur, bp);
 		}
 		sp = s->uregs[UREG_SP];
-		/* The main thread's stack ends at start_stack; no need to copy past it. */
-		top = BPF_CORE_READ(task, mm, start_stack);
-		if (sp < top && top - sp < want)
-			want = (top - sp + 4095) & ~4095ULL;
+		/* The main thread's stack ends at start_stack; no need to copy past
+		 * it. Not worth two reads for the leaf-caller copy. */
+		if (want > PAGE_SZ) {
+			top = BPF_CORE_READ(task, mm, start_stack);
+			if (sp < top && top - sp < want)
+				want = (top - sp + 4095) & ~4095ULL;
+		}
 		if (want > MAX_STACK_COPY)
 			want = MAX_STACK_COPY;
 		if (want && sp) {
