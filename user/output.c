@@ -189,20 +189,19 @@ static int fill_pprof(void *ctx, FILE *out)
 	return err;
 }
 
-/* The program's path as readers find it on this machine. */
+/* The program's path, for the command that opens its gperftools file. */
 static void exe_path(const struct proc *p, char *buf, size_t len)
 {
-	size_t i;
+	size_t n;
 
-	for (i = 0; i < p->maps.n; i++) {
-		const struct mapping *m = p->maps.v[i];
-
-		if (m->path[0] == '/' && m->offset == 0) {
-			snprintf(buf, len, "%s", m->path);
-			return;
-		}
+	if (!p->exe) {
+		snprintf(buf, len, "/proc/%d/exe", p->pid);
+		return;
 	}
-	snprintf(buf, len, "/proc/%d/exe", p->pid);
+	snprintf(buf, len, "%s", p->exe);
+	n = strlen(buf);
+	if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
+		buf[n - 10] = 0;
 }
 
 /* The JIT code of a process for its gperftools file: an ELF image named

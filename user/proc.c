@@ -194,6 +194,17 @@ static void proc_read_identity(struct proc *p)
 	snprintf(path, sizeof(path), "/proc/%d", p->pid);
 	if (!stat(path, &st))
 		p->uid = st.st_uid;
+	snprintf(path, sizeof(path), "/proc/%d/exe", p->pid);
+	{
+		char exe[PATH_MAX];
+		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+
+		if (n > 0) {
+			exe[n] = 0;
+			free(p->exe);
+			p->exe = xstrdup(exe);
+		}
+	}
 	snprintf(path, sizeof(path), "/proc/%d/comm", p->pid);
 	if (!read_path_all(path, 0, 64, &comm, NULL)) {
 		comm[strcspn(comm, "\n")] = 0;
@@ -454,6 +465,7 @@ void proc_on_exec(pid_t pid, const char *comm)
 	 * resolve against the new mappings. */
 	snprintf(p->comm, sizeof(p->comm), "%s", comm);
 	idtab_free(&p->frame_tab); /* frames interned from here on are the new image's */
+	proc_read_identity(p); /* a new program */
 	read_maps(p);
 	if (p->uw) { /* its modules are the old image's */
 		unwinder_free(p->uw);
@@ -493,6 +505,7 @@ void procs_free(void)
 		VEC_FREE(p->threads);
 		idtab_free(&p->thread_tab);
 		free(p->maps_text);
+		free(p->exe);
 		if (p->uw)
 			unwinder_free(p->uw);
 		xray_proc_free(p);

@@ -63,6 +63,7 @@ struct thread {
 struct proc {
 	pid_t pid;
 	char comm[COMM_LEN];
+	char *exe; /* the program's path, read when first seen */
 	uid_t uid;
 	bool exited, gone; /* gone: /proc/PID vanished before we could read it */
 	char *maps_text; /* the latest /proc/PID/maps */

@@ -219,14 +219,19 @@ static int handle_event(void *ctx, void *data, size_t size)
 	case EV_EXIT:
 		proc_on_exit(h->pid);
 		break;
-	case EV_CALL:
-		if (size >= sizeof(struct ev_call) - sizeof(__u64) * MAX_TRACE_ARGS) {
+	case EV_CALL: {
+		const struct ev_call *c = data;
+		size_t fixed = sizeof(*c) - sizeof(__u64) * MAX_TRACE_ARGS;
+
+		if (size >= fixed && c->nargs <= MAX_TRACE_ARGS &&
+		    size >= fixed + c->nargs * sizeof(__u64)) {
 			struct proc *p = proc_get(h->pid, NULL);
 
-			if (!p || xray_on_call(p, data))
+			if (!p || xray_on_call(p, c))
 				return -ENOMEM;
 		}
 		break;
+	}
 	case EV_MIGRATE: {
 		struct proc *p = proc_find(h->pid);
 
