@@ -13,8 +13,9 @@ For each: the workload's wall time (slowdown against alone), samples, lost
 samples, the profiler process's own CPU time (including writing its files),
 the BPF program's cost per sample (kernel.bpf_stats_enabled: run_time_ns /
 run_cnt), bytes per sample (bpftrace-rec: ring-buffer records; perf: perf.data),
-bpftrace-rec's user-space DWARF unwinding per unwound sample, and the total CPU
-charged per sample:
+bpftrace-rec's user-space DWARF unwinding per unwound sample, the tool's fixed
+start-up CPU (recording an idle 0.2 s) and its CPU per sample beyond that, and
+the total CPU charged per sample:
   (workload CPU under the tool - workload CPU alone + tool CPU) / samples
 (the kernel-side sampling work is charged to the interrupted task, so it
 shows up in the workload's CPU time). Medians over --runs runs, interleaved.
@@ -56,6 +57,17 @@ def under(cmd, prog_name, tmp):
     bpf_cnt = sum(p.get("run_cnt", 0) for p in progs)
     return dict(wall=wall, cpu=cpu, tool_cpu=ru.ru_utime + ru.ru_stime, bpf_ns=bpf_ns,
                 bpf_cnt=bpf_cnt, stderr=err)
+
+
+def startup_cpu(cmd):
+    """CPU of a tool recording an idle 0.2 s: its fixed start-up and teardown."""
+    with tempfile.TemporaryDirectory() as tmp:
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp,
+                             preexec_fn=os.setsid)
+        time.sleep(0.2)
+        os.killpg(p.pid, signal.SIGINT)
+        _, _, ru = os.wait4(p.pid, 0)
+        return ru.ru_utime + ru.ru_stime
 
 
 def rec_samples(tmp):
@@ -113,6 +125,8 @@ def main():
         open("/proc/sys/kernel/bpf_stats_enabled", "w").write(old_stats)
 
     med = lambda xs: statistics.median(xs)
+    # The tools' fixed costs (loading, verifying, allocating, writing): not per sample.
+    fixed = {name: med([startup_cpu(mk(None)) for _ in range(3)]) for name, mk, _ in CONFIGS}
     alone_wall = med([x["wall"] for x in res["alone"]])
     alone_cpu = med([x["cpu"] for x in res["alone"]])
     rows = {}
@@ -129,12 +143,14 @@ def main():
             total_us=med([(m["cpu"] - alone_cpu + m["tool_cpu"]) / m["samples"] * 1e6 if m["samples"] else 0 for m in ms]),
             bytes_per_sample=med([m["bytes"] / m["samples"] if m["samples"] and m["bytes"] else 0 for m in ms]),
             unwind_us=med([m["unwind_us"] for m in ms]),
+            startup_cpu=fixed[name],
+            tool_us=med([(m["tool_cpu"] - fixed[name]) / m["samples"] * 1e6 if m["samples"] else 0 for m in ms]),
         )
         rows[name] = row
     print(f"\nworkload alone: {alone_wall:.2f}s wall, {alone_cpu:.2f}s CPU (median of {a.runs})")
-    print(f"{'tool':<20}{'wall s':>8}{'slowdown':>10}{'samples':>9}{'lost':>6}{'tool CPU s':>11}{'BPF us/smp':>11}{'total us/smp':>13}{'B/smp':>8}{'unwind us':>10}")
+    print(f"{'tool':<20}{'wall s':>8}{'slowdown':>10}{'samples':>9}{'lost':>6}{'tool CPU s':>11}{'BPF us/smp':>11}{'total us/smp':>13}{'B/smp':>8}{'unwind us':>10}{'start-up s':>11}{'tool us/smp':>12}")
     for name, r in rows.items():
-        print(f"{name:<20}{r['wall']:>8.2f}{r['slowdown'] * 100:>9.1f}%{r['samples']:>9.0f}{r['lost']:>6.0f}{r['tool_cpu']:>11.3f}{r['bpf_us']:>11.2f}{r['total_us']:>13.1f}{r['bytes_per_sample']:>8.0f}{r['unwind_us']:>10.2f}")
+        print(f"{name:<20}{r['wall']:>8.2f}{r['slowdown'] * 100:>9.1f}%{r['samples']:>9.0f}{r['lost']:>6.0f}{r['tool_cpu']:>11.3f}{r['bpf_us']:>11.2f}{r['total_us']:>13.1f}{r['bytes_per_sample']:>8.0f}{r['unwind_us']:>10.2f}{r['startup_cpu']:>11.3f}{r['tool_us']:>12.1f}")
     br, pf, bt = rows["bpftrace-rec"], rows["perf -g"], rows["bpftrace"]
     bd, pd = rows["bpftrace-rec dwarf"], rows["perf dwarf"]
     checks = [
