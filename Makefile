@@ -54,6 +54,11 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(FORMATS_OB
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(FORMATS_OBJ) $(LDLIBS)
 
+# The unwinder is user/ code but unit-testable alone (libdw only).
+$(OUT)/tests/test_unwind: tests/unit/test_unwind.c $(wildcard tests/unit/*.h) $(OUT)/user/unwind.o
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/unwind.o $(LDLIBS)
+
 unit-tests: $(UNIT_BIN)
 
 install: bpftrace-rec

@@ -243,6 +243,11 @@ int main(int argc, char **argv)
 	static const struct argp argp = {opts, parse_arg, args_doc, doc, NULL, NULL, NULL};
 	int err;
 
+	/* libdwfl would fetch debug info over the network for modules that
+	 * have none here (Debian sets DEBUGINFOD_URLS in login shells): a root
+	 * tool on a live box must not, unless asked with BPFTRACE_REC_DEBUGINFOD=1. */
+	if (!getenv("BPFTRACE_REC_DEBUGINFOD"))
+		unsetenv("DEBUGINFOD_URLS");
 	env.argc = argc;
 	env.argv = argv;
 	err = argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, NULL);

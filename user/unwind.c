@@ -2,58 +2,195 @@
  * process's mappings are the modules (their .eh_frame / .debug_frame CFI),
  * and the bytes BPF copied from sp serve as the process's memory. One Dwfl
  * per process, kept across samples: building one per sample (as perf 6.1
- * does) costs more than the unwinding. */
+ * does) costs more than the unwinding.
+ *
+ * libdwfl 0.188 behaviours this file works around:
+ * - Where a frame has no CFI (no module, as JIT code; or no FDE), libdwfl
+ *   itself takes one frame-pointer step (x86_64's backend unwinder) and goes
+ *   on with CFI above: fine, but nothing tells it happened. The CFI cache
+ *   below tells, so such samples are marked truncated.
+ * - When the return address lies beyond the copied bytes, libdwfl ends the
+ *   unwinding as if it had reached the root (return 0, pc undefined). A
+ *   failed memory read in the last step tells the two apart. */
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <libelf.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "user/unwind.h"
-#include "user/util.h"
 
 /* x86_64 DWARF register numbers. */
 #define REG_RBP 6
 #define REG_RSP 7
 #define REG_RA	16
 
-struct srcline {
+#define REPORT_EVERY_NS 100000000ULL /* re-reading /proc/PID/maps: at most every 100 ms */
+#define HTAB_MAX	(1u << 20)   /* entries per cache; a full one starts again */
+#define FP_MAX_STEPS	256
+
+/* Open-addressing table of fixed-size entries whose first member is a
+ * nonzero uint64_t key. */
+struct htab {
+	unsigned char *slots;
+	size_t cap, n, esz;
+};
+
+/* What the CFI says at one address (a pc, minus 1 for return addresses). */
+enum cfi_kind {
+	CFI_NOMOD = 1, /* in no module */
+	CFI_NONE,      /* a module without CFI there */
+	CFI_SP,	       /* CFA = rsp + cfa_off, return address at CFA + ra_off */
+	CFI_OTHER,     /* CFA from rbp or an expression, or no return address (the root) */
+};
+
+struct cfi_ent {
 	uint64_t pc;
-	const char *file; /* owned by libdw */
+	uint64_t seen_ns; /* CFI_NOMOD: when first looked up */
+	int32_t cfa_off, ra_off;
+	uint32_t kind;
+	uint32_t pad;
+};
+
+struct line_ent {
+	uint64_t pc;
+	const char *file; /* in names; NULL: no line info */
 	int line;
+	int pad;
+};
+
+struct name_ent {
+	uint64_t hash;	  /* of the name (libdw's strings go with their module) */
+	const char *copy; /* in names */
 };
 
 struct unwinder {
 	Dwfl *dwfl;
+	/* The architecture for dwfl_attach_state. Left to itself, it borrows
+	 * the Ebl of some module, which a later report may free (dlclose). */
+	Elf64_Ehdr ehdr;
+	Elf *arch;
 	pid_t pid;
 	bool attached;
 	uint64_t reported_ns; /* last dwfl_linux_proc_report */
+	uint64_t modules_sig; /* of the modules it reported */
 	/* The sample being unwound. */
-	const uint64_t *regs;
+	uint64_t ip, sp, bp;
 	const unsigned char *stack;
 	size_t stack_len;
 	uint64_t *pcs;
 	int max, n;
+	bool full;	  /* pcs filled up */
+	bool read_failed; /* a memory read failed since the last frame */
+	bool no_cfi;	  /* some frame was unwound without CFI */
+	bool new_nomod;	  /* a frame lies in no module, and no report since it was seen */
 	uint64_t last_bp; /* rbp of the last frame DWARF produced */
 	bool last_bp_ok;
-	/* Source lines by address. */
-	struct idtab line_tab;
-	VEC(struct srcline) lines;
+	struct htab cfi;      /* struct cfi_ent by address; emptied when the modules change */
+	struct htab lines;    /* struct line_ent by pc; idem */
+	struct htab name_map; /* struct name_ent by hash */
+	char **names;	      /* file names, kept until unwinder_free */
+	size_t nnames, names_cap;
 };
+
+static uint64_t now_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static size_t htab_slot(uint64_t key, size_t cap)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdULL;
+	key ^= key >> 33;
+	return (size_t)key & (cap - 1);
+}
+
+static void *htab_get(const struct htab *t, uint64_t key)
+{
+	size_t i;
+
+	if (!t->cap)
+		return NULL;
+	for (i = htab_slot(key, t->cap);; i = (i + 1) & (t->cap - 1)) {
+		uint64_t *e = (uint64_t *)(t->slots + i * t->esz);
+
+		if (*e == key)
+			return e;
+		if (!*e)
+			return NULL;
+	}
+}
+
+static void htab_clear(struct htab *t)
+{
+	if (t->slots)
+		memset(t->slots, 0, t->cap * t->esz);
+	t->n = 0;
+}
+
+/* A zeroed entry for key, which is absent; NULL when out of memory. */
+static void *htab_add(struct htab *t, uint64_t key)
+{
+	uint64_t *e;
+	size_t i;
+
+	if ((t->n + 1) * 2 > t->cap) {
+		struct htab g = {.cap = t->cap ? t->cap * 2 : 256, .esz = t->esz};
+
+		if (t->cap >= HTAB_MAX) {
+			/* Bounded memory: a process that runs through more
+			 * addresses than this starts its cache again. */
+			htab_clear(t);
+		} else {
+			g.slots = calloc(g.cap, g.esz);
+			if (!g.slots)
+				return NULL;
+			for (i = 0; i < t->cap; i++) {
+				uint64_t *old = (uint64_t *)(t->slots + i * t->esz);
+
+				if (*old) {
+					size_t j = htab_slot(*old, g.cap);
+
+					while (*(uint64_t *)(g.slots + j * g.esz))
+						j = (j + 1) & (g.cap - 1);
+					memcpy(g.slots + j * g.esz, old, g.esz);
+					g.n++;
+				}
+			}
+			free(t->slots);
+			*t = g;
+		}
+	}
+	for (i = htab_slot(key, t->cap); *(uint64_t *)(t->slots + i * t->esz);
+	     i = (i + 1) & (t->cap - 1))
+		;
+	e = (uint64_t *)(t->slots + i * t->esz);
+	*e = key;
+	t->n++;
+	return e;
+}
 
 static const Dwfl_Callbacks proc_callbacks = {
-	.find_elf = dwfl_linux_proc_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_elf = dwfl_linux_proc_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
 };
 
-static bool read_word(const struct unwinder *u, uint64_t addr, uint64_t *val)
+/* A word of the copied stack: [sp, sp + stack_len) is all we know. */
+static bool read_word(const unsigned char *stack, size_t stack_len, uint64_t sp, uint64_t addr,
+		      uint64_t *val)
 {
-	uint64_t sp = u->regs[UNWIND_SP];
-
-	if (addr < sp || addr - sp > u->stack_len || u->stack_len - (addr - sp) < 8)
+	if (addr < sp || addr - sp > stack_len || stack_len - (addr - sp) < 8)
 		return false;
-	memcpy(val, u->stack + (addr - sp), 8);
+	memcpy(val, stack + (addr - sp), 8);
 	return true;
 }
 
@@ -68,13 +205,24 @@ static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
 	return u->pid;
 }
 
+static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	(void)dwfl;
+	(void)tid;
+	*thread_argp = arg;
+	return true;
+}
+
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
 {
+	struct unwinder *u = arg;
 	uint64_t v;
 
 	(void)dwfl;
-	if (!read_word(arg, addr, &v))
+	if (!read_word(u->stack, u->stack_len, u->sp, addr, &v)) {
+		u->read_failed = true;
 		return false;
+	}
 	*result = v;
 	return true;
 }
@@ -82,114 +230,363 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *a
 static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 {
 	struct unwinder *u = arg;
-	Dwarf_Word r[2] = {u->regs[UNWIND_BP], u->regs[UNWIND_SP]};
+	Dwarf_Word r[2] = {u->bp, u->sp}; /* DWARF registers 6 and 7 */
+	Dwarf_Word ip = u->ip;
 
-	return dwfl_thread_state_registers(thread, REG_RBP, 2, r) &&
-	       (dwfl_thread_state_register_pc(thread, u->regs[UNWIND_IP]), true);
+	/* rip as register 16 as well: PLT entries' CFA expressions read it,
+	 * and without it libdwfl ends there as if at the root. */
+	if (!dwfl_thread_state_registers(thread, REG_RBP, 2, r) ||
+	    !dwfl_thread_state_registers(thread, REG_RA, 1, &ip))
+		return false;
+	dwfl_thread_state_register_pc(thread, u->ip);
+	return true;
 }
 
 static const Dwfl_Thread_Callbacks thread_callbacks = {
-	.next_thread = next_thread,
-	.memory_read = memory_read,
-	.set_initial_registers = set_initial_registers,
+    .next_thread = next_thread,
+    .get_thread = get_thread,
+    .memory_read = memory_read,
+    .set_initial_registers = set_initial_registers,
 };
 
-static int report(struct unwinder *u)
+static uint64_t hash_str(const char *s)
 {
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
+	return h | 1; /* nonzero: a key */
+}
+
+static int module_sig_cb(Dwfl_Module *m, void **userdata, const char *name, Dwarf_Addr start,
+			 void *arg)
+{
+	Dwarf_Addr end;
+	uint64_t *sig = arg, h;
+
+	(void)userdata;
+	dwfl_module_info(m, NULL, NULL, &end, NULL, NULL, NULL, NULL);
+	h = hash_str(name ? name : "") ^ (start * 0x9e3779b97f4a7c15ULL) ^ (end << 17 | end >> 47);
+	*sig += h * 0xff51afd7ed558ccdULL + 1; /* order-independent */
+	return DWARF_CB_OK;
+}
+
+/* Reads /proc/PID/maps into the Dwfl; when the modules changed (dlopen,
+ * dlclose: another may have taken a module's place), the caches go. Returns
+ * 0, an errno or -1 (libdwfl error); *changed says whether they changed. */
+static int report(struct unwinder *u, bool *changed)
+{
+	uint64_t sig = 0;
 	int err;
 
 	dwfl_report_begin(u->dwfl);
 	err = dwfl_linux_proc_report(u->dwfl, u->pid);
 	dwfl_report_end(u->dwfl, NULL, NULL);
-	u->reported_ns = now_ns(CLOCK_MONOTONIC);
+	u->reported_ns = now_mono_ns();
+	dwfl_getmodules(u->dwfl, module_sig_cb, &sig, 0);
+	*changed = sig != u->modules_sig;
+	if (*changed) {
+		u->modules_sig = sig;
+		htab_clear(&u->cfi);
+		htab_clear(&u->lines);
+	}
 	return err;
+}
+
+/* Whether /proc/PID/maps has a line: not after the process exited, when a
+ * report would drop every module its last samples need. */
+static bool maps_readable(pid_t pid)
+{
+	char path[48], c;
+	int fd;
+	bool ok;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ok = read(fd, &c, 1) == 1;
+	close(fd);
+	return ok;
+}
+
+/* Modules mapped since the last report (dlopen) appear by reporting again,
+ * not more often than every 100 ms. True when the modules changed. */
+static bool report_again(struct unwinder *u)
+{
+	bool changed = false;
+
+	if (now_mono_ns() - u->reported_ns < REPORT_EVERY_NS)
+		return false;
+	if (maps_readable(u->pid))
+		report(u, &changed);
+	else
+		u->reported_ns = now_mono_ns();
+	return changed;
 }
 
 struct unwinder *unwinder_new(pid_t pid)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
+	int err;
 
 	if (!u)
 		return NULL;
 	u->pid = pid;
+	u->cfi.esz = sizeof(struct cfi_ent);
+	u->lines.esz = sizeof(struct line_ent);
+	u->name_map.esz = sizeof(struct name_ent);
 	u->dwfl = dwfl_begin(&proc_callbacks);
-	if (!u->dwfl || report(u)) {
-		if (u->dwfl)
-			dwfl_end(u->dwfl);
+	if (!u->dwfl) {
 		free(u);
-		errno = ESRCH;
+		errno = ENOMEM;
 		return NULL;
 	}
-	u->attached = dwfl_attach_state(u->dwfl, NULL, pid, &thread_callbacks, u);
-	if (!u->attached)
-		debug("unwind: pid %d: dwfl_attach_state: %s", pid, dwfl_errmsg(-1));
+	err = report(u, &(bool){false});
+	if (err) {
+		dwfl_end(u->dwfl);
+		free(u);
+		errno = err > 0 ? err : ESRCH; /* an errno, or -1: a libdwfl error */
+		return NULL;
+	}
+	/* x86_64 only, as the register numbers here. Without it: frame
+	 * pointers only. */
+	memcpy(u->ehdr.e_ident, ELFMAG, SELFMAG);
+	u->ehdr.e_ident[EI_CLASS] = ELFCLASS64;
+	u->ehdr.e_ident[EI_DATA] = ELFDATA2LSB;
+	u->ehdr.e_ident[EI_VERSION] = EV_CURRENT;
+	u->ehdr.e_type = ET_CORE;
+	u->ehdr.e_machine = EM_X86_64;
+	u->ehdr.e_version = EV_CURRENT;
+	u->ehdr.e_ehsize = sizeof(u->ehdr);
+	elf_version(EV_CURRENT);
+	u->arch = elf_memory((char *)&u->ehdr, sizeof(u->ehdr));
+	u->attached = u->arch && dwfl_attach_state(u->dwfl, u->arch, pid, &thread_callbacks, u);
 	return u;
 }
 
 void unwinder_free(struct unwinder *u)
 {
+	size_t i;
+
 	if (!u)
 		return;
 	dwfl_end(u->dwfl);
-	idtab_free(&u->line_tab);
-	VEC_FREE(u->lines);
+	if (u->arch)
+		elf_end(u->arch);
+	free(u->cfi.slots);
+	free(u->lines.slots);
+	free(u->name_map.slots);
+	for (i = 0; i < u->nnames; i++)
+		free(u->names[i]);
+	free(u->names);
 	free(u);
 }
 
-/* A module at pc; modules mapped since the last report (dlopen) are found
- * by reporting again, at most every 100 ms. */
-static Dwfl_Module *module_at(struct unwinder *u, uint64_t pc)
+/* A CFA expression of rsp and rip evaluated at pc, as PLT entries have
+ * (rsp + 8 + ((rip & 15) >= 11) * 8): true with the offset from rsp when
+ * that is what it comes to. Other operations: false. */
+static bool cfa_expr_sp_off(const Dwarf_Op *ops, size_t nops, uint64_t pc, int64_t *off)
 {
-	Dwfl_Module *m = dwfl_addrmodule(u->dwfl, pc);
+	uint64_t v[8];
+	bool rel[8]; /* v is an offset from rsp */
+	size_t i, n = 0;
 
-	if (!m && now_ns(CLOCK_MONOTONIC) - u->reported_ns > 100000000ULL) {
-		report(u);
-		m = dwfl_addrmodule(u->dwfl, pc);
+	for (i = 0; i < nops; i++) {
+		uint8_t a = ops[i].atom;
+		uint64_t x, y;
+		bool rx, ry;
+
+		if (n == 8)
+			return false;
+		if (a >= DW_OP_lit0 && a <= DW_OP_lit31) {
+			v[n] = a - DW_OP_lit0, rel[n++] = false;
+		} else if (a == DW_OP_breg7 || (a == DW_OP_bregx && ops[i].number == REG_RSP)) {
+			v[n] = a == DW_OP_bregx ? ops[i].number2 : ops[i].number, rel[n++] = true;
+		} else if (a == DW_OP_breg16 || (a == DW_OP_bregx && ops[i].number == REG_RA)) {
+			v[n] = pc + (a == DW_OP_bregx ? ops[i].number2 : ops[i].number);
+			rel[n++] = false;
+		} else if ((a >= DW_OP_const1u && a <= DW_OP_consts)) {
+			v[n] = ops[i].number, rel[n++] = false;
+		} else if (a == DW_OP_plus_uconst) {
+			if (!n)
+				return false;
+			v[n - 1] += ops[i].number;
+		} else {
+			if (n < 2)
+				return false;
+			x = v[n - 2], rx = rel[n - 2], y = v[n - 1], ry = rel[n - 1];
+			n -= 2;
+			if (a == DW_OP_plus && !(rx && ry))
+				v[n] = x + y, rel[n] = rx || ry;
+			else if (a == DW_OP_minus && !ry)
+				v[n] = x - y, rel[n] = rx;
+			else if (rx || ry)
+				return false;
+			else if (a == DW_OP_and)
+				v[n] = x & y, rel[n] = false;
+			else if (a == DW_OP_ge)
+				v[n] = (int64_t)x >= (int64_t)y, rel[n] = false;
+			else if (a == DW_OP_gt)
+				v[n] = (int64_t)x > (int64_t)y, rel[n] = false;
+			else if (a == DW_OP_shl && y < 64)
+				v[n] = x << y, rel[n] = false;
+			else
+				return false;
+			n++;
+		}
 	}
-	return m;
+	if (n != 1 || !rel[0])
+		return false;
+	*off = (int64_t)v[0];
+	return true;
+}
+
+/* The CFI rule at addr, from the module's .eh_frame, else its .debug_frame
+ * (libdwfl's order), reduced to what this file needs. */
+static void cfi_lookup(struct unwinder *u, uint64_t addr, struct cfi_ent *e)
+{
+	Dwfl_Module *m = dwfl_addrmodule(u->dwfl, addr);
+	Dwarf_Frame *frame = NULL;
+	Dwarf_Op ops_mem[3], *ops;
+	Dwarf_Addr bias, start, end;
+	Dwarf_CFI *cfi;
+	int64_t cfa_off;
+	size_t nops;
+	bool signal;
+	int ra;
+
+	e->kind = CFI_NOMOD;
+	e->seen_ns = now_mono_ns();
+	if (!m)
+		return;
+	e->kind = CFI_NONE;
+	cfi = dwfl_module_eh_cfi(m, &bias);
+	if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &frame)) {
+		frame = NULL;
+		cfi = dwfl_module_dwarf_cfi(m, &bias);
+		if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &frame))
+			return;
+	}
+	e->kind = CFI_OTHER;
+	ra = dwarf_frame_info(frame, &start, &end, &signal);
+	if (ra < 0)
+		ra = REG_RA;
+	/* CFA = rsp + N, as DW_CFA_def_cfa_offset makes it, or as a PLT
+	 * entry's expression comes to at this address. */
+	if (dwarf_frame_cfa(frame, &ops, &nops) || !nops)
+		goto out;
+	if (nops == 1 && ops[0].atom == DW_OP_bregx && ops[0].number == REG_RSP)
+		cfa_off = (int64_t)ops[0].number2;
+	else if (!cfa_expr_sp_off(ops, nops, addr, &cfa_off))
+		goto out;
+	if (cfa_off < INT32_MIN || cfa_off > INT32_MAX)
+		goto out;
+	e->cfa_off = (int32_t)cfa_off;
+	/* Return address saved at CFA + M: DW_CFA_offset. */
+	if (dwarf_frame_register(frame, ra, ops_mem, &ops, &nops) || !ops || nops < 1 || nops > 2 ||
+	    ops[0].atom != DW_OP_call_frame_cfa)
+		goto out;
+	if (nops == 2 && ops[1].atom != DW_OP_plus_uconst)
+		goto out;
+	e->ra_off = nops == 2 ? (int32_t)(int64_t)ops[1].number : 0;
+	e->kind = CFI_SP;
+out:
+	free(frame);
+}
+
+/* Cached: an address costs a CFI evaluation the first time only. */
+static struct cfi_ent cfi_at(struct unwinder *u, uint64_t addr)
+{
+	struct cfi_ent tmp = {.pc = addr}, *e;
+
+	if (!addr) {
+		tmp.kind = CFI_NOMOD;
+		tmp.seen_ns = 0; /* never worth a report */
+		return tmp;
+	}
+	e = htab_get(&u->cfi, addr);
+	if (e)
+		return *e;
+	cfi_lookup(u, addr, &tmp);
+	e = htab_add(&u->cfi, addr);
+	if (e)
+		*e = tmp;
+	return tmp;
 }
 
 static int frame_cb(Dwfl_Frame *frame, void *arg)
 {
 	struct unwinder *u = arg;
+	struct cfi_ent c;
 	Dwarf_Addr pc;
 	Dwarf_Word bp;
 	bool activation;
 
-	if (!dwfl_frame_pc(frame, &pc, &activation) || u->n >= u->max)
+	/* Only the reads of the step from this frame to the next matter, and
+	 * dwfl_frame_pc takes that step to tell whether pc is an activation. */
+	u->read_failed = false;
+	if (!dwfl_frame_pc(frame, &pc, &activation))
 		return DWARF_CB_ABORT;
+	if (u->n >= u->max) {
+		u->full = true;
+		return DWARF_CB_ABORT;
+	}
 	u->pcs[u->n++] = pc;
 	u->last_bp_ok = dwfl_frame_reg(frame, REG_RBP, &bp) == 0;
 	u->last_bp = bp;
+	/* libdwfl looks up the CFI of a return address at pc - 1 (the call);
+	 * where it finds none, it takes a frame-pointer step. */
+	c = cfi_at(u, activation ? pc : pc - 1);
+	if (c.kind == CFI_NOMOD || c.kind == CFI_NONE)
+		u->no_cfi = true;
+	/* In no module: a library loaded since the last report (dlopen)?
+	 * Once a report after its first sighting did not find it, it is JIT
+	 * code or garbage, not worth more reports. */
+	if (c.kind == CFI_NOMOD && c.seen_ns >= u->reported_ns)
+		u->new_nomod = true;
 	return DWARF_CB_OK;
+}
+
+static int run_dwfl(struct unwinder *u)
+{
+	u->n = 0;
+	u->full = u->read_failed = u->no_cfi = u->new_nomod = u->last_bp_ok = false;
+	if (!u->attached)
+		return -1;
+	return dwfl_getthread_frames(u->dwfl, u->pid, frame_cb, u);
 }
 
 int unwind_dwarf(struct unwinder *u, const uint64_t regs[3], const void *stack, size_t stack_len,
 		 uint64_t *pcs, int max, unsigned *flags)
 {
 	uint64_t bp, ra, next;
-	int r, guard;
+	int r, steps;
 
 	*flags = 0;
-	if (!u->attached || !regs[UNWIND_IP] || max <= 0)
+	if (!regs[UNWIND_IP] || max <= 0)
 		return 0;
-	u->regs = regs;
+	u->ip = regs[UNWIND_IP];
+	u->sp = regs[UNWIND_SP];
+	u->bp = regs[UNWIND_BP];
 	u->stack = stack;
-	u->stack_len = stack_len;
+	u->stack_len = stack ? stack_len : 0;
 	u->pcs = pcs;
 	u->max = max;
-	u->n = 0;
-	u->last_bp_ok = false;
-	module_at(u, regs[UNWIND_IP]);
-	r = dwfl_getthread_frames(u->dwfl, u->pid, frame_cb, u);
-	if (r == 0 || u->n >= max)
+	r = run_dwfl(u);
+	/* A frame in no module may be in a library loaded since (dlopen). */
+	if (u->new_nomod && report_again(u))
+		r = run_dwfl(u);
+	if (u->no_cfi)
+		*flags |= UNWIND_TRUNCATED;
+	if (u->full)
 		return u->n;
-	/* DWARF stopped before the root (code without CFI, such as JIT code,
-	 * or a stack copy too short): frame pointers from there on. */
+	if (r == 0 && !u->read_failed)
+		return u->n; /* the CFI said this is the root */
+	/* DWARF stopped before the root (a stack copy too short, code that
+	 * neither CFI nor libdwfl's frame-pointer step could pass): frame
+	 * pointers from the last frame on, as far as the copy goes. */
 	*flags |= UNWIND_TRUNCATED;
-	if (verbosity >= 2)
-		debug("unwind: pid %d: DWARF stopped after %d frames: %s", u->pid, u->n,
-		      dwfl_errmsg(-1));
 	if (!u->n) {
 		pcs[u->n++] = regs[UNWIND_IP];
 		bp = regs[UNWIND_BP];
@@ -198,8 +595,9 @@ int unwind_dwarf(struct unwinder *u, const uint64_t regs[3], const void *stack, 
 	} else {
 		return u->n;
 	}
-	for (guard = 0; u->n < max && guard < 256; guard++) {
-		if (!read_word(u, bp + 8, &ra) || !read_word(u, bp, &next) || !ra)
+	for (steps = 0; u->n < max && steps < FP_MAX_STEPS; steps++) {
+		if (!read_word(u->stack, u->stack_len, u->sp, bp + 8, &ra) ||
+		    !read_word(u->stack, u->stack_len, u->sp, bp, &next) || !ra)
 			break;
 		pcs[u->n++] = ra;
 		if (next <= bp) /* frames go up the stack */
@@ -212,61 +610,79 @@ int unwind_dwarf(struct unwinder *u, const uint64_t regs[3], const void *stack, 
 uint64_t unwind_leaf_caller(struct unwinder *u, uint64_t ip, uint64_t sp, const void *stack,
 			    size_t stack_len)
 {
-	uint64_t regs[3] = {ip, sp, 0}, ra;
-	Dwfl_Module *m = module_at(u, ip);
-	Dwarf_CFI *cfi;
-	Dwarf_Frame *frame = NULL;
-	Dwarf_Op *ops;
-	Dwarf_Addr bias;
-	size_t nops;
+	struct cfi_ent c = cfi_at(u, ip);
+	uint64_t ra;
 
-	if (!m)
+	if (c.kind == CFI_NOMOD && c.seen_ns >= u->reported_ns && report_again(u))
+		c = cfi_at(u, ip);
+	/* Only a CFA relative to rsp puts the return address where sp says:
+	 * in a frameless leaf, a prologue or an epilogue. With a frame (CFA =
+	 * rbp + 16) the frame-pointer walk finds the caller itself. */
+	if (c.kind != CFI_SP || !stack ||
+	    !read_word(stack, stack_len, sp, sp + (int64_t)c.cfa_off + c.ra_off, &ra))
 		return 0;
-	cfi = dwfl_module_eh_cfi(m, &bias);
-	if (!cfi)
-		cfi = dwfl_module_dwarf_cfi(m, &bias);
-	if (!cfi || dwarf_cfi_addrframe(cfi, ip - bias, &frame))
-		return 0;
-	/* Only a CFA relative to rsp means the return address is where sp
-	 * says: in a frameless leaf, a prologue or an epilogue. With a frame
-	 * (CFA = rbp + 16) the frame-pointer walk finds the caller itself. */
-	ra = 0;
-	if (!dwarf_frame_cfa(frame, &ops, &nops) && nops == 1 && ops[0].atom == DW_OP_bregx &&
-	    ops[0].number == REG_RSP) {
-		uint64_t cfa = sp + (int64_t)ops[0].number2;
-
-		u->regs = regs;
-		u->stack = stack;
-		u->stack_len = stack_len;
-		if (!read_word(u, cfa - 8, &ra))
-			ra = 0;
-	}
-	free(frame);
 	return ra;
 }
 
-static bool line_eq(const void *ctx, uint32_t id, const void *key)
+/* Our copy of a file name of libdw's (whose strings go with their module),
+ * one per name. */
+static const char *intern_name(struct unwinder *u, const char *s)
 {
-	return ((const struct unwinder *)ctx)->lines.v[id].pc == *(const uint64_t *)key;
+	uint64_t h = hash_str(s);
+	struct name_ent *e = htab_get(&u->name_map, h);
+	char *copy;
+
+	if (e && !strcmp(e->copy, s))
+		return e->copy;
+	if (u->nnames == u->names_cap) {
+		size_t cap = u->names_cap ? u->names_cap * 2 : 64;
+		char **v = realloc(u->names, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		u->names = v;
+		u->names_cap = cap;
+	}
+	copy = strdup(s);
+	if (!copy)
+		return NULL;
+	u->names[u->nnames++] = copy;
+	if (!e) /* else a 64-bit hash collision: this name goes unshared */
+		e = htab_add(&u->name_map, h);
+	if (e && !e->copy)
+		e->copy = copy;
+	return copy;
 }
 
 int unwind_srcline(struct unwinder *u, uint64_t pc, const char **file, int *line)
 {
-	uint32_t id = idtab_find(&u->line_tab, hash_u64(pc), line_eq, u, &pc);
-	struct srcline s = {pc, NULL, 0};
+	struct line_ent *e;
+	const char *f = NULL;
+	int l = 0;
 
-	if (id == UINT32_MAX) {
-		Dwfl_Line *l = dwfl_getsrc(u->dwfl, pc);
-
-		if (l)
-			s.file = dwfl_lineinfo(l, NULL, &s.line, NULL, NULL, NULL);
-		if (VEC_PUSH(u->lines, s) || idtab_insert(&u->line_tab, hash_u64(pc), u->lines.n - 1))
-			return -ENOMEM;
-		id = u->lines.n - 1;
-	}
-	if (!u->lines.v[id].file)
+	if (!pc)
 		return -ENOENT;
-	*file = u->lines.v[id].file;
-	*line = u->lines.v[id].line;
+	e = htab_get(&u->lines, pc);
+	if (!e) {
+		Dwfl_Line *dl = dwfl_getsrc(u->dwfl, pc);
+
+		if (dl) {
+			f = dwfl_lineinfo(dl, NULL, &l, NULL, NULL, NULL);
+			if (f) {
+				f = intern_name(u, f);
+				if (!f)
+					return -ENOMEM;
+			}
+		}
+		e = htab_add(&u->lines, pc);
+		if (!e)
+			return -ENOMEM;
+		e->file = f;
+		e->line = l;
+	}
+	if (!e->file)
+		return -ENOENT;
+	*file = e->file;
+	*line = e->line;
 	return 0;
 }

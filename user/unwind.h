@@ -1,4 +1,5 @@
-/* DWARF unwinding of copied user stacks with elfutils' libdwfl. */
+/* DWARF unwinding of copied user stacks with elfutils' libdwfl. Self-contained:
+ * link with -ldw -lelf. Not thread-safe: one thread uses an unwinder at a time. */
 #ifndef USER_UNWIND_H
 #define USER_UNWIND_H
 
@@ -8,27 +9,39 @@
 
 struct unwinder;
 
-/* One per recorded process, kept across samples. NULL + errno on failure. */
+/* One per recorded process, kept across samples: it keeps the process's
+ * modules (from /proc/PID/maps), their CFI and per-address caches. The
+ * process must be alive here; modules mapped later (dlopen) are found by
+ * reporting /proc/PID/maps again, at most every 100 ms. NULL + errno. */
 struct unwinder *unwinder_new(pid_t pid);
 void unwinder_free(struct unwinder *u);
 
-/* regs[] of the functions below */
+/* regs[] of the functions below: the same order as bpf/events.h's UREG_*. */
 enum { UNWIND_IP, UNWIND_SP, UNWIND_BP };
 
-/* DWARF stopped before the root; frame pointers took over from there. */
+/* DWARF did not carry the sample to the root on its own: it stopped early
+ * (stack copy too short, unreadable CFI) or crossed code without CFI (JIT
+ * code); frame pointers took over from that frame on (or nothing did). */
 #define UNWIND_TRUNCATED 1u
 
-/* Unwinds one sample from its registers and the stack bytes copied from sp.
- * pcs[0] is the ip; the rest are return addresses as found (not minus 1).
- * Returns how many. */
+/* Unwinds one sample from its registers and the stack_len bytes copied from
+ * regs[UNWIND_SP]; those bytes are the only memory read. pcs[0] is the ip;
+ * the rest are return addresses as found on the stack (not minus 1). Returns
+ * how many (at most max; >= 1 when the ip is not 0). */
 int unwind_dwarf(struct unwinder *u, const uint64_t regs[3], const void *stack, size_t stack_len,
 		 uint64_t *pcs, int max, unsigned *flags);
+
 /* The leaf-caller fix of frame-pointer stacks: when the CFI at ip puts the
  * return address relative to sp (a frameless leaf, a prologue or an
- * epilogue), that return address, read from the copied stack; else 0. */
+ * epilogue), that return address, read from the stack_len bytes copied from
+ * sp; else 0. Cached per ip. */
 uint64_t unwind_leaf_caller(struct unwinder *u, uint64_t ip, uint64_t sp, const void *stack,
 			    size_t stack_len);
-/* Source file and line of pc where debug info exists: 0, or -ENOENT. */
+
+/* Source file and line of the instruction at pc where debug info exists
+ * (cached per address; for a return address, pass pc - 1 to get the call's
+ * line): 0, or -ENOENT (no line info), or -ENOMEM. *file stays valid until
+ * unwinder_free. */
 int unwind_srcline(struct unwinder *u, uint64_t pc, const char **file, int *line);
 
 #endif

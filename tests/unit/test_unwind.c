@@ -1,0 +1,816 @@
+/* The DWARF unwinder on this process's own stack: samples taken inside
+ * chains of noinline functions (built without frame pointers at -O2), through
+ * libc's qsort and through "JIT" code without CFI; each is unwound from its
+ * registers and a copy of the stack, as BPF would copy it, and the return
+ * addresses found are compared with the ones the functions saw themselves
+ * (__builtin_return_address). Also the leaf-caller fix, source lines, short
+ * copies, a library loaded after the unwinder was made, and the cost. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include "check.h"
+#include "user/unwind.h"
+
+#ifdef __clang__
+#define OMIT_FP
+#define KEEP_FP
+#else
+#define OMIT_FP __attribute__((optimize("omit-frame-pointer")))
+#define KEEP_FP __attribute__((optimize("no-omit-frame-pointer")))
+#endif
+#define NOINLINE __attribute__((noinline, noclone))
+#define RA()	 ((uint64_t)(uintptr_t)__builtin_return_address(0))
+
+#define MAXPCS 128
+
+extern void _start(void);
+
+/* A sample as BPF records it: registers and bytes of stack copied from sp. */
+struct sample {
+	uint64_t regs[3];
+	unsigned char *stack;
+	size_t len;
+	int line; /* of the capture */
+};
+
+static uint64_t stack_end; /* of the main thread's stack */
+
+/* The end of the mapping that holds addr: the [stack] one, or under valgrind
+ * the one it gives the program's stack. */
+static uint64_t find_stack_end(uint64_t addr)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	unsigned long long lo, hi, end = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx-%llx", &lo, &hi) == 2 && addr >= lo && addr < hi)
+			end = hi;
+	if (f)
+		fclose(f);
+	return end;
+}
+
+/* Copies up to 16 KiB from sp, clamped to the stack's end as BPF clamps it.
+ * Runs below sp: the bytes it copies are the capturing function's and its
+ * callers'. */
+NOINLINE void take_sample(struct sample *s, uint64_t ip, uint64_t sp, uint64_t bp, int line)
+{
+	size_t len = 16384;
+
+	if (sp >= stack_end)
+		len = 0;
+	else if (stack_end - sp < len)
+		len = stack_end - sp;
+	s->regs[UNWIND_IP] = ip;
+	s->regs[UNWIND_SP] = sp;
+	s->regs[UNWIND_BP] = bp;
+	s->stack = malloc(len ? len : 1);
+	s->len = s->stack ? len : 0;
+	if (s->stack)
+		memcpy(s->stack, (const void *)(uintptr_t)sp, len);
+	s->line = line;
+}
+
+/* rip, rsp and rbp at one instruction, as a sample interrupting it sees them. */
+#define CAPTURE(s)                                                                                 \
+	do {                                                                                       \
+		uint64_t ip_, sp_, bp_;                                                            \
+		__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"              \
+				 : "=r"(ip_), "=r"(sp_), "=r"(bp_));                               \
+		take_sample((s), ip_, sp_, bp_, __LINE__);                                         \
+	} while (0)
+
+static void sample_free(struct sample *s)
+{
+	free(s->stack);
+	memset(s, 0, sizeof(*s));
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int under_valgrind(void)
+{
+	const char *p = getenv("LD_PRELOAD");
+
+	return p && strstr(p, "vgpreload");
+}
+
+static int in_libc(uint64_t pc, const char **sym)
+{
+	Dl_info di;
+
+	if (!dladdr((void *)(uintptr_t)pc, &di) || !di.dli_fname)
+		return 0;
+	if (sym)
+		*sym = di.dli_sname;
+	return strstr(di.dli_fname, "libc.so") != NULL;
+}
+
+static int in_exe(uint64_t pc)
+{
+	Dl_info a, b;
+
+	return dladdr((void *)(uintptr_t)pc, &a) && dladdr((void *)(uintptr_t)take_sample, &b) &&
+	       a.dli_fbase == b.dli_fbase;
+}
+
+/* The last frames of the main thread: main's caller in libc
+ * (__libc_start_call_main), __libc_start_main, then _start. */
+static void check_root(const uint64_t *pcs, int n, int main_ra_at)
+{
+	const char *sym = NULL;
+
+	CHECKF(n == main_ra_at + 3, "n %d, main's return address at %d", n, main_ra_at);
+	if (n != main_ra_at + 3)
+		return;
+	CHECKF(in_libc(pcs[main_ra_at], NULL), "main returns to %#llx",
+	       (unsigned long long)pcs[main_ra_at]);
+	CHECK(in_libc(pcs[main_ra_at + 1], &sym));
+	CHECKF(sym && strstr(sym, "__libc_start_main"), "%s", sym ? sym : "(no symbol)");
+	CHECKF(pcs[n - 1] > (uint64_t)(uintptr_t)_start &&
+		   pcs[n - 1] < (uint64_t)(uintptr_t)_start + 64,
+	       "last %#llx, _start %p", (unsigned long long)pcs[n - 1], (void *)_start);
+}
+
+static void print_pcs(const char *what, const uint64_t *pcs, int n)
+{
+	int i;
+
+	fprintf(stderr, "%s:", what);
+	for (i = 0; i < n; i++)
+		fprintf(stderr, " %#llx", (unsigned long long)pcs[i]);
+	fputc('\n', stderr);
+}
+
+/* ---- main -> test_chain -> fa -> fb -> fc: the sample is in fc. ---- */
+
+static struct sample s_chain;
+static uint64_t ra_fc, ra_fb, ra_fa, ra_test_chain, cfa_fb;
+static int fb_call_line;
+
+NOINLINE int fc(int x)
+{
+	CAPTURE(&s_chain);
+	ra_fc = RA();
+	return x * 7 + 1;
+}
+
+NOINLINE int fb(int x)
+{
+	int r = (fb_call_line = __LINE__, fc(x + 1));
+
+	ra_fb = RA();
+	cfa_fb = (uint64_t)(uintptr_t)__builtin_dwarf_cfa();
+	return r * 5 + 3;
+}
+
+NOINLINE int fa(int x)
+{
+	int r = fb(x + 2);
+
+	ra_fa = RA();
+	return r * 3 + 2;
+}
+
+static void test_chain(void)
+{
+	struct unwinder *u = unwinder_new(getpid());
+	uint64_t pcs[MAXPCS], pcs2[MAXPCS];
+	unsigned flags = 99;
+	const char *file, *file2;
+	int n, i, line, line2;
+	volatile int sink;
+
+	ra_test_chain = RA();
+	sink = fa(1);
+	(void)sink;
+	CHECK(u != NULL && s_chain.len > 256);
+	if (!u || s_chain.len <= 256)
+		goto out;
+	n = unwind_dwarf(u, s_chain.regs, s_chain.stack, s_chain.len, pcs, MAXPCS, &flags);
+	print_pcs("chain", pcs, n);
+	CHECKF(flags == 0, "flags %u", flags);
+	CHECK(n >= 5);
+	if (n < 5)
+		goto out;
+	CHECK(pcs[0] == s_chain.regs[UNWIND_IP]);
+	CHECKF(pcs[1] == ra_fc, "%#llx, fc returns to %#llx", (unsigned long long)pcs[1],
+	       (unsigned long long)ra_fc);
+	CHECK(pcs[2] == ra_fb);
+	CHECK(pcs[3] == ra_fa);
+	CHECK(pcs[4] == ra_test_chain);
+	check_root(pcs, n, 5);
+
+	/* fc keeps no frame pointer: its CFA is rsp-based, so the leaf-caller
+	 * fix finds its caller too. */
+	CHECK(unwind_leaf_caller(u, s_chain.regs[UNWIND_IP], s_chain.regs[UNWIND_SP], s_chain.stack,
+				 s_chain.len) == ra_fc);
+
+	/* The same again: the Dwfl and caches serve a second sample. */
+	i = unwind_dwarf(u, s_chain.regs, s_chain.stack, s_chain.len, pcs2, MAXPCS, &flags);
+	CHECK(i == n && !memcmp(pcs, pcs2, n * sizeof(*pcs)) && flags == 0);
+	/* max bounds it. */
+	CHECK(unwind_dwarf(u, s_chain.regs, s_chain.stack, s_chain.len, pcs2, 3, &flags) == 3);
+	CHECK(!memcmp(pcs, pcs2, 3 * sizeof(*pcs)));
+	CHECK(unwind_dwarf(u, s_chain.regs, s_chain.stack, s_chain.len, pcs2, 1, &flags) == 1);
+	CHECK(pcs2[0] == pcs[0]);
+
+	/* Source lines: the capture's line, and the call's line for fc's
+	 * return address minus 1. */
+	CHECK(unwind_srcline(u, pcs[0], &file, &line) == 0);
+	if (!unwind_srcline(u, pcs[0], &file, &line)) {
+		CHECKF(strstr(file, "test_unwind.c") != NULL, "%s", file);
+		CHECKF(line == s_chain.line, "line %d, captured at %d", line, s_chain.line);
+		CHECK(unwind_srcline(u, pcs[0], &file2, &line2) == 0 && file2 == file &&
+		      line2 == line);
+	}
+	CHECK(unwind_srcline(u, pcs[1] - 1, &file2, &line2) == 0);
+	if (!unwind_srcline(u, pcs[1] - 1, &file2, &line2)) {
+		CHECK(strstr(file2, "test_unwind.c") != NULL);
+		CHECKF(line2 == fb_call_line, "line %d, call at %d", line2, fb_call_line);
+	}
+	CHECK(unwind_srcline(u, 0, &file, &line) == -ENOENT);
+	CHECK(unwind_srcline(u, 0x1000, &file, &line) == -ENOENT);
+out:
+	unwinder_free(u);
+}
+
+/* Every copy length from 0 up: a short copy gives a prefix of the stack and
+ * the TRUNCATED flag, never a read outside the copy (each copy is a malloc
+ * of exactly its length, for valgrind), and from the length the root needs,
+ * the whole stack. */
+static void test_short_copies(void)
+{
+	struct unwinder *u = unwinder_new(getpid());
+	uint64_t full[MAXPCS], pcs[MAXPCS];
+	unsigned flags, fflags;
+	int nfull, n, bad_trunc = 0, bad_full = 0, bad_prefix = 0;
+	size_t len, need = SIZE_MAX;
+
+	CHECK(u != NULL && s_chain.len > 256);
+	if (!u || s_chain.len <= 256)
+		goto out;
+	nfull = unwind_dwarf(u, s_chain.regs, s_chain.stack, s_chain.len, full, MAXPCS, &fflags);
+	CHECK(fflags == 0 && nfull >= 8);
+	n = unwind_dwarf(u, s_chain.regs, NULL, 0, pcs, MAXPCS, &flags);
+	CHECKF(n == 1 && pcs[0] == full[0] && flags == UNWIND_TRUNCATED, "n %d flags %u", n, flags);
+	for (len = 0; len <= s_chain.len; len += 8) {
+		unsigned char *copy = malloc(len ? len : 1);
+
+		if (!copy)
+			break;
+		memcpy(copy, s_chain.stack, len);
+		n = unwind_dwarf(u, s_chain.regs, copy, len, pcs, MAXPCS, &flags);
+		free(copy);
+		if (n < 1 || pcs[0] != full[0])
+			bad_prefix++;
+		if (flags == 0 && need == SIZE_MAX)
+			need = len;
+		if (need == SIZE_MAX) {
+			if (!(flags & UNWIND_TRUNCATED))
+				bad_trunc++;
+			/* DWARF's part matches; frame pointers may add more. */
+			if (n >= 2 && pcs[1] != full[1] && len >= 64)
+				bad_prefix++;
+		} else if (flags != 0 || n != nfull || memcmp(pcs, full, n * sizeof(*pcs))) {
+			bad_full++;
+		}
+	}
+	fprintf(stderr, "# the root needs %zu of the %zu bytes copied\n", need, s_chain.len);
+	CHECK(need != SIZE_MAX && need > 64);
+	CHECKF(!bad_trunc, "%d short copies not marked truncated", bad_trunc);
+	CHECKF(!bad_full, "%d long-enough copies differ", bad_full);
+	CHECKF(!bad_prefix, "%d copies with a wrong first frames", bad_prefix);
+
+	/* Up to fb's CFA, where fa's frame starts: fc's frame and fb's, not
+	 * fa's. So fc, fb, fa, then truncated. */
+	len = cfa_fb - s_chain.regs[UNWIND_SP];
+	CHECK(len > 16 && len < s_chain.len);
+	n = unwind_dwarf(u, s_chain.regs, s_chain.stack, len, pcs, MAXPCS, &flags);
+	CHECKF(n >= 3 && pcs[1] == ra_fc && pcs[2] == ra_fb && (flags & UNWIND_TRUNCATED),
+	       "n %d flags %u", n, flags);
+	/* A misaligned or absurd copy does not crash. */
+	n = unwind_dwarf(u, s_chain.regs, s_chain.stack + 1, 5, pcs, MAXPCS, &flags);
+	CHECK(n == 1 && (flags & UNWIND_TRUNCATED));
+	CHECK(unwind_dwarf(u, (uint64_t[3]){0, 0, 0}, NULL, 0, pcs, MAXPCS, &flags) == 0);
+out:
+	unwinder_free(u);
+}
+
+/* ---- through libc: test_qsort -> qa -> qsort (libc, no frame pointers)
+ * -> cmp -> qc: the sample is in qc. ---- */
+
+static struct sample s_qsort;
+static uint64_t ra_qc, ra_cmp, ra_qa;
+
+NOINLINE int qc(int x)
+{
+	if (!s_qsort.stack) {
+		CAPTURE(&s_qsort);
+		ra_qc = RA();
+	}
+	return x + 1;
+}
+
+NOINLINE int cmp(const void *a, const void *b)
+{
+	int r = qc(*(const int *)a) - qc(*(const int *)b);
+
+	ra_cmp = RA();
+	return r;
+}
+
+NOINLINE int qa(int n)
+{
+	int v[16], i;
+
+	for (i = 0; i < 16; i++)
+		v[i] = (i * 7) % 16;
+	qsort(v, (size_t)n, sizeof(v[0]), cmp);
+	ra_qa = RA();
+	return v[0] + v[n - 1];
+}
+
+static void test_qsort(void)
+{
+	struct unwinder *u = unwinder_new(getpid());
+	uint64_t pcs[MAXPCS], bp, ra, next;
+	unsigned flags = 99;
+	int n, i, k, nfp = 1;
+	volatile int sink;
+
+	sink = qa(16);
+	(void)sink;
+	CHECK(u != NULL && s_qsort.len > 256);
+	if (!u || s_qsort.len <= 256)
+		goto out;
+	n = unwind_dwarf(u, s_qsort.regs, s_qsort.stack, s_qsort.len, pcs, MAXPCS, &flags);
+	print_pcs("qsort", pcs, n);
+	CHECKF(flags == 0, "flags %u", flags);
+	CHECK(n >= 6);
+	if (n < 6)
+		goto out;
+	CHECK(pcs[1] == ra_qc);
+	CHECKF(pcs[2] == ra_cmp && in_libc(pcs[2], NULL), "%#llx, cmp returns to %#llx",
+	       (unsigned long long)pcs[2], (unsigned long long)ra_cmp);
+	/* libc's frames (msort_with_tmp, __qsort_r), then qa, test_qsort, main. */
+	for (k = 3; k < n && in_libc(pcs[k], NULL); k++)
+		;
+	CHECKF(k > 3 && k < n - 1 && in_exe(pcs[k]) && pcs[k + 1] == ra_qa, "k %d", k);
+	if (k < n - 1)
+		check_root(pcs, n, k + 3);
+
+	/* What a frame-pointer walk makes of it, for the record. */
+	for (bp = s_qsort.regs[UNWIND_BP]; nfp < MAXPCS; bp = next, nfp++) {
+		uint64_t off = bp - s_qsort.regs[UNWIND_SP];
+
+		if (bp < s_qsort.regs[UNWIND_SP] || off + 16 > s_qsort.len)
+			break;
+		memcpy(&next, s_qsort.stack + off, 8);
+		memcpy(&ra, s_qsort.stack + off + 8, 8);
+		if (next <= bp)
+			break;
+	}
+	fprintf(stderr, "# through qsort: %d frames with DWARF, %d with frame pointers\n", n, nfp);
+	for (i = 0; i < n; i++)
+		CHECK(pcs[i] != 0);
+out:
+	unwinder_free(u);
+}
+
+/* ---- "JIT" code without CFI, in an anonymous mapping, with a frame
+ * pointer: test_jit -> call_jit -> JIT code -> jit_callee. ---- */
+
+static struct sample s_jit;
+static uint64_t ra_jit_callee, ra_call_jit;
+
+NOINLINE void jit_callee(void)
+{
+	CAPTURE(&s_jit);
+	ra_jit_callee = RA();
+	__asm__ volatile("" ::: "memory");
+}
+
+NOINLINE int call_jit(void (*code)(void (*)(void)))
+{
+	code(jit_callee);
+	ra_call_jit = RA();
+	return 1;
+}
+
+static void test_jit(void)
+{
+	/* push rbp; mov rbp, rsp; call *rdi; pop rbp; ret */
+	static const unsigned char code[] = {0x55, 0x48, 0x89, 0xe5, 0xff, 0xd7, 0x5d, 0xc3};
+	void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct unwinder *u;
+	uint64_t pcs[MAXPCS], jit;
+	unsigned flags = 0;
+	const char *file;
+	int n, line;
+	volatile int sink;
+
+	if (page == MAP_FAILED) {
+		SKIP_TEST(test_jit, "mmap failed");
+		return;
+	}
+	memcpy(page, code, sizeof(code));
+	if (mprotect(page, 4096, PROT_READ | PROT_EXEC)) {
+		munmap(page, 4096);
+		SKIP_TEST(test_jit, "no executable anonymous memory here");
+		return;
+	}
+	jit = (uint64_t)(uintptr_t)page;
+	u = unwinder_new(getpid());
+	sink = call_jit((void (*)(void (*)(void)))page);
+	(void)sink;
+	CHECK(u != NULL && s_jit.len > 256);
+	if (!u || s_jit.len <= 256)
+		goto out;
+	n = unwind_dwarf(u, s_jit.regs, s_jit.stack, s_jit.len, pcs, MAXPCS, &flags);
+	print_pcs("jit", pcs, n);
+	CHECKF(flags == UNWIND_TRUNCATED, "flags %u", flags);
+	CHECK(n >= 4);
+	if (n >= 4) {
+		CHECKF(pcs[1] == ra_jit_callee && pcs[1] == jit + 6, "%#llx",
+		       (unsigned long long)pcs[1]);
+		/* The frame pointer's step out of the JIT code, then CFI again. */
+		CHECK(in_exe(pcs[2]));
+		CHECK(pcs[3] == ra_call_jit);
+		CHECK(n >= 7 && in_libc(pcs[n - 3], NULL));
+		CHECK(pcs[n - 1] > (uint64_t)(uintptr_t)_start &&
+		      pcs[n - 1] < (uint64_t)(uintptr_t)_start + 64);
+	}
+	CHECK(unwind_srcline(u, jit + 4, &file, &line) == -ENOENT);
+	CHECK(unwind_leaf_caller(u, jit, s_jit.regs[UNWIND_SP], s_jit.stack, s_jit.len) == 0);
+out:
+	unwinder_free(u);
+	munmap(page, 4096);
+}
+
+/* No module at all: libdwfl's frame-pointer steps through a made-up chain
+ * of frame records, marked truncated, ending where the chain ends. */
+static void test_fp_only(void)
+{
+	struct unwinder *u = unwinder_new(getpid());
+	uint64_t stack[16] = {0}, base = 0x7ff000000000ULL, pcs[MAXPCS];
+	uint64_t regs[3] = {0x1000, base, base + 16};
+	unsigned flags = 0;
+	int n;
+
+	CHECK(u != NULL);
+	if (!u)
+		return;
+	stack[2] = base + 48; /* rbp -> the next record */
+	stack[3] = 0x2000;    /* its return address */
+	stack[6] = base + 96;
+	stack[7] = 0x3000;
+	stack[12] = 0; /* the outermost record */
+	stack[13] = 0x4000;
+	n = unwind_dwarf(u, regs, stack, sizeof(stack), pcs, MAXPCS, &flags);
+	print_pcs("fp", pcs, n);
+	CHECKF(n == 4 && pcs[0] == 0x1000 && pcs[1] == 0x2000 && pcs[2] == 0x3000 &&
+		   pcs[3] == 0x4000,
+	       "n %d", n);
+	CHECK(flags == UNWIND_TRUNCATED);
+	/* A record that points down the stack ends the walk: no loops. */
+	stack[12] = base + 16;
+	n = unwind_dwarf(u, regs, stack, sizeof(stack), pcs, MAXPCS, &flags);
+	print_pcs("fp loop", pcs, n);
+	CHECKF(n >= 4 && n < MAXPCS && flags == UNWIND_TRUNCATED, "n %d", n);
+	unwinder_free(u);
+}
+
+/* Garbage stacks and registers: no crash, no read outside the copy (for
+ * valgrind), a count within bounds. Words are code addresses of this
+ * program and libc, pointers into the copy, or random. */
+static void test_garbage(void)
+{
+	struct unwinder *u = unwinder_new(getpid());
+	uint64_t code[] = {(uint64_t)(uintptr_t)fa,
+			   (uint64_t)(uintptr_t)qa,
+			   ra_fc,
+			   ra_fb,
+			   ra_fa,
+			   ra_test_chain,
+			   ra_cmp,
+			   (uint64_t)(uintptr_t)qsort,
+			   (uint64_t)(uintptr_t)memcpy,
+			   s_chain.regs[UNWIND_IP]};
+	uint64_t words[128], pcs[MAXPCS], base = 0x7ff000000000ULL, x = 0x9e3779b97f4a7c15ULL;
+	unsigned flags;
+	int iter, i, n, bad = 0, ncode = sizeof(code) / sizeof(code[0]);
+
+	CHECK(u != NULL);
+	if (!u)
+		return;
+	for (iter = 0; iter < 3000; iter++) {
+		uint64_t regs[3];
+		size_t len;
+
+		for (i = 0; i < 128 + 3; i++) {
+			uint64_t w;
+
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+			switch (x % 4) {
+			case 0:
+				w = code[(x >> 8) % ncode] + ((x >> 20) % 3);
+				break;
+			case 1:
+				w = base + ((x >> 8) % 140) * 8 - 32;
+				break;
+			case 2:
+				w = 0;
+				break;
+			default:
+				w = x;
+			}
+			if (i < 128)
+				words[i] = w;
+			else
+				regs[i - 128] = w;
+		}
+		regs[UNWIND_IP] = code[iter % ncode];
+		regs[UNWIND_SP] = base;
+		len = (x >> 30) % (sizeof(words) + 1);
+		n = unwind_dwarf(u, regs, words, len, pcs, 1 + iter % MAXPCS, &flags);
+		if (n < 1 || n > 1 + iter % MAXPCS || pcs[0] != regs[UNWIND_IP])
+			bad++;
+		unwind_leaf_caller(u, words[iter % 128], base, words, len);
+	}
+	CHECKF(!bad, "%d bad counts", bad);
+	unwinder_free(u);
+}
+
+/* The run-time address of this program's .plt, or 0. */
+static uint64_t find_plt(size_t *size)
+{
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	Elf *e;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t shstr;
+	uint64_t addr = 0;
+	Dl_info di;
+
+	if (fd < 0)
+		return 0;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (e && !elf_getshdrstrndx(e, &shstr) && dladdr((void *)(uintptr_t)take_sample, &di)) {
+		while ((scn = elf_nextscn(e, scn)) && gelf_getshdr(scn, &sh)) {
+			const char *name = elf_strptr(e, shstr, sh.sh_name);
+
+			if (name && !strcmp(name, ".plt")) {
+				addr = (uint64_t)(uintptr_t)di.dli_fbase + sh.sh_addr;
+				*size = sh.sh_size;
+			}
+		}
+	}
+	elf_end(e);
+	close(fd);
+	return addr;
+}
+
+/* PLT entries: their CFA is an expression of rsp and rip (8 bytes above sp
+ * until the entry's push, 16 after). A sample in one unwinds through it to
+ * its caller, and the leaf-caller fix finds that caller. */
+static void test_plt(void)
+{
+	struct unwinder *u;
+	uint64_t plt, ent, pcs[MAXPCS], full[MAXPCS], regs[3], words[2] = {0x1111, 0};
+	unsigned flags, fflags;
+	unsigned char *stack;
+	size_t size = 0;
+	int n, nfull;
+
+	plt = find_plt(&size);
+	if (!plt || size < 48) {
+		SKIP_TEST(test_plt, "no .plt in this program (linked with -z now or -fno-plt?)");
+		return;
+	}
+	ent = plt + 16; /* the first entry after PLT0 */
+	u = unwinder_new(getpid());
+	CHECK(u != NULL && s_chain.len > 256);
+	if (!u || s_chain.len <= 256)
+		goto out;
+	/* At the entry, the return address is at sp; past its push, sp + 8. */
+	words[0] = s_chain.regs[UNWIND_IP];
+	CHECK(unwind_leaf_caller(u, ent, 0x7000, words, 16) == words[0]);
+	words[1] = words[0], words[0] = 5;
+	CHECK(unwind_leaf_caller(u, ent + 11, 0x7000, words, 16) == words[1]);
+	CHECK(unwind_leaf_caller(u, ent + 11, 0x7000, words, 8) == 0);
+
+	/* fc "calls" the entry from its sampled instruction: the same stack
+	 * below one more return address. */
+	nfull = unwind_dwarf(u, s_chain.regs, s_chain.stack, s_chain.len, full, MAXPCS, &fflags);
+	stack = malloc(s_chain.len + 8);
+	CHECK(stack != NULL);
+	if (!stack)
+		goto out;
+	memcpy(stack, &s_chain.regs[UNWIND_IP], 8);
+	memcpy(stack + 8, s_chain.stack, s_chain.len);
+	regs[UNWIND_IP] = ent;
+	regs[UNWIND_SP] = s_chain.regs[UNWIND_SP] - 8;
+	regs[UNWIND_BP] = s_chain.regs[UNWIND_BP];
+	n = unwind_dwarf(u, regs, stack, s_chain.len + 8, pcs, MAXPCS, &flags);
+	print_pcs("plt", pcs, n);
+	CHECKF(n == nfull + 1 && flags == 0 && fflags == 0, "n %d of %d, flags %u", n, nfull + 1,
+	       flags);
+	CHECK(pcs[0] == ent && n > 1 && !memcmp(pcs + 1, full, (n - 1) * sizeof(*pcs)));
+	free(stack);
+out:
+	unwinder_free(u);
+}
+
+/* ---- The leaf-caller fix. ---- */
+
+static uint64_t leaf_ip, leaf_sp, leaf_ra;
+static unsigned char leaf_stack[256];
+
+/* A frameless leaf that saves two registers: CFA = rsp + 24 where it
+ * captures, its return address at sp + 16. */
+NOINLINE OMIT_FP int leaf(int x)
+{
+	uint64_t ip, sp;
+	unsigned char *dst = leaf_stack;
+	size_t cnt = sizeof(leaf_stack);
+
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rsp, %%rsi\n\trep movsb"
+			 : "=&r"(ip), "=&r"(sp), "+D"(dst), "+c"(cnt)
+			 :
+			 : "rsi", "rbx", "r12", "memory");
+	leaf_ip = ip;
+	leaf_sp = sp;
+	leaf_ra = RA();
+	return x + 1;
+}
+
+static uint64_t framed_ip, framed_sp;
+static unsigned char framed_stack[256];
+
+/* A function with a frame: CFA = rbp + 16 past its prologue. */
+NOINLINE KEEP_FP int framed(int x)
+{
+	uint64_t ip, sp;
+	unsigned char *dst = framed_stack;
+	size_t cnt = sizeof(framed_stack);
+	volatile int sink;
+
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rsp, %%rsi\n\trep movsb"
+			 : "=&r"(ip), "=&r"(sp), "+D"(dst), "+c"(cnt)
+			 :
+			 : "rsi", "memory");
+	framed_ip = ip;
+	framed_sp = sp;
+	sink = leaf(x);
+	return sink + 1;
+}
+
+static void test_leaf_caller(void)
+{
+	struct unwinder *u = unwinder_new(getpid());
+	uint64_t words[2] = {0x1122334455667788ULL, 0}, c, t0;
+	volatile int sink;
+	int i;
+
+	sink = framed(3);
+	(void)sink;
+	CHECK(u != NULL);
+	if (!u)
+		return;
+	c = unwind_leaf_caller(u, leaf_ip, leaf_sp, leaf_stack, sizeof(leaf_stack));
+	CHECKF(c == leaf_ra && c != 0, "%#llx, leaf returns to %#llx", (unsigned long long)c,
+	       (unsigned long long)leaf_ra);
+	/* The return address is at sp + 16: a copy of 16 bytes misses it. */
+	CHECK(unwind_leaf_caller(u, leaf_ip, leaf_sp, leaf_stack, 24) == leaf_ra);
+	CHECK(unwind_leaf_caller(u, leaf_ip, leaf_sp, leaf_stack, 16) == 0);
+	CHECK(unwind_leaf_caller(u, leaf_ip, leaf_sp, NULL, 0) == 0);
+	/* At a function's first instruction the return address is at sp. */
+	CHECK(unwind_leaf_caller(u, (uint64_t)(uintptr_t)leaf, 0x7000, words, 16) == words[0]);
+	CHECK(unwind_leaf_caller(u, (uint64_t)(uintptr_t)fc, 0x7000, words, 16) == words[0]);
+	/* With a frame, the frame-pointer walk finds the caller itself. */
+	CHECK(unwind_leaf_caller(u, framed_ip, framed_sp, framed_stack, sizeof(framed_stack)) == 0);
+	/* Not code. */
+	CHECK(unwind_leaf_caller(u, 0x1000, 0x7000, words, 16) == 0);
+
+	t0 = now_ns();
+	for (i = 0; i < 100000; i++)
+		c += unwind_leaf_caller(u, leaf_ip, leaf_sp, leaf_stack, sizeof(leaf_stack));
+	fprintf(stderr, "# unwind_leaf_caller, cached: %.0f ns\n", (now_ns() - t0) / 100000.0);
+	unwinder_free(u);
+}
+
+/* A library loaded after the unwinder was made is found by reporting the
+ * process's mappings again (at most every 100 ms). */
+static void test_dlopen(void)
+{
+	uint64_t words[2] = {0x0badc0ffee0ddf00ULL, 0};
+	struct timespec ts = {0, 150 * 1000000L};
+	struct unwinder *u;
+	void *h, *fn;
+
+	if (dlopen("libm.so.6", RTLD_NOW | RTLD_NOLOAD)) {
+		SKIP_TEST(test_dlopen, "libm is loaded already");
+		return;
+	}
+	u = unwinder_new(getpid());
+	CHECK(u != NULL);
+	if (!u)
+		return;
+	h = dlopen("libm.so.6", RTLD_NOW);
+	fn = h ? dlsym(h, "cos") : NULL;
+	if (!fn) {
+		unwinder_free(u);
+		SKIP_TEST(test_dlopen, "no cos in libm.so.6");
+		return;
+	}
+	nanosleep(&ts, NULL);
+	CHECK(unwind_leaf_caller(u, (uint64_t)(uintptr_t)fn, 0x7000, words, 16) == words[0]);
+	unwinder_free(u);
+	dlclose(h);
+}
+
+/* Cost per sample, once the modules and CFI are cached. */
+static void test_cost(void)
+{
+	struct sample *ss[] = {&s_chain, &s_qsort};
+	uint64_t pcs[MAXPCS], t0, t1, t_new, t_first;
+	unsigned flags;
+	int iters = under_valgrind() ? 20 : 20000, i, j, n = 0;
+	struct unwinder *u;
+
+	t0 = now_ns();
+	u = unwinder_new(getpid());
+	t_new = now_ns() - t0;
+	CHECK(u != NULL);
+	if (!u)
+		return;
+	t0 = now_ns();
+	unwind_dwarf(u, s_qsort.regs, s_qsort.stack, s_qsort.len, pcs, MAXPCS, &flags);
+	t_first = now_ns() - t0;
+	fprintf(stderr, "# unwinder_new: %.1f us; first unwind (ELF and CFI loads): %.1f us\n",
+		t_new / 1e3, t_first / 1e3);
+	for (j = 0; j < 2; j++) {
+		struct sample *s = ss[j];
+
+		unwind_dwarf(u, s->regs, s->stack, s->len, pcs, MAXPCS, &flags);
+		t0 = now_ns();
+		for (i = 0; i < iters; i++)
+			n = unwind_dwarf(u, s->regs, s->stack, s->len, pcs, MAXPCS, &flags);
+		t1 = now_ns() - t0;
+		fprintf(stderr, "# unwind_dwarf, %s: %d frames, %.0f ns per sample\n",
+			j ? "through qsort" : "chain", n, (double)t1 / iters);
+		/* perf's per-sample Dwfl costs more than 40 us; 7-10 us is the aim. */
+		if (!under_valgrind())
+			CHECKF((double)t1 / iters < 100000, "%.0f ns", (double)t1 / iters);
+	}
+	unwinder_free(u);
+}
+
+static void test_no_process(void)
+{
+	errno = 0;
+	CHECK(unwinder_new(0x7ffffff0) == NULL && errno != 0);
+}
+
+int main(void)
+{
+	int here;
+
+	stack_end = find_stack_end((uint64_t)(uintptr_t)&here);
+	if (!stack_end) {
+		SKIP_TEST(test_all, "the stack is in no mapping of /proc/self/maps");
+		return 0;
+	}
+	RUN_TEST(test_no_process);
+	RUN_TEST(test_chain);
+	RUN_TEST(test_short_copies);
+	RUN_TEST(test_qsort);
+	RUN_TEST(test_jit);
+	RUN_TEST(test_fp_only);
+	RUN_TEST(test_garbage);
+	RUN_TEST(test_plt);
+	RUN_TEST(test_leaf_caller);
+	RUN_TEST(test_dlopen);
+	RUN_TEST(test_cost);
+	sample_free(&s_chain);
+	sample_free(&s_qsort);
+	sample_free(&s_jit);
+	CHECK_EXIT();
+}
