@@ -4,71 +4,35 @@
 #include <string.h>
 #include "formats/elfout.h"
 #include "formats/jitelf.h"
+#include "formats/util.h"
 
 /* Where libelf lays out the first section after the ELF header (64 bytes)
  * and one program header (56), aligned to 16. */
 #define TEXT_OFF 0x80
 
-/* A growable byte buffer for the DWARF sections. */
-struct bb {
-	unsigned char *p;
-	size_t n, cap;
-	int err;
-};
-
-static void put(struct bb *b, const void *d, size_t n)
-{
-	if (b->err)
-		return;
-	if (b->n + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 1024;
-		unsigned char *np;
-
-		while (cap < b->n + n)
-			cap *= 2;
-		np = realloc(b->p, cap);
-		if (!np) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->p = np;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->n, d, n);
-	b->n += n;
-}
-
-static void u8(struct bb *b, unsigned v)
+static void u8(struct fmt_buf *b, unsigned v)
 {
 	unsigned char c = v;
 
-	put(b, &c, 1);
+	fmt_put(b, &c, 1);
 }
 
-static void u16(struct bb *b, uint16_t v)
+static void u16(struct fmt_buf *b, uint16_t v)
 {
-	put(b, &v, 2);
+	fmt_put(b, &v, 2);
 }
 
-static void u32(struct bb *b, uint32_t v)
+static void u32(struct fmt_buf *b, uint32_t v)
 {
-	put(b, &v, 4);
+	fmt_put(b, &v, 4);
 }
 
-static void u64(struct bb *b, uint64_t v)
+static void u64(struct fmt_buf *b, uint64_t v)
 {
-	put(b, &v, 8);
+	fmt_put(b, &v, 8);
 }
 
-static void uleb(struct bb *b, uint64_t v)
-{
-	do {
-		u8(b, (v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-}
-
-static void sleb(struct bb *b, int64_t v)
+static void sleb(struct fmt_buf *b, int64_t v)
 {
 	for (;;) {
 		unsigned char c = v & 0x7f;
@@ -82,9 +46,9 @@ static void sleb(struct bb *b, int64_t v)
 	}
 }
 
-static void str(struct bb *b, const char *s)
+static void str(struct fmt_buf *b, const char *s)
 {
-	put(b, s, strlen(s) + 1);
+	fmt_put(b, s, strlen(s) + 1);
 }
 
 /* DWARF 4 constants used here. */
@@ -128,24 +92,24 @@ static unsigned file_index(struct files *fs, const char *name)
  * their image addresses. A function without line rows gets one, at line 1
  * of a file named after it. */
 static int build_dwarf(const struct elfout_sym *syms, const struct jitelf_func **src, size_t k,
-		       struct bb *abbrev, struct bb *info, struct bb *line)
+		       struct fmt_buf *abbrev, struct fmt_buf *info, struct fmt_buf *line)
 {
-	struct bb prog = {0};
+	struct fmt_buf prog = {0};
 	struct files fs = {0};
 	size_t i, j, hdr_len_at, len_at;
 	/* abbrevs: 1 compile unit (with children), 2 subprogram */
-	uleb(abbrev, 1), uleb(abbrev, TAG_compile_unit), u8(abbrev, 1);
-	uleb(abbrev, AT_name), uleb(abbrev, FORM_string);
-	uleb(abbrev, AT_producer), uleb(abbrev, FORM_string);
-	uleb(abbrev, AT_language), uleb(abbrev, FORM_data2);
-	uleb(abbrev, AT_low_pc), uleb(abbrev, FORM_addr);
-	uleb(abbrev, AT_high_pc), uleb(abbrev, FORM_data8);
-	uleb(abbrev, AT_stmt_list), uleb(abbrev, FORM_sec_offset);
+	fmt_put_uleb(abbrev, 1), fmt_put_uleb(abbrev, TAG_compile_unit), u8(abbrev, 1);
+	fmt_put_uleb(abbrev, AT_name), fmt_put_uleb(abbrev, FORM_string);
+	fmt_put_uleb(abbrev, AT_producer), fmt_put_uleb(abbrev, FORM_string);
+	fmt_put_uleb(abbrev, AT_language), fmt_put_uleb(abbrev, FORM_data2);
+	fmt_put_uleb(abbrev, AT_low_pc), fmt_put_uleb(abbrev, FORM_addr);
+	fmt_put_uleb(abbrev, AT_high_pc), fmt_put_uleb(abbrev, FORM_data8);
+	fmt_put_uleb(abbrev, AT_stmt_list), fmt_put_uleb(abbrev, FORM_sec_offset);
 	u8(abbrev, 0), u8(abbrev, 0);
-	uleb(abbrev, 2), uleb(abbrev, TAG_subprogram), u8(abbrev, 0);
-	uleb(abbrev, AT_name), uleb(abbrev, FORM_string);
-	uleb(abbrev, AT_low_pc), uleb(abbrev, FORM_addr);
-	uleb(abbrev, AT_high_pc), uleb(abbrev, FORM_data8);
+	fmt_put_uleb(abbrev, 2), fmt_put_uleb(abbrev, TAG_subprogram), u8(abbrev, 0);
+	fmt_put_uleb(abbrev, AT_name), fmt_put_uleb(abbrev, FORM_string);
+	fmt_put_uleb(abbrev, AT_low_pc), fmt_put_uleb(abbrev, FORM_addr);
+	fmt_put_uleb(abbrev, AT_high_pc), fmt_put_uleb(abbrev, FORM_data8);
 	u8(abbrev, 0), u8(abbrev, 0);
 	u8(abbrev, 0);
 
@@ -154,7 +118,7 @@ static int build_dwarf(const struct elfout_sym *syms, const struct jitelf_func *
 	u16(info, 4);
 	u32(info, 0); /* abbrev offset */
 	u8(info, 8);
-	uleb(info, 1);
+	fmt_put_uleb(info, 1);
 	str(info, "jit");
 	str(info, "bpftrace-rec");
 	u16(info, 0x8001); /* DW_LANG_lo_user: not a source language */
@@ -162,7 +126,7 @@ static int build_dwarf(const struct elfout_sym *syms, const struct jitelf_func *
 	u64(info, syms[k - 1].value + syms[k - 1].size - syms[0].value);
 	u32(info, 0); /* stmt_list: the only line program */
 	for (i = 0; i < k; i++) {
-		uleb(info, 2);
+		fmt_put_uleb(info, 2);
 		str(info, syms[i].name);
 		u64(info, syms[i].value);
 		u64(info, syms[i].size);
@@ -194,10 +158,10 @@ static int build_dwarf(const struct elfout_sym *syms, const struct jitelf_func *
 			if (a >= end)
 				break;
 			if (j == 0) {
-				u8(&prog, 0), uleb(&prog, 9), u8(&prog, LNE_set_address);
+				u8(&prog, 0), fmt_put_uleb(&prog, 9), u8(&prog, LNE_set_address);
 				u64(&prog, base);
 			} else if (a > addr) {
-				u8(&prog, LNS_advance_pc), uleb(&prog, a - addr);
+				u8(&prog, LNS_advance_pc), fmt_put_uleb(&prog, a - addr);
 			}
 			addr = a > addr ? a : addr;
 			{
@@ -206,7 +170,7 @@ static int build_dwarf(const struct elfout_sym *syms, const struct jitelf_func *
 				if (!fi)
 					prog.err = -ENOMEM;
 				if (fi != cur_file) {
-					u8(&prog, LNS_set_file), uleb(&prog, fi);
+					u8(&prog, LNS_set_file), fmt_put_uleb(&prog, fi);
 					cur_file = fi;
 				}
 			}
@@ -216,8 +180,8 @@ static int build_dwarf(const struct elfout_sym *syms, const struct jitelf_func *
 			}
 			u8(&prog, LNS_copy);
 		}
-		u8(&prog, LNS_advance_pc), uleb(&prog, end - addr);
-		u8(&prog, 0), uleb(&prog, 1), u8(&prog, LNE_end_sequence);
+		u8(&prog, LNS_advance_pc), fmt_put_uleb(&prog, end - addr);
+		u8(&prog, 0), fmt_put_uleb(&prog, 1), u8(&prog, LNE_end_sequence);
 	}
 
 	len_at = line->n;
@@ -234,12 +198,12 @@ static int build_dwarf(const struct elfout_sym *syms, const struct jitelf_func *
 	{
 		static const unsigned char lens[12] = {0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1};
 
-		put(line, lens, sizeof(lens));
+		fmt_put(line, lens, sizeof(lens));
 	}
 	u8(line, 0); /* no include directories */
 	for (i = 0; i < fs.n; i++) {
 		str(line, fs.v[i]);
-		uleb(line, 0), uleb(line, 0), uleb(line, 0);
+		fmt_put_uleb(line, 0), fmt_put_uleb(line, 0), fmt_put_uleb(line, 0);
 	}
 	u8(line, 0);
 	if (!line->err) {
@@ -247,7 +211,7 @@ static int build_dwarf(const struct elfout_sym *syms, const struct jitelf_func *
 
 		memcpy(line->p + hdr_len_at, &hl, 4);
 	}
-	put(line, prog.p, prog.n);
+	fmt_put(line, prog.p, prog.n);
 	if (!line->err) {
 		uint32_t ul = line->n - len_at - 4;
 
@@ -272,7 +236,7 @@ int jitelf_write(int fd, struct jitelf_func *funcs, size_t n, uint64_t *start, u
 {
 	struct elfout_sym *syms = calloc(n ? n : 1, sizeof(*syms));
 	const struct jitelf_func **src = calloc(n ? n : 1, sizeof(*src));
-	struct bb abbrev = {0}, info = {0}, line = {0};
+	struct fmt_buf abbrev = {0}, info = {0}, line = {0};
 	struct elfout *e;
 	size_t i, k = 0;
 	unsigned text;

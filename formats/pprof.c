@@ -9,77 +9,30 @@
 #include "formats/util.h"
 #include "formats/pprof.h"
 
-/* A growable byte buffer. */
-struct buf {
-	unsigned char *p;
-	size_t n, cap;
-	int err;
-};
-
-static void buf_need(struct buf *b, size_t more)
-{
-	size_t cap;
-	unsigned char *p;
-
-	if (b->err || b->n + more <= b->cap)
-		return;
-	cap = b->cap ? b->cap : 256;
-	while (cap < b->n + more)
-		cap *= 2;
-	p = realloc(b->p, cap);
-	if (!p) {
-		b->err = -ENOMEM;
-		return;
-	}
-	b->p = p;
-	b->cap = cap;
-}
-
-static void put_bytes(struct buf *b, const void *p, size_t n)
-{
-	buf_need(b, n);
-	if (b->err)
-		return;
-	memcpy(b->p + b->n, p, n);
-	b->n += n;
-}
-
-static void put_varint(struct buf *b, uint64_t v)
-{
-	unsigned char tmp[10];
-	size_t n = 0;
-
-	do {
-		tmp[n++] = (v & 0x7f) | (v > 0x7f ? 0x80 : 0);
-		v >>= 7;
-	} while (v);
-	put_bytes(b, tmp, n);
-}
-
 /* Wire types: 0 varint, 2 length-delimited. */
-static void put_tag(struct buf *b, unsigned field, unsigned wire)
+static void put_tag(struct fmt_buf *b, unsigned field, unsigned wire)
 {
-	put_varint(b, (uint64_t)field << 3 | wire);
+	fmt_put_uleb(b, (uint64_t)field << 3 | wire);
 }
 
 /* A varint field; proto3 omits zero values. */
-static void put_uint(struct buf *b, unsigned field, uint64_t v)
+static void put_uint(struct fmt_buf *b, unsigned field, uint64_t v)
 {
 	if (!v)
 		return;
 	put_tag(b, field, 0);
-	put_varint(b, v);
+	fmt_put_uleb(b, v);
 }
 
-static void put_len(struct buf *b, unsigned field, const void *p, size_t n)
+static void put_len(struct fmt_buf *b, unsigned field, const void *p, size_t n)
 {
 	put_tag(b, field, 2);
-	put_varint(b, n);
-	put_bytes(b, p, n);
+	fmt_put_uleb(b, n);
+	fmt_put(b, p, n);
 }
 
 /* A nested message, encoded in `sub` (reset here for the next one). */
-static void put_msg(struct buf *b, unsigned field, struct buf *sub)
+static void put_msg(struct fmt_buf *b, unsigned field, struct fmt_buf *sub)
 {
 	if (sub->err)
 		b->err = sub->err;
@@ -87,12 +40,12 @@ static void put_msg(struct buf *b, unsigned field, struct buf *sub)
 	sub->n = 0;
 }
 
-static void put_packed(struct buf *b, unsigned field, const uint64_t *v, size_t n, struct buf *tmp)
+static void put_packed(struct fmt_buf *b, unsigned field, const uint64_t *v, size_t n, struct fmt_buf *tmp)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		put_varint(tmp, v[i]);
+		fmt_put_uleb(tmp, v[i]);
 	put_msg(b, field, tmp);
 }
 
@@ -472,8 +425,8 @@ size_t pprof_nsamples(const struct pprof *p)
 	return p->samples.n;
 }
 
-static void put_value_type(struct buf *b, unsigned field, struct pprof *p, const char *type,
-			   const char *unit, struct buf *sub)
+static void put_value_type(struct fmt_buf *b, unsigned field, struct pprof *p, const char *type,
+			   const char *unit, struct fmt_buf *sub)
 {
 	put_uint(sub, 1, intern(p, type));
 	put_uint(sub, 2, intern(p, unit));
@@ -482,9 +435,9 @@ static void put_value_type(struct buf *b, unsigned field, struct pprof *p, const
 
 /* The whole Profile message. Every string is interned before the string
  * table is written: the value types' come first. */
-static int encode(struct pprof *p, struct buf *b)
+static int encode(struct pprof *p, struct fmt_buf *b)
 {
-	struct buf sub = {0}, sub2 = {0};
+	struct fmt_buf sub = {0}, sub2 = {0};
 	size_t i, j;
 
 	put_value_type(b, 1, p, "samples", "count", &sub);
@@ -573,7 +526,7 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 
 int pprof_write_fd(struct pprof *p, int fd)
 {
-	struct buf b = {0};
+	struct fmt_buf b = {0};
 	unsigned char out[65536];
 	z_stream z = {0};
 	int err, zr;

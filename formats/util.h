@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Grows *p (of *cap elements of sz bytes) to hold want, doubling, with
  * overflow checked. 0 or -ENOMEM. */
@@ -27,6 +28,39 @@ static inline int fmt_grow(void **p, size_t *cap, size_t want, size_t sz)
 	*p = np;
 	*cap = c;
 	return 0;
+}
+
+/* A growable byte buffer for encoders; a failed growth sticks in err and
+ * later writes are dropped, so an encoder checks once at the end. */
+struct fmt_buf {
+	unsigned char *p;
+	size_t n, cap;
+	int err;
+};
+
+static inline void fmt_put(struct fmt_buf *b, const void *d, size_t n)
+{
+	if (b->err)
+		return;
+	if (fmt_grow((void **)&b->p, &b->cap, b->n + n, 1)) {
+		b->err = -ENOMEM;
+		return;
+	}
+	memcpy(b->p + b->n, d, n);
+	b->n += n;
+}
+
+/* Unsigned LEB128: protobuf's varint and DWARF's ULEB128 alike. */
+static inline void fmt_put_uleb(struct fmt_buf *b, uint64_t v)
+{
+	unsigned char tmp[10];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+		v >>= 7;
+	} while (v);
+	fmt_put(b, tmp, n);
 }
 
 /* Up to 16 hex digits from p (before end) into *v; returns the first

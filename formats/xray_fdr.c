@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include "formats/util.h"
 #include "formats/xray_fdr.h"
 
 enum meta_kind {
@@ -294,35 +295,16 @@ void fdr_get_stats(const struct fdr *w, struct fdr_stats *s)
 struct enc {
 	const struct fdr *w;
 	FILE *f;
-	unsigned char *buf;
-	size_t pos, cap; /* cap: 0 grows without limit (version 5, no buffer size) */
+	struct fmt_buf out; /* the buffer being filled; one at a time */
 	int32_t tid;
 	uint16_t cpu;
 	uint64_t base; /* the TSC deltas are relative to */
 	uint64_t nbuf; /* buffers of this thread so far */
-	int err;
 };
 
 static void put(struct enc *e, const void *p, size_t n)
 {
-	if (e->err)
-		return;
-	if (e->pos + n > e->cap) {
-		size_t cap = e->cap ? e->cap * 2 : 4096;
-		unsigned char *b;
-
-		while (cap < e->pos + n)
-			cap *= 2;
-		b = realloc(e->buf, cap);
-		if (!b) {
-			e->err = -ENOMEM;
-			return;
-		}
-		e->buf = b;
-		e->cap = cap;
-	}
-	memcpy(e->buf + e->pos, p, n);
-	e->pos += n;
+	fmt_put(&e->out, p, n);
 }
 
 static void meta(struct enc *e, enum meta_kind k, const void *data, size_t n)
@@ -365,7 +347,7 @@ static void begin_buffer(struct enc *e, uint16_t cpu, uint64_t ts)
 	uint64_t sec = o->wall_sec + e->nbuf;
 	uint32_t usec = (uint32_t)((o->wall_usec + e->nbuf) % 1000000);
 
-	e->pos = 0;
+	e->out.n = 0;
 	if (o->version >= 5)
 		meta_u64(e, M_EXTENTS, 0); /* patched when the buffer ends */
 	meta(e, M_NEW_BUFFER, &e->tid, sizeof(e->tid)); /* llvm-xray reads 4 bytes, signed */
@@ -383,20 +365,20 @@ static void end_buffer(struct enc *e)
 	const struct fdr_opts *o = &e->w->o;
 
 	if (o->version >= 5) {
-		uint64_t size = e->pos - META;
+		uint64_t size = e->out.n - META;
 
-		memcpy(e->buf + 1, &size, sizeof(size));
+		memcpy(e->out.p + 1, &size, sizeof(size));
 	} else {
 		static const unsigned char zero[8];
 
 		/* Zero padding after EndOfBuffer reads as ignored records. */
 		meta(e, M_END_OF_BUFFER, NULL, 0);
-		while (!e->err && e->pos < o->buffer_size)
+		while (!e->out.err && e->out.n < o->buffer_size)
 			put(e, zero, sizeof(zero));
 	}
-	if (!e->err && fwrite(e->buf, 1, e->pos, e->f) != e->pos)
-		e->err = -EIO;
-	e->pos = 0;
+	if (!e->out.err && fwrite(e->out.p, 1, e->out.n, e->f) != e->out.n)
+		e->out.err = -EIO;
+	e->out.n = 0;
 }
 
 /* Makes room for n bytes of records in the current buffer. */
@@ -404,7 +386,7 @@ static void room(struct enc *e, size_t n)
 {
 	size_t end = e->w->o.version == 1 ? META : 0;
 
-	if (e->pos + n + end > limit(e)) {
+	if (e->out.n + n + end > limit(e)) {
 		end_buffer(e);
 		begin_buffer(e, e->cpu, e->base);
 	}
@@ -479,8 +461,8 @@ static int write_thread(const struct fdr *w, const struct thread *t, FILE *f, ui
 		}
 	}
 	end_buffer(&e);
-	free(e.buf);
-	return e.err;
+	free(e.out.p);
+	return e.out.err;
 }
 
 int fdr_write(struct fdr *w, FILE *f)

@@ -8,7 +8,6 @@
 
 struct run_info {
 	uint64_t start_realtime_ns; /* wall clock at the start */
-	uint64_t start_mono_ns; /* CLOCK_MONOTONIC at the start (sample clock) */
 	uint64_t duration_ns;
 	int freq;
 	const char *event; /* "cycles" or "cpu-clock" */

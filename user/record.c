@@ -541,7 +541,6 @@ int record_run(void)
 		goto cleanup;
 
 	start = now_ns(CLOCK_MONOTONIC);
-	ri.start_mono_ns = start;
 	ri.start_realtime_ns = now_ns(CLOCK_REALTIME);
 	ri.freq = env.freq;
 	ri.event = event;
@@ -555,7 +554,6 @@ int record_run(void)
 		.buffer_size = env.fdr_buffer_size,
 		.flight_recorder = env.flight_recorder,
 		.start_realtime_ns = ri.start_realtime_ns,
-		.start_mono_ns = start,
 		.period_ns = 1000000000ULL / env.freq,
 	});
 	jit_start(env.jitdump);

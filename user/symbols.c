@@ -342,7 +342,8 @@ struct symfile *symfile_get(int fd, const char *path)
 	return f;
 }
 
-uint64_t symfile_vaddr(const struct symfile *f, uint64_t off)
+/* The ELF vaddr of a file offset, or the offset itself when no PT_LOAD has it. */
+static uint64_t symfile_vaddr(const struct symfile *f, uint64_t off)
 {
 	size_t i;
 
@@ -450,11 +451,6 @@ const char *symfile_lookup(const struct symfile *f, uint64_t file_off, uint64_t 
 const char *symfile_build_id(const struct symfile *f)
 {
 	return f->build_id[0] ? f->build_id : NULL;
-}
-
-size_t symfile_nsyms(const struct symfile *f)
-{
-	return f->nsyms;
 }
 
 void symfiles_free(void)

@@ -19,8 +19,6 @@ struct symfile *symfile_get(int fd, const char *path);
  * address of that offset (what llvm-symbolizer and nm speak). */
 const char *symfile_lookup(const struct symfile *f, uint64_t file_off, uint64_t *vaddr,
 			   uint64_t *sym_addr);
-/* The ELF vaddr of a file offset, or file_off itself when no PT_LOAD covers it. */
-uint64_t symfile_vaddr(const struct symfile *f, uint64_t file_off);
 /* The file offset of an ELF vaddr, or UINT64_MAX when no PT_LOAD has it. */
 uint64_t symfile_offset(const struct symfile *f, uint64_t vaddr);
 /* Calls fn for every function symbol, in address order; stops when fn
@@ -32,7 +30,6 @@ int symfile_foreach(const struct symfile *f, symfile_fn fn, void *ctx);
  * fd; -1 when it has too few functions to tell. */
 int symfile_fp_percent(const struct symfile *f, int fd);
 const char *symfile_build_id(const struct symfile *f); /* hex, or NULL */
-size_t symfile_nsyms(const struct symfile *f);
 void symfiles_free(void);
 
 /* Kernel symbols. kallsyms_lookup returns NULL before a successful load. */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "formats/util.h"
 #include "user/util.h"
 
 int verbosity;
@@ -51,23 +52,7 @@ void debug(const char *fmt, ...)
 
 int vec_grow_(void **v, size_t *cap, size_t want, size_t elsz)
 {
-	size_t ncap;
-	void *nv;
-
-	if (want <= *cap)
-		return 0;
-	ncap = *cap ? *cap : 8;
-	while (ncap < want) {
-		if (ncap > SIZE_MAX / 2 / elsz)
-			return -ENOMEM;
-		ncap *= 2;
-	}
-	nv = realloc(*v, ncap * elsz);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = ncap;
-	return 0;
+	return fmt_grow(v, cap, want, elsz);
 }
 
 uint32_t idtab_find(const struct idtab *t, uint64_t hash, idtab_eq_fn eq, const void *ctx,
