@@ -87,6 +87,7 @@ enum stat_idx {
 	STAT_COPY_ERR, /* the user-stack copy failed at its first page */
 	STAT_CALLS, /* traced calls and returns of recorded tasks */
 	STAT_LOST_CALLS, /* ... that the ring buffer could not take */
+	STAT_KERNEL_WALKS, /* user stacks walked by bpf_get_stack (deep, compat or traced) */
 	STAT_NR,
 };
 

@@ -418,11 +418,12 @@ static int fill_summary(void *ctx, FILE *f)
 		",\n  \"frequency_hz\": %d,\n  \"duration_s\": %.3f,\n  \"start_time_ns\": %" PRIu64
 		",\n  \"samples\": %" PRIu64 ",\n  \"sample_bytes\": %" PRIu64 ",\n  \"lost_samples\": %" PRIu64
 		",\n  \"lost_task_events\": %" PRIu64 ",\n  \"kernel_stack_errors\": %" PRIu64
-		",\n  \"user_stack_errors\": %" PRIu64 ",\n  \"traced_calls\": %" PRIu64
+		",\n  \"user_stack_errors\": %" PRIu64 ",\n  \"user_stacks_walked_by_kernel\": %" PRIu64
+		",\n  \"traced_calls\": %" PRIu64
 		",\n  \"lost_traced_calls\": %" PRIu64 ",\n  \"processes\": [",
 		ri->freq, ri->duration_ns / 1e9, ri->start_realtime_ns, ri->samples, ri->sample_bytes,
 		ri->lost,
-		ri->lost_tasks, ri->kstack_err, ri->ustack_err, ri->traced_calls, ri->lost_calls);
+		ri->lost_tasks, ri->kstack_err, ri->ustack_err, ri->kernel_walks, ri->traced_calls, ri->lost_calls);
 	for (i = 0, k = 0; i < procs.v.n; i++) {
 		const struct proc *p = procs.v.v[i];
 

@@ -15,7 +15,7 @@ struct run_info {
 	uint64_t sample_bytes; /* their ring-buffer records */
 	uint64_t lost; /* samples the ring buffer could not take */
 	uint64_t lost_tasks; /* exec/fork/exit events lost */
-	uint64_t kstack_err, ustack_err;
+	uint64_t kstack_err, ustack_err, kernel_walks;
 	uint64_t traced_calls, lost_calls; /* -t entries and returns */
 	bool system_wide;
 	bool per_process; /* cpu-PID.prof and the XRay files of each process */

@@ -483,6 +483,9 @@ int record_run(void)
 	skel->rodata->stack_copy_fp = env.no_user ? 0 : FP_LEAF_COPY;
 	skel->rodata->stack_copy_dwarf = env.call_graph == CG_FP || env.no_user ? 0 : env.stack_copy;
 	skel->rodata->dwarf_all = env.call_graph == CG_DWARF;
+	/* Under uretprobes a stack holds trampoline addresses that only the
+	 * kernel's walk replaces with the real return addresses. */
+	skel->rodata->bpf_fp_walk = env.ntraces == 0;
 	err = bpf_map__set_max_entries(skel->maps.scratch_map, libbpf_num_possible_cpus());
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.events, env.ringbuf_mb << 20);
@@ -622,6 +625,7 @@ cleanup:
 		ri.lost_tasks = st[STAT_LOST_TASK];
 		ri.kstack_err = st[STAT_KSTACK_ERR];
 		ri.ustack_err = st[STAT_USTACK_ERR];
+		ri.kernel_walks = st[STAT_KERNEL_WALKS];
 		ri.traced_calls = st[STAT_CALLS];
 		ri.lost_calls = st[STAT_LOST_CALLS];
 		if (st[STAT_LOST_CALLS])
