@@ -40,6 +40,15 @@ struct ev_hdr {
 
 #define SAMPLE_STACK_TRUNC (1u << 3) /* the stack copy stopped at an unreadable page */
 #define SAMPLE_DWARF	   (1u << 4) /* the stack was copied for DWARF unwinding */
+#define SAMPLE_LEAF_HINT   (1u << 5) /* stack_len came from the leaf_need map */
+
+/* Key of the leaf_need map: how many bytes from sp the leaf-caller fix needs
+ * at this ip of this process, as user space found from the CFI. */
+struct leaf_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 ip;
+};
 
 /* User registers the unwinders need, x86_64. */
 enum { UREG_IP, UREG_SP, UREG_BP, UREG_NR };

@@ -43,6 +43,17 @@ struct {
 	__type(value, __u8);
 } dwarf_pids SEC(".maps");
 
+/* A frame-pointer sample sends FP_LEAF_COPY bytes of stack for the
+ * leaf-caller fix until user space has looked at the CFI of its ip; then only
+ * the bytes that fix needs (most often none: the function has set up its
+ * frame). Halves the record and the ring buffer's cost per sample. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct leaf_key);
+	__type(value, __u32);
+} leaf_need SEC(".maps");
+
 /* The record is built here, then copied once into the ring buffer at its
  * true length: the BPF stack is only 512 bytes. One slot per CPU (an array,
  * not a per-CPU array, whose values are limited to 32 KiB). */
@@ -254,6 +265,16 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		}
 		/* Only what was asked for is sent; the walk may read further. */
 		s->stack_len = copied;
+		if (copied && !(s->flags & SAMPLE_DWARF)) {
+			struct leaf_key k = {.tgid = tgid, .ip = s->uregs[UREG_IP]};
+			__u32 *need = bpf_map_lookup_elem(&leaf_need, &k);
+
+			if (need) {
+				s->flags |= SAMPLE_LEAF_HINT;
+				if (*need < copied)
+					s->stack_len = *need;
+			}
+		}
 
 		/* 0x33: a 64-bit task (__USER_CS); leave compat tasks to the kernel. */
 		if (bpf_fp_walk && sp && cs == 0x33) {

@@ -18,6 +18,7 @@
 struct procs procs;
 void (*proc_maps_hook)(struct proc *p);
 void (*proc_exec_hook)(struct proc *p);
+void (*proc_leaf_hint_hook)(pid_t pid, uint64_t ip, uint32_t need);
 
 /* An address outside every mapping re-reads /proc/PID/maps (a dlopen, a new
  * JIT region), but not more often than this: garbage frames from
@@ -325,6 +326,34 @@ struct thread *proc_thread(struct proc *p, uint32_t tid)
 	return &p->threads.v[p->threads.n - 1];
 }
 
+/* Tells BPF what the leaf-caller fix needs at this sample's ip, once: unless
+ * BPF already sent exactly that (a hint from an earlier image of this pid is
+ * corrected), or the sample was taken before the hint was sent. */
+static void leaf_hint(struct proc *p, const struct ev_sample *s)
+{
+	uint64_t ip = s->uregs[UREG_IP];
+	struct leaf_hint *h;
+	int need;
+
+	if (!proc_leaf_hint_hook || (s->flags & (SAMPLE_DWARF | SAMPLE_STACK_TRUNC)))
+		return;
+	need = unwind_leaf_need(p->uw, ip);
+	if (need < 0)
+		return;
+	if (need > FP_LEAF_COPY)
+		need = FP_LEAF_COPY; /* more is never copied */
+	if ((s->flags & SAMPLE_LEAF_HINT) && s->stack_len == (uint32_t)need)
+		return;
+	if (!p->hints && !(p->hints = calloc(LEAF_HINTS, sizeof(*p->hints))))
+		return;
+	h = &p->hints[hash_u64(ip) & (LEAF_HINTS - 1)];
+	if (!(s->flags & SAMPLE_LEAF_HINT) && h->ip == ip && h->need == need &&
+	    s->hdr.time_ns < h->sent_ns)
+		return;
+	proc_leaf_hint_hook(p->pid, ip, (uint32_t)need);
+	*h = (struct leaf_hint){.ip = ip, .need = need, .sent_ns = now_ns(CLOCK_MONOTONIC)};
+}
+
 /* The user frames of a sample, leaf first: DWARF-unwound from the copied
  * stack when the record carries enough of it, else the frame-pointer walk,
  * with the caller of a frameless leaf put back. Returns the count. */
@@ -335,7 +364,7 @@ static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs)
 	int n = 0, i;
 	unsigned flags = 0;
 
-	if (s->stack_len && !p->uw)
+	if ((s->stack_len || (s->flags & SAMPLE_LEAF_HINT)) && !p->uw)
 		p->uw = unwinder_new(p->pid);
 	if (p->uw && (s->flags & SAMPLE_DWARF)) {
 		uint64_t regs[UREG_NR] = {s->uregs[UREG_IP], s->uregs[UREG_SP], s->uregs[UREG_BP]};
@@ -353,7 +382,7 @@ static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs)
 	for (i = 0; i < s->nuser && fp[i] && n < MAX_USER_FRAMES; i++) {
 		pcs[n++] = fp[i];
 		/* A leaf that set up no frame hides its caller from the walk. */
-		if (i == 0 && p->uw && s->stack_len && fp[0] == s->uregs[UREG_IP]) {
+		if (i == 0 && p->uw && fp[0] == s->uregs[UREG_IP]) {
 			uint64_t c = unwind_leaf_caller(p->uw, fp[0], s->uregs[UREG_SP], stack,
 							s->stack_len);
 
@@ -361,6 +390,7 @@ static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs)
 				pcs[n++] = c;
 				p->leaf_fixed++;
 			}
+			leaf_hint(p, s);
 		}
 	}
 	return n;
@@ -471,6 +501,8 @@ void proc_on_exec(pid_t pid, const char *comm)
 		unwinder_free(p->uw);
 		p->uw = NULL;
 	}
+	free(p->hints);
+	p->hints = NULL;
 	if (proc_exec_hook)
 		proc_exec_hook(p);
 }
@@ -508,6 +540,7 @@ void procs_free(void)
 		free(p->exe);
 		if (p->uw)
 			unwinder_free(p->uw);
+		free(p->hints);
 		xray_proc_free(p);
 		jit_proc_free(p);
 		free(p);

@@ -84,10 +84,18 @@ struct proc {
 	bool dwarf; /* stacks DWARF-unwound (the program has no frame pointers) */
 	uint64_t unwound, truncated, leaf_fixed; /* samples */
 	uint64_t unwind_ns; /* time spent in DWARF unwinding */
+	struct leaf_hint *hints; /* LEAF_HINTS, by ip hash: what BPF was told */
 	struct fdr *exact; /* XRay trace of -t calls */
 	struct jit_state *jit; /* its jitdump and perf map */
 	VEC(struct migration) migrations; /* for the sampled timelines */
 };
+
+/* A leaf_need entry sent to BPF (see proc_leaf_hint_hook). */
+struct leaf_hint {
+	uint64_t ip, sent_ns;
+	int need;
+};
+#define LEAF_HINTS 128
 
 /* All processes seen, in order of first sight. */
 struct procs {
@@ -100,6 +108,8 @@ extern struct procs procs;
  * after exec. */
 extern void (*proc_maps_hook)(struct proc *p);
 extern void (*proc_exec_hook)(struct proc *p);
+/* Tells BPF how many stack bytes the leaf-caller fix needs at ip in pid. */
+extern void (*proc_leaf_hint_hook)(pid_t pid, uint64_t ip, uint32_t need);
 
 struct proc *proc_get(pid_t pid, const char *comm);
 struct proc *proc_find(pid_t pid);

@@ -188,6 +188,16 @@ static void detach_sampler(struct bpf_link **links, int n)
 		bpf_link__destroy(links[i]);
 }
 
+static int leaf_need_fd = -1;
+
+static void send_leaf_hint(pid_t pid, uint64_t ip, uint32_t need)
+{
+	struct leaf_key k = {.tgid = (__u32)pid, .ip = ip};
+
+	/* A failure only costs bytes: BPF then sends the full copy. */
+	bpf_map_update_elem(leaf_need_fd, &k, &need, BPF_ANY);
+}
+
 static int handle_event(void *ctx, void *data, size_t size)
 {
 	const struct ev_hdr *h = data;
@@ -504,6 +514,8 @@ int record_run(void)
 	dwarf_pids_fd = bpf_map__fd(skel->maps.dwarf_pids);
 	proc_maps_hook = decide_unwinding;
 	proc_exec_hook = decide_after_exec;
+	leaf_need_fd = bpf_map__fd(skel->maps.leaf_need);
+	proc_leaf_hint_hook = send_leaf_hint;
 	if (target.child > 0 && add_targets(skel, &target.child, 1))
 		goto cleanup;
 	/* Maps of the targets as they are now, before any sample. */

@@ -38,6 +38,11 @@ int unwind_dwarf(struct unwinder *u, const uint64_t regs[3], const void *stack, 
 uint64_t unwind_leaf_caller(struct unwinder *u, uint64_t ip, uint64_t sp, const void *stack,
 			    size_t stack_len);
 
+/* Bytes of stack from sp that unwind_leaf_caller reads at ip: 0 when the CFI
+ * there says the frame is set up (or there is no CFI), -1 while the address
+ * is in no known module. */
+int unwind_leaf_need(struct unwinder *u, uint64_t ip);
+
 /* Source file and line of the instruction at pc where debug info exists
  * (cached per address; for a return address, pass pc - 1 to get the call's
  * line): 0, or -ENOENT (no line info), or -ENOMEM. *file stays valid until

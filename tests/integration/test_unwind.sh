@@ -5,7 +5,8 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(unwind_gzip_reaches_root unwind_sort_reaches_root unwind_leaf_callers_default
-	unwind_leaf_callers_fp unwind_split_dwarf_mode unwind_gperftools_deep)
+	unwind_leaf_callers_fp unwind_leaf_hint_bytes unwind_split_dwarf_mode unwind_split_dwarf_root
+	unwind_gperftools_deep)
 require_bpf "${ALL[@]}"
 
 # Share (relative %) of COMM's samples whose stack holds one of the root
@@ -46,6 +47,14 @@ leaf_check() { # NAME DIR [options]
 }
 leaf_check unwind_leaf_callers_default "$TMP/lf"
 leaf_check unwind_leaf_callers_fp "$TMP/lffp" --call-graph fp
+
+# Once user space has read the CFI at a sampled ip, BPF sends only the stack
+# bytes the fix needs there (leafy's hot leaf: its return address, 8 bytes),
+# not the 512-byte copy: records stay far below header + frames + 512.
+t=unwind_leaf_hint_bytes
+read -r bytes n < <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["sample_bytes"], s["samples"])' "$TMP/lffp/summary.json")
+per=$((bytes / (n > 0 ? n : 1)))
+if [ "$n" -gt 0 ] && [ "$per" -lt 300 ]; then pass $t; else fail $t "$per bytes per sample over $n samples (want < 300)"; fi
 
 t=unwind_split_dwarf_mode
 "$REC" -q -F 499 --call-graph dwarf -o "$TMP/spd" -- "$WL/split" 3 > /dev/null 2>&1
