@@ -109,6 +109,9 @@ static __always_inline __u32 copy_stack(struct scratch *sc, __u64 sp, __u64 want
 {
 	struct copy_ctx c = {.sc = sc, .sp = sp, .want = want};
 
+	/* Most often (the leaf-caller copy) it is one read within one page. */
+	if (want <= PAGE_SZ - (sp & (PAGE_SZ - 1)))
+		return copy_more(sc, sp, &c.copied, want) ? 0 : c.copied;
 	bpf_loop(MAX_STACK_COPY / PAGE_SZ + 2, copy_page, &c, 0);
 	return c.copied;
 }
