@@ -165,9 +165,11 @@ static int fill_pprof(void *ctx, FILE *out)
 				int line;
 
 				if (f->name || f->kind != FRAME_USER) {
-					if (!f->out_id)
+					if (!f->out_id) {
+						proc_srcline(p, f, &file, &line);
 						f->out_id = frame_location(pp, f, frame_name(f, buf, sizeof(buf)),
-									   NULL, 0, &kmap);
+									   file, line, &kmap);
+					}
 					locs[k] = f->out_id;
 				} else { /* maybe JIT code: named as it was at the sample's time */
 					name = frame_name_at(p, f, s->time_ns, buf, sizeof(buf), &file,

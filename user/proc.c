@@ -262,6 +262,7 @@ static uint32_t intern_frame(struct proc *p, uint64_t ip, uint8_t kind, bool cal
 	f.pc = k.pc;
 	f.kind = kind;
 	f.caller = caller;
+	f.image = p->image;
 	if (kind == FRAME_KERNEL) {
 		f.name = kallsyms_lookup(f.pc, &f.module);
 	} else {
@@ -461,6 +462,16 @@ const char *frame_name(const struct frame *f, char *buf, size_t len)
 	return "[unknown]";
 }
 
+bool proc_srcline(struct proc *p, const struct frame *f, const char **file, int *line)
+{
+	*file = NULL;
+	*line = 0;
+	/* The unwinder's modules are the current image's; its debug info is
+	 * loaded on the first lookup. */
+	return f->kind == FRAME_USER && p->uw && f->image == p->image &&
+	       !unwind_srcline(p->uw, f->pc, file, line);
+}
+
 const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, char *buf, size_t len,
 			  const char **file, int *line)
 {
@@ -473,6 +484,7 @@ const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, cha
 		*line = hit.line;
 		return hit.name;
 	}
+	proc_srcline(p, f, file, line);
 	return frame_name(f, buf, len);
 }
 
@@ -501,6 +513,7 @@ void proc_on_exec(pid_t pid, const char *comm)
 		unwinder_free(p->uw);
 		p->uw = NULL;
 	}
+	p->image++;
 	free(p->hints);
 	p->hints = NULL;
 	if (proc_exec_hook)

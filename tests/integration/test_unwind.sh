@@ -5,7 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(unwind_gzip_reaches_root unwind_sort_reaches_root unwind_leaf_callers_default
-	unwind_leaf_callers_fp unwind_leaf_hint_bytes unwind_split_dwarf_mode unwind_split_dwarf_root
+	unwind_leaf_callers_fp unwind_leaf_hint_bytes unwind_split_dwarf_mode unwind_split_dwarf_root unwind_source_lines
 	unwind_gperftools_deep)
 require_bpf "${ALL[@]}"
 
@@ -63,6 +63,27 @@ r=$(root_share "$TMP/spd/profile.pb.gz" split)
 check_split unwind_split_dwarf_mode "$TMP/spd.top" pprof_flat
 t=unwind_split_dwarf_root
 if within "$r" 100 3; then pass $t; else fail $t "$r% reach the root"; fi
+
+# File and line from the workload's DWARF (libdw): each function's samples sit
+# on lines of its own body, and the callers' on the lines that call them.
+t=unwind_source_lines
+body() { # FUNC FILE: first and last line of FUNC's definition
+	awk -v f="$1" '$0 ~ "void " f "\\(" { s = NR } s && !e && /^}/ { e = NR } END { print s, e }' "$2"
+}
+"$PPROF" -top -lines -nodecount=60 "$TMP/spd/profile.pb.gz" > "$TMP/spd.lines" 2>&1
+bad=""
+for fn in func_six func_three; do
+	read -r lo hi < <(body $fn "$ROOT/tests/workloads/split.c")
+	# The flat share of FUNC on lines inside its body.
+	share=$(awk -v f=$fn -v lo="$lo" -v hi="$hi" '$NF ~ /split\.c:[0-9]+$/ && $(NF-1) == f {
+		n = $NF; sub(/.*:/, "", n); if (n + 0 >= lo && n + 0 <= hi) { sub("%", "", $2); s += $2 } } END { print s + 0 }' "$TMP/spd.lines")
+	case $fn in func_six) want=60 ;; *) want=30 ;; esac
+	within "$share" $want 5 || bad="$bad $fn:${share}%@$lo-$hi"
+done
+# worker's rows: on the lines that call func_six and func_three.
+sites=$(grep -nE "(func_six|func_three)\(" "$ROOT/tests/workloads/split.c" | grep -v void | cut -d: -f1 | tr '\n' ' ')
+calls=$(awk -v sites=" $sites" '$(NF-1) == "worker" && $NF ~ /split\.c:/ { n = $NF; sub(/.*:/, "", n); if (index(sites, " " n " ")) c++ } END { print c + 0 }' "$TMP/spd.lines")
+if [ -z "$bad" ] && [ "$calls" -ge 2 ]; then pass $t; else fail $t "lines:$bad; worker rows on call sites ($sites): $calls (want >= 2)"; fi
 
 # The legacy file keeps deep DWARF stacks: gzip's frames under libc's root.
 t=unwind_gperftools_deep
