@@ -166,7 +166,7 @@ static int fill_pprof(void *ctx, FILE *out)
 
 				if (f->name || f->kind != FRAME_USER) {
 					if (!f->out_id) {
-						proc_srcline(p, f, &file, &line);
+						proc_srcline(f, &file, &line);
 						f->out_id = frame_location(pp, f, frame_name(f, buf, sizeof(buf)),
 									   file, line, &kmap);
 					}

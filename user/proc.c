@@ -262,7 +262,6 @@ static uint32_t intern_frame(struct proc *p, uint64_t ip, uint8_t kind, bool cal
 	f.pc = k.pc;
 	f.kind = kind;
 	f.caller = caller;
-	f.image = p->image;
 	if (kind == FRAME_KERNEL) {
 		f.name = kallsyms_lookup(f.pc, &f.module);
 	} else {
@@ -462,14 +461,17 @@ const char *frame_name(const struct frame *f, char *buf, size_t len)
 	return "[unknown]";
 }
 
-bool proc_srcline(struct proc *p, const struct frame *f, const char **file, int *line)
+bool proc_srcline(const struct frame *f, const char **file, int *line)
 {
+	struct symfile *sf = f->kind == FRAME_USER && f->map ? f->map->sym : NULL;
+	uint64_t vaddr;
+
 	*file = NULL;
 	*line = 0;
-	/* The unwinder's modules are the current image's; its debug info is
-	 * loaded on the first lookup. */
-	return f->kind == FRAME_USER && p->uw && f->image == p->image &&
-	       !unwind_srcline(p->uw, f->pc, file, line);
+	if (!sf)
+		return false;
+	symfile_lookup(sf, f->pc - f->map->start + f->map->offset, &vaddr, NULL);
+	return !symfile_srcline(sf, vaddr, file, line);
 }
 
 const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, char *buf, size_t len,
@@ -484,7 +486,7 @@ const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, cha
 		*line = hit.line;
 		return hit.name;
 	}
-	proc_srcline(p, f, file, line);
+	proc_srcline(f, file, line);
 	return frame_name(f, buf, len);
 }
 
@@ -513,7 +515,6 @@ void proc_on_exec(pid_t pid, const char *comm)
 		unwinder_free(p->uw);
 		p->uw = NULL;
 	}
-	p->image++;
 	free(p->hints);
 	p->hints = NULL;
 	if (proc_exec_hook)

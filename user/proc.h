@@ -39,7 +39,6 @@ struct frame {
 	const char *module; /* kernel module, NULL for the core kernel */
 	uint8_t kind; /* enum frame_kind */
 	bool caller; /* pc is a return address - 1 */
-	uint32_t image; /* the process's image (proc.image) when first seen */
 	uint64_t out_id; /* scratch for writers */
 };
 
@@ -82,7 +81,6 @@ struct proc {
 	struct idtab thread_tab;
 	uint64_t lost; /* from BPF's per-process counter */
 	struct unwinder *uw; /* DWARF unwinder, made on the first copied stack */
-	uint32_t image; /* counts execs: which image uw and new frames belong to */
 	bool dwarf; /* stacks DWARF-unwound (the program has no frame pointers) */
 	uint64_t unwound, truncated, leaf_fixed; /* samples */
 	uint64_t unwind_ns; /* time spent in DWARF unwinding */
@@ -122,9 +120,8 @@ struct thread *proc_thread(struct proc *p, uint32_t tid);
 /* The frame's function name; without a symbol, its object ("[libfoo.so]"),
  * so time still adds up by library, or "[unknown]". buf may be used. */
 const char *frame_name(const struct frame *f, char *buf, size_t len);
-/* Source file and line of a user frame where its module has debug info
- * (libdw, through the process's unwinder). */
-bool proc_srcline(struct proc *p, const struct frame *f, const char **file, int *line);
+/* Source file and line of a user frame where its file has debug info. */
+bool proc_srcline(const struct frame *f, const char **file, int *line);
 /* The same for a frame seen at time t: JIT code is named by the runtime's
  * files, as it was at that time; *file and *line where known. */
 const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, char *buf, size_t len,

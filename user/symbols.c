@@ -1,3 +1,4 @@
+#include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -40,6 +41,13 @@ struct symfile {
 	size_t nfstarts;
 	bool go; /* a Go program: frame pointers always, with Go's own prologue */
 	char build_id[41 * 2];
+	/* Source lines: the file stays open (the process may be gone when the
+	 * files are written); libdw reads its DWARF, or its separate debug
+	 * file's, on the first lookup. One per file, whatever the processes. */
+	int dw_fd;
+	char *path;
+	Dwfl *dwfl;
+	bool dwfl_tried;
 };
 
 static VEC(struct symfile *) files;
@@ -321,6 +329,7 @@ struct symfile *symfile_get(int fd, const char *path)
 		return NULL;
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
+	f->dw_fd = -1;
 	err = load_symfile(f, fd);
 	if (err && err != -ENOEXEC) {
 		free(f);
@@ -330,16 +339,54 @@ struct symfile *symfile_get(int fd, const char *path)
 		debug("symbols: %s: not an ELF file", path);
 	else
 		debug("symbols: %s: %zu functions", path, f->nsyms);
+	if (!err) {
+		f->dw_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		f->path = strdup(path);
+	}
 	if (VEC_PUSH(files, f) || idtab_insert(&files_tab, file_hash(&st), files.n - 1)) {
 		if (files.n && files.v[files.n - 1] == f)
 			files.n--;
 		free(f->syms);
 		free(f->names);
 		free(f->loads);
+		free(f->path);
+		if (f->dw_fd >= 0)
+			close(f->dw_fd);
 		free(f);
 		return NULL;
 	}
 	return f;
+}
+
+static const Dwfl_Callbacks file_callbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+};
+
+int symfile_srcline(struct symfile *f, uint64_t vaddr, const char **file, int *line)
+{
+	Dwfl_Line *dl;
+	const char *s;
+
+	if (!f->dwfl_tried) {
+		f->dwfl_tried = true;
+		if (f->dw_fd < 0 || !f->path || !(f->dwfl = dwfl_begin(&file_callbacks)))
+			return -ENOENT;
+		dwfl_report_begin(f->dwfl);
+		/* At bias 0, module addresses are the file's own vaddrs. libdwfl
+		 * owns the fd from here on, failure or not. */
+		if (!dwfl_report_elf(f->dwfl, f->path, f->path, f->dw_fd, 0, false))
+			debug("lines: %s: %s", f->path, dwfl_errmsg(-1));
+		f->dw_fd = -1;
+		dwfl_report_end(f->dwfl, NULL, NULL);
+	}
+	if (!f->dwfl || !(dl = dwfl_getsrc(f->dwfl, vaddr)))
+		return -ENOENT;
+	s = dwfl_lineinfo(dl, NULL, line, NULL, NULL, NULL);
+	if (!s)
+		return -ENOENT;
+	*file = s; /* libdw's, valid until symfiles_free */
+	return 0;
 }
 
 /* The ELF vaddr of a file offset, or the offset itself when no PT_LOAD has it. */
@@ -462,6 +509,11 @@ void symfiles_free(void)
 		free(files.v[i]->names);
 		free(files.v[i]->loads);
 		free(files.v[i]->fstarts);
+		free(files.v[i]->path);
+		if (files.v[i]->dwfl)
+			dwfl_end(files.v[i]->dwfl);
+		else if (files.v[i]->dw_fd >= 0)
+			close(files.v[i]->dw_fd);
 		free(files.v[i]);
 	}
 	VEC_FREE(files);

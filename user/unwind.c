@@ -57,18 +57,6 @@ struct cfi_ent {
 	uint32_t pad;
 };
 
-struct line_ent {
-	uint64_t pc;
-	const char *file; /* in names; NULL: no line info */
-	int line;
-	int pad;
-};
-
-struct name_ent {
-	uint64_t hash;	  /* of the name (libdw's strings go with their module) */
-	const char *copy; /* in names */
-};
-
 struct unwinder {
 	Dwfl *dwfl;
 	/* The architecture for dwfl_attach_state. Left to itself, it borrows
@@ -92,10 +80,6 @@ struct unwinder {
 	uint64_t last_bp; /* rbp of the last frame DWARF produced */
 	bool last_bp_ok;
 	struct htab cfi;      /* struct cfi_ent by address; emptied when the modules change */
-	struct htab lines;    /* struct line_ent by pc; idem */
-	struct htab name_map; /* struct name_ent by hash */
-	char **names;	      /* file names, kept until unwinder_free */
-	size_t nnames, names_cap;
 };
 
 static uint64_t now_mono_ns(void)
@@ -288,7 +272,6 @@ static int report(struct unwinder *u, bool *changed)
 	if (*changed) {
 		u->modules_sig = sig;
 		htab_clear(&u->cfi);
-		htab_clear(&u->lines);
 	}
 	return err;
 }
@@ -334,8 +317,6 @@ struct unwinder *unwinder_new(pid_t pid)
 		return NULL;
 	u->pid = pid;
 	u->cfi.esz = sizeof(struct cfi_ent);
-	u->lines.esz = sizeof(struct line_ent);
-	u->name_map.esz = sizeof(struct name_ent);
 	u->dwfl = dwfl_begin(&proc_callbacks);
 	if (!u->dwfl) {
 		free(u);
@@ -367,19 +348,12 @@ struct unwinder *unwinder_new(pid_t pid)
 
 void unwinder_free(struct unwinder *u)
 {
-	size_t i;
-
 	if (!u)
 		return;
 	dwfl_end(u->dwfl);
 	if (u->arch)
 		elf_end(u->arch);
 	free(u->cfi.slots);
-	free(u->lines.slots);
-	free(u->name_map.slots);
-	for (i = 0; i < u->nnames; i++)
-		free(u->names[i]);
-	free(u->names);
 	free(u);
 }
 
@@ -635,67 +609,4 @@ int unwind_leaf_need(struct unwinder *u, uint64_t ip)
 	if (c.kind != CFI_SP || end <= 0 || end > INT32_MAX)
 		return 0;
 	return (int)end;
-}
-
-/* Our copy of a file name of libdw's (whose strings go with their module),
- * one per name. */
-static const char *intern_name(struct unwinder *u, const char *s)
-{
-	uint64_t h = hash_str(s);
-	struct name_ent *e = htab_get(&u->name_map, h);
-	char *copy;
-
-	if (e && !strcmp(e->copy, s))
-		return e->copy;
-	if (u->nnames == u->names_cap) {
-		size_t cap = u->names_cap ? u->names_cap * 2 : 64;
-		char **v = realloc(u->names, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		u->names = v;
-		u->names_cap = cap;
-	}
-	copy = strdup(s);
-	if (!copy)
-		return NULL;
-	u->names[u->nnames++] = copy;
-	if (!e) /* else a 64-bit hash collision: this name goes unshared */
-		e = htab_add(&u->name_map, h);
-	if (e && !e->copy)
-		e->copy = copy;
-	return copy;
-}
-
-int unwind_srcline(struct unwinder *u, uint64_t pc, const char **file, int *line)
-{
-	struct line_ent *e;
-	const char *f = NULL;
-	int l = 0;
-
-	if (!pc)
-		return -ENOENT;
-	e = htab_get(&u->lines, pc);
-	if (!e) {
-		Dwfl_Line *dl = dwfl_getsrc(u->dwfl, pc);
-
-		if (dl) {
-			f = dwfl_lineinfo(dl, NULL, &l, NULL, NULL, NULL);
-			if (f) {
-				f = intern_name(u, f);
-				if (!f)
-					return -ENOMEM;
-			}
-		}
-		e = htab_add(&u->lines, pc);
-		if (!e)
-			return -ENOMEM;
-		e->file = f;
-		e->line = l;
-	}
-	if (!e->file)
-		return -ENOENT;
-	*file = e->file;
-	*line = e->line;
-	return 0;
 }

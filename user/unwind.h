@@ -43,10 +43,4 @@ uint64_t unwind_leaf_caller(struct unwinder *u, uint64_t ip, uint64_t sp, const 
  * is in no known module. */
 int unwind_leaf_need(struct unwinder *u, uint64_t ip);
 
-/* Source file and line of the instruction at pc where debug info exists
- * (cached per address; for a return address, pass pc - 1 to get the call's
- * line): 0, or -ENOENT (no line info), or -ENOMEM. *file stays valid until
- * unwinder_free. */
-int unwind_srcline(struct unwinder *u, uint64_t pc, const char **file, int *line);
-
 #endif

@@ -161,7 +161,6 @@ static void print_pcs(const char *what, const uint64_t *pcs, int n)
 
 static struct sample s_chain;
 static uint64_t ra_fc, ra_fb, ra_fa, ra_test_chain, cfa_fb;
-static int fb_call_line;
 
 NOINLINE int fc(int x)
 {
@@ -172,7 +171,7 @@ NOINLINE int fc(int x)
 
 NOINLINE int fb(int x)
 {
-	int r = (fb_call_line = __LINE__, fc(x + 1));
+	int r = fc(x + 1);
 
 	ra_fb = RA();
 	cfa_fb = (uint64_t)(uintptr_t)__builtin_dwarf_cfa();
@@ -192,8 +191,7 @@ static void test_chain(void)
 	struct unwinder *u = unwinder_new(getpid());
 	uint64_t pcs[MAXPCS], pcs2[MAXPCS];
 	unsigned flags = 99;
-	const char *file, *file2;
-	int n, i, line, line2;
+	int n, i;
 	volatile int sink;
 
 	ra_test_chain = RA();
@@ -229,23 +227,6 @@ static void test_chain(void)
 	CHECK(!memcmp(pcs, pcs2, 3 * sizeof(*pcs)));
 	CHECK(unwind_dwarf(u, s_chain.regs, s_chain.stack, s_chain.len, pcs2, 1, &flags) == 1);
 	CHECK(pcs2[0] == pcs[0]);
-
-	/* Source lines: the capture's line, and the call's line for fc's
-	 * return address minus 1. */
-	CHECK(unwind_srcline(u, pcs[0], &file, &line) == 0);
-	if (!unwind_srcline(u, pcs[0], &file, &line)) {
-		CHECKF(strstr(file, "test_unwind.c") != NULL, "%s", file);
-		CHECKF(line == s_chain.line, "line %d, captured at %d", line, s_chain.line);
-		CHECK(unwind_srcline(u, pcs[0], &file2, &line2) == 0 && file2 == file &&
-		      line2 == line);
-	}
-	CHECK(unwind_srcline(u, pcs[1] - 1, &file2, &line2) == 0);
-	if (!unwind_srcline(u, pcs[1] - 1, &file2, &line2)) {
-		CHECK(strstr(file2, "test_unwind.c") != NULL);
-		CHECKF(line2 == fb_call_line, "line %d, call at %d", line2, fb_call_line);
-	}
-	CHECK(unwind_srcline(u, 0, &file, &line) == -ENOENT);
-	CHECK(unwind_srcline(u, 0x1000, &file, &line) == -ENOENT);
 out:
 	unwinder_free(u);
 }
@@ -421,8 +402,7 @@ static void test_jit(void)
 	struct unwinder *u;
 	uint64_t pcs[MAXPCS], jit;
 	unsigned flags = 0;
-	const char *file;
-	int n, line;
+	int n;
 	volatile int sink;
 
 	if (page == MAP_FAILED) {
@@ -456,7 +436,6 @@ static void test_jit(void)
 		CHECK(pcs[n - 1] > (uint64_t)(uintptr_t)_start &&
 		      pcs[n - 1] < (uint64_t)(uintptr_t)_start + 64);
 	}
-	CHECK(unwind_srcline(u, jit + 4, &file, &line) == -ENOENT);
 	CHECK(unwind_leaf_caller(u, jit, s_jit.regs[UNWIND_SP], s_jit.stack, s_jit.len) == 0);
 out:
 	unwinder_free(u);
