@@ -19,6 +19,10 @@ idle 0.2 s), and per sample of the workload (the samples taken while it ran):
   total us  = (workload CPU under the tool - workload CPU alone
                + tool CPU - tool start-up CPU) / samples
   added us  = total us - the sampler-only row's total us
+  post us   = perf: CPU of `perf script` naming every sample's stack (for
+              dwarf, unwinding it), per sample in perf.data; bpftrace-rec
+              writes named profiles itself, inside its tool CPU
+  to profile = total us + post us
 
 The kernel-side work of a sample (the cpu-clock timer interrupt, then the BPF
 program or perf's own copy) is charged to the interrupted task, so it shows up
@@ -143,8 +147,13 @@ def perf_samples(tmp):
     lost = re.search(r"LOST events:\s+(\d+)", out)
     comms = subprocess.run(["perf", "script", "-i", data, "-F", "comm"], capture_output=True,
                            text=True).stdout.split()
+    # What perf spends later to name the stacks (unwinding them, for dwarf),
+    # which bpftrace-rec does before it exits.
+    p = subprocess.Popen(["perf", "script", "-i", data, "-F", "comm,tid,time,ip,sym"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, ru = os.wait4(p.pid, 0)
     return ((int(m.group(1)) if m else 0), comms.count("spin"), (int(lost.group(1)) if lost else 0),
-            os.path.getsize(data))
+            os.path.getsize(data), ru.ru_utime + ru.ru_stime)
 
 
 CONFIGS = [
@@ -178,7 +187,7 @@ def main():
                     if name.startswith("bpftrace-rec"):
                         m["samples"], m["work_samples"], m["lost"], m["bytes"], m["unwind_us"] = rec_samples(tmp)
                     elif name.startswith("perf"):
-                        m["samples"], m["work_samples"], m["lost"], m["bytes"] = perf_samples(tmp)
+                        m["samples"], m["work_samples"], m["lost"], m["bytes"], m["post_cpu"] = perf_samples(tmp)
                     else:  # bpftrace: every run of its program during the work
                         m["samples"], m["work_samples"], m["lost"], m["bytes"] = m["bpf_cnt"], m["bpf_cnt"], 0, 0
                     res[name].append(m)
@@ -210,19 +219,23 @@ def main():
             unwind_us=med([m["unwind_us"] for m in ms]),
             startup_cpu=fixed[name],
             tool_us=med([per(m, m["tool_cpu"] - fixed[name]) for m in ms]),
+            post_us=med([m.get("post_cpu", 0) / m["samples"] * 1e6 if m["samples"] else 0 for m in ms]),
         )
     shared = rows["sampler only"]["total_us"]
     for r in rows.values():
         r["added_us"] = r["total_us"] - shared
+        r["to_profile_us"] = r["total_us"] + r["post_us"]
     paired = dict(rec=med([p[0] for p in res["paired"]]), bpftrace=med([p[1] for p in res["paired"]]),
                   ratio=med([p[0] / p[1] for p in res["paired"] if p[1]]))
     print(f"\nworkload alone: {alone_wall:.2f}s wall, {alone_cpu:.2f}s CPU (median of {a.runs})")
     print(f"{'tool':<20}{'wall s':>8}{'slowdown':>10}{'samples':>9}{'of work':>9}{'lost':>6}{'tool CPU s':>11}"
-          f"{'BPF us':>8}{'total us':>9}{'added us':>9}{'B/smp':>7}{'unwind us':>10}{'start-up s':>11}{'tool us':>8}")
+          f"{'BPF us':>8}{'total us':>9}{'added us':>9}{'B/smp':>7}{'unwind us':>10}{'start-up s':>11}{'tool us':>8}"
+          f"{'post us':>8}{'to profile':>11}")
     for name, r in rows.items():
         print(f"{name:<20}{r['wall']:>8.2f}{r['slowdown'] * 100:>9.1f}%{r['samples']:>9.0f}{r['work_samples']:>9.0f}"
               f"{r['lost']:>6.0f}{r['tool_cpu']:>11.3f}{r['bpf_us']:>8.2f}{r['total_us']:>9.1f}{r['added_us']:>9.1f}"
-              f"{r['bytes_per_sample']:>7.0f}{r['unwind_us']:>10.2f}{r['startup_cpu']:>11.3f}{r['tool_us']:>8.1f}")
+              f"{r['bytes_per_sample']:>7.0f}{r['unwind_us']:>10.2f}{r['startup_cpu']:>11.3f}{r['tool_us']:>8.1f}"
+              f"{r['post_us']:>8.1f}{r['to_profile_us']:>11.1f}")
     print(f"paired BPF us/sample (both recording at once): bpftrace-rec {paired['rec']:.2f}, "
           f"bpftrace {paired['bpftrace']:.2f}, ratio {paired['ratio']:.2f}")
     br, pf = rows["bpftrace-rec"], rows["perf -g"]
@@ -236,6 +249,8 @@ def main():
         ("dwarf: total CPU per sample <= 1/2 of perf dwarf's", bd["total_us"], pd["total_us"] / 2),
         ("dwarf: added CPU per sample <= 1/2 of perf dwarf's", bd["added_us"], pd["added_us"] / 2),
         ("dwarf: nothing lost at 999 Hz", bd["lost"], 0),
+        ("CPU per sample to a named profile <= 1/2 of perf -g + perf script's", br["to_profile_us"], pf["to_profile_us"] / 2),
+        ("dwarf: CPU per sample to a named profile <= 1/2 of perf's", bd["to_profile_us"], pd["to_profile_us"] / 2),
     ]
     print()
     for what, got, limit in checks:

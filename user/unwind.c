@@ -163,9 +163,22 @@ static void *htab_add(struct htab *t, uint64_t key)
 	return e;
 }
 
+/* No separate debug files: libdwfl's unwinder asks for .debug_frame before
+ * .eh_frame, and finding libc's debug file made each process's Dwfl load and
+ * inflate all of its DWARF (~6 ms and tens of MB, per process). .eh_frame is
+ * what the unwinder needs; source lines come from user/symbols.c. */
+static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			char **debuginfo_file_name)
+{
+	(void)mod, (void)userdata, (void)modname, (void)base, (void)file_name;
+	(void)debuglink_file, (void)debuglink_crc, (void)debuginfo_file_name;
+	return -1;
+}
+
 static const Dwfl_Callbacks proc_callbacks = {
     .find_elf = dwfl_linux_proc_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = no_debuginfo,
 };
 
 /* A word of the copied stack: [sp, sp + stack_len) is all we know. */
