@@ -13,11 +13,14 @@ alone, then under each profiler sampling all CPUs at 999 Hz:
 For each: the workload's wall time (slowdown against alone), samples, lost
 samples, the profiler process's CPU time, bytes per sample (bpftrace-rec:
 ring-buffer records; perf: perf.data), bpftrace-rec's user-space DWARF
-unwinding per unwound sample, the tool's fixed start-up CPU (recording an
-idle 0.2 s), and per sample of the workload (the samples taken while it ran):
+unwinding per unwound sample, and per sample:
 
-  total us  = (workload CPU under the tool - workload CPU alone
-               + tool CPU - tool start-up CPU) / samples
+  tool us   = the profiler process's CPU per sample: the slope between this
+              run and one with an eighth of the work (fixed s, the
+              intercept, is its start-up and one-time costs such as loading
+              debug info for source lines at exit)
+  total us  = (workload CPU under the tool - workload CPU alone) / samples
+              of the workload + tool us
   added us  = total us - the sampler-only row's total us
   post us   = perf: CPU of `perf script` naming every sample's stack (for
               dwarf, unwinding it), per sample in perf.data; bpftrace-rec
@@ -44,14 +47,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REC = os.path.join(ROOT, "bpftrace-rec")
 SPIN = os.path.join(ROOT, "build/workloads/spin")
 ITERS = "1500000000"
+SHORT_ITERS = "187500000"
 BT_STACKS = "profile:hz:999 { @[kstack, ustack] = count(); }"
 BT_EMPTY = "profile:hz:999 { }"
 
 
-def run_workload():
+def run_workload(iters=ITERS):
     """Runs spin; returns (wall s, cpu s)."""
     t0 = time.monotonic()
-    p = subprocess.Popen([SPIN, ITERS])
+    p = subprocess.Popen([SPIN, iters])
     _, status, ru = os.wait4(p.pid, 0)
     return time.monotonic() - t0, ru.ru_utime + ru.ru_stime
 
@@ -88,14 +92,14 @@ def delta(a, b):
     return ns, cnt
 
 
-def under(cmd, prog_name, tmp):
+def under(cmd, prog_name, tmp, iters=ITERS):
     """Starts a profiler, runs the workload under it, stops it (SIGINT)."""
     before = set(bpf_progs())
     tool = start(cmd, tmp)
     time.sleep(1.5)  # attached and idle before the work starts
     ids = new_progs(before, prog_name) if prog_name else []
     s0 = prog_stats(ids)
-    wall, cpu = run_workload()
+    wall, cpu = run_workload(iters)
     s1 = prog_stats(ids)
     tool_cpu = stop(tool)
     bpf_ns, bpf_cnt = delta(s0, s1)
@@ -121,14 +125,6 @@ def paired_bpf():
         ns, cnt = delta({i: s0[i] for i in ids if i in s0}, {i: s1[i] for i in ids if i in s1})
         out.append(ns / cnt / 1000 if cnt else 0)
     return out
-
-
-def startup_cpu(cmd):
-    """CPU of a tool recording an idle 0.2 s: its fixed start-up and teardown."""
-    with tempfile.TemporaryDirectory() as tmp:
-        p = start(cmd, tmp)
-        time.sleep(0.2)
-        return stop(p)
 
 
 def rec_samples(tmp):
@@ -177,35 +173,45 @@ def main():
     open("/proc/sys/kernel/bpf_stats_enabled", "w").write("1")
     res = {"alone": [], "paired": []}
     res.update({c[0]: [] for c in CONFIGS})
+    def measure(name, mk, prog, iters):
+        with tempfile.TemporaryDirectory() as tmp:
+            m = under(mk(), prog, tmp, iters)
+            m["unwind_us"] = 0
+            if name.startswith("bpftrace-rec"):
+                m["samples"], m["work_samples"], m["lost"], m["bytes"], m["unwind_us"] = rec_samples(tmp)
+            elif name.startswith("perf"):
+                m["samples"], m["work_samples"], m["lost"], m["bytes"], m["post_cpu"] = perf_samples(tmp)
+            else:  # bpftrace: every run of its program during the work
+                m["samples"], m["work_samples"], m["lost"], m["bytes"] = m["bpf_cnt"], m["bpf_cnt"], 0, 0
+            return m
+
     try:
         for r in range(a.runs):
             res["alone"].append(dict(zip(("wall", "cpu"), run_workload())))
             for name, mk, prog in CONFIGS:
-                with tempfile.TemporaryDirectory() as tmp:
-                    m = under(mk(), prog, tmp)
-                    m["unwind_us"] = 0
-                    if name.startswith("bpftrace-rec"):
-                        m["samples"], m["work_samples"], m["lost"], m["bytes"], m["unwind_us"] = rec_samples(tmp)
-                    elif name.startswith("perf"):
-                        m["samples"], m["work_samples"], m["lost"], m["bytes"], m["post_cpu"] = perf_samples(tmp)
-                    else:  # bpftrace: every run of its program during the work
-                        m["samples"], m["work_samples"], m["lost"], m["bytes"] = m["bpf_cnt"], m["bpf_cnt"], 0, 0
-                    res[name].append(m)
-                    print(f"run {r + 1}: {name}: {m['wall']:.2f}s, {m['work_samples']} samples of the work", file=sys.stderr)
+                m = measure(name, mk, prog, ITERS)
+                # The same with an eighth of the work: the tool's CPU between
+                # the two is per sample, the rest is fixed (start-up, and
+                # one-time loads at exit such as debug info for lines).
+                short = measure(name, mk, prog, SHORT_ITERS)
+                m["short_cpu"], m["short_samples"] = short["tool_cpu"], short["samples"]
+                res[name].append(m)
+                print(f"run {r + 1}: {name}: {m['wall']:.2f}s, {m['work_samples']} samples of the work", file=sys.stderr)
             res["paired"].append(paired_bpf())
             print(f"run {r + 1}: paired BPF us/sample bpftrace-rec {res['paired'][-1][0]:.2f}, bpftrace {res['paired'][-1][1]:.2f}", file=sys.stderr)
     finally:
         open("/proc/sys/kernel/bpf_stats_enabled", "w").write(old_stats)
 
     med = lambda xs: statistics.median(xs)
-    # The tools' fixed costs (loading, verifying, allocating, writing): not per sample.
-    fixed = {name: med([startup_cpu(mk()) for _ in range(3)]) for name, mk, _ in CONFIGS}
     alone_wall = med([x["wall"] for x in res["alone"]])
     alone_cpu = med([x["cpu"] for x in res["alone"]])
     rows = {}
     for name, _, _ in CONFIGS:
         ms = res[name]
         per = lambda m, x: x / m["work_samples"] * 1e6 if m["work_samples"] else 0
+        slope = lambda m: ((m["tool_cpu"] - m["short_cpu"]) / (m["samples"] - m["short_samples"])
+                           if m["samples"] > m["short_samples"] else 0)
+        tool_us = med([slope(m) * 1e6 for m in ms])
         rows[name] = dict(
             wall=med([m["wall"] for m in ms]),
             slowdown=med([m["wall"] for m in ms]) / alone_wall - 1,
@@ -214,11 +220,11 @@ def main():
             lost=med([m["lost"] for m in ms]),
             tool_cpu=med([m["tool_cpu"] for m in ms]),
             bpf_us=med([m["bpf_ns"] / m["bpf_cnt"] / 1000 if m["bpf_cnt"] else 0 for m in ms]),
-            total_us=med([per(m, m["cpu"] - alone_cpu + m["tool_cpu"] - fixed[name]) for m in ms]),
+            total_us=med([per(m, m["cpu"] - alone_cpu) for m in ms]) + tool_us,
             bytes_per_sample=med([m["bytes"] / m["samples"] if m["samples"] and m["bytes"] else 0 for m in ms]),
             unwind_us=med([m["unwind_us"] for m in ms]),
-            startup_cpu=fixed[name],
-            tool_us=med([per(m, m["tool_cpu"] - fixed[name]) for m in ms]),
+            fixed_cpu=med([m["short_cpu"] - slope(m) * m["short_samples"] for m in ms]),
+            tool_us=tool_us,
             post_us=med([m.get("post_cpu", 0) / m["samples"] * 1e6 if m["samples"] else 0 for m in ms]),
         )
     shared = rows["sampler only"]["total_us"]
@@ -229,12 +235,12 @@ def main():
                   ratio=med([p[0] / p[1] for p in res["paired"] if p[1]]))
     print(f"\nworkload alone: {alone_wall:.2f}s wall, {alone_cpu:.2f}s CPU (median of {a.runs})")
     print(f"{'tool':<20}{'wall s':>8}{'slowdown':>10}{'samples':>9}{'of work':>9}{'lost':>6}{'tool CPU s':>11}"
-          f"{'BPF us':>8}{'total us':>9}{'added us':>9}{'B/smp':>7}{'unwind us':>10}{'start-up s':>11}{'tool us':>8}"
+          f"{'BPF us':>8}{'total us':>9}{'added us':>9}{'B/smp':>7}{'unwind us':>10}{'fixed s':>8}{'tool us':>8}"
           f"{'post us':>8}{'to profile':>11}")
     for name, r in rows.items():
         print(f"{name:<20}{r['wall']:>8.2f}{r['slowdown'] * 100:>9.1f}%{r['samples']:>9.0f}{r['work_samples']:>9.0f}"
               f"{r['lost']:>6.0f}{r['tool_cpu']:>11.3f}{r['bpf_us']:>8.2f}{r['total_us']:>9.1f}{r['added_us']:>9.1f}"
-              f"{r['bytes_per_sample']:>7.0f}{r['unwind_us']:>10.2f}{r['startup_cpu']:>11.3f}{r['tool_us']:>8.1f}"
+              f"{r['bytes_per_sample']:>7.0f}{r['unwind_us']:>10.2f}{r['fixed_cpu']:>8.3f}{r['tool_us']:>8.1f}"
               f"{r['post_us']:>8.1f}{r['to_profile_us']:>11.1f}")
     print(f"paired BPF us/sample (both recording at once): bpftrace-rec {paired['rec']:.2f}, "
           f"bpftrace {paired['bpftrace']:.2f}, ratio {paired['ratio']:.2f}")

@@ -358,9 +358,12 @@ struct symfile *symfile_get(int fd, const char *path)
 	return f;
 }
 
+/* The file's own DWARF (libdwfl looks there first), else its build-id debug
+ * file (/usr/lib/debug/.build-id). Not dwfl_standard_find_debuginfo: it
+ * dlopens libdebuginfod (~10 ms) even with no server configured. */
 static const Dwfl_Callbacks file_callbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = dwfl_build_id_find_debuginfo,
 };
 
 int symfile_srcline(struct symfile *f, uint64_t vaddr, const char **file, int *line)
