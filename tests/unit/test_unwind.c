@@ -3,7 +3,7 @@
  * libc's qsort and through "JIT" code without CFI; each is unwound from its
  * registers and a copy of the stack, as BPF would copy it, and the return
  * addresses found are compared with the ones the functions saw themselves
- * (__builtin_return_address). Also the leaf-caller fix, source lines, short
+ * (__builtin_return_address). Also the leaf-caller fix, short
  * copies, a library loaded after the unwinder was made, and the cost. */
 #include <dlfcn.h>
 #include <errno.h>
@@ -38,7 +38,6 @@ struct sample {
 	uint64_t regs[3];
 	unsigned char *stack;
 	size_t len;
-	int line; /* of the capture */
 };
 
 static uint64_t stack_end; /* of the main thread's stack */
@@ -62,7 +61,7 @@ static uint64_t find_stack_end(uint64_t addr)
 /* Copies up to 16 KiB from sp, clamped to the stack's end as BPF clamps it.
  * Runs below sp: the bytes it copies are the capturing function's and its
  * callers'. */
-NOINLINE void take_sample(struct sample *s, uint64_t ip, uint64_t sp, uint64_t bp, int line)
+NOINLINE void take_sample(struct sample *s, uint64_t ip, uint64_t sp, uint64_t bp)
 {
 	size_t len = 16384;
 
@@ -77,7 +76,6 @@ NOINLINE void take_sample(struct sample *s, uint64_t ip, uint64_t sp, uint64_t b
 	s->len = s->stack ? len : 0;
 	if (s->stack)
 		memcpy(s->stack, (const void *)(uintptr_t)sp, len);
-	s->line = line;
 }
 
 /* rip, rsp and rbp at one instruction, as a sample interrupting it sees them. */
@@ -86,7 +84,7 @@ NOINLINE void take_sample(struct sample *s, uint64_t ip, uint64_t sp, uint64_t b
 		uint64_t ip_, sp_, bp_;                                                            \
 		__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"              \
 				 : "=r"(ip_), "=r"(sp_), "=r"(bp_));                               \
-		take_sample((s), ip_, sp_, bp_, __LINE__);                                         \
+		take_sample((s), ip_, sp_, bp_);                                                   \
 	} while (0)
 
 static void sample_free(struct sample *s)
