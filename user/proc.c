@@ -464,14 +464,10 @@ const char *frame_name(const struct frame *f, char *buf, size_t len)
 bool proc_srcline(const struct frame *f, const char **file, int *line)
 {
 	struct symfile *sf = f->kind == FRAME_USER && f->map ? f->map->sym : NULL;
-	uint64_t vaddr;
 
 	*file = NULL;
 	*line = 0;
-	if (!sf)
-		return false;
-	symfile_lookup(sf, f->pc - f->map->start + f->map->offset, &vaddr, NULL);
-	return !symfile_srcline(sf, vaddr, file, line);
+	return sf && !symfile_srcline(sf, f->pc - f->map->start + f->map->offset, file, line);
 }
 
 const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, char *buf, size_t len,

@@ -310,6 +310,20 @@ out:
 	return err;
 }
 
+static void symfile_free(struct symfile *f)
+{
+	free(f->syms);
+	free(f->names);
+	free(f->loads);
+	free(f->fstarts);
+	free(f->path);
+	if (f->dwfl)
+		dwfl_end(f->dwfl); /* it owns dw_fd by then */
+	else if (f->dw_fd >= 0)
+		close(f->dw_fd);
+	free(f);
+}
+
 struct symfile *symfile_get(int fd, const char *path)
 {
 	struct stat st;
@@ -346,16 +360,21 @@ struct symfile *symfile_get(int fd, const char *path)
 	if (VEC_PUSH(files, f) || idtab_insert(&files_tab, file_hash(&st), files.n - 1)) {
 		if (files.n && files.v[files.n - 1] == f)
 			files.n--;
-		free(f->syms);
-		free(f->names);
-		free(f->loads);
-		free(f->path);
-		if (f->dw_fd >= 0)
-			close(f->dw_fd);
-		free(f);
+		symfile_free(f);
 		return NULL;
 	}
 	return f;
+}
+
+/* The ELF vaddr of a file offset, or the offset itself when no PT_LOAD has it. */
+static uint64_t symfile_vaddr(const struct symfile *f, uint64_t off)
+{
+	size_t i;
+
+	for (i = 0; i < f->nloads; i++)
+		if (off >= f->loads[i].off && off - f->loads[i].off < f->loads[i].filesz)
+			return off - f->loads[i].off + f->loads[i].vaddr;
+	return off;
 }
 
 /* The file's own DWARF (libdwfl looks there first), else its build-id debug
@@ -366,7 +385,7 @@ static const Dwfl_Callbacks file_callbacks = {
     .find_debuginfo = dwfl_build_id_find_debuginfo,
 };
 
-int symfile_srcline(struct symfile *f, uint64_t vaddr, const char **file, int *line)
+int symfile_srcline(struct symfile *f, uint64_t file_off, const char **file, int *line)
 {
 	Dwfl_Line *dl;
 	const char *s;
@@ -383,24 +402,13 @@ int symfile_srcline(struct symfile *f, uint64_t vaddr, const char **file, int *l
 		f->dw_fd = -1;
 		dwfl_report_end(f->dwfl, NULL, NULL);
 	}
-	if (!f->dwfl || !(dl = dwfl_getsrc(f->dwfl, vaddr)))
+	if (!f->dwfl || !(dl = dwfl_getsrc(f->dwfl, symfile_vaddr(f, file_off))))
 		return -ENOENT;
 	s = dwfl_lineinfo(dl, NULL, line, NULL, NULL, NULL);
 	if (!s)
 		return -ENOENT;
 	*file = s; /* libdw's, valid until symfiles_free */
 	return 0;
-}
-
-/* The ELF vaddr of a file offset, or the offset itself when no PT_LOAD has it. */
-static uint64_t symfile_vaddr(const struct symfile *f, uint64_t off)
-{
-	size_t i;
-
-	for (i = 0; i < f->nloads; i++)
-		if (off >= f->loads[i].off && off - f->loads[i].off < f->loads[i].filesz)
-			return off - f->loads[i].off + f->loads[i].vaddr;
-	return off;
 }
 
 uint64_t symfile_offset(const struct symfile *f, uint64_t vaddr)
@@ -507,18 +515,8 @@ void symfiles_free(void)
 {
 	size_t i;
 
-	for (i = 0; i < files.n; i++) {
-		free(files.v[i]->syms);
-		free(files.v[i]->names);
-		free(files.v[i]->loads);
-		free(files.v[i]->fstarts);
-		free(files.v[i]->path);
-		if (files.v[i]->dwfl)
-			dwfl_end(files.v[i]->dwfl);
-		else if (files.v[i]->dw_fd >= 0)
-			close(files.v[i]->dw_fd);
-		free(files.v[i]);
-	}
+	for (i = 0; i < files.n; i++)
+		symfile_free(files.v[i]);
 	VEC_FREE(files);
 	idtab_free(&files_tab);
 }

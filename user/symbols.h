@@ -30,10 +30,10 @@ int symfile_foreach(const struct symfile *f, symfile_fn fn, void *ctx);
  * fd; -1 when it has too few functions to tell. */
 int symfile_fp_percent(const struct symfile *f, int fd);
 const char *symfile_build_id(const struct symfile *f); /* hex, or NULL */
-/* Source file and line of an ELF vaddr where the file or its separate debug
- * file has DWARF (libdw, loaded on the first call): 0, or -ENOENT. *file
- * stays valid until symfiles_free. */
-int symfile_srcline(struct symfile *f, uint64_t vaddr, const char **file, int *line);
+/* Source file and line at a file offset (as symfile_lookup takes it) where
+ * the file or its build-id debug file has DWARF (libdw, loaded on the first
+ * call): 0, or -ENOENT. *file stays valid until symfiles_free. */
+int symfile_srcline(struct symfile *f, uint64_t file_off, const char **file, int *line);
 void symfiles_free(void);
 
 /* Kernel symbols. kallsyms_lookup returns NULL before a successful load. */
