@@ -145,6 +145,15 @@ static void check_root(const uint64_t *pcs, int n, int main_ra_at)
 	       "last %#llx, _start %p", (unsigned long long)pcs[n - 1], (void *)_start);
 }
 
+/* A test goes on only with an unwinder and a sample that copied some stack.
+ * A macro, so that a failing CHECK names the test's own line. */
+#define REQUIRE_SAMPLE(u, s)                                                                       \
+	do {                                                                                       \
+		CHECK((u) != NULL && (s).len > 256);                                               \
+		if (!(u) || (s).len <= 256)                                                        \
+			goto out;                                                                  \
+	} while (0)
+
 static void print_pcs(const char *what, const uint64_t *pcs, int n)
 {
 	int i;
@@ -195,9 +204,7 @@ static void test_chain(void)
 	ra_test_chain = RA();
 	sink = fa(1);
 	(void)sink;
-	CHECK(u != NULL && s_chain.len > 256);
-	if (!u || s_chain.len <= 256)
-		goto out;
+	REQUIRE_SAMPLE(u, s_chain);
 	n = unwind_dwarf(u, s_chain.regs, s_chain.stack, s_chain.len, pcs, MAXPCS, &flags);
 	print_pcs("chain", pcs, n);
 	CHECKF(flags == 0, "flags %u", flags);
@@ -241,9 +248,7 @@ static void test_short_copies(void)
 	int nfull, n, bad_trunc = 0, bad_full = 0, bad_prefix = 0;
 	size_t len, need = SIZE_MAX;
 
-	CHECK(u != NULL && s_chain.len > 256);
-	if (!u || s_chain.len <= 256)
-		goto out;
+	REQUIRE_SAMPLE(u, s_chain);
 	nfull = unwind_dwarf(u, s_chain.regs, s_chain.stack, s_chain.len, full, MAXPCS, &fflags);
 	CHECK(fflags == 0 && nfull >= 8);
 	n = unwind_dwarf(u, s_chain.regs, NULL, 0, pcs, MAXPCS, &flags);
@@ -335,9 +340,7 @@ static void test_qsort(void)
 
 	sink = qa(16);
 	(void)sink;
-	CHECK(u != NULL && s_qsort.len > 256);
-	if (!u || s_qsort.len <= 256)
-		goto out;
+	REQUIRE_SAMPLE(u, s_qsort);
 	n = unwind_dwarf(u, s_qsort.regs, s_qsort.stack, s_qsort.len, pcs, MAXPCS, &flags);
 	print_pcs("qsort", pcs, n);
 	CHECKF(flags == 0, "flags %u", flags);
@@ -417,9 +420,7 @@ static void test_jit(void)
 	u = unwinder_new(getpid());
 	sink = call_jit((void (*)(void (*)(void)))page);
 	(void)sink;
-	CHECK(u != NULL && s_jit.len > 256);
-	if (!u || s_jit.len <= 256)
-		goto out;
+	REQUIRE_SAMPLE(u, s_jit);
 	n = unwind_dwarf(u, s_jit.regs, s_jit.stack, s_jit.len, pcs, MAXPCS, &flags);
 	print_pcs("jit", pcs, n);
 	CHECKF(flags == UNWIND_TRUNCATED, "flags %u", flags);
@@ -583,9 +584,7 @@ static void test_plt(void)
 	}
 	ent = plt + 16; /* the first entry after PLT0 */
 	u = unwinder_new(getpid());
-	CHECK(u != NULL && s_chain.len > 256);
-	if (!u || s_chain.len <= 256)
-		goto out;
+	REQUIRE_SAMPLE(u, s_chain);
 	/* At the entry, the return address is at sp; past its push, sp + 8. */
 	words[0] = s_chain.regs[UNWIND_IP];
 	CHECK(unwind_leaf_caller(u, ent, 0x7000, words, 16) == words[0]);
