@@ -29,7 +29,7 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 # Keep the BPF objects: bpftool reads them, and rebuilding them is not free.
 .SECONDARY:
 
-.PHONY: all clean install demo test unit-tests deps format workloads
+.PHONY: all clean install demo test unit-tests deps format workloads bench-helpers
 all: bpftrace-rec $(UNIT_BIN)
 
 $(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h vmlinux/vmlinux.h
@@ -60,6 +60,16 @@ $(OUT)/tests/test_unwind: tests/unit/test_unwind.c $(wildcard tests/unit/*.h) $(
 	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/unwind.o $(LDLIBS)
 
 unit-tests: $(UNIT_BIN)
+
+# scripts/bench-helpers.sh: one BPF program per piece of a sample's cost.
+$(OUT)/helper_cost.bpf.o: scripts/helper-cost/helper_cost.bpf.c vmlinux/vmlinux.h
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUT)/helper-cost: scripts/helper-cost/helper_cost.c $(OUT)/helper_cost.skel.h
+	$(CC) $(ALL_CFLAGS) -o $@ $< -lbpf -lelf -lz
+
+bench-helpers: $(OUT)/helper-cost workloads
 
 install: bpftrace-rec
 	install -d $(DESTDIR)$(PREFIX)/bin
