@@ -88,7 +88,6 @@ struct ev_call {
 
 /* Indices of the per-CPU counter array `stats`. */
 enum stat_idx {
-	STAT_SAMPLES, /* samples of recorded tasks, pushed or not */
 	STAT_LOST, /* samples the ring buffer could not take */
 	STAT_LOST_TASK, /* task events the ring buffer could not take */
 	STAT_KSTACK_ERR,

@@ -57,9 +57,19 @@ struct {
 /* The record is built here, then copied once into the ring buffer at its
  * true length: the BPF stack is only 512 bytes. One slot per CPU (an array,
  * not a per-CPU array, whose values are limited to 32 KiB). */
+/* Reads of the walk beyond the copy: the first takes WIN_FIRST bytes (most
+ * chains end within them), later ones the rest of a page (a deep chain). */
+#define WIN_FIRST 512
+#define WIN_SZ	  PAGE_SZ
+
 struct scratch {
 	__u64 head[(sizeof(struct ev_sample) + IPS_MAX) / sizeof(__u64)]; /* ev_sample + ips */
 	__u8 stack[COPY_AREA];
+	__u8 win[WIN_SZ]; /* stack the walk read beyond the copy */
+	/* What win holds, and the reads so far. Here, not in walk_ctx: the
+	 * verifier tracks exact values on the stack, and each would multiply
+	 * the states it visits in the walk's loop past its limit. */
+	__u64 win_lo, win_len, win_reads;
 };
 
 struct {
@@ -116,27 +126,66 @@ static __always_inline __u32 copy_stack(struct scratch *sc, __u64 sp, __u64 want
 	return c.copied;
 }
 
-/* The user frame-pointer walk, done here over the copied stack instead of by
- * bpf_get_stack: that costs ~0.7 us of fixed overhead per call on these
- * machines, even for a one-frame stack, while a walk over bytes already in
- * the scratch slot costs a few ns a frame. Pages the chain reaches beyond the
- * copy are read on demand up to walk_limit bytes from sp; a longer chain is
- * left to bpf_get_stack (WALK_DEEP). */
+/* The user frame-pointer walk, done here instead of by bpf_get_stack: that
+ * costs ~0.7 us of fixed overhead per call on these machines (3.5 us on
+ * some), even for a one-frame stack, while reading a frame record costs a
+ * few ns. Records come from the stack copy when it holds them, else from a
+ * window of stack read at the frame (one read most often covers the next
+ * frames too); a chain that needs more than WALK_READS reads is left to
+ * bpf_get_stack (WALK_DEEP). */
 const volatile bool bpf_fp_walk = true;
-const volatile __u32 walk_limit = 8192;
+#define WALK_READS 8
 
 enum { WALK_ON, WALK_DONE, WALK_DEEP };
 
 struct walk_ctx {
 	struct scratch *sc;
 	__u64 sp, fp, lo; /* lo: the lowest address the next frame may have */
-	__u32 copied, limit, base, n; /* base: index of the first user ip */
+	__u32 copied, base, n; /* base: index of the first user ip */
 	int state;
 };
 
+/* Points to the 16-byte frame record at fp, or NULL (state says why). */
+static __always_inline __u64 *frame_at(struct walk_ctx *w, __u64 fp)
+{
+	struct scratch *sc = w->sc;
+	__u64 off = fp - w->sp, len;
+
+	if (off + 16 <= w->copied) {
+		if (off > MAX_STACK_COPY)
+			return NULL;
+		return (__u64 *)&sc->stack[off];
+	}
+	off = fp - sc->win_lo;
+	if (fp < sc->win_lo || off + 16 > sc->win_len) {
+		if (sc->win_reads++ >= WALK_READS) {
+			w->state = WALK_DEEP;
+			return NULL;
+		}
+		/* To the end of the page: a read is all-or-nothing, and the
+		 * next page may be unmapped. */
+		len = PAGE_SZ - (fp & (PAGE_SZ - 1));
+		if (sc->win_reads == 1 && len > WIN_FIRST)
+			len = WIN_FIRST;
+		if (len < 16)
+			len = 16;
+		/* Unreadable: the kernel's walk would stop there too. */
+		if (bpf_probe_read_user(sc->win, len, (void *)fp)) {
+			w->state = WALK_DONE;
+			return NULL;
+		}
+		sc->win_lo = fp;
+		sc->win_len = len;
+		off = 0;
+	}
+	if (off > WIN_SZ - 16)
+		return NULL;
+	return (__u64 *)&sc->win[off];
+}
+
 static long walk_step(__u32 i, struct walk_ctx *w)
 {
-	__u64 fp = w->fp, off, next, ret, *ips = w->sc->head + sizeof(struct ev_sample) / 8;
+	__u64 fp = w->fp, *rec, *ips = w->sc->head + sizeof(struct ev_sample) / 8;
 	__u32 idx;
 
 	/* A chain ends at a zero or misaligned fp, or one not above the last
@@ -145,27 +194,13 @@ static long walk_step(__u32 i, struct walk_ctx *w)
 		w->state = WALK_DONE;
 		return 1;
 	}
-	off = fp - w->sp;
-	if (off + 16 > w->copied) {
-		if (off + 16 > w->limit) {
-			w->state = WALK_DEEP;
-			return 1;
-		}
-		/* Unreadable: the kernel's walk would stop there too. */
-		if (copy_more(w->sc, w->sp, &w->copied, w->limit))
-			w->state = WALK_DONE;
-		return w->state == WALK_DONE;
-	}
-	if (off > MAX_STACK_COPY)
-		return 1;
-	next = *(__u64 *)&w->sc->stack[off];
-	ret = *(__u64 *)&w->sc->stack[off + 8];
+	rec = frame_at(w, fp);
 	idx = w->base + w->n;
-	if (idx >= 2 * MAX_FRAMES)
+	if (!rec || idx >= 2 * MAX_FRAMES)
 		return 1;
-	ips[idx] = ret;
+	ips[idx] = rec[1];
 	w->n++;
-	w->fp = next;
+	w->fp = rec[0];
 	w->lo = fp + 16;
 	return 0;
 }
@@ -189,7 +224,6 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	} else if (tid == 0 && !include_idle) {
 		return 0;
 	}
-	count(STAT_SAMPLES);
 
 	sc = bpf_map_lookup_elem(&scratch_map, &cpu);
 	if (!sc)
@@ -287,13 +321,13 @@ int on_sample(struct bpf_perf_event_data *ctx)
 				.lo = sp,
 				.fp = s->uregs[UREG_BP],
 				.copied = copied,
-				.limit = copied > walk_limit ? copied : walk_limit,
 				.base = nk,
 				.n = 1,
 			};
 
 			s->ips[nk] = s->uregs[UREG_IP];
-			bpf_loop(MAX_FRAMES + MAX_STACK_COPY / PAGE_SZ + 2, walk_step, &w, 0);
+			sc->win_len = sc->win_reads = 0;
+			bpf_loop(MAX_FRAMES, walk_step, &w, 0);
 			if (w.state != WALK_DEEP) {
 				nu = w.n;
 				walked = true;

@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 
 ALL=(unwind_gzip_reaches_root unwind_sort_reaches_root unwind_leaf_callers_default
 	unwind_leaf_callers_fp unwind_leaf_hint_bytes unwind_split_dwarf_mode unwind_split_dwarf_root unwind_source_lines
-	unwind_gperftools_deep)
+	unwind_gperftools_deep unwind_fp_deep_chain unwind_fp_deep_in_bpf unwind_fp_depth_limit)
 require_bpf "${ALL[@]}"
 
 # Share (relative %) of COMM's samples whose stack holds one of the root
@@ -91,3 +91,42 @@ prof=$(ls "$TMP"/gz/cpu-*.prof | head -1)
 n=$("$PPROF" -traces /usr/bin/gzip "$prof" 2>/dev/null | grep -c "__libc_start_call_main")
 total=$(python3 -c 'import json,sys; print([p["samples"] for p in json.load(open(sys.argv[1]))["processes"] if p["comm"]=="gzip"][0])' "$TMP/gz/summary.json")
 if [ "$n" -gt 0 ]; then pass $t; else fail $t "no stack in cpu-PID.prof reaches __libc_start_call_main ($total samples)"; fi
+
+# Frame-pointer chains longer than one read of the stack: 60 frames of 256
+# bytes (15 KiB). Every frame is there, and BPF walked them itself (the
+# kernel's walk, its fallback, costs several times more per sample).
+# traces_depths PROFILE LEAF FUNC: per trace whose leaf is LEAF, its weight
+# in ms, how many frames it has and how many of them are FUNC.
+traces_depths() {
+	"$PPROF" -traces -unit=ms "$1" 2>/dev/null | awk -v leaf="$2" -v f="$3" '
+		function out() { if (first == leaf) print w, n, c; n = 0; c = 0; first = "" }
+		/^-+\+/ { out(); next }
+		/^ +[a-z]+: / { next }
+		NF == 2 { w = $1 + 0 }
+		NF { name = $NF; if (!n) first = name; n++; if (name == f) c++ }
+		END { out() }'
+}
+t=unwind_fp_deep_chain
+"$REC" -q -F 499 --call-graph fp -o "$TMP/deep" -- "$WL/deep" 60 256 2 > /dev/null 2>&1
+traces_depths "$TMP/deep/profile.pb.gz" bottom level > "$TMP/deep.depths"
+read -r all full < <(awk '{ a += $1 } $3 == 60 { f += $1 } END { printf "%d %d\n", a, f }' "$TMP/deep.depths")
+r=$(root_share "$TMP/deep/profile.pb.gz" deep)
+if [ "$all" -gt 0 ] && [ $((full * 100)) -ge $((all * 95)) ] && within "$r" 100 3; then
+	pass $t
+else
+	fail $t "$full of $all ms hold all 60 level frames (want >= 95%), $r% reach the root"
+fi
+t=unwind_fp_deep_in_bpf
+read -r kw n < <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["user_stacks_walked_by_kernel"], s["samples"])' "$TMP/deep/summary.json")
+if [ "$n" -gt 0 ] && [ $((kw * 20)) -le "$n" ]; then pass $t; else fail $t "$kw of $n user stacks walked by bpf_get_stack (want <= 5%)"; fi
+
+# A chain deeper than the frame limit is cut at 127 user frames, leaf first.
+t=unwind_fp_depth_limit
+"$REC" -q -F 499 --call-graph fp -o "$TMP/deeper" -- "$WL/deep" 300 64 1 > /dev/null 2>&1
+read -r all cut over < <(traces_depths "$TMP/deeper/profile.pb.gz" bottom level |
+	awk '{ a += $1 } $2 == 127 && $3 == 126 { c += $1 } $2 > 127 { o++ } END { printf "%d %d %d\n", a, c, o }')
+if [ "$all" -gt 0 ] && [ $((cut * 100)) -ge $((all * 95)) ] && [ "$over" = 0 ]; then
+	pass $t
+else
+	fail $t "$cut of $all ms are in traces of bottom + 126 level frames (want >= 95%), $over traces over 127"
+fi
