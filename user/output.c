@@ -124,6 +124,31 @@ static uint64_t frame_location(struct pprof *pp, const struct frame *f, const ch
 	return pprof_location(pp, mapping, f->pc, &l, 1);
 }
 
+/* pprof shows the first mapping as the profile's program ("File:"): make it
+ * the code of the program with the most samples, not whatever the first
+ * sample touched (often the kernel, in exec). */
+static void main_mapping_first(struct pprof *pp)
+{
+	const struct proc *top = NULL;
+	size_t i;
+
+	for (i = 0; i < procs.v.n; i++)
+		if (!top || procs.v.v[i]->samples.n > top->samples.n)
+			top = procs.v.v[i];
+	if (!top || !top->exe || !top->samples.n)
+		return;
+	for (i = 0; i < top->maps_all.n; i++) {
+		const struct mapping *m = top->maps_all.v[i];
+
+		/* Loaded symbols: its frames were named, and the build id is known. */
+		if (m->exec && m->sym && !strcmp(m->path, top->exe)) {
+			pprof_mapping(pp, m->start, m->end, m->offset, m->path,
+				      symfile_build_id(m->sym), true);
+			return;
+		}
+	}
+}
+
 static int fill_pprof(void *ctx, FILE *out)
 {
 	const struct run_info *ri = ctx;
@@ -136,6 +161,7 @@ static int fill_pprof(void *ctx, FILE *out)
 	if (!pp)
 		return -ENOMEM;
 	kmap = 0;
+	main_mapping_first(pp);
 	for (i = 0; i < procs.v.n && !err; i++) {
 		struct proc *p = procs.v.v[i];
 

@@ -4,7 +4,7 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(cli_errors not_privileged cmd_split_pprof cmd_split_gperftools cmd_exit_code
-	pid_split_pprof pid_split_gperftools pid_late_thread labels_numeric summary_json
+	cmd_main_binary pid_split_pprof pid_split_gperftools pid_late_thread labels_numeric summary_json
 	system_wide_processes kernel_frames_named stops_on_target_exit sigint_writes_files
 	sudo_owner idle_samples)
 require_bpf "${ALL[@]}"
@@ -48,6 +48,14 @@ elif command -v google-pprof >/dev/null; then
 	"$PPROF" -top -nodecount=30 "$WL/split" "$prof" > "$TMP/cmd.ptop" 2>&1
 	check_split cmd_split_gperftools_pprof "$TMP/cmd.ptop" pprof_flat
 fi
+
+# pprof names the profile's program after its first mapping ("File:", and the
+# binary that -list and -disasm read): the recorded program, with its build id.
+t=cmd_main_binary
+bid=$(readelf -n "$WL/split" | awk '/Build ID/ { print $3 }')
+read -r file < <(awk '/^File: / { print $2 }' "$TMP/cmd.top")
+read -r got < <(awk '/^Build ID: / { print $3 }' "$TMP/cmd.top")
+if [ "$file" = split ] && [ -n "$bid" ] && [ "$got" = "$bid" ]; then pass $t; else fail $t "File: '$file', Build ID '$got' (want split, $bid)"; fi
 
 t=cmd_exit_code
 "$REC" -q -o "$TMP/exit" -- sh -c 'exit 7' >/dev/null 2>&1; rc=$?
