@@ -22,6 +22,7 @@ enum ev_type {
 	EV_EXIT = 4, /* struct ev_task: a recorded process's last thread exited */
 	EV_CALL = 5, /* struct ev_call: a traced function's entry or return (-t) */
 	EV_MIGRATE = 6, /* struct ev_hdr: thread tid of pid moves to cpu */
+	EV_VMA = 7, /* struct ev_vma: an executable file mapping of an exiting process */
 };
 
 
@@ -70,6 +71,19 @@ struct ev_task {
 	__u32 child_pid; /* EV_FORK */
 	__u32 pad;
 	char comm[COMM_LEN];
+};
+
+#define VMA_NAME_LEN 64
+
+/* Sent for each executable file mapping of a process as its last thread
+ * exits, before its address space goes: what perf's MMAP2 records give, for
+ * a process that exits before user space has read its maps. */
+struct ev_vma {
+	struct ev_hdr hdr;
+	__u64 start, end, offset; /* offset: in the file */
+	__u64 ino;
+	__u32 dev_major, dev_minor; /* as in /proc/PID/maps */
+	char name[VMA_NAME_LEN]; /* the file's name, without its directory */
 };
 
 #define MAX_TRACE_ARGS 6

@@ -390,8 +390,10 @@ static __always_inline void task_event(__u32 type, __u32 pid, __u32 child)
 	e->child_pid = child;
 	e->pad = 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	/* Rare and time-critical (the reader reads /proc/PID/maps now), so wake it. */
-	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	/* For targets, rare and time-critical (the reader reads /proc/PID/maps
+	 * now), so wake it. Under -a every exec in the system comes here, and a
+	 * wakeup costs tens of us: the timer drain will do. */
+	bpf_ringbuf_submit(e, filter_pids ? BPF_RB_FORCE_WAKEUP : rb_flags());
 }
 
 SEC("tp_btf/sched_process_fork")
@@ -422,15 +424,71 @@ int BPF_PROG(on_exec, struct task_struct *p)
 	return 0;
 }
 
+/* Open-coded VMA iterator (kernel 6.7+); weak, so that older kernels load
+ * the rest and only lose the exit-time mappings. */
+extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task,
+				 __u64 addr) __weak __ksym;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __weak __ksym;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __weak __ksym;
+
+#define VM_EXEC	       0x4
+#define MAX_EXIT_VMAS 512
+
+/* The process's executable file mappings, one EV_VMA each. */
+static __always_inline void exit_vmas(struct task_struct *p, __u32 tgid)
+{
+	struct bpf_iter_task_vma it;
+	struct vm_area_struct *vma;
+	int n = 0;
+
+	if (!bpf_iter_task_vma_new)
+		return;
+	bpf_iter_task_vma_new(&it, p, 0);
+	while ((vma = bpf_iter_task_vma_next(&it)) && n < MAX_EXIT_VMAS) {
+		struct file *f = vma->vm_file;
+		struct ev_vma *e;
+		dev_t dev;
+
+		if (!(vma->vm_flags & VM_EXEC) || !f)
+			continue;
+		n++;
+		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		if (!e) {
+			count(STAT_LOST_TASK);
+			break;
+		}
+		e->hdr.type = EV_VMA;
+		e->hdr.pid = tgid;
+		e->hdr.tid = p->pid;
+		e->hdr.cpu = bpf_get_smp_processor_id();
+		e->hdr.time_ns = bpf_ktime_get_ns();
+		e->start = vma->vm_start;
+		e->end = vma->vm_end;
+		e->offset = vma->vm_pgoff << 12;
+		e->ino = f->f_inode->i_ino;
+		dev = f->f_inode->i_sb->s_dev;
+		e->dev_major = dev >> 20; /* the kernel's dev_t: MINORBITS 20 */
+		e->dev_minor = dev & 0xfffff;
+		if (bpf_probe_read_kernel_str(e->name, sizeof(e->name), f->f_path.dentry->d_name.name) < 0)
+			e->name[0] = 0;
+		bpf_ringbuf_submit(e, rb_flags());
+	}
+	bpf_iter_task_vma_destroy(&it);
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
 
-	/* The leader's exit; the tracepoint fires before the mm is released. */
-	if ((__u32)id != tgid || !filter_pids || !is_target(tgid))
+	if (filter_pids && !is_target(tgid))
 		return 0;
-	task_event(EV_EXIT, tgid, 0);
+	/* The last thread: the tracepoint fires before the mm is released
+	 * (kernel 6.16+; before that the mm is gone and nothing is sent). */
+	if (user_stacks && tgid && !BPF_CORE_READ(p, signal, live.counter))
+		exit_vmas(p, tgid);
+	if ((__u32)id == tgid && filter_pids)
+		task_event(EV_EXIT, tgid, 0);
 	return 0;
 }

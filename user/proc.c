@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 #include "user/proc.h"
@@ -25,6 +26,44 @@ void (*proc_leaf_hint_hook)(pid_t pid, uint64_t ip, uint32_t need);
  * frame-pointer walks through code built without them also miss. */
 #define MAPS_REREAD_NS (20 * 1000 * 1000ULL)
 #define MAPS_MAX_BYTES (64u << 20)
+
+/* Every file mapped by a process seen, by device and inode: the path of a
+ * file that an exited process had mapped, known from another process. */
+static struct {
+	VEC(const struct mapping *) v;
+	struct idtab tab;
+} files;
+
+static uint64_t file_hash(unsigned major, unsigned minor, uint64_t ino)
+{
+	return hash_u64(ino ^ ((uint64_t)major << 52) ^ ((uint64_t)minor << 32));
+}
+
+static bool file_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct mapping *m = files.v.v[id], *k = key;
+
+	(void)ctx;
+	return m->inode == k->inode && m->dev_major == k->dev_major && m->dev_minor == k->dev_minor;
+}
+
+static const struct mapping *known_file(const struct mapping *k)
+{
+	uint32_t id = idtab_find(&files.tab, file_hash(k->dev_major, k->dev_minor, k->inode), file_eq,
+				 NULL, k);
+
+	return id == UINT32_MAX ? NULL : files.v.v[id];
+}
+
+static void add_known_file(const struct mapping *m)
+{
+	if (m->path[0] != '/' || m->deleted || !m->inode || known_file(m))
+		return;
+	/* Only a lookup aid: on failure the name is just not found later. */
+	if (!VEC_PUSH(files.v, m) &&
+	    idtab_insert(&files.tab, file_hash(m->dev_major, m->dev_minor, m->inode), files.v.n - 1))
+		files.v.n--;
+}
 
 static bool proc_eq(const void *ctx, uint32_t id, const void *key)
 {
@@ -105,6 +144,7 @@ static int read_maps(struct proc *p)
 			m->exec = ents[i].exec;
 			m->deleted = ents[i].deleted;
 			m->path = xstrdup(ents[i].path);
+			add_known_file(m);
 		}
 		if (VEC_PUSH(p->maps, m)) {
 			err = -ENOMEM;
@@ -140,8 +180,10 @@ static struct mapping *find_mapping(struct proc *p, uint64_t addr)
 
 /* Opens the mapped file as the process sees it: through /proc/PID/root (so
  * containers resolve), or through /proc/PID/map_files when it was deleted or
- * replaced since it was mapped. Only regular files: the paths are the
- * target's to choose, and we are root. */
+ * replaced since it was mapped. When neither works (the process has exited: a
+ * short-lived one is often gone before its samples are drained), by its path
+ * here, if that is the very file it mapped (device and inode). Only regular
+ * files: the paths are the target's to choose, and we are root. */
 static int open_mapped(struct proc *p, const struct mapping *m)
 {
 	char path[PATH_MAX + 64];
@@ -161,6 +203,14 @@ static int open_mapped(struct proc *p, const struct mapping *m)
 			 m->start, m->end);
 		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 		if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0 && !m->deleted && m->path[0] == '/') {
+		fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != m->inode ||
+				major(st.st_dev) != m->dev_major || minor(st.st_dev) != m->dev_minor)) {
 			close(fd);
 			fd = -1;
 		}
@@ -276,6 +326,8 @@ static uint32_t intern_frame(struct proc *p, uint64_t ip, uint8_t kind, bool cal
 			if (sf)
 				f.name = symfile_lookup(sf, f.pc - f.map->start + f.map->offset,
 							NULL, NULL);
+		} else {
+			p->unmapped++;
 		}
 	}
 	if (VEC_PUSH(p->frames, f) || idtab_insert(&p->frame_tab, h, p->frames.n - 1))
@@ -505,6 +557,8 @@ void proc_on_exec(pid_t pid, const char *comm)
 	 * resolve against the new mappings. */
 	snprintf(p->comm, sizeof(p->comm), "%s", comm);
 	idtab_free(&p->frame_tab); /* frames interned from here on are the new image's */
+	p->image_frames = p->frames.n;
+	p->unmapped = 0;
 	proc_read_identity(p); /* a new program */
 	read_maps(p);
 	if (p->uw) { /* its modules are the old image's */
@@ -523,6 +577,51 @@ void proc_on_exit(pid_t pid)
 
 	if (p)
 		p->exited = true;
+}
+
+void proc_on_vma(pid_t pid, const struct ev_vma *v)
+{
+	struct proc *p = proc_find(pid);
+	const struct mapping *known;
+	struct mapping *m;
+	char name[VMA_NAME_LEN + 1];
+	size_t i;
+
+	/* Only frames that no mapping covered need it: the process exited
+	 * before its maps were read, or before a re-read after a dlopen. */
+	if (!p || !p->unmapped || v->end <= v->start)
+		return;
+	for (i = 0; i < p->maps.n; i++)
+		if (p->maps.v[i]->start < v->end && v->start < p->maps.v[i]->end)
+			return; /* known, or the maps changed since: keep what was read */
+	m = calloc(1, sizeof(*m));
+	if (!m || VEC_PUSH(p->maps_all, m)) {
+		free(m);
+		return;
+	}
+	*m = (struct mapping){.start = v->start, .end = v->end, .offset = v->offset,
+			      .inode = v->ino, .dev_major = v->dev_major,
+			      .dev_minor = v->dev_minor, .exec = true};
+	known = known_file(m);
+	/* Without a known path, the file's bare name still tells the module. */
+	memcpy(name, v->name, VMA_NAME_LEN);
+	name[VMA_NAME_LEN] = 0;
+	m->path = xstrdup(known ? known->path : name);
+	if (VEC_PUSH(p->maps, m))
+		return;
+	qsort(p->maps.v, p->maps.n, sizeof(*p->maps.v), cmp_map);
+	for (i = p->image_frames; i < p->frames.n && p->unmapped; i++) {
+		struct frame *f = &p->frames.v[i];
+		struct symfile *sf;
+
+		if (f->kind != FRAME_USER || f->map || f->pc < m->start || f->pc >= m->end)
+			continue;
+		f->map = m;
+		p->unmapped--;
+		sf = mapping_symbols(p, m);
+		if (sf)
+			f->name = symfile_lookup(sf, f->pc - m->start + m->offset, NULL, NULL);
+	}
 }
 
 void procs_free(void)
@@ -557,4 +656,6 @@ void procs_free(void)
 	}
 	VEC_FREE(procs.v);
 	idtab_free(&procs.tab);
+	VEC_FREE(files.v);
+	idtab_free(&files.tab);
 }

@@ -72,6 +72,8 @@ struct proc {
 	VEC(struct mapping *) maps; /* current, sorted by start */
 	VEC(struct frame) frames;
 	struct idtab frame_tab;
+	size_t image_frames; /* frames[image_frames...]: the current image's */
+	uint64_t unmapped; /* of those, user frames no mapping covered */
 	/* Stacks: stack_data[stack_off[i]] = nkernel, nuser, then frame ids leaf first. */
 	VEC(uint32_t) stack_data;
 	VEC(uint32_t) stack_off;
@@ -116,6 +118,8 @@ struct proc *proc_find(pid_t pid);
 int proc_add_sample(const struct ev_sample *s);
 void proc_on_exec(pid_t pid, const char *comm);
 void proc_on_exit(pid_t pid);
+/* An executable mapping the process had as it exited (EV_VMA). */
+void proc_on_vma(pid_t pid, const struct ev_vma *v);
 struct thread *proc_thread(struct proc *p, uint32_t tid);
 /* The frame's function name; without a symbol, its object ("[libfoo.so]"),
  * so time still adds up by library, or "[unknown]". buf may be used. */

@@ -229,6 +229,10 @@ static int handle_event(void *ctx, void *data, size_t size)
 	case EV_EXIT:
 		proc_on_exit(h->pid);
 		break;
+	case EV_VMA:
+		if (size >= sizeof(struct ev_vma))
+			proc_on_vma(h->pid, data);
+		break;
 	case EV_CALL: {
 		const struct ev_call *c = data;
 		size_t fixed = sizeof(*c) - sizeof(__u64) * MAX_TRACE_ARGS;

@@ -5,7 +5,7 @@ source "$(dirname "$0")/lib.sh"
 
 ALL=(cli_errors not_privileged cmd_split_pprof cmd_split_gperftools cmd_exit_code
 	cmd_main_binary pid_split_pprof pid_split_gperftools pid_late_thread labels_numeric summary_json
-	system_wide_processes kernel_frames_named stops_on_target_exit sigint_writes_files
+	system_wide_processes kernel_frames_named short_lived_named short_lived_libc_named stops_on_target_exit sigint_writes_files
 	sudo_owner idle_samples)
 require_bpf "${ALL[@]}"
 require_tool google-pprof cmd_split_gperftools || true
@@ -127,6 +127,27 @@ t=kernel_frames_named
 "$PPROF" -top -nodecount=20 -relative_percentages -tagfocus=comm=syscalls "$TMP/all/profile.pb.gz" > "$TMP/all.top" 2>&1
 k=$(awk '$2 ~ /%$/ && $NF ~ /^(read_zero|clear_user|__clear_user|rep_stos_alternative|iov_iter_zero|_copy_to_iter|vfs_read|ksys_read)$/ {sub("%","",$2); s += $2} END {print s+0}' "$TMP/all.top")
 if awk -v k="$k" 'BEGIN {exit !(k >= 50)}'; then pass $t; else fail $t "kernel read path $k% of syscalls' samples"; cat "$TMP/all.top" >&2; fi
+
+# --- -a: processes that exit before their samples are drained ------------------
+# 40 runs of 30 ms each: most are gone when the drain (every 50 ms) first sees
+# their samples. Their own code is named from the file they mapped, and libc
+# from the mappings BPF sends as each process exits.
+"$REC" -q -a -F 999 -d 5 -o "$TMP/brief" 2>"$TMP/brief.err" & rec=$!
+sleep 1.5
+for _ in $(seq 40); do "$WL/deep" 3 64 0.03; done
+wait $rec
+share() { # PROFILE FUNC: % of deep's samples with FUNC on the stack
+	"$PPROF" -top -cum -nodecount=100 -relative_percentages -tagfocus=comm=deep "$1" 2>/dev/null |
+		awk -v f="$2" '$NF == f { sub("%", "", $5); print $5 + 0; found = 1 } END { if (!found) print 0 }'
+}
+# The rest of their samples are exec, ld.so and exit: a tenth or so.
+t=short_lived_named
+b=$(share "$TMP/brief/profile.pb.gz" bottom)
+u=$(share "$TMP/brief/profile.pb.gz" "[deep]")
+if within "$b" 100 20 && within "$u" 0 2; then pass $t; else fail $t "bottom on $b% of deep's samples (want >= 80), unnamed [deep] frames on $u% (want <= 2)"; fi
+t=short_lived_libc_named
+l=$(share "$TMP/brief/profile.pb.gz" __libc_start_call_main)
+if within "$l" 100 25 && within "$l" "$b" 3; then pass $t; else fail $t "__libc_start_call_main on $l% of deep's samples, bottom on $b% (want the same, >= 75)"; fi
 
 # --- stopping: the target's exit, SIGINT ----------------------------------------
 t=stops_on_target_exit
