@@ -2,7 +2,8 @@
 """Capture overhead, side by side in one run (a benchmark, not a test).
 
 A fixed-work CPU-bound program (build/workloads/spin, two threads) runs
-alone, then under each profiler sampling all CPUs at 999 Hz:
+under each profiler sampling all CPUs at 999 Hz, each time right after a run
+alone (its baseline: these VMs change speed for seconds at a time):
 
   bpftrace-rec -a -F 999            perf record -a -g -F 999
   bpftrace-rec -a -F 999 --call-graph dwarf
@@ -19,8 +20,8 @@ unwinding per unwound sample, and per sample:
               run and one with an eighth of the work (fixed s, the
               intercept, is its start-up and one-time costs such as loading
               debug info for source lines at exit)
-  total us  = (workload CPU under the tool - workload CPU alone) / samples
-              of the workload + tool us
+  total us  = (workload CPU under the tool - workload CPU in the run alone
+              just before) / samples of the workload + tool us
   added us  = total us - the sampler-only row's total us
   post us   = perf: CPU of `perf script` naming every sample's stack (for
               dwarf, unwinding it), per sample in perf.data; bpftrace-rec
@@ -187,9 +188,14 @@ def main():
 
     try:
         for r in range(a.runs):
-            res["alone"].append(dict(zip(("wall", "cpu"), run_workload())))
             for name, mk, prog in CONFIGS:
+                # The workload alone right before each tool's run: these VMs
+                # change speed by up to 30% for seconds at a time, so a tool's
+                # run is compared with the closest run without it.
+                alone = dict(zip(("wall", "cpu"), run_workload()))
+                res["alone"].append(alone)
                 m = measure(name, mk, prog, ITERS)
+                m["alone_wall"], m["alone_cpu"] = alone["wall"], alone["cpu"]
                 # The same with an eighth of the work: the tool's CPU between
                 # the two is per sample, the rest is fixed (start-up, and
                 # one-time loads at exit such as debug info for lines).
@@ -214,13 +220,13 @@ def main():
         tool_us = med([slope(m) * 1e6 for m in ms])
         rows[name] = dict(
             wall=med([m["wall"] for m in ms]),
-            slowdown=med([m["wall"] for m in ms]) / alone_wall - 1,
+            slowdown=med([m["wall"] / m["alone_wall"] - 1 for m in ms]),
             samples=med([m["samples"] for m in ms]),
             work_samples=med([m["work_samples"] for m in ms]),
             lost=med([m["lost"] for m in ms]),
             tool_cpu=med([m["tool_cpu"] for m in ms]),
             bpf_us=med([m["bpf_ns"] / m["bpf_cnt"] / 1000 if m["bpf_cnt"] else 0 for m in ms]),
-            total_us=med([per(m, m["cpu"] - alone_cpu) for m in ms]) + tool_us,
+            total_us=med([per(m, m["cpu"] - m["alone_cpu"]) for m in ms]) + tool_us,
             bytes_per_sample=med([m["bytes"] / m["samples"] if m["samples"] and m["bytes"] else 0 for m in ms]),
             unwind_us=med([m["unwind_us"] for m in ms]),
             fixed_cpu=med([m["short_cpu"] - slope(m) * m["short_samples"] for m in ms]),
@@ -233,7 +239,8 @@ def main():
         r["to_profile_us"] = r["total_us"] + r["post_us"]
     paired = dict(rec=med([p[0] for p in res["paired"]]), bpftrace=med([p[1] for p in res["paired"]]),
                   ratio=med([p[0] / p[1] for p in res["paired"] if p[1]]))
-    print(f"\nworkload alone: {alone_wall:.2f}s wall, {alone_cpu:.2f}s CPU (median of {a.runs})")
+    print(f"\nworkload alone: {alone_wall:.2f}s wall, {alone_cpu:.2f}s CPU (median of {len(res['alone'])}, "
+          f"{min(x['wall'] for x in res['alone']):.2f}-{max(x['wall'] for x in res['alone']):.2f}s)")
     print(f"{'tool':<20}{'wall s':>8}{'slowdown':>10}{'samples':>9}{'of work':>9}{'lost':>6}{'tool CPU s':>11}"
           f"{'BPF us':>8}{'total us':>9}{'added us':>9}{'B/smp':>7}{'unwind us':>10}{'fixed s':>8}{'tool us':>8}"
           f"{'post us':>8}{'to profile':>11}")
