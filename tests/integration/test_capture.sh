@@ -140,11 +140,12 @@ share() { # PROFILE FUNC: % of deep's samples with FUNC on the stack
 	"$PPROF" -top -cum -nodecount=100 -relative_percentages -tagfocus=comm=deep "$1" 2>/dev/null |
 		awk -v f="$2" '$NF == f { sub("%", "", $5); print $5 + 0; found = 1 } END { if (!found) print 0 }'
 }
-# The rest of their samples are exec, ld.so and exit: a tenth or so.
+# The rest of their samples are exec, ld.so and exit: a tenth or so; and
+# deep's PLT stubs (clock_gettime@plt), which have no symbol: "[deep]".
 t=short_lived_named
 b=$(share "$TMP/brief/profile.pb.gz" bottom)
 u=$(share "$TMP/brief/profile.pb.gz" "[deep]")
-if within "$b" 100 20 && within "$u" 0 2; then pass $t; else fail $t "bottom on $b% of deep's samples (want >= 80), unnamed [deep] frames on $u% (want <= 2)"; fi
+if within "$b" 100 25 && within "$u" 0 5; then pass $t; else fail $t "bottom on $b% of deep's samples (want >= 75), unnamed [deep] frames on $u% (want <= 5)"; fi
 t=short_lived_libc_named
 l=$(share "$TMP/brief/profile.pb.gz" __libc_start_call_main)
 if within "$l" 100 25 && within "$l" "$b" 3; then pass $t; else fail $t "__libc_start_call_main on $l% of deep's samples, bottom on $b% (want the same, >= 75)"; fi
