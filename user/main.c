@@ -66,7 +66,7 @@ static const struct argp_option opts[] = {
 	{"no-inherit", OPT_NO_INHERIT, NULL, 0, "Do not record processes forked by the targets", 0},
 	{"no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0},
 	{"no-user", OPT_NO_USER, NULL, 0, "Do not record user stacks", 0},
-	{"ringbuf-size", OPT_RINGBUF, "MIB", 0, "BPF ring buffer size (default 16, a power of 2)", 0},
+	{"ringbuf-size", OPT_RINGBUF, "MIB", 0, "BPF ring buffer size, a power of 2 (default: a quarter second of samples, at least 1; 16 with -t)", 0},
 	{"quiet", 'q', NULL, 0, "No status line or summary on stderr", 0},
 	{"verbose", 'v', NULL, 0, "More messages (twice: libbpf's too)", 0},
 	{0},

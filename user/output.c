@@ -443,13 +443,13 @@ static int fill_summary(void *ctx, FILE *f)
 	fprintf(f, "],\n  \"event\": ");
 	json_str(f, ri->event);
 	fprintf(f,
-		",\n  \"frequency_hz\": %d,\n  \"duration_s\": %.3f,\n  \"start_time_ns\": %" PRIu64
+		",\n  \"frequency_hz\": %d,\n  \"ringbuf_mib\": %u,\n  \"duration_s\": %.3f,\n  \"start_time_ns\": %" PRIu64
 		",\n  \"samples\": %" PRIu64 ",\n  \"sample_bytes\": %" PRIu64 ",\n  \"lost_samples\": %" PRIu64
 		",\n  \"lost_task_events\": %" PRIu64 ",\n  \"kernel_stack_errors\": %" PRIu64
 		",\n  \"user_stack_errors\": %" PRIu64 ",\n  \"user_stacks_walked_by_kernel\": %" PRIu64
 		",\n  \"traced_calls\": %" PRIu64
 		",\n  \"lost_traced_calls\": %" PRIu64 ",\n  \"processes\": [",
-		ri->freq, ri->duration_ns / 1e9, ri->start_realtime_ns, ri->samples, ri->sample_bytes,
+		ri->freq, ri->ringbuf_mb, ri->duration_ns / 1e9, ri->start_realtime_ns, ri->samples, ri->sample_bytes,
 		ri->lost,
 		ri->lost_tasks, ri->kstack_err, ri->ustack_err, ri->kernel_walks, ri->traced_calls, ri->lost_calls);
 	for (i = 0, k = 0; i < procs.v.n; i++) {
@@ -463,7 +463,7 @@ static int fill_summary(void *ctx, FILE *f)
 			", \"samples\": %zu, \"lost_samples\": %" PRIu64 ", \"threads\": %zu"
 			", \"unwinding\": \"%s\", \"dwarf_unwound\": %" PRIu64
 			", \"dwarf_truncated\": %" PRIu64 ", \"leaf_callers_added\": %" PRIu64 ", \"dwarf_unwind_ns\": %" PRIu64 "}",
-			p->samples.n, p->lost, p->threads.n, p->dwarf ? "dwarf" : "fp", p->unwound,
+			p->samples.n, p->lost, p->threads.n, p->dwarf || p->unwound ? "dwarf" : "fp", p->unwound,
 			p->truncated, p->leaf_fixed, p->unwind_ns);
 	}
 	fprintf(f, "\n  ],\n  \"files\": [");

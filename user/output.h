@@ -10,6 +10,7 @@ struct run_info {
 	uint64_t start_realtime_ns; /* wall clock at the start */
 	uint64_t duration_ns;
 	int freq;
+	unsigned ringbuf_mb; /* the BPF ring buffer's size */
 	const char *event; /* "cycles" or "cpu-clock" */
 	uint64_t samples; /* pushed by BPF and drained */
 	uint64_t sample_bytes; /* their ring-buffer records */
