@@ -93,6 +93,8 @@ static bool same_mapping(const struct mapping *m, const struct procmaps_entry *e
 
 /* Re-reads /proc/PID/maps; mappings seen before keep their records (and the
  * symbols already loaded for them). */
+static void resolve_unmapped(struct proc *p);
+
 static int read_maps(struct proc *p)
 {
 	char path[64], *text;
@@ -153,6 +155,7 @@ static int read_maps(struct proc *p)
 	}
 	procmaps_free(ents, n);
 	qsort(p->maps.v, p->maps.n, sizeof(*p->maps.v), cmp_map);
+	resolve_unmapped(p);
 	if (!err) {
 		jit_scan(p);
 		if (proc_maps_hook)
@@ -292,6 +295,28 @@ struct frame_key {
 	bool caller;
 };
 
+/* Frames interned while no mapping covered them (sampled between an mmap
+ * and the next read of the maps: libc right after exec, a dlopen) are named
+ * once a mapping does; a frame is interned once, so later samples of the
+ * same pc would otherwise stay unnamed. */
+static void resolve_unmapped(struct proc *p)
+{
+	size_t i;
+
+	for (i = p->image_frames; i < p->frames.n && p->unmapped; i++) {
+		struct frame *f = &p->frames.v[i];
+		struct symfile *sf;
+
+		if (f->kind != FRAME_USER || f->map || !(f->map = find_mapping(p, f->pc)))
+			continue;
+		p->unmapped--;
+		sf = mapping_symbols(p, f->map);
+		if (sf)
+			f->name = symfile_lookup(sf, f->pc - f->map->start + f->map->offset, NULL,
+						 NULL);
+	}
+}
+
 static bool frame_eq(const void *ctx, uint32_t id, const void *key)
 {
 	const struct frame *f = &((const struct proc *)ctx)->frames.v[id];
@@ -307,8 +332,13 @@ static uint32_t intern_frame(struct proc *p, uint64_t ip, uint8_t kind, bool cal
 	uint32_t id = idtab_find(&p->frame_tab, h, frame_eq, p, &k);
 	struct frame f = {0};
 
-	if (id != UINT32_MAX)
+	if (id != UINT32_MAX) {
+		/* Still unmapped: the maps may have it by now. */
+		if (kind == FRAME_USER && !p->frames.v[id].map &&
+		    now_ns(CLOCK_MONOTONIC) - p->maps_read_ns > MAPS_REREAD_NS)
+			read_maps(p);
 		return id;
+	}
 	f.pc = k.pc;
 	f.kind = kind;
 	f.caller = caller;
@@ -610,18 +640,7 @@ void proc_on_vma(pid_t pid, const struct ev_vma *v)
 	if (VEC_PUSH(p->maps, m))
 		return;
 	qsort(p->maps.v, p->maps.n, sizeof(*p->maps.v), cmp_map);
-	for (i = p->image_frames; i < p->frames.n && p->unmapped; i++) {
-		struct frame *f = &p->frames.v[i];
-		struct symfile *sf;
-
-		if (f->kind != FRAME_USER || f->map || f->pc < m->start || f->pc >= m->end)
-			continue;
-		f->map = m;
-		p->unmapped--;
-		sf = mapping_symbols(p, m);
-		if (sf)
-			f->name = symfile_lookup(sf, f->pc - m->start + m->offset, NULL, NULL);
-	}
+	resolve_unmapped(p);
 }
 
 void procs_free(void)

@@ -30,7 +30,10 @@
 #define REG_RSP 7
 #define REG_RA	16
 
-#define REPORT_EVERY_NS 100000000ULL /* re-reading /proc/PID/maps: at most every 100 ms */
+/* Re-reading /proc/PID/maps: at first soon (the libraries ld.so maps right
+ * after exec), then at most every 100 ms (JIT code is in no module). */
+#define REPORT_FIRST_GAP_NS 1000000ULL
+#define REPORT_EVERY_NS 100000000ULL
 #define HTAB_MAX	(1u << 20)   /* entries per cache; a full one starts again */
 #define FP_MAX_STEPS	256
 
@@ -66,6 +69,7 @@ struct unwinder {
 	pid_t pid;
 	bool attached;
 	uint64_t reported_ns; /* last dwfl_linux_proc_report */
+	uint64_t report_gap_ns; /* before the next one: doubles up to REPORT_EVERY_NS */
 	uint64_t modules_sig; /* of the modules it reported */
 	/* The sample being unwound. */
 	uint64_t ip, sp, bp;
@@ -306,14 +310,16 @@ static bool maps_readable(pid_t pid)
 	return ok;
 }
 
-/* Modules mapped since the last report (dlopen) appear by reporting again,
- * not more often than every 100 ms. True when the modules changed. */
+/* Modules mapped since the last report (ld.so's after exec, dlopen) appear
+ * by reporting again, after a gap that grows from 1 to 100 ms. True when the
+ * modules changed. */
 static bool report_again(struct unwinder *u)
 {
 	bool changed = false;
 
-	if (now_mono_ns() - u->reported_ns < REPORT_EVERY_NS)
+	if (now_mono_ns() - u->reported_ns < u->report_gap_ns)
 		return false;
+	u->report_gap_ns = u->report_gap_ns * 2 < REPORT_EVERY_NS ? u->report_gap_ns * 2 : REPORT_EVERY_NS;
 	if (maps_readable(u->pid))
 		report(u, &changed);
 	else
@@ -329,6 +335,7 @@ struct unwinder *unwinder_new(pid_t pid)
 	if (!u)
 		return NULL;
 	u->pid = pid;
+	u->report_gap_ns = REPORT_FIRST_GAP_NS;
 	u->cfi.esz = sizeof(struct cfi_ent);
 	u->dwfl = dwfl_begin(&proc_callbacks);
 	if (!u->dwfl) {
