@@ -29,7 +29,7 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 # Keep the BPF objects: bpftool reads them, and rebuilding them is not free.
 .SECONDARY:
 
-.PHONY: all clean install demo test unit-tests deps format workloads bench-helpers
+.PHONY: all clean install demo test unit-tests deps format format-check workloads bench-helpers
 all: bpftrace-rec $(UNIT_BIN)
 
 $(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h vmlinux/vmlinux.h
@@ -88,8 +88,14 @@ test: deps
 	$(MAKE) all
 	bash tests/run.sh
 
+FORMAT_SRC = bpf/*.c bpf/*.h user/*.c user/*.h formats/*.c formats/*.h tests/unit/*.c tests/unit/*.h \
+	     tests/workloads/*.c scripts/helper-cost/*.c
 format:
-	clang-format -i bpf/*.c bpf/*.h user/*.c user/*.h formats/*.c formats/*.h tests/unit/*.c tests/unit/*.h
+	clang-format -i $(FORMAT_SRC)
+
+# Fails on code that `make format` would change.
+format-check:
+	clang-format --dry-run -Werror $(FORMAT_SRC)
 
 clean:
 	rm -rf $(OUT) bpftrace-rec

@@ -8,29 +8,28 @@
 #include <linux/types.h>
 #endif
 
-#define COMM_LEN	16
-#define MAX_FRAMES	127 /* per stack, as bpf_get_stack's sysctl default */
-#define MAX_STACK_COPY	65528 /* bytes of user stack, as perf's --call-graph dwarf limit */
+#define COMM_LEN       16
+#define MAX_FRAMES     127   /* per stack, as bpf_get_stack's sysctl default */
+#define MAX_STACK_COPY 65528 /* bytes of user stack, as perf's --call-graph dwarf limit */
 /* Stack bytes for the leaf-caller fix: 512 covered every sample measured (the
  * largest need was 344). */
-#define FP_LEAF_COPY	512
+#define FP_LEAF_COPY 512
 
 enum ev_type {
-	EV_SAMPLE = 1, /* struct ev_sample */
-	EV_EXEC = 2, /* struct ev_task: a recorded process called exec */
-	EV_FORK = 3, /* struct ev_task: a recorded process forked a new process */
-	EV_EXIT = 4, /* struct ev_task: a recorded process's last thread exited */
-	EV_CALL = 5, /* struct ev_call: a traced function's entry or return (-t) */
+	EV_SAMPLE = 1,	/* struct ev_sample */
+	EV_EXEC = 2,	/* struct ev_task: a recorded process called exec */
+	EV_FORK = 3,	/* struct ev_task: a recorded process forked a new process */
+	EV_EXIT = 4,	/* struct ev_task: a recorded process's last thread exited */
+	EV_CALL = 5,	/* struct ev_call: a traced function's entry or return (-t) */
 	EV_MIGRATE = 6, /* struct ev_hdr: thread tid of pid moves to cpu */
-	EV_VMA = 7, /* struct ev_vma: an executable file mapping of an exiting process */
+	EV_VMA = 7,	/* struct ev_vma: an executable file mapping of an exiting process */
 };
-
 
 struct ev_hdr {
 	__u32 type;
 	__u32 pid; /* tgid */
 	__u32 tid;
-	__u32 cpu; /* bpf_get_smp_processor_id() */
+	__u32 cpu;     /* bpf_get_smp_processor_id() */
 	__u64 time_ns; /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
 };
 
@@ -57,18 +56,18 @@ enum { UREG_IP, UREG_SP, UREG_BP, UREG_NR };
 struct ev_sample {
 	struct ev_hdr hdr;
 	char comm[COMM_LEN]; /* the thread's */
-	__u16 nkernel; /* kernel frames, leaf first */
-	__u16 nuser; /* user frames (frame-pointer walk), leaf first */
+	__u16 nkernel;	     /* kernel frames, leaf first */
+	__u16 nuser;	     /* user frames (frame-pointer walk), leaf first */
 	__u32 flags;
 	__u32 stack_len; /* bytes of user stack copied from uregs[UREG_SP] */
 	__u32 pad;
 	__u64 uregs[UREG_NR]; /* zero for kernel threads */
-	__u64 ips[]; /* nkernel kernel ips, nuser user ips, then stack_len bytes */
+	__u64 ips[];	      /* nkernel kernel ips, nuser user ips, then stack_len bytes */
 };
 
 struct ev_task {
 	struct ev_hdr hdr; /* pid: the process (for EV_FORK, the parent) */
-	__u32 child_pid; /* EV_FORK */
+	__u32 child_pid;   /* EV_FORK */
 	__u32 pad;
 	char comm[COMM_LEN];
 };
@@ -83,7 +82,7 @@ struct ev_vma {
 	__u64 start, end, offset; /* offset: in the file */
 	__u64 ino;
 	__u32 dev_major, dev_minor; /* as in /proc/PID/maps */
-	char name[VMA_NAME_LEN]; /* the file's name, without its directory */
+	char name[VMA_NAME_LEN];    /* the file's name, without its directory */
 };
 
 #define MAX_TRACE_ARGS 6
@@ -94,7 +93,7 @@ enum call_kind { CALL_ENTRY = 0, CALL_EXIT = 1 };
 struct ev_call {
 	struct ev_hdr hdr;
 	__u32 func_id; /* the probe's BPF cookie: an XRay function id */
-	__u8 kind; /* enum call_kind */
+	__u8 kind;     /* enum call_kind */
 	__u8 nargs;
 	__u16 pad;
 	__u64 args[MAX_TRACE_ARGS];
@@ -102,13 +101,13 @@ struct ev_call {
 
 /* Indices of the per-CPU counter array `stats`. */
 enum stat_idx {
-	STAT_LOST, /* samples the ring buffer could not take */
+	STAT_LOST,	/* samples the ring buffer could not take */
 	STAT_LOST_TASK, /* task events the ring buffer could not take */
 	STAT_KSTACK_ERR,
 	STAT_USTACK_ERR,
-	STAT_COPY_ERR, /* the user-stack copy failed at its first page */
-	STAT_CALLS, /* traced calls and returns of recorded tasks */
-	STAT_LOST_CALLS, /* ... that the ring buffer could not take */
+	STAT_COPY_ERR,	   /* the user-stack copy failed at its first page */
+	STAT_CALLS,	   /* traced calls and returns of recorded tasks */
+	STAT_LOST_CALLS,   /* ... that the ring buffer could not take */
 	STAT_KERNEL_WALKS, /* user stacks walked by bpf_get_stack (deep, compat or traced) */
 	STAT_NR,
 };

@@ -38,7 +38,7 @@ static __always_inline void count(__u32 idx)
 static __always_inline __u64 rb_flags(void)
 {
 	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-									 : BPF_RB_NO_WAKEUP;
+									     : BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline bool is_target(__u32 tgid)

@@ -11,8 +11,8 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-const volatile bool filter_pids = false; /* only tgids in `targets` */
-const volatile bool follow_forks = true; /* children of targets become targets */
+const volatile bool filter_pids = false;  /* only tgids in `targets` */
+const volatile bool follow_forks = true;  /* children of targets become targets */
 const volatile bool include_idle = false; /* with !filter_pids: the idle task too */
 const volatile bool kernel_stacks = true;
 const volatile bool user_stacks = true;
@@ -25,9 +25,10 @@ struct {
 	__type(value, __u64);
 } lost_by_pid SEC(".maps");
 
-#define IPS_MAX	  (2 * MAX_FRAMES * sizeof(__u64))
-#define PAGE_SZ	  4096
-#define COPY_AREA (MAX_STACK_COPY + PAGE_SZ) /* a page of slack keeps the verifier's bounds simple */
+#define IPS_MAX (2 * MAX_FRAMES * sizeof(__u64))
+#define PAGE_SZ 4096
+#define COPY_AREA                                                                                  \
+	(MAX_STACK_COPY + PAGE_SZ) /* a page of slack keeps the verifier's bounds simple */
 
 /* Bytes of user stack copied from sp at each sample: stack_copy_fp for the
  * leaf-caller fix of frame-pointer stacks, stack_copy_dwarf for processes
@@ -78,7 +79,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch_map SEC(".maps");
-
 
 struct copy_ctx {
 	struct scratch *sc;
@@ -140,7 +140,7 @@ enum { WALK_ON, WALK_DONE, WALK_DEEP };
 
 struct walk_ctx {
 	struct scratch *sc;
-	__u64 sp, fp, lo; /* lo: the lowest address the next frame may have */
+	__u64 sp, fp, lo;      /* lo: the lowest address the next frame may have */
 	__u32 copied, base, n; /* base: index of the first user ip */
 	int state;
 };
@@ -316,13 +316,13 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		/* 0x33: a 64-bit task (__USER_CS); leave compat tasks to the kernel. */
 		if (bpf_fp_walk && sp && cs == 0x33) {
 			struct walk_ctx w = {
-				.sc = sc,
-				.sp = sp,
-				.lo = sp,
-				.fp = s->uregs[UREG_BP],
-				.copied = copied,
-				.base = nk,
-				.n = 1,
+			    .sc = sc,
+			    .sp = sp,
+			    .lo = sp,
+			    .fp = s->uregs[UREG_BP],
+			    .copied = copied,
+			    .base = nk,
+			    .n = 1,
 			};
 
 			s->ips[nk] = s->uregs[UREG_IP];
@@ -335,7 +335,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		}
 		if (!walked) {
 			count(STAT_KERNEL_WALKS);
-			n = bpf_get_stack(ctx, &s->ips[nk], MAX_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
+			n = bpf_get_stack(ctx, &s->ips[nk], MAX_FRAMES * sizeof(__u64),
+					  BPF_F_USER_STACK);
 			if (n < 0) {
 				s->flags |= SAMPLE_USTACK_ERR;
 				count(STAT_USTACK_ERR);
@@ -468,7 +469,8 @@ static __always_inline void exit_vmas(struct task_struct *p, __u32 tgid)
 		dev = f->f_inode->i_sb->s_dev;
 		e->dev_major = dev >> 20; /* the kernel's dev_t: MINORBITS 20 */
 		e->dev_minor = dev & 0xfffff;
-		if (bpf_probe_read_kernel_str(e->name, sizeof(e->name), f->f_path.dentry->d_name.name) < 0)
+		if (bpf_probe_read_kernel_str(e->name, sizeof(e->name),
+					      f->f_path.dentry->d_name.name) < 0)
 			e->name[0] = 0;
 		bpf_ringbuf_submit(e, rb_flags());
 	}

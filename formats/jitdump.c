@@ -163,7 +163,7 @@ static int parse_debug(struct parser *ps, const struct rd *r, size_t off, size_t
 			return -ENOMEM;
 		if (fmt_grow((void **)&d->lines, &ps->cap_lines, d->nlines + 1, sizeof(l)) ||
 		    fmt_grow((void **)&ps->line_files.v, &ps->line_files.cap, d->nlines + 1,
-			 sizeof(size_t)))
+			     sizeof(size_t)))
 			return -ENOMEM;
 		ps->line_files.v[d->nlines] = name;
 		d->lines[d->nlines++] = l;
@@ -287,8 +287,13 @@ int jitdump_parse(const void *buf, size_t len, uint64_t (*conv)(void *ctx, uint6
 	for (i = 0; i < ps.nsyms; i++) {
 		struct psym *s = &ps.syms[i];
 
-		out->syms[i] = (struct jit_sym){s->start, s->size, s->t_start, s->t_end, s->index,
-						out->strings + s->name, out->lines + s->line0,
+		out->syms[i] = (struct jit_sym){s->start,
+						s->size,
+						s->t_start,
+						s->t_end,
+						s->index,
+						out->strings + s->name,
+						out->lines + s->line0,
 						s->nlines};
 		if (s->nlines)
 			qsort(out->lines + s->line0, s->nlines, sizeof(*out->lines), cmp_line);

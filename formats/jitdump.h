@@ -12,7 +12,13 @@
 
 #define JITDUMP_FLAGS_ARCH_TIMESTAMP 1ULL
 
-enum jit_record { JIT_LOAD = 0, JIT_MOVE = 1, JIT_DEBUG_INFO = 2, JIT_CLOSE = 3, JIT_UNWINDING_INFO = 4 };
+enum jit_record {
+	JIT_LOAD = 0,
+	JIT_MOVE = 1,
+	JIT_DEBUG_INFO = 2,
+	JIT_CLOSE = 3,
+	JIT_UNWINDING_INFO = 4
+};
 
 struct jit_line {
 	uint64_t addr;

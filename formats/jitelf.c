@@ -53,13 +53,25 @@ static void str(struct fmt_buf *b, const char *s)
 
 /* DWARF 4 constants used here. */
 enum {
-	TAG_compile_unit = 0x11, TAG_subprogram = 0x2e,
-	AT_name = 0x03, AT_stmt_list = 0x10, AT_low_pc = 0x11, AT_high_pc = 0x12,
-	AT_language = 0x13, AT_producer = 0x25,
-	FORM_addr = 0x01, FORM_data2 = 0x05, FORM_data8 = 0x07, FORM_string = 0x08,
+	TAG_compile_unit = 0x11,
+	TAG_subprogram = 0x2e,
+	AT_name = 0x03,
+	AT_stmt_list = 0x10,
+	AT_low_pc = 0x11,
+	AT_high_pc = 0x12,
+	AT_language = 0x13,
+	AT_producer = 0x25,
+	FORM_addr = 0x01,
+	FORM_data2 = 0x05,
+	FORM_data8 = 0x07,
+	FORM_string = 0x08,
 	FORM_sec_offset = 0x17,
-	LNS_copy = 1, LNS_advance_pc = 2, LNS_advance_line = 3, LNS_set_file = 4,
-	LNE_end_sequence = 1, LNE_set_address = 2,
+	LNS_copy = 1,
+	LNS_advance_pc = 2,
+	LNS_advance_line = 3,
+	LNS_set_file = 4,
+	LNE_end_sequence = 1,
+	LNE_set_address = 2,
 };
 
 struct files {
@@ -150,8 +162,8 @@ static int build_dwarf(const struct elfout_sym *syms, const struct jitelf_func *
 			const char *file = f->nlines ? f->lines[j].file : syms[i].name;
 			int64_t ln = f->nlines ? (int64_t)f->lines[j].line : 1;
 			uint64_t a = f->nlines && f->lines[j].addr > f->start
-					     ? base + (f->lines[j].addr - f->start)
-					     : base;
+					 ? base + (f->lines[j].addr - f->start)
+					 : base;
 
 			if (!file || !*file)
 				file = syms[i].name;
@@ -188,13 +200,13 @@ static int build_dwarf(const struct elfout_sym *syms, const struct jitelf_func *
 	u32(line, 0); /* unit_length, patched */
 	u16(line, 4);
 	hdr_len_at = line->n;
-	u32(line, 0); /* header_length, patched */
-	u8(line, 1); /* minimum_instruction_length */
-	u8(line, 1); /* maximum_operations_per_instruction */
-	u8(line, 1); /* default_is_stmt */
+	u32(line, 0);		     /* header_length, patched */
+	u8(line, 1);		     /* minimum_instruction_length */
+	u8(line, 1);		     /* maximum_operations_per_instruction */
+	u8(line, 1);		     /* default_is_stmt */
 	u8(line, (unsigned char)-5); /* line_base */
-	u8(line, 14); /* line_range */
-	u8(line, 13); /* opcode_base */
+	u8(line, 14);		     /* line_range */
+	u8(line, 13);		     /* opcode_base */
 	{
 		static const unsigned char lens[12] = {0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1};
 
@@ -284,9 +296,10 @@ int jitelf_write(int fd, struct jitelf_func *funcs, size_t n, uint64_t *start, u
 	for (i = 0; i < k; i++)
 		syms[i].section = text;
 	err = elfout_symtab(e, syms, k);
-	if (!err && (!elfout_section(e, ".debug_abbrev", SHT_PROGBITS, 0, 0, abbrev.p, abbrev.n, 1) ||
-		     !elfout_section(e, ".debug_info", SHT_PROGBITS, 0, 0, info.p, info.n, 1) ||
-		     !elfout_section(e, ".debug_line", SHT_PROGBITS, 0, 0, line.p, line.n, 1)))
+	if (!err &&
+	    (!elfout_section(e, ".debug_abbrev", SHT_PROGBITS, 0, 0, abbrev.p, abbrev.n, 1) ||
+	     !elfout_section(e, ".debug_info", SHT_PROGBITS, 0, 0, info.p, info.n, 1) ||
+	     !elfout_section(e, ".debug_line", SHT_PROGBITS, 0, 0, line.p, line.n, 1)))
 		err = -ENOMEM;
 	if (!err)
 		err = elfout_load_segment(e, text, PF_R | PF_X, offset);

@@ -79,10 +79,10 @@ int perfmap_parse(const char *buf, size_t len, struct perfmap *out)
 		}
 		out->syms[out->nsyms++] = s;
 		goto next;
-bad:
+	bad:
 		if (le > p)
 			out->bad_lines++;
-next:
+	next:
 		p = nl ? nl + 1 : end;
 	}
 	qsort(out->syms, out->nsyms, sizeof(*out->syms), cmp);

@@ -40,7 +40,8 @@ static void put_msg(struct fmt_buf *b, unsigned field, struct fmt_buf *sub)
 	sub->n = 0;
 }
 
-static void put_packed(struct fmt_buf *b, unsigned field, const uint64_t *v, size_t n, struct fmt_buf *tmp)
+static void put_packed(struct fmt_buf *b, unsigned field, const uint64_t *v, size_t n,
+		       struct fmt_buf *tmp)
 {
 	size_t i;
 
@@ -174,7 +175,10 @@ struct sample {
 		size_t n, cap;                                                                     \
 	}
 
-#define PUSH(a, x) (fmt_grow((void **)&(a).v, &(a).cap, (a).n + 1, sizeof(*(a).v)) ? -ENOMEM : ((a).v[(a).n++] = (x), 0))
+#define PUSH(a, x)                                                                                 \
+	(fmt_grow((void **)&(a).v, &(a).cap, (a).n + 1, sizeof(*(a).v))                            \
+	     ? -ENOMEM                                                                             \
+	     : ((a).v[(a).n++] = (x), 0))
 
 struct pprof {
 	int64_t period, time_nanos, duration_nanos;
@@ -263,7 +267,7 @@ static int map_eq(const struct pprof *p, uint32_t id, const void *key)
 uint64_t pprof_mapping(struct pprof *p, uint64_t start, uint64_t limit, uint64_t offset,
 		       const char *file, const char *build_id, bool has_functions)
 {
-	struct mapping m = {start, limit, offset, intern(p, file), intern(p, build_id),
+	struct mapping m = {start,	  limit, offset, intern(p, file), intern(p, build_id),
 			    has_functions};
 	uint64_t h = mix(mix(mix(mix(0, start), limit), offset), m.file);
 	uint32_t id;
@@ -328,7 +332,8 @@ uint64_t pprof_location(struct pprof *p, uint64_t mapping_id, uint64_t address,
 	size_t pos, i;
 
 	/* JIT code reuses addresses: the function is part of the key. */
-	if (nlines && (lines[0].function || lines[0].filename) && !(k.fn0 = function_id(p, &lines[0])))
+	if (nlines && (lines[0].function || lines[0].filename) &&
+	    !(k.fn0 = function_id(p, &lines[0])))
 		return 0;
 	l.fn0 = k.fn0;
 	h = mix(mix(mix(2, mapping_id), address), k.fn0);
@@ -393,9 +398,11 @@ int pprof_add_sample(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_
 		lab[i].str = intern(p, labels[i].str);
 		lab[i].unit = intern(p, labels[i].str ? NULL : labels[i].num_unit);
 		lab[i].num = labels[i].str ? 0 : labels[i].num;
-		if (lab[i].key == UINT32_MAX || lab[i].str == UINT32_MAX || lab[i].unit == UINT32_MAX)
+		if (lab[i].key == UINT32_MAX || lab[i].str == UINT32_MAX ||
+		    lab[i].unit == UINT32_MAX)
 			return -ENOMEM;
-		h = mix(mix(mix(mix(h, lab[i].key), lab[i].str), (uint64_t)lab[i].num), lab[i].unit);
+		h = mix(mix(mix(mix(h, lab[i].key), lab[i].str), (uint64_t)lab[i].num),
+			lab[i].unit);
 	}
 	for (i = 0; i < nlocs; i++)
 		h = mix(h, locs[i]);

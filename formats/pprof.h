@@ -12,10 +12,10 @@ struct pprof;
 
 /* One frame of a location; several for inlined code, innermost first. */
 struct pprof_line {
-	const char *function; /* display name; NULL: none */
+	const char *function;	 /* display name; NULL: none */
 	const char *system_name; /* mangled name; NULL: same as function */
-	const char *filename; /* NULL: unknown */
-	int64_t line; /* 0: unknown */
+	const char *filename;	 /* NULL: unknown */
+	int64_t line;		 /* 0: unknown */
 };
 
 /* A sample label: a string (str != NULL) or a number with an optional unit. */

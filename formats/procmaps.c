@@ -45,7 +45,8 @@ static bool parse_line(const char *p, const char *end, struct procmaps_entry *e)
 	while (p < end && *p == ' ')
 		p++;
 	len = end - p;
-	if (len >= sizeof(deleted) - 1 && !memcmp(end - (sizeof(deleted) - 1), deleted, sizeof(deleted) - 1)) {
+	if (len >= sizeof(deleted) - 1 &&
+	    !memcmp(end - (sizeof(deleted) - 1), deleted, sizeof(deleted) - 1)) {
 		e->deleted = true;
 		len -= sizeof(deleted) - 1;
 	}

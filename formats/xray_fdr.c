@@ -22,9 +22,9 @@ enum meta_kind {
 	M_PID = 9,
 };
 
-#define META 16
+#define META	     16
 #define CHUNK_EVENTS 1024
-#define EV_CPU 0xff /* kind of a CPU change */
+#define EV_CPU	     0xff /* kind of a CPU change */
 
 struct ev {
 	uint64_t ts;
@@ -349,7 +349,7 @@ static void begin_buffer(struct enc *e, uint16_t cpu, uint64_t ts)
 
 	e->out.n = 0;
 	if (o->version >= 5)
-		meta_u64(e, M_EXTENTS, 0); /* patched when the buffer ends */
+		meta_u64(e, M_EXTENTS, 0);		/* patched when the buffer ends */
 	meta(e, M_NEW_BUFFER, &e->tid, sizeof(e->tid)); /* llvm-xray reads 4 bytes, signed */
 	memcpy(wt, &sec, 8);
 	memcpy(wt + 8, &usec, 4);
@@ -475,11 +475,13 @@ int fdr_write(struct fdr *w, FILE *f)
 	int err = 0;
 
 	for (i = 0; i < w->nthreads; i++)
-		if (w->threads[i].head && w->threads[i].head->n && w->threads[i].head->ev[0].ts < min_ts)
+		if (w->threads[i].head && w->threads[i].head->n &&
+		    w->threads[i].head->ev[0].ts < min_ts)
 			min_ts = w->threads[i].head->ev[0].ts;
 	if (min_ts == UINT64_MAX)
 		return -ENODATA;
-	if (fwrite(hdr16, 2, 2, f) != 2 || fwrite(&bits, 4, 1, f) != 1 || fwrite(hdr64, 8, 3, f) != 3)
+	if (fwrite(hdr16, 2, 2, f) != 2 || fwrite(&bits, 4, 1, f) != 1 ||
+	    fwrite(hdr64, 8, 3, f) != 3)
 		return -EIO;
 	for (i = 0; i < w->nthreads && !err; i++)
 		err = write_thread(w, &w->threads[i], f, min_ts);
@@ -625,7 +627,8 @@ int fdr_read(const void *buf, size_t len, struct fdr_file_info *info, fdr_record
 					goto out;
 				}
 				if (version == 1 && size % 8) {
-					ret = fail(&r, "a custom event that breaks the 8-byte grid");
+					ret =
+					    fail(&r, "a custom event that breaks the 8-byte grid");
 					goto out;
 				}
 				fi.custom_events++;

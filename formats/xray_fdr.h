@@ -20,21 +20,22 @@ enum fdr_action {
 	FDR_ENTRY_ARGS = 3, /* written for an entry with nargs > 0 */
 };
 
-#define FDR_MAX_ARGS 6
+#define FDR_MAX_ARGS	6
 #define FDR_MAX_FUNC_ID ((1u << 28) - 1)
 
 struct fdr_opts {
 	int version; /* 1 or 5 (compiler-rt's current format); 0 means 5 */
 	int32_t pid; /* the Pid record of version 5 */
-	uint64_t buffer_size; /* bytes per buffer; 0 means 64 KiB in v1, one buffer per thread in v5 */
-	uint64_t cycle_frequency; /* ticks per second of the timestamps; 0 means 1e9 (ns) */
+	uint64_t
+	    buffer_size; /* bytes per buffer; 0 means 64 KiB in v1, one buffer per thread in v5 */
+	uint64_t cycle_frequency;	/* ticks per second of the timestamps; 0 means 1e9 (ns) */
 	uint64_t flight_recorder_bytes; /* per thread; 0: keep everything */
-	uint64_t wall_sec, wall_usec; /* wall-clock time of the first buffers */
+	uint64_t wall_sec, wall_usec;	/* wall-clock time of the first buffers */
 };
 
 struct fdr_stats {
-	uint64_t events; /* appended */
-	uint64_t dropped; /* events the flight recorder let go */
+	uint64_t events;     /* appended */
+	uint64_t dropped;    /* events the flight recorder let go */
 	uint64_t bytes_held; /* memory holding events */
 	uint64_t threads;
 };

@@ -12,7 +12,7 @@
 struct xray_map_func {
 	const char *name;
 	uint64_t address; /* 0: one is made up; never 0 in the file */
-	uint64_t size; /* 0: 16 */
+	uint64_t size;	  /* 0: 16 */
 };
 
 /* funcs[i] is function id i + 1. Addresses must differ. 0 or -errno. */

@@ -101,8 +101,8 @@ static bool acceptable(struct proc *p, int fd, const char *what)
 static int open_perf_map(struct proc *p, char *what, size_t len)
 {
 	struct open_how how = {
-		.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	    .flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+	    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 	};
 	char rel[64], root[64];
 	int rfd, fd;

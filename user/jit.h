@@ -22,7 +22,7 @@ struct jit_hit {
 	const char *name;
 	const char *file; /* source of pc, or NULL */
 	int line;
-	uint64_t start, size; /* the function's code */
+	uint64_t start, size;	      /* the function's code */
 	const struct jit_line *lines; /* its line table (jitdump DEBUG_INFO), or NULL */
 	size_t nlines;
 };

@@ -13,21 +13,21 @@ const char *argp_program_version = "bpftrace-rec 0.1";
 const char *argp_program_bug_address = NULL;
 
 static const char doc[] =
-	"Record CPU profiles of live processes with BPF, for pprof and gperftools.\n"
-	"\v"
-	"Examples:\n"
-	"  bpftrace-rec -p 1234             # until Ctrl-C or the process exits\n"
-	"  bpftrace-rec -p 1234,5678 -d 10  # two processes, for 10 seconds\n"
-	"  bpftrace-rec -a -d 5             # the whole system for 5 seconds\n"
-	"  bpftrace-rec -F 999 -- ./bench   # run ./bench, record it to its end\n"
-	"  bpftrace-rec -o /tmp/p -p 1234   # write the files to /tmp/p\n"
-	"\n"
-	"Files, in the output directory (default ./bpftrace-rec.out):\n"
-	"  profile.pb.gz  every recorded process, for pprof:  pprof -top FILE\n"
-	"  cpu-PID.prof   gperftools CPU profile of one process:\n"
-	"                 google-pprof --text EXE FILE\n"
-	"  summary.json   what was recorded and lost; the commands that open\n"
-	"                 each file\n";
+    "Record CPU profiles of live processes with BPF, for pprof and gperftools.\n"
+    "\v"
+    "Examples:\n"
+    "  bpftrace-rec -p 1234             # until Ctrl-C or the process exits\n"
+    "  bpftrace-rec -p 1234,5678 -d 10  # two processes, for 10 seconds\n"
+    "  bpftrace-rec -a -d 5             # the whole system for 5 seconds\n"
+    "  bpftrace-rec -F 999 -- ./bench   # run ./bench, record it to its end\n"
+    "  bpftrace-rec -o /tmp/p -p 1234   # write the files to /tmp/p\n"
+    "\n"
+    "Files, in the output directory (default ./bpftrace-rec.out):\n"
+    "  profile.pb.gz  every recorded process, for pprof:  pprof -top FILE\n"
+    "  cpu-PID.prof   gperftools CPU profile of one process:\n"
+    "                 google-pprof --text EXE FILE\n"
+    "  summary.json   what was recorded and lost; the commands that open\n"
+    "                 each file\n";
 
 static const char args_doc[] = "[-- COMMAND [ARGS...]]";
 
@@ -47,29 +47,50 @@ enum {
 };
 
 static const struct argp_option opts[] = {
-	{"pid", 'p', "PID[,PID...]", 0, "Record these processes (all their threads, and the processes they fork)", 0},
-	{"all-cpus", 'a', NULL, 0, "Record the whole system", 0},
-	{"freq", 'F', "HZ", 0, "Samples per second per CPU (default 99; at most kernel.perf_event_max_sample_rate)", 0},
-	{"event", OPT_EVENT, "EVENT", 0, "cycles (needs a hardware PMU) or cpu-clock; default: cycles, else cpu-clock", 0},
-	{"duration", 'd', "SECONDS", 0, "Stop after this long (default: until Ctrl-C or the target's exit)", 0},
-	{"output", 'o', "DIR", 0, "Output directory (default ./bpftrace-rec.out)", 0},
-	{"idle", OPT_IDLE, NULL, 0, "With -a, keep samples of idle CPUs", 0},
-	{"per-process", 'P', NULL, 0, "With -a, also write the per-process files (cpu-PID.prof, XRay traces) for every process", 0},
-	{"gperftools", 'G', NULL, OPTION_ALIAS, NULL, 0},
-	{"trace", 't', "[OBJ:]GLOB", 0, "Trace every call of the matching functions exactly (uprobes), e.g. 'parse_*' in the program or 'libssl.so.3:SSL_*'; repeatable", 0},
-	{"xray-version", OPT_XRAY_VERSION, "1|5", 0, "XRay FDR format version of the traces (default 5, compiler-rt's)", 0},
-	{"fdr-buffer-size", OPT_FDR_BUFFER, "SIZE", 0, "Bytes per XRay buffer (default: 64K in version 1, one buffer per thread in 5)", 0},
-	{"flight-recorder", OPT_FLIGHT, "SIZE", 0, "Keep only the newest SIZE bytes of -t events per thread (e.g. 4M); SIGUSR1 writes a snapshot", 0},
-	{"jitdump", OPT_JITDUMP, "PATH", 0, "Name JIT frames from this perf jitdump file too (found by itself when the runtime maps it)", 0},
-	{"trace-args", OPT_TRACE_ARGS, "N", 0, "With -t, record the first N integer arguments (at most 6)", 0},
-	{"call-graph", OPT_CALL_GRAPH, "fp|dwarf[,SIZE]", 0, "User stacks: frame pointers, or DWARF unwinding of SIZE bytes of stack copied per sample (default 8192). Default: frame pointers, and DWARF for processes whose program has none", 0},
-	{"no-inherit", OPT_NO_INHERIT, NULL, 0, "Do not record processes forked by the targets", 0},
-	{"no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0},
-	{"no-user", OPT_NO_USER, NULL, 0, "Do not record user stacks", 0},
-	{"ringbuf-size", OPT_RINGBUF, "MIB", 0, "BPF ring buffer size, a power of 2 (default: a quarter second of samples, at least 1; 16 with -t)", 0},
-	{"quiet", 'q', NULL, 0, "No status line or summary on stderr", 0},
-	{"verbose", 'v', NULL, 0, "More messages (twice: libbpf's too)", 0},
-	{0},
+    {"pid", 'p', "PID[,PID...]", 0,
+     "Record these processes (all their threads, and the processes they fork)", 0},
+    {"all-cpus", 'a', NULL, 0, "Record the whole system", 0},
+    {"freq", 'F', "HZ", 0,
+     "Samples per second per CPU (default 99; at most kernel.perf_event_max_sample_rate)", 0},
+    {"event", OPT_EVENT, "EVENT", 0,
+     "cycles (needs a hardware PMU) or cpu-clock; default: cycles, else cpu-clock", 0},
+    {"duration", 'd', "SECONDS", 0,
+     "Stop after this long (default: until Ctrl-C or the target's exit)", 0},
+    {"output", 'o', "DIR", 0, "Output directory (default ./bpftrace-rec.out)", 0},
+    {"idle", OPT_IDLE, NULL, 0, "With -a, keep samples of idle CPUs", 0},
+    {"per-process", 'P', NULL, 0,
+     "With -a, also write the per-process files (cpu-PID.prof, XRay traces) for every process", 0},
+    {"gperftools", 'G', NULL, OPTION_ALIAS, NULL, 0},
+    {"trace", 't', "[OBJ:]GLOB", 0,
+     "Trace every call of the matching functions exactly (uprobes), e.g. 'parse_*' in the program "
+     "or 'libssl.so.3:SSL_*'; repeatable",
+     0},
+    {"xray-version", OPT_XRAY_VERSION, "1|5", 0,
+     "XRay FDR format version of the traces (default 5, compiler-rt's)", 0},
+    {"fdr-buffer-size", OPT_FDR_BUFFER, "SIZE", 0,
+     "Bytes per XRay buffer (default: 64K in version 1, one buffer per thread in 5)", 0},
+    {"flight-recorder", OPT_FLIGHT, "SIZE", 0,
+     "Keep only the newest SIZE bytes of -t events per thread (e.g. 4M); SIGUSR1 writes a snapshot",
+     0},
+    {"jitdump", OPT_JITDUMP, "PATH", 0,
+     "Name JIT frames from this perf jitdump file too (found by itself when the runtime maps it)",
+     0},
+    {"trace-args", OPT_TRACE_ARGS, "N", 0,
+     "With -t, record the first N integer arguments (at most 6)", 0},
+    {"call-graph", OPT_CALL_GRAPH, "fp|dwarf[,SIZE]", 0,
+     "User stacks: frame pointers, or DWARF unwinding of SIZE bytes of stack copied per sample "
+     "(default 8192). Default: frame pointers, and DWARF for processes whose program has none",
+     0},
+    {"no-inherit", OPT_NO_INHERIT, NULL, 0, "Do not record processes forked by the targets", 0},
+    {"no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0},
+    {"no-user", OPT_NO_USER, NULL, 0, "Do not record user stacks", 0},
+    {"ringbuf-size", OPT_RINGBUF, "MIB", 0,
+     "BPF ring buffer size, a power of 2 (default: a quarter second of samples, at least 1; 16 "
+     "with -t)",
+     0},
+    {"quiet", 'q', NULL, 0, "No status line or summary on stderr", 0},
+    {"verbose", 'v', NULL, 0, "More messages (twice: libbpf's too)", 0},
+    {0},
 };
 
 static long parse_long(const char *s, const char *opt, long min, long max, struct argp_state *st)
@@ -127,8 +148,8 @@ static void parse_call_graph(const char *arg, struct argp_state *st)
 	} else if (len == 5 && !strncmp(arg, "dwarf", 5)) {
 		env.call_graph = CG_DWARF;
 		if (comma) {
-			env.stack_copy = parse_long(comma + 1, "--call-graph dwarf,SIZE", 8,
-						    MAX_STACK_COPY, st);
+			env.stack_copy =
+			    parse_long(comma + 1, "--call-graph dwarf,SIZE", 8, MAX_STACK_COPY, st);
 			env.stack_copy &= ~7u;
 		}
 	} else {
@@ -174,7 +195,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 		break;
 	case 't':
 		if (env.ntraces >= (int)(sizeof(env.traces) / sizeof(env.traces[0])))
-			argp_error(st, "-t: at most %zu patterns", sizeof(env.traces) / sizeof(env.traces[0]));
+			argp_error(st, "-t: at most %zu patterns",
+				   sizeof(env.traces) / sizeof(env.traces[0]));
 		env.traces[env.ntraces++] = arg;
 		break;
 	case OPT_XRAY_VERSION:
@@ -228,7 +250,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 		if (!!env.all + !!env.npids + !!env.cmd != 1)
 			argp_error(st, "give exactly one target: -p PID, -a, or -- COMMAND");
 		if (env.ntraces && env.all)
-			argp_error(st, "-t needs -p or -- COMMAND: it traces the target's functions");
+			argp_error(st,
+				   "-t needs -p or -- COMMAND: it traces the target's functions");
 		if (env.no_kernel && env.no_user)
 			argp_error(st, "--no-kernel and --no-user leave nothing to record");
 		break;

@@ -35,7 +35,6 @@ static VEC(struct written) written;
 			(first) = e_;                                                              \
 	} while (0)
 
-
 /* Under sudo, files belong to the user who ran it. */
 static void give_to_invoker(int fd, const char *path)
 {
@@ -52,8 +51,8 @@ static void give_to_invoker(int fd, const char *path)
  * writer that returns -ENODATA had nothing to write: no file, no error. */
 typedef int (*fill_fn)(void *ctx, FILE *f);
 
-static int emit_file(const char *dir, const char *name, pid_t pid, const char *open_cmd,
-		     fill_fn fn, void *ctx)
+static int emit_file(const char *dir, const char *name, pid_t pid, const char *open_cmd, fill_fn fn,
+		     void *ctx)
 {
 	char tmp[PATH_MAX], path[PATH_MAX];
 	struct written w = {.pid = pid};
@@ -83,7 +82,8 @@ static int emit_file(const char *dir, const char *name, pid_t pid, const char *o
 	if (err) {
 		unlink(tmp);
 		if (err != -ENODATA)
-			fprintf(stderr, "bpftrace-rec: write %s/%s: %s\n", dir, name, strerror(-err));
+			fprintf(stderr, "bpftrace-rec: write %s/%s: %s\n", dir, name,
+				strerror(-err));
 		return err == -ENODATA ? 0 : err;
 	}
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -175,12 +175,12 @@ static int fill_pprof(void *ctx, FILE *out)
 			const uint32_t *ids = proc_stack(p, s->stack, &nk, &nu);
 			struct thread *t = proc_thread(p, s->tid);
 			struct pprof_label labels[4] = {
-				/* Units keep value 0 (cpu 0, pid 0): pprof drops a
-				 * numeric label that is 0 and has no unit. */
-				{.key = "pid", .num = p->pid, .num_unit = "pid"},
-				{.key = "tid", .num = s->tid, .num_unit = "tid"},
-				{.key = "comm", .str = t && t->comm[0] ? t->comm : p->comm},
-				{.key = "cpu", .num = s->cpu, .num_unit = "cpu"},
+			    /* Units keep value 0 (cpu 0, pid 0): pprof drops a
+			     * numeric label that is 0 and has no unit. */
+			    {.key = "pid", .num = p->pid, .num_unit = "pid"},
+			    {.key = "tid", .num = s->tid, .num_unit = "tid"},
+			    {.key = "comm", .str = t && t->comm[0] ? t->comm : p->comm},
+			    {.key = "cpu", .num = s->cpu, .num_unit = "cpu"},
 			};
 
 			n = nk + nu;
@@ -193,13 +193,14 @@ static int fill_pprof(void *ctx, FILE *out)
 				if (f->name || f->kind != FRAME_USER) {
 					if (!f->out_id) {
 						proc_srcline(f, &file, &line);
-						f->out_id = frame_location(pp, f, frame_name(f, buf, sizeof(buf)),
-									   file, line, &kmap);
+						f->out_id = frame_location(
+						    pp, f, frame_name(f, buf, sizeof(buf)), file,
+						    line, &kmap);
 					}
 					locs[k] = f->out_id;
 				} else { /* maybe JIT code: named as it was at the sample's time */
-					name = frame_name_at(p, f, s->time_ns, buf, sizeof(buf), &file,
-							     &line);
+					name = frame_name_at(p, f, s->time_ns, buf, sizeof(buf),
+							     &file, &line);
 					locs[k] = frame_location(pp, f, name, file, line, &kmap);
 				}
 				if (!locs[k])
@@ -281,7 +282,8 @@ static int collect_jit(struct proc *p, struct jit_image *ji)
 				if (!l)
 					return -ENOMEM;
 				for (i = 0; i < hit.nlines; i++)
-					l[i] = (struct jitelf_line){hit.lines[i].addr, hit.lines[i].line,
+					l[i] = (struct jitelf_line){hit.lines[i].addr,
+								    hit.lines[i].line,
 								    hit.lines[i].file};
 				fn.lines = l;
 				fn.nlines = hit.nlines;
@@ -322,8 +324,8 @@ static char *maps_with_jit(const char *maps, const struct jit_image *ji)
 		memcpy(line, p, ll);
 		line[ll] = 0;
 		/* anonymous: no sixth field */
-		if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %1s", &a, &b, file) == 2 && a < ji->end &&
-		    b > ji->start) {
+		if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %1s", &a, &b, file) == 2 &&
+		    a < ji->end && b > ji->start) {
 			if (!placed) {
 				memcpy(out + n, ji->line, strlen(ji->line));
 				n += strlen(ji->line);
@@ -443,15 +445,16 @@ static int fill_summary(void *ctx, FILE *f)
 	fprintf(f, "],\n  \"event\": ");
 	json_str(f, ri->event);
 	fprintf(f,
-		",\n  \"frequency_hz\": %d,\n  \"ringbuf_mib\": %u,\n  \"duration_s\": %.3f,\n  \"start_time_ns\": %" PRIu64
-		",\n  \"samples\": %" PRIu64 ",\n  \"sample_bytes\": %" PRIu64 ",\n  \"lost_samples\": %" PRIu64
+		",\n  \"frequency_hz\": %d,\n  \"ringbuf_mib\": %u,\n  \"duration_s\": %.3f,\n  "
+		"\"start_time_ns\": %" PRIu64 ",\n  \"samples\": %" PRIu64
+		",\n  \"sample_bytes\": %" PRIu64 ",\n  \"lost_samples\": %" PRIu64
 		",\n  \"lost_task_events\": %" PRIu64 ",\n  \"kernel_stack_errors\": %" PRIu64
-		",\n  \"user_stack_errors\": %" PRIu64 ",\n  \"user_stacks_walked_by_kernel\": %" PRIu64
-		",\n  \"traced_calls\": %" PRIu64
+		",\n  \"user_stack_errors\": %" PRIu64
+		",\n  \"user_stacks_walked_by_kernel\": %" PRIu64 ",\n  \"traced_calls\": %" PRIu64
 		",\n  \"lost_traced_calls\": %" PRIu64 ",\n  \"processes\": [",
-		ri->freq, ri->ringbuf_mb, ri->duration_ns / 1e9, ri->start_realtime_ns, ri->samples, ri->sample_bytes,
-		ri->lost,
-		ri->lost_tasks, ri->kstack_err, ri->ustack_err, ri->kernel_walks, ri->traced_calls, ri->lost_calls);
+		ri->freq, ri->ringbuf_mb, ri->duration_ns / 1e9, ri->start_realtime_ns, ri->samples,
+		ri->sample_bytes, ri->lost, ri->lost_tasks, ri->kstack_err, ri->ustack_err,
+		ri->kernel_walks, ri->traced_calls, ri->lost_calls);
 	for (i = 0, k = 0; i < procs.v.n; i++) {
 		const struct proc *p = procs.v.v[i];
 
@@ -462,9 +465,11 @@ static int fill_summary(void *ctx, FILE *f)
 		fprintf(f,
 			", \"samples\": %zu, \"lost_samples\": %" PRIu64 ", \"threads\": %zu"
 			", \"unwinding\": \"%s\", \"dwarf_unwound\": %" PRIu64
-			", \"dwarf_truncated\": %" PRIu64 ", \"leaf_callers_added\": %" PRIu64 ", \"dwarf_unwind_ns\": %" PRIu64 "}",
-			p->samples.n, p->lost, p->threads.n, p->dwarf || p->unwound ? "dwarf" : "fp", p->unwound,
-			p->truncated, p->leaf_fixed, p->unwind_ns);
+			", \"dwarf_truncated\": %" PRIu64 ", \"leaf_callers_added\": %" PRIu64
+			", \"dwarf_unwind_ns\": %" PRIu64 "}",
+			p->samples.n, p->lost, p->threads.n,
+			p->dwarf || p->unwound ? "dwarf" : "fp", p->unwound, p->truncated,
+			p->leaf_fixed, p->unwind_ns);
 	}
 	fprintf(f, "\n  ],\n  \"files\": [");
 	for (i = 0; i < written.n; i++) {
@@ -572,7 +577,8 @@ int output_write(const struct run_info *ri)
 	snprintf(cmd, sizeof(cmd), "cat %s/summary.json", ri->outdir);
 	FIRST(first, emit_file(ri->outdir, "summary.json", 0, cmd, fill_summary, (void *)ri));
 	if (verbosity >= 0) {
-		fprintf(stderr, "bpftrace-rec: %" PRIu64 " samples (%" PRIu64 " lost) in %.1fs; files:\n",
+		fprintf(stderr,
+			"bpftrace-rec: %" PRIu64 " samples (%" PRIu64 " lost) in %.1fs; files:\n",
 			ri->samples, ri->lost, ri->duration_ns / 1e9);
 		for (i = 0; i < written.n; i++)
 			fprintf(stderr, "  %s\n", written.v[i].open_cmd);

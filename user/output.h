@@ -10,12 +10,12 @@ struct run_info {
 	uint64_t start_realtime_ns; /* wall clock at the start */
 	uint64_t duration_ns;
 	int freq;
-	unsigned ringbuf_mb; /* the BPF ring buffer's size */
-	const char *event; /* "cycles" or "cpu-clock" */
-	uint64_t samples; /* pushed by BPF and drained */
+	unsigned ringbuf_mb;   /* the BPF ring buffer's size */
+	const char *event;     /* "cycles" or "cpu-clock" */
+	uint64_t samples;      /* pushed by BPF and drained */
 	uint64_t sample_bytes; /* their ring-buffer records */
-	uint64_t lost; /* samples the ring buffer could not take */
-	uint64_t lost_tasks; /* exec/fork/exit events lost */
+	uint64_t lost;	       /* samples the ring buffer could not take */
+	uint64_t lost_tasks;   /* exec/fork/exit events lost */
 	uint64_t kstack_err, ustack_err, kernel_walks;
 	uint64_t traced_calls, lost_calls; /* -t entries and returns */
 	bool system_wide;

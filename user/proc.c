@@ -49,8 +49,8 @@ static bool file_eq(const void *ctx, uint32_t id, const void *key)
 
 static const struct mapping *known_file(const struct mapping *k)
 {
-	uint32_t id = idtab_find(&files.tab, file_hash(k->dev_major, k->dev_minor, k->inode), file_eq,
-				 NULL, k);
+	uint32_t id = idtab_find(&files.tab, file_hash(k->dev_major, k->dev_minor, k->inode),
+				 file_eq, NULL, k);
 
 	return id == UINT32_MAX ? NULL : files.v.v[id];
 }
@@ -61,7 +61,8 @@ static void add_known_file(const struct mapping *m)
 		return;
 	/* Only a lookup aid: on failure the name is just not found later. */
 	if (!VEC_PUSH(files.v, m) &&
-	    idtab_insert(&files.tab, file_hash(m->dev_major, m->dev_minor, m->inode), files.v.n - 1))
+	    idtab_insert(&files.tab, file_hash(m->dev_major, m->dev_minor, m->inode),
+			 files.v.n - 1))
 		files.v.n--;
 }
 
@@ -212,8 +213,9 @@ static int open_mapped(struct proc *p, const struct mapping *m)
 	}
 	if (fd < 0 && !m->deleted && m->path[0] == '/') {
 		fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-		if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != m->inode ||
-				major(st.st_dev) != m->dev_major || minor(st.st_dev) != m->dev_minor)) {
+		if (fd >= 0 &&
+		    (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != m->inode ||
+		     major(st.st_dev) != m->dev_major || minor(st.st_dev) != m->dev_minor)) {
 			close(fd);
 			fd = -1;
 		}
@@ -312,8 +314,8 @@ static void resolve_unmapped(struct proc *p)
 		p->unmapped--;
 		sf = mapping_symbols(p, f->map);
 		if (sf)
-			f->name = symfile_lookup(sf, f->pc - f->map->start + f->map->offset, NULL,
-						 NULL);
+			f->name =
+			    symfile_lookup(sf, f->pc - f->map->start + f->map->offset, NULL, NULL);
 	}
 }
 
@@ -403,7 +405,8 @@ struct thread *proc_thread(struct proc *p, uint32_t tid)
 
 	if (id != UINT32_MAX)
 		return &p->threads.v[id];
-	if (VEC_PUSH(p->threads, t) || idtab_insert(&p->thread_tab, hash_u64(tid), p->threads.n - 1))
+	if (VEC_PUSH(p->threads, t) ||
+	    idtab_insert(&p->thread_tab, hash_u64(tid), p->threads.n - 1))
 		return NULL;
 	return &p->threads.v[p->threads.n - 1];
 }
@@ -629,9 +632,13 @@ void proc_on_vma(pid_t pid, const struct ev_vma *v)
 		free(m);
 		return;
 	}
-	*m = (struct mapping){.start = v->start, .end = v->end, .offset = v->offset,
-			      .inode = v->ino, .dev_major = v->dev_major,
-			      .dev_minor = v->dev_minor, .exec = true};
+	*m = (struct mapping){.start = v->start,
+			      .end = v->end,
+			      .offset = v->offset,
+			      .inode = v->ino,
+			      .dev_major = v->dev_major,
+			      .dev_minor = v->dev_minor,
+			      .exec = true};
 	known = known_file(m);
 	/* Without a known path, the file's bare name still tells the module. */
 	memcpy(name, v->name, VMA_NAME_LEN);

@@ -16,7 +16,7 @@ struct fdr;
 struct jit_state;
 
 /* DWARF unwinding may find more user frames than a frame-pointer walk. */
-#define MAX_USER_FRAMES 256
+#define MAX_USER_FRAMES	 256
 #define MAX_STACK_FRAMES (MAX_FRAMES + MAX_USER_FRAMES)
 
 struct mapping {
@@ -25,21 +25,21 @@ struct mapping {
 	char *path; /* as in maps, " (deleted)" removed; "" when anonymous */
 	bool exec, deleted;
 	bool sym_tried;
-	bool fp_checked; /* looked at for frame pointers */
+	bool fp_checked;     /* looked at for frame pointers */
 	struct symfile *sym; /* loaded while the process lives, on first use */
-	uint64_t out_id; /* scratch for writers */
+	uint64_t out_id;     /* scratch for writers */
 };
 
 enum frame_kind { FRAME_USER, FRAME_KERNEL };
 
 struct frame {
-	uint64_t pc; /* lookup address: the ip for a leaf, return address - 1 for callers */
+	uint64_t pc;	     /* lookup address: the ip for a leaf, return address - 1 for callers */
 	struct mapping *map; /* user frames: the mapping at pc, or NULL */
-	const char *name; /* function, NULL when unknown */
-	const char *module; /* kernel module, NULL for the core kernel */
-	uint8_t kind; /* enum frame_kind */
-	bool caller; /* pc is a return address - 1 */
-	uint64_t out_id; /* scratch for writers */
+	const char *name;    /* function, NULL when unknown */
+	const char *module;  /* kernel module, NULL for the core kernel */
+	uint8_t kind;	     /* enum frame_kind */
+	bool caller;	     /* pc is a return address - 1 */
+	uint64_t out_id;     /* scratch for writers */
 };
 
 struct sample {
@@ -66,14 +66,14 @@ struct proc {
 	char *exe; /* the program's path, read when first seen */
 	uid_t uid;
 	bool exited, gone; /* gone: /proc/PID vanished before we could read it */
-	char *maps_text; /* the latest /proc/PID/maps */
+	char *maps_text;   /* the latest /proc/PID/maps */
 	uint64_t maps_read_ns;
 	VEC(struct mapping *) maps_all; /* owned, never freed while recording */
-	VEC(struct mapping *) maps; /* current, sorted by start */
+	VEC(struct mapping *) maps;	/* current, sorted by start */
 	VEC(struct frame) frames;
 	struct idtab frame_tab;
 	size_t image_frames; /* frames[image_frames...]: the current image's */
-	uint64_t unmapped; /* of those, user frames no mapping covered */
+	uint64_t unmapped;   /* of those, user frames no mapping covered */
 	/* Stacks: stack_data[stack_off[i]] = nkernel, nuser, then frame ids leaf first. */
 	VEC(uint32_t) stack_data;
 	VEC(uint32_t) stack_off;
@@ -81,15 +81,15 @@ struct proc {
 	VEC(struct sample) samples;
 	VEC(struct thread) threads;
 	struct idtab thread_tab;
-	uint64_t lost; /* from BPF's per-process counter */
+	uint64_t lost;	     /* from BPF's per-process counter */
 	struct unwinder *uw; /* DWARF unwinder, made on the first copied stack */
-	bool dwarf; /* stacks DWARF-unwound (the program has no frame pointers) */
+	bool dwarf;	     /* stacks DWARF-unwound (the program has no frame pointers) */
 	uint64_t unwound, truncated, leaf_fixed; /* samples */
-	uint64_t unwind_ns; /* time spent in DWARF unwinding */
-	struct leaf_hint *hints; /* LEAF_HINTS, by ip hash: what BPF was told */
-	struct fdr *exact; /* XRay trace of -t calls */
-	struct jit_state *jit; /* its jitdump and perf map */
-	VEC(struct migration) migrations; /* for the sampled timelines */
+	uint64_t unwind_ns;			 /* time spent in DWARF unwinding */
+	struct leaf_hint *hints;		 /* LEAF_HINTS, by ip hash: what BPF was told */
+	struct fdr *exact;			 /* XRay trace of -t calls */
+	struct jit_state *jit;			 /* its jitdump and perf map */
+	VEC(struct migration) migrations;	 /* for the sampled timelines */
 };
 
 /* A leaf_need entry sent to BPF (see proc_leaf_hint_hook). */

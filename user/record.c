@@ -26,11 +26,11 @@
 #include "user/xray.h"
 
 struct env env = {
-	.freq = 99,
-	.outdir = "bpftrace-rec.out",
-	.ringbuf_mb = 0, /* auto: ringbuf_size_mb() */
-	.stack_copy = 8192,
-	.xray_version = 5,
+    .freq = 99,
+    .outdir = "bpftrace-rec.out",
+    .ringbuf_mb = 0, /* auto: ringbuf_size_mb() */
+    .stack_copy = 8192,
+    .xray_version = 5,
 };
 
 static volatile sig_atomic_t exiting, snapshot_req;
@@ -74,7 +74,8 @@ static int check_privileges(void)
 		return 0;
 	if ((eff & (1ULL << CAP_BPF)) && (eff & (1ULL << CAP_PERFMON)))
 		return 0;
-	fprintf(stderr, "bpftrace-rec: not privileged: needs %s%s%s (or CAP_SYS_ADMIN); run as root\n",
+	fprintf(stderr,
+		"bpftrace-rec: not privileged: needs %s%s%s (or CAP_SYS_ADMIN); run as root\n",
 		eff & (1ULL << CAP_BPF) ? "" : "CAP_BPF",
 		!(eff & (1ULL << CAP_BPF)) && !(eff & (1ULL << CAP_PERFMON)) ? " and " : "",
 		eff & (1ULL << CAP_PERFMON) ? "" : "CAP_PERFMON");
@@ -140,9 +141,9 @@ static int attach_sampler(struct sample_bpf *skel, struct bpf_link ***links, int
 			  const char **event)
 {
 	struct perf_event_attr a = {
-		.size = sizeof(a),
-		.freq = 1,
-		.sample_freq = env.freq,
+	    .size = sizeof(a),
+	    .freq = 1,
+	    .sample_freq = env.freq,
 	};
 	bool want_cycles = !env.event || !strcmp(env.event, "cycles");
 	int ncpu = libbpf_num_possible_cpus(), cpu, fd, attached = 0;
@@ -174,16 +175,16 @@ static int attach_sampler(struct sample_bpf *skel, struct bpf_link ***links, int
 		if (fd < 0) {
 			if (errno == ENODEV) /* offline CPU */
 				continue;
-			fprintf(stderr, "bpftrace-rec: perf_event_open %s on cpu %d: %s\n", *event, cpu,
-				strerror(errno));
+			fprintf(stderr, "bpftrace-rec: perf_event_open %s on cpu %d: %s\n", *event,
+				cpu, strerror(errno));
 			return -errno;
 		}
 		(*links)[cpu] = bpf_program__attach_perf_event(skel->progs.on_sample, fd);
 		if (!(*links)[cpu]) {
 			int err = -errno;
 
-			fprintf(stderr, "bpftrace-rec: attach BPF to %s on cpu %d: %s\n", *event, cpu,
-				strerror(-err));
+			fprintf(stderr, "bpftrace-rec: attach BPF to %s on cpu %d: %s\n", *event,
+				cpu, strerror(-err));
 			close(fd);
 			return err;
 		}
@@ -226,8 +227,9 @@ static int handle_event(void *ctx, void *data, size_t size)
 	case EV_SAMPLE: {
 		const struct ev_sample *s = data;
 
-		if (size < sizeof(*s) || size < sizeof(*s) + ((size_t)s->nkernel + s->nuser) *
-								  sizeof(__u64) + s->stack_len)
+		if (size < sizeof(*s) ||
+		    size <
+			sizeof(*s) + ((size_t)s->nkernel + s->nuser) * sizeof(__u64) + s->stack_len)
 			return 0;
 		drained_samples++;
 		drained_sample_bytes += size;
@@ -310,8 +312,9 @@ static void set_dwarf(pid_t pid, bool dwarf, const char *why)
  * leaf-caller fix covers; they alone do not make a process DWARF-unwound. */
 static bool common_runtime(const char *path)
 {
-	static const char *const names[] = {"ld-linux", "libc.so", "libm.so", "libpthread",
-					    "libdl.so", "librt.so", "libgcc_s", "libstdc++", NULL};
+	static const char *const names[] = {"ld-linux",	  "libc.so",   "libm.so",
+					    "libpthread", "libdl.so",  "librt.so",
+					    "libgcc_s",	  "libstdc++", NULL};
 	const char *base = strrchr(path, '/');
 	int i;
 
@@ -450,7 +453,8 @@ static int add_targets(struct sample_bpf *skel, const pid_t *pids, int n)
 		__u32 k = pids[i];
 
 		if (bpf_map_update_elem(fd, &k, &one, BPF_ANY)) {
-			fprintf(stderr, "bpftrace-rec: add target %d: %s\n", pids[i], strerror(errno));
+			fprintf(stderr, "bpftrace-rec: add target %d: %s\n", pids[i],
+				strerror(errno));
 			return -errno;
 		}
 	}
@@ -477,8 +481,9 @@ int record_run(void)
 	if (check_privileges() || check_freq())
 		return 1;
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		fprintf(stderr, "bpftrace-rec: no BTF: /sys/kernel/btf/vmlinux: %s (the kernel needs "
-				"CONFIG_DEBUG_INFO_BTF)\n",
+		fprintf(stderr,
+			"bpftrace-rec: no BTF: /sys/kernel/btf/vmlinux: %s (the kernel needs "
+			"CONFIG_DEBUG_INFO_BTF)\n",
 			strerror(errno));
 		return 1;
 	}
@@ -514,7 +519,8 @@ int record_run(void)
 		env.ringbuf_mb = ringbuf_size_mb();
 	skel->rodata->wakeup_bytes = (uint64_t)env.ringbuf_mb << 18; /* a quarter full */
 	skel->rodata->stack_copy_fp = env.no_user ? 0 : FP_LEAF_COPY;
-	skel->rodata->stack_copy_dwarf = env.call_graph == CG_FP || env.no_user ? 0 : env.stack_copy;
+	skel->rodata->stack_copy_dwarf =
+	    env.call_graph == CG_FP || env.no_user ? 0 : env.stack_copy;
 	skel->rodata->dwarf_all = env.call_graph == CG_DWARF;
 	/* Under uretprobes a stack holds trampoline addresses that only the
 	 * kernel's walk replaces with the real return addresses. */
@@ -567,7 +573,8 @@ int record_run(void)
 			fprintf(stderr, "bpftrace-rec: %s: command not found\n", env.cmd[0]);
 			goto cleanup;
 		}
-		err = trace_attach(tracer, env.traces, env.ntraces, env.pids, env.npids, exe, &tlinks);
+		err = trace_attach(tracer, env.traces, env.ntraces, env.pids, env.npids, exe,
+				   &tlinks);
 		free(exe);
 		if (err)
 			goto cleanup;
@@ -589,11 +596,11 @@ int record_run(void)
 	ri.argc = env.argc;
 	ri.argv = env.argv;
 	xray_configure(&(struct xray_cfg){
-		.version = env.xray_version,
-		.buffer_size = env.fdr_buffer_size,
-		.flight_recorder = env.flight_recorder,
-		.start_realtime_ns = ri.start_realtime_ns,
-		.period_ns = 1000000000ULL / env.freq,
+	    .version = env.xray_version,
+	    .buffer_size = env.fdr_buffer_size,
+	    .flight_recorder = env.flight_recorder,
+	    .start_realtime_ns = ri.start_realtime_ns,
+	    .period_ns = 1000000000ULL / env.freq,
 	});
 	jit_start(env.jitdump);
 	capture_started = true;
@@ -609,8 +616,8 @@ int record_run(void)
 			goto cleanup;
 	}
 	if (!env.quiet)
-		info("recording %s at %d Hz (%s)%s", env.all ? "all CPUs" : "targets", env.freq, event,
-		     tty ? "; Ctrl-C to stop" : "");
+		info("recording %s at %d Hz (%s)%s", env.all ? "all CPUs" : "targets", env.freq,
+		     event, tty ? "; Ctrl-C to stop" : "");
 
 	while (!exiting) {
 		/* Records are submitted without wakeup, except when the buffer
@@ -619,7 +626,8 @@ int record_run(void)
 		if (err >= 0)
 			err = ring_buffer__consume(rb);
 		if (err < 0 && err != -EINTR) {
-			fprintf(stderr, "bpftrace-rec: draining the ring buffer: %s\n", strerror(-err));
+			fprintf(stderr, "bpftrace-rec: draining the ring buffer: %s\n",
+				strerror(-err));
 			break;
 		}
 		if (env.duration > 0 && now_ns(CLOCK_MONOTONIC) - start >= env.duration * 1e9)
@@ -665,7 +673,8 @@ cleanup:
 		ri.traced_calls = st[STAT_CALLS];
 		ri.lost_calls = st[STAT_LOST_CALLS];
 		if (st[STAT_LOST_CALLS])
-			warn_("%llu traced calls lost: the ring buffer was full (raise --ringbuf-size)",
+			warn_("%llu traced calls lost: the ring buffer was full (raise "
+			      "--ringbuf-size)",
 			      (unsigned long long)st[STAT_LOST_CALLS]);
 		if (st[STAT_LOST])
 			warn_("%llu samples lost: the ring buffer was full (raise --ringbuf-size)",

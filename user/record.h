@@ -12,22 +12,22 @@
 struct env {
 	pid_t pids[MAX_PIDS];
 	int npids;
-	bool all; /* -a */
-	char **cmd; /* -- CMD ARGS */
-	int freq; /* -F */
-	const char *event; /* --event: NULL = cycles, else cpu-clock */
-	double duration; /* -d; 0 = until stopped */
+	bool all;	    /* -a */
+	char **cmd;	    /* -- CMD ARGS */
+	int freq;	    /* -F */
+	const char *event;  /* --event: NULL = cycles, else cpu-clock */
+	double duration;    /* -d; 0 = until stopped */
 	const char *outdir; /* -o */
-	bool idle; /* --idle */
-	bool per_process; /* -P: with -a, per-process files (cpu-PID.prof, XRay) too */
-	char *traces[64]; /* -t SPEC */
+	bool idle;	    /* --idle */
+	bool per_process;   /* -P: with -a, per-process files (cpu-PID.prof, XRay) too */
+	char *traces[64];   /* -t SPEC */
 	int ntraces;
-	unsigned trace_args; /* --trace-args N */
-	const char *jitdump; /* --jitdump PATH */
-	int xray_version; /* --xray-version: 1 or 5 */
+	unsigned trace_args;	  /* --trace-args N */
+	const char *jitdump;	  /* --jitdump PATH */
+	int xray_version;	  /* --xray-version: 1 or 5 */
 	uint64_t fdr_buffer_size; /* --fdr-buffer-size */
 	uint64_t flight_recorder; /* --flight-recorder: bytes kept per thread */
-	bool no_inherit; /* don't follow forked children */
+	bool no_inherit;	  /* don't follow forked children */
 	bool no_kernel, no_user;
 	unsigned ringbuf_mb;
 	/* CG_AUTO: frame pointers, DWARF for processes whose program lacks them */
@@ -35,7 +35,7 @@ struct env {
 	unsigned stack_copy; /* bytes of user stack copied for DWARF unwinding */
 	int verbose;
 	bool quiet; /* no live status line */
-	int argc; /* the whole command line, for summary.json */
+	int argc;   /* the whole command line, for summary.json */
 	char **argv;
 };
 

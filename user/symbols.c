@@ -14,7 +14,7 @@
 struct sym {
 	uint64_t addr, size;
 	uint32_t name; /* offset into names */
-	uint8_t rank; /* lower wins among symbols at one address */
+	uint8_t rank;  /* lower wins among symbols at one address */
 };
 
 struct symvec {
@@ -106,7 +106,9 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct symvec *out
 		y.addr = s.st_value;
 		y.size = s.st_size;
 		y.name = names->n;
-		y.rank = GELF_ST_BIND(s.st_info) == STB_GLOBAL ? 0 : GELF_ST_BIND(s.st_info) == STB_WEAK ? 1 : 2;
+		y.rank = GELF_ST_BIND(s.st_info) == STB_GLOBAL ? 0
+			 : GELF_ST_BIND(s.st_info) == STB_WEAK ? 1
+							       : 2;
 		memcpy(names->v + names->n, name, len);
 		names->n += len;
 		if (VEC_PUSH(*out, y))
@@ -548,7 +550,8 @@ int kallsyms_load(void)
 	err = read_path_all("/proc/kallsyms", 0, 256 << 20, &kallsyms_text, NULL);
 	if (err)
 		return err;
-	for (line = strtok_r(kallsyms_text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+	for (line = strtok_r(kallsyms_text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
 		struct ksym k;
 		char type, *name, *mod;
 

@@ -86,8 +86,8 @@ void target_watch_pids(struct target *t, const pid_t *pids, int n)
 		int fd = syscall(SYS_pidfd_open, pids[i], 0);
 
 		if (fd < 0)
-			warn_("pid %d: pidfd_open: %s; its exit will not stop the recording", pids[i],
-			      strerror(errno));
+			warn_("pid %d: pidfd_open: %s; its exit will not stop the recording",
+			      pids[i], strerror(errno));
 		else
 			t->pidfds[t->npidfds++] = fd;
 	}

@@ -6,9 +6,9 @@
 #include <sys/types.h>
 
 struct target {
-	pid_t child; /* -- CMD: the command, held before exec until released */
-	int go_fd; /* write end: releases the child */
-	int err_fd; /* read end: the child's exec errno, or EOF on success */
+	pid_t child;	 /* -- CMD: the command, held before exec until released */
+	int go_fd;	 /* write end: releases the child */
+	int err_fd;	 /* read end: the child's exec errno, or EOF on success */
 	int pidfds[256]; /* -p: one per pid, readable when it exits */
 	int npidfds;
 	bool child_exited;

@@ -80,7 +80,8 @@ static char *find_mapped_object(pid_t pid, const char *obj)
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	if (read_path_all(path, 0, 64 << 20, &text, NULL))
 		return NULL;
-	for (line = strtok_r(text, "\n", &save); line && !found; line = strtok_r(NULL, "\n", &save)) {
+	for (line = strtok_r(text, "\n", &save); line && !found;
+	     line = strtok_r(NULL, "\n", &save)) {
 		char *file = strchr(line, '/'), *base;
 
 		if (!file || strstr(file, " (deleted)"))
@@ -100,8 +101,12 @@ static char *find_mapped_object(pid_t pid, const char *obj)
 /* A library for a command not started yet: the usual directories. */
 static char *find_library(const char *obj)
 {
-	static const char *const dirs[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
-					   "/lib64", "/usr/lib", "/usr/local/lib", NULL};
+	static const char *const dirs[] = {"/lib/x86_64-linux-gnu",
+					   "/usr/lib/x86_64-linux-gnu",
+					   "/lib64",
+					   "/usr/lib",
+					   "/usr/local/lib",
+					   NULL};
 	char buf[PATH_MAX];
 	int i;
 
@@ -198,9 +203,10 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 	if (out->multi != 0) {
 		int e = uprobe_multi_link(bpf_program__fd(skel->progs.on_entry_multi), path,
 					  m.offsets.v, m.cookies.v, m.offsets.n, false);
-		int r = e >= 0 ? uprobe_multi_link(bpf_program__fd(skel->progs.on_return_multi),
-						   path, m.offsets.v, m.cookies.v, m.offsets.n, true)
-			       : e;
+		int r = e >= 0
+			    ? uprobe_multi_link(bpf_program__fd(skel->progs.on_return_multi), path,
+						m.offsets.v, m.cookies.v, m.offsets.n, true)
+			    : e;
 
 		if (e >= 0 && r >= 0) {
 			out->fds = realloc(out->fds, (out->nfds + 2) * sizeof(int));
@@ -236,7 +242,7 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 		o.retprobe = true;
 		l[1] = l[0] ? bpf_program__attach_uprobe_opts(skel->progs.on_return, -1, path,
 							      m.offsets.v[i], &o)
-			     : NULL;
+			    : NULL;
 		if (!l[0] || !l[1]) {
 			err = -errno;
 			bpf_link__destroy(l[0]);
@@ -282,8 +288,8 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 			char *path = *obj ? find_library(obj) : xstrdup(exe);
 
 			if (!path) {
-				fprintf(stderr, "bpftrace-rec: -t %s: library %s not found\n", specs[i],
-					obj);
+				fprintf(stderr, "bpftrace-rec: -t %s: library %s not found\n",
+					specs[i], obj);
 				return -ENOENT;
 			}
 			err = attach_one(skel, path, glob, out);

@@ -16,7 +16,7 @@ struct trace_links {
 	int *fds; /* uprobe_multi link fds */
 	int nfds;
 	int nfuncs; /* functions probed */
-	int multi; /* 1 when uprobe_multi was used */
+	int multi;  /* 1 when uprobe_multi was used */
 };
 
 /* Before load: the uprobe programs' attach types; loads them only if needed. */

@@ -33,9 +33,9 @@
 /* Re-reading /proc/PID/maps: at first soon (the libraries ld.so maps right
  * after exec), then at most every 100 ms (JIT code is in no module). */
 #define REPORT_FIRST_GAP_NS 1000000ULL
-#define REPORT_EVERY_NS 100000000ULL
-#define HTAB_MAX	(1u << 20)   /* entries per cache; a full one starts again */
-#define FP_MAX_STEPS	256
+#define REPORT_EVERY_NS	    100000000ULL
+#define HTAB_MAX	    (1u << 20) /* entries per cache; a full one starts again */
+#define FP_MAX_STEPS	    256
 
 /* Open-addressing table of fixed-size entries whose first member is a
  * nonzero uint64_t key. */
@@ -68,9 +68,9 @@ struct unwinder {
 	Elf *arch;
 	pid_t pid;
 	bool attached;
-	uint64_t reported_ns; /* last dwfl_linux_proc_report */
+	uint64_t reported_ns;	/* last dwfl_linux_proc_report */
 	uint64_t report_gap_ns; /* before the next one: doubles up to REPORT_EVERY_NS */
-	uint64_t modules_sig; /* of the modules it reported */
+	uint64_t modules_sig;	/* of the modules it reported */
 	/* The sample being unwound. */
 	uint64_t ip, sp, bp;
 	const unsigned char *stack;
@@ -83,7 +83,7 @@ struct unwinder {
 	bool new_nomod;	  /* a frame lies in no module, and no report since it was seen */
 	uint64_t last_bp; /* rbp of the last frame DWARF produced */
 	bool last_bp_ok;
-	struct htab cfi;      /* struct cfi_ent by address; emptied when the modules change */
+	struct htab cfi; /* struct cfi_ent by address; emptied when the modules change */
 };
 
 static uint64_t now_mono_ns(void)
@@ -319,7 +319,8 @@ static bool report_again(struct unwinder *u)
 
 	if (now_mono_ns() - u->reported_ns < u->report_gap_ns)
 		return false;
-	u->report_gap_ns = u->report_gap_ns * 2 < REPORT_EVERY_NS ? u->report_gap_ns * 2 : REPORT_EVERY_NS;
+	u->report_gap_ns =
+	    u->report_gap_ns * 2 < REPORT_EVERY_NS ? u->report_gap_ns * 2 : REPORT_EVERY_NS;
 	if (maps_readable(u->pid))
 		report(u, &changed);
 	else

@@ -26,8 +26,7 @@ void debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 	}
 int vec_grow_(void **v, size_t *cap, size_t want, size_t elsz);
 #define VEC_RESERVE(a, want) vec_grow_((void **)&(a).v, &(a).cap, (want), sizeof(*(a).v))
-#define VEC_PUSH(a, x)                                                                             \
-	(VEC_RESERVE(a, (a).n + 1) ? -ENOMEM : ((a).v[(a).n++] = (x), 0))
+#define VEC_PUSH(a, x)	     (VEC_RESERVE(a, (a).n + 1) ? -ENOMEM : ((a).v[(a).n++] = (x), 0))
 #define VEC_FREE(a)                                                                                \
 	do {                                                                                       \
 		free((a).v);                                                                       \
@@ -66,7 +65,7 @@ int read_fd_all(int fd, size_t max, char **buf, size_t *len);
 /* The same for a path, opened with O_RDONLY|O_CLOEXEC (plus extra flags). */
 int read_path_all(const char *path, int flags, size_t max, char **buf, size_t *len);
 
-uint64_t now_ns(int clock); /* clock_gettime in ns */
+uint64_t now_ns(int clock);   /* clock_gettime in ns */
 char *xstrdup(const char *s); /* aborts on ENOMEM: only for small, bounded strings */
 
 #endif

@@ -43,12 +43,12 @@ uint32_t xray_func_id(const char *name)
 static struct fdr *new_writer(const struct proc *p)
 {
 	struct fdr_opts o = {
-		.version = cfg.version,
-		.pid = p->pid,
-		.buffer_size = cfg.buffer_size,
-		.flight_recorder_bytes = cfg.flight_recorder,
-		.wall_sec = cfg.start_realtime_ns / 1000000000ULL,
-		.wall_usec = cfg.start_realtime_ns % 1000000000ULL / 1000,
+	    .version = cfg.version,
+	    .pid = p->pid,
+	    .buffer_size = cfg.buffer_size,
+	    .flight_recorder_bytes = cfg.flight_recorder,
+	    .wall_sec = cfg.start_realtime_ns / 1000000000ULL,
+	    .wall_usec = cfg.start_realtime_ns % 1000000000ULL / 1000,
 	};
 
 	return fdr_new(&o);
@@ -64,10 +64,10 @@ int xray_on_call(struct proc *p, const struct ev_call *c)
 	for (i = 0; i < n; i++)
 		args[i] = c->args[i];
 	if (c->kind == CALL_ENTRY)
-		return fdr_func(p->exact, c->hdr.tid, c->hdr.cpu, c->hdr.time_ns, FDR_ENTRY, c->func_id,
-				args, n);
-	return fdr_func(p->exact, c->hdr.tid, c->hdr.cpu, c->hdr.time_ns, FDR_EXIT, c->func_id, NULL,
-			0);
+		return fdr_func(p->exact, c->hdr.tid, c->hdr.cpu, c->hdr.time_ns, FDR_ENTRY,
+				c->func_id, args, n);
+	return fdr_func(p->exact, c->hdr.tid, c->hdr.cpu, c->hdr.time_ns, FDR_EXIT, c->func_id,
+			NULL, 0);
 }
 
 int xray_on_migrate(struct proc *p, const struct ev_hdr *h)
@@ -152,8 +152,9 @@ int xray_write_sampled(struct proc *p, FILE *f)
 		 * its last sample. */
 		if (np && (i == n || ev[i].tid != last->tid)) {
 			for (j = np; j-- > 0 && !err;)
-				err = fdr_func(w, last->tid, last->cpu, last->time_ns + cfg.period_ns,
-					       FDR_EXIT, prev[j], NULL, 0);
+				err =
+				    fdr_func(w, last->tid, last->cpu, last->time_ns + cfg.period_ns,
+					     FDR_EXIT, prev[j], NULL, 0);
 			np = 0;
 		}
 		if (i == n)
@@ -161,8 +162,9 @@ int xray_write_sampled(struct proc *p, FILE *f)
 		if (ev[i].idx & MIGRATION) {
 			/* Only inside a thread's sampled span: it has no CPU before. */
 			if (np)
-				err = fdr_cpu(w, ev[i].tid, p->migrations.v[ev[i].idx & ~MIGRATION].cpu,
-					      ev[i].ts);
+				err =
+				    fdr_cpu(w, ev[i].tid,
+					    p->migrations.v[ev[i].idx & ~MIGRATION].cpu, ev[i].ts);
 			continue;
 		}
 		s = last = &p->samples.v[ev[i].idx];

@@ -13,11 +13,11 @@
 struct proc;
 
 struct xray_cfg {
-	int version; /* 1 or 5 */
-	uint64_t buffer_size; /* --fdr-buffer-size; 0: the writer's default */
-	uint64_t flight_recorder; /* --flight-recorder bytes per thread; 0: all */
+	int version;		    /* 1 or 5 */
+	uint64_t buffer_size;	    /* --fdr-buffer-size; 0: the writer's default */
+	uint64_t flight_recorder;   /* --flight-recorder bytes per thread; 0: all */
 	uint64_t start_realtime_ns; /* to stamp WallClockTime */
-	uint64_t period_ns; /* sampling period: a timeline's last frames end one later */
+	uint64_t period_ns;	    /* sampling period: a timeline's last frames end one later */
 };
 void xray_configure(const struct xray_cfg *c);
 

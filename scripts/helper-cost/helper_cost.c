@@ -33,11 +33,11 @@ int main(int argc, char **argv)
 	}
 	for (cpu = 0; cpu < ncpu; cpu++) {
 		struct perf_event_attr a = {
-			.type = PERF_TYPE_SOFTWARE,
-			.config = PERF_COUNT_SW_CPU_CLOCK,
-			.size = sizeof(a),
-			.freq = 1,
-			.sample_freq = 999,
+		    .type = PERF_TYPE_SOFTWARE,
+		    .config = PERF_COUNT_SW_CPU_CLOCK,
+		    .size = sizeof(a),
+		    .freq = 1,
+		    .sample_freq = 999,
 		};
 		int fd = syscall(__NR_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 

@@ -6,13 +6,13 @@
 
 #include <stdio.h>
 
-static int check_failures;   /* in the current test */
+static int check_failures;     /* in the current test */
 static int check_tests_failed; /* over the program */
 
 #define CHECK(cond)                                                                                \
 	do {                                                                                       \
 		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond);  \
+			fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond);   \
 			check_failures++;                                                          \
 		}                                                                                  \
 	} while (0)
@@ -21,7 +21,7 @@ static int check_tests_failed; /* over the program */
 #define CHECKF(cond, ...)                                                                          \
 	do {                                                                                       \
 		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);  \
+			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);   \
 			fprintf(stderr, __VA_ARGS__);                                              \
 			fputc('\n', stderr);                                                       \
 			check_failures++;                                                          \

@@ -116,7 +116,9 @@ static void test_real_readers(void)
 	fclose(f);
 	free(buf);
 	out = run_cmd("google-pprof --text %s %s 2>&1", exe, path);
-	CHECKF(top_pct(out, "six") == 60.0 && top_pct(out, "three") == 30.0 && top_pct(out, "one") == 10.0, "%s", out);
+	CHECKF(top_pct(out, "six") == 60.0 && top_pct(out, "three") == 30.0 &&
+		   top_pct(out, "one") == 10.0,
+	       "%s", out);
 	CHECKF(!strstr(out, "Removing"), "%s", out);
 	free(out);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

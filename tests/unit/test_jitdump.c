@@ -171,7 +171,8 @@ static void test_time_aware(void)
 	CHECK(s && !strcmp(s->name, "second"));
 	s = jitdump_lookup(&d, 0x1008, 50); /* before any load: the nearest */
 	CHECK(s && !strcmp(s->name, "first"));
-	CHECK(jitdump_lookup(&d, 0x2008, 350) && !strcmp(jitdump_lookup(&d, 0x2008, 350)->name, "mover"));
+	CHECK(jitdump_lookup(&d, 0x2008, 350) &&
+	      !strcmp(jitdump_lookup(&d, 0x2008, 350)->name, "mover"));
 	s = jitdump_lookup(&d, 0x3008, 450); /* moved */
 	CHECK(s && !strcmp(s->name, "mover"));
 	s = jitdump_lookup(&d, 0x5004, 750);

@@ -15,11 +15,11 @@ static void test_readers_name_jit_code(void)
 	static const struct jitelf_line hot_lines[] = {{0x40002100, 1, "/app/a.js"},
 						       {0x40002110, 3, "/app/a.js"}};
 	struct jitelf_func f[] = {
-		{0x40002100, 0x80, "JS:*hot /app/a.js:1:1", hot_lines, 2},
-		{0x40001000, 0x100, "JS:~warm /app/a.js:9:1", NULL, 0},
-		{0x40001080, 0x40, "overlaps warm: dropped", NULL, 0},
-		{0x40003000, 0x20, "Stub:cold", NULL, 0},
-		{0x40004000, 0, "empty: dropped", NULL, 0},
+	    {0x40002100, 0x80, "JS:*hot /app/a.js:1:1", hot_lines, 2},
+	    {0x40001000, 0x100, "JS:~warm /app/a.js:9:1", NULL, 0},
+	    {0x40001080, 0x40, "overlaps warm: dropped", NULL, 0},
+	    {0x40003000, 0x20, "Stub:cold", NULL, 0},
+	    {0x40004000, 0, "empty: dropped", NULL, 0},
 	};
 	uint64_t start, end, off, pcs[2];
 	struct cpuprof *c = cpuprof_new(1000);
@@ -45,31 +45,36 @@ static void test_readers_name_jit_code(void)
 	cpuprof_add(c, pcs, 2, 10);
 	/* The program first, as in a real process: pprof takes the first
 	 * mapping for the binary given on its command line. */
-	snprintf(maps, sizeof(maps), "00400000-00401000 r-xp 00000000 00:00 0 /bin/true\n"
-		 "%llx-%llx r-xp %08llx 00:00 0 %s\n", (unsigned long long)start,
-		 (unsigned long long)end, (unsigned long long)off, so);
+	snprintf(maps, sizeof(maps),
+		 "00400000-00401000 r-xp 00000000 00:00 0 /bin/true\n"
+		 "%llx-%llx r-xp %08llx 00:00 0 %s\n",
+		 (unsigned long long)start, (unsigned long long)end, (unsigned long long)off, so);
 	fp = fopen(prof, "wb");
 	CHECK(cpuprof_write(c, fp, maps) == 0);
 	fclose(fp);
 	cpuprof_free(c);
 	out = run_cmd("google-pprof --text /bin/true %s 2>/dev/null", prof);
-	CHECKF(top_pct(out, "JS:*hot") == 60.0 && top_pct(out, "JS:~warm") == 30.0 && top_pct(out, "Stub:cold") == 10.0,
+	CHECKF(top_pct(out, "JS:*hot") == 60.0 && top_pct(out, "JS:~warm") == 30.0 &&
+		   top_pct(out, "Stub:cold") == 10.0,
 	       "%s", out);
 	free(out);
 	if (access("tools/pprof", X_OK) == 0) {
 		out = run_cmd("tools/pprof -top /bin/true %s 2>/dev/null", prof);
-		CHECKF(top_pct(out, "JS:*hot") == 60.0 && top_pct(out, "Stub:cold") == 10.0, "%s", out);
+		CHECKF(top_pct(out, "JS:*hot") == 60.0 && top_pct(out, "Stub:cold") == 10.0, "%s",
+		       out);
 		free(out);
 	}
 	/* DWARF: a valid line table, the hot function's rows, and the reader
 	 * that names legacy-file frames only through DWARF. */
 	out = run_cmd("llvm-dwarfdump --verify %s 2>&1; llvm-dwarfdump --debug-line %s", so, so);
 	CHECKF(strstr(out, "No errors.") && strstr(out, "/app/a.js") &&
-	       strstr(out, "0x0000000000001190      3"), "%s", out);
+		   strstr(out, "0x0000000000001190      3"),
+	       "%s", out);
 	free(out);
 	if (system("go version >/dev/null 2>&1") == 0) {
 		out = run_cmd("go tool pprof -top /bin/true %s 2>/dev/null", prof);
-		CHECKF(top_pct(out, "JS:*hot") == 60.0 && top_pct(out, "Stub:cold") == 10.0, "%s", out);
+		CHECKF(top_pct(out, "JS:*hot") == 60.0 && top_pct(out, "Stub:cold") == 10.0, "%s",
+		       out);
 		free(out);
 	}
 	out = run_cmd("rm -rf %s", dir);

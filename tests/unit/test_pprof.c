@@ -17,16 +17,21 @@ static struct pprof *build(void)
 {
 	struct pprof *p = pprof_new(10000000, 1700000000000000000LL, 2000000000LL);
 	uint64_t m = pprof_mapping(p, 0x400000, 0x500000, 0, "/bin/prog", "abcd", true);
-	uint64_t km = pprof_mapping(p, 0xffff800000000000ULL, UINT64_MAX, 0, "[kernel.kallsyms]", NULL, true);
+	uint64_t km =
+	    pprof_mapping(p, 0xffff800000000000ULL, UINT64_MAX, 0, "[kernel.kallsyms]", NULL, true);
 	struct pprof_line la = {"func_a", NULL, "a.c", 10}, lb = {"func_b", NULL, NULL, 0},
 			  lc = {"func_c", NULL, NULL, 0}, lk = {"read_zero", NULL, NULL, 0},
 			  lm = {"main", NULL, NULL, 0};
-	uint64_t a = pprof_location(p, m, 0x401000, &la, 1), b = pprof_location(p, m, 0x402000, &lb, 1),
-		 c = pprof_location(p, m, 0x403000, &lc, 1), k = pprof_location(p, km, 0xffffffff81000000ULL, &lk, 1),
+	uint64_t a = pprof_location(p, m, 0x401000, &la, 1),
+		 b = pprof_location(p, m, 0x402000, &lb, 1),
+		 c = pprof_location(p, m, 0x403000, &lc, 1),
+		 k = pprof_location(p, km, 0xffffffff81000000ULL, &lk, 1),
 		 mn = pprof_location(p, m, 0x404000, &lm, 1);
 	uint64_t s[3];
-	struct pprof_label lab[4] = {{"pid", NULL, 123, "pid"}, {"tid", NULL, 124, "tid"},
-				     {"comm", "prog", 0, NULL}, {"cpu", NULL, 1, "cpu"}};
+	struct pprof_label lab[4] = {{"pid", NULL, 123, "pid"},
+				     {"tid", NULL, 124, "tid"},
+				     {"comm", "prog", 0, NULL},
+				     {"cpu", NULL, 1, "cpu"}};
 	int i;
 
 	CHECK(m && km && a && b && c && k && mn);
@@ -83,7 +88,8 @@ static void test_real_pprof(void)
 
 	out = run_cmd("%s -top -nodecount=10 %s 2>&1", pprof_bin, path);
 	CHECKF(top_pct(out, "func_a") == 60.0 && top_pct(out, "func_b") == 30.0 &&
-	       top_pct(out, "read_zero") == 10.0, "%s", out);
+		   top_pct(out, "read_zero") == 10.0,
+	       "%s", out);
 	free(out);
 	/* numeric pid label: -tagfocus works */
 	out = run_cmd("%s -top -tagfocus=pid=123 %s 2>&1", pprof_bin, path);
@@ -94,12 +100,14 @@ static void test_real_pprof(void)
 	free(out);
 	out = run_cmd("%s -raw %s 2>&1", pprof_bin, path);
 	CHECKF(strstr(out, "samples/count cpu/nanoseconds") && strstr(out, "Period: 10000000") &&
-	       strstr(out, "[FN]"), "%s", out);
+		   strstr(out, "[FN]"),
+	       "%s", out);
 	free(out);
 	out = run_cmd("%s -tags %s 2>&1", pprof_bin, path);
 	/* cpu 0 too: pprof drops a numeric label of value 0 that has no unit */
-	CHECKF(strstr(out, "comm: Total 1.0s") && strstr(out, "prog") && strstr(out, "cpu: Total 1.0s") &&
-	       strstr(out, "300.0ms (30.00%): 0"), "%s", out);
+	CHECKF(strstr(out, "comm: Total 1.0s") && strstr(out, "prog") &&
+		   strstr(out, "cpu: Total 1.0s") && strstr(out, "300.0ms (30.00%): 0"),
+	       "%s", out);
 	free(out);
 	pprof_free(p);
 }

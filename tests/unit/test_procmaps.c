@@ -7,12 +7,12 @@
 static void test_odd_lines(void)
 {
 	static const char text[] =
-		"55d0c0a00000-55d0c0a21000 r-xp 00002000 fe:01 1234567 /usr/bin/my prog (deleted)\n"
-		"7f0000000000-7f0000001000 rwxp 00000000 00:00 0 \n"
-		"7ffd1000-7ffd2000 r--p 00000000 00:00 0                  [vvar]\n"
-		"garbage\n"
-		"10-5 r-xp 0 0:0 0 backwards\n"
-		"ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]";
+	    "55d0c0a00000-55d0c0a21000 r-xp 00002000 fe:01 1234567 /usr/bin/my prog (deleted)\n"
+	    "7f0000000000-7f0000001000 rwxp 00000000 00:00 0 \n"
+	    "7ffd1000-7ffd2000 r--p 00000000 00:00 0                  [vvar]\n"
+	    "garbage\n"
+	    "10-5 r-xp 0 0:0 0 backwards\n"
+	    "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]";
 	struct procmaps_entry *e;
 	size_t n;
 
@@ -39,8 +39,8 @@ static void test_self(void)
 		fclose(f);
 	CHECK(procmaps_parse(buf, len, &e, &n) == 0 && n > 5);
 	for (i = 0; i < n; i++)
-		if (e[i].exec && (uintptr_t)test_self >= e[i].start && (uintptr_t)test_self < e[i].end &&
-		    strstr(e[i].path, "test_procmaps"))
+		if (e[i].exec && (uintptr_t)test_self >= e[i].start &&
+		    (uintptr_t)test_self < e[i].end && strstr(e[i].path, "test_procmaps"))
 			found = 1;
 	CHECK(found);
 	procmaps_free(e, n);

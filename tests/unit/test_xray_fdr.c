@@ -30,7 +30,8 @@ static long account_count(const char *out, const char *name)
 		size_t ll = strlen(line), nl = strlen(name);
 
 		if (sscanf(line, "%ld %ld", &id, &count) == 2 && ll > nl &&
-		    !strcmp(line + ll - nl, name) && (line[ll - nl - 1] == ' ' || line[ll - nl - 1] == ':'))
+		    !strcmp(line + ll - nl, name) &&
+		    (line[ll - nl - 1] == ' ' || line[ll - nl - 1] == ':'))
 			n = count;
 	}
 	free(copy);
@@ -38,7 +39,10 @@ static long account_count(const char *out, const char *name)
 }
 
 static const struct xray_map_func funcs[] = {
-	{"main", 0, 0}, {"_ZN3foo3barEv", 0, 0}, {"compute", 0, 0}, {"recurse", 0, 0},
+    {"main", 0, 0},
+    {"_ZN3foo3barEv", 0, 0},
+    {"compute", 0, 0},
+    {"recurse", 0, 0},
 };
 
 static void write_map(const char *path)
@@ -55,8 +59,11 @@ static void write_map(const char *path)
  * (a TSCWrap). */
 static struct fdr *build(int version, uint64_t bufsize, uint64_t flight)
 {
-	struct fdr_opts o = {.version = version, .pid = 4242, .buffer_size = bufsize,
-			     .flight_recorder_bytes = flight, .wall_sec = 1700000000};
+	struct fdr_opts o = {.version = version,
+			     .pid = 4242,
+			     .buffer_size = bufsize,
+			     .flight_recorder_bytes = flight,
+			     .wall_sec = 1700000000};
 	struct fdr *w = fdr_new(&o);
 	uint64_t ts = 1000000, args[2] = {7, 9};
 	int i;
@@ -128,7 +135,8 @@ static void roundtrip(int version, uint64_t bufsize)
 	size_t len = 0, off = 0;
 	char *buf;
 
-	snprintf(path, sizeof(path), "%s/rt-v%d-%llu.fdr", dir, version, (unsigned long long)bufsize);
+	snprintf(path, sizeof(path), "%s/rt-v%d-%llu.fdr", dir, version,
+		 (unsigned long long)bufsize);
 	write_trace(w, path);
 	fdr_free(w);
 	buf = slurp(path, &len);
@@ -164,7 +172,8 @@ static void llvm_tools(int version, uint64_t bufsize)
 	char trace[256], map[256], *out;
 	struct fdr *w = build(version, bufsize, 0);
 
-	snprintf(trace, sizeof(trace), "%s/llvm-v%d-%llu.fdr", dir, version, (unsigned long long)bufsize);
+	snprintf(trace, sizeof(trace), "%s/llvm-v%d-%llu.fdr", dir, version,
+		 (unsigned long long)bufsize);
 	snprintf(map, sizeof(map), "%s/map.elf", dir);
 	write_trace(w, trace);
 	fdr_free(w);
@@ -185,15 +194,18 @@ static void llvm_tools(int version, uint64_t bufsize)
 	CHECKF(strstr(out, "digraph") && strstr(out, "compute"), "graph:\n%.500s", out);
 	free(out);
 	/* -y: convert names functions only when asked to */
-	out = run_cmd("llvm-xray convert -f yaml -y -m %s %s 2>&1 | grep -c 'kind: function-'", map, trace);
+	out = run_cmd("llvm-xray convert -f yaml -y -m %s %s 2>&1 | grep -c 'kind: function-'", map,
+		      trace);
 	CHECKF(atoi(out) == 2 * (1 + 1000 + 10 + 5), "yaml records: %s", out);
 	free(out);
-	out = run_cmd("llvm-xray convert -f yaml -y -m %s %s 2>&1 | grep -c 'function: compute, args: \\[ 7, 9 \\]'",
-		  map, trace);
+	out = run_cmd("llvm-xray convert -f yaml -y -m %s %s 2>&1 | grep -c 'function: compute, "
+		      "args: \\[ 7, 9 \\]'",
+		      map, trace);
 	CHECKF(atoi(out) == 10, "yaml entries of compute with args 7, 9: %s", out);
 	free(out);
-	out = run_cmd("llvm-xray convert -f trace_event -y -m %s %s 2>&1 | grep -c '\"name\" : \"compute\", \"ph\" : \"B\"'",
-		  map, trace);
+	out = run_cmd("llvm-xray convert -f trace_event -y -m %s %s 2>&1 | grep -c '\"name\" : "
+		      "\"compute\", \"ph\" : \"B\"'",
+		      map, trace);
 	CHECKF(atoi(out) == 10, "trace_event: %s", out);
 	free(out);
 }
@@ -244,8 +256,8 @@ static void test_flight_recorder(void)
 		return;
 	write_map(map);
 	out = run_cmd("llvm-xray account -m %s %s 2>&1", map, trace);
-	CHECKF(account_count(out, "main") == 1 && account_count(out, "compute") > 1000, "account:\n%s",
-	       out);
+	CHECKF(account_count(out, "main") == 1 && account_count(out, "compute") > 1000,
+	       "account:\n%s", out);
 	free(out);
 }
 
