@@ -69,7 +69,11 @@ $(OUT)/helper_cost.bpf.o: scripts/helper-cost/helper_cost.bpf.c vmlinux/vmlinux.
 $(OUT)/helper-cost: scripts/helper-cost/helper_cost.c $(OUT)/helper_cost.skel.h
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lbpf -lelf -lz
 
-bench-helpers: $(OUT)/helper-cost workloads
+# scripts/bench-gaps.sh: the time a pinned thread loses to each sampler's interrupt.
+$(OUT)/interrupt-gaps: scripts/interrupt-gaps/gaps.c
+	$(CC) $(ALL_CFLAGS) -o $@ $<
+
+bench-helpers: $(OUT)/helper-cost $(OUT)/interrupt-gaps workloads
 
 install: bpftrace-rec
 	install -d $(DESTDIR)$(PREFIX)/bin
@@ -89,7 +93,7 @@ test: deps
 	bash tests/run.sh
 
 FORMAT_SRC = bpf/*.c bpf/*.h user/*.c user/*.h formats/*.c formats/*.h tests/unit/*.c tests/unit/*.h \
-	     tests/workloads/*.c scripts/helper-cost/*.c
+	     tests/workloads/*.c scripts/helper-cost/*.c scripts/interrupt-gaps/*.c
 format:
 	clang-format -i $(FORMAT_SRC)
 
