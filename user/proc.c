@@ -301,21 +301,31 @@ struct frame_key {
  * and the next read of the maps: libc right after exec, a dlopen) are named
  * once a mapping does; a frame is interned once, so later samples of the
  * same pc would otherwise stay unnamed. */
+/* A user frame's function: its symbol, else (a stripped binary) where its
+ * .eh_frame FDE starts, which names it "file+0xSTART". */
+static void name_user_frame(struct proc *p, struct frame *f)
+{
+	struct symfile *sf = mapping_symbols(p, f->map);
+	uint64_t off = f->pc - f->map->start + f->map->offset;
+
+	if (!sf)
+		return;
+	f->name = symfile_lookup(sf, off, NULL, NULL);
+	if (!f->name)
+		f->func = symfile_func_start(sf, off);
+}
+
 static void resolve_unmapped(struct proc *p)
 {
 	size_t i;
 
 	for (i = p->image_frames; i < p->frames.n && p->unmapped; i++) {
 		struct frame *f = &p->frames.v[i];
-		struct symfile *sf;
 
 		if (f->kind != FRAME_USER || f->map || !(f->map = find_mapping(p, f->pc)))
 			continue;
 		p->unmapped--;
-		sf = mapping_symbols(p, f->map);
-		if (sf)
-			f->name =
-			    symfile_lookup(sf, f->pc - f->map->start + f->map->offset, NULL, NULL);
+		name_user_frame(p, f);
 	}
 }
 
@@ -352,15 +362,10 @@ static uint32_t intern_frame(struct proc *p, uint64_t ip, uint8_t kind, bool cal
 			read_maps(p);
 			f.map = find_mapping(p, f.pc);
 		}
-		if (f.map) {
-			struct symfile *sf = mapping_symbols(p, f.map);
-
-			if (sf)
-				f.name = symfile_lookup(sf, f.pc - f.map->start + f.map->offset,
-							NULL, NULL);
-		} else {
+		if (f.map)
+			name_user_frame(p, &f);
+		else
 			p->unmapped++;
-		}
 	}
 	if (VEC_PUSH(p->frames, f) || idtab_insert(&p->frame_tab, h, p->frames.n - 1))
 		return UINT32_MAX;
@@ -539,6 +544,10 @@ const char *frame_name(const struct frame *f, char *buf, size_t len)
 		return "[kernel]";
 	if (f->map && f->map->path[0] == '[')
 		return f->map->path;
+	if (f->map && f->map->path[0] && f->func) {
+		snprintf(buf, len, "%s+0x%" PRIx64, basename_of(f->map->path), f->func);
+		return buf;
+	}
 	if (f->map && f->map->path[0]) {
 		snprintf(buf, len, "[%s]", basename_of(f->map->path));
 		return buf;

@@ -36,6 +36,7 @@ struct frame {
 	uint64_t pc;	     /* lookup address: the ip for a leaf, return address - 1 for callers */
 	struct mapping *map; /* user frames: the mapping at pc, or NULL */
 	const char *name;    /* function, NULL when unknown */
+	uint64_t func;	     /* no name: the function's start (ELF vaddr, by .eh_frame), or 0 */
 	const char *module;  /* kernel module, NULL for the core kernel */
 	uint8_t kind;	     /* enum frame_kind */
 	bool caller;	     /* pc is a return address - 1 */

@@ -37,13 +37,14 @@ struct symfile {
 	size_t names_len;
 	struct load *loads;
 	size_t nloads;
-	uint64_t *fstarts; /* function starts from .eh_frame_hdr, when symbols are few */
+	uint64_t *fstarts; /* function starts from .eh_frame_hdr, sorted */
 	size_t nfstarts;
 	bool go; /* a Go program: frame pointers always, with Go's own prologue */
 	char build_id[41 * 2];
-	/* Source lines: the file stays open (the process may be gone when the
-	 * files are written); libdw reads its DWARF, or its separate debug
-	 * file's, on the first lookup. One per file, whatever the processes. */
+	/* Source lines and .eh_frame function ranges: the file stays open (the
+	 * process may be gone when the files are written); libdw reads its
+	 * DWARF, or its separate debug file's, on the first lookup of a line.
+	 * One per file, whatever the processes. */
 	int dw_fd;
 	char *path;
 	Dwfl *dwfl;
@@ -387,30 +388,66 @@ static const Dwfl_Callbacks file_callbacks = {
     .find_debuginfo = dwfl_build_id_find_debuginfo,
 };
 
-int symfile_srcline(struct symfile *f, uint64_t file_off, const char **file, int *line)
+/* The file as a libdwfl module at bias 0 (module addresses are the file's
+ * own vaddrs), opened on first use; NULL when that failed. */
+static Dwfl *symfile_dwfl(struct symfile *f)
 {
-	Dwfl_Line *dl;
-	const char *s;
-
 	if (!f->dwfl_tried) {
 		f->dwfl_tried = true;
 		if (f->dw_fd < 0 || !f->path || !(f->dwfl = dwfl_begin(&file_callbacks)))
-			return -ENOENT;
+			return NULL;
 		dwfl_report_begin(f->dwfl);
-		/* At bias 0, module addresses are the file's own vaddrs. libdwfl
-		 * owns the fd from here on, failure or not. */
+		/* libdwfl owns the fd from here on, failure or not. */
 		if (!dwfl_report_elf(f->dwfl, f->path, f->path, f->dw_fd, 0, false))
-			debug("lines: %s: %s", f->path, dwfl_errmsg(-1));
+			debug("dwfl: %s: %s", f->path, dwfl_errmsg(-1));
 		f->dw_fd = -1;
 		dwfl_report_end(f->dwfl, NULL, NULL);
 	}
-	if (!f->dwfl || !(dl = dwfl_getsrc(f->dwfl, symfile_vaddr(f, file_off))))
+	return f->dwfl;
+}
+
+int symfile_srcline(struct symfile *f, uint64_t file_off, const char **file, int *line)
+{
+	Dwfl *dwfl = symfile_dwfl(f);
+	Dwfl_Line *dl;
+	const char *s;
+
+	if (!dwfl || !(dl = dwfl_getsrc(dwfl, symfile_vaddr(f, file_off))))
 		return -ENOENT;
 	s = dwfl_lineinfo(dl, NULL, line, NULL, NULL, NULL);
 	if (!s)
 		return -ENOENT;
 	*file = s; /* libdw's, valid until symfiles_free */
 	return 0;
+}
+
+uint64_t symfile_func_start(struct symfile *f, uint64_t file_off)
+{
+	uint64_t va = symfile_vaddr(f, file_off);
+	Dwfl *dwfl = symfile_dwfl(f);
+	Dwfl_Module *m = dwfl ? dwfl_addrmodule(dwfl, va) : NULL;
+	Dwarf_Frame *frame = NULL;
+	Dwarf_Addr bias;
+	Dwarf_CFI *cfi;
+	size_t lo = 0, hi = f->nfstarts;
+
+	/* Some FDE covers va (libdw; .eh_frame only: .debug_frame would load
+	 * the debug file). FDEs do not overlap, so it is the one that starts
+	 * last at or before va in .eh_frame_hdr's sorted table (libdw tells the
+	 * range of a CFI row, not of its FDE). */
+	if (!m || !(cfi = dwfl_module_eh_cfi(m, &bias)) ||
+	    dwarf_cfi_addrframe(cfi, va - bias, &frame))
+		return 0;
+	free(frame);
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->fstarts[mid] <= va)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? f->fstarts[lo - 1] : 0;
 }
 
 uint64_t symfile_offset(const struct symfile *f, uint64_t vaddr)

@@ -34,6 +34,10 @@ const char *symfile_build_id(const struct symfile *f); /* hex, or NULL */
  * the file or its build-id debug file has DWARF (libdw, loaded on the first
  * call): 0, or -ENOENT. *file stays valid until symfiles_free. */
 int symfile_srcline(struct symfile *f, uint64_t file_off, const char **file, int *line);
+/* The ELF vaddr where the function at a file offset starts, by its
+ * .eh_frame FDE: what names a function of a stripped binary, which has no
+ * symbol (gzip, coreutils); 0 when no FDE covers it. */
+uint64_t symfile_func_start(struct symfile *f, uint64_t file_off);
 void symfiles_free(void);
 
 /* Kernel symbols. kallsyms_lookup returns NULL before a successful load. */

@@ -4,7 +4,7 @@
 # program's frameless leaves are put back; proportions hold in every mode.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(unwind_gzip_reaches_root unwind_sort_reaches_root unwind_leaf_callers_default
+ALL=(unwind_gzip_reaches_root unwind_stripped_functions unwind_sort_reaches_root unwind_leaf_callers_default
 	unwind_leaf_callers_fp unwind_leaf_hint_bytes unwind_split_dwarf_mode unwind_split_dwarf_root unwind_source_lines
 	unwind_gperftools_deep unwind_fp_deep_chain unwind_fp_deep_in_bpf unwind_fp_depth_limit)
 require_bpf "${ALL[@]}"
@@ -22,6 +22,40 @@ t=unwind_gzip_reaches_root
 r=$(root_share "$TMP/gz/profile.pb.gz" gzip)
 mode=$(python3 -c 'import json,sys; print([p["unwinding"] for p in json.load(open(sys.argv[1]))["processes"] if p["comm"]=="gzip"][0])' "$TMP/gz/summary.json")
 if [ "$mode" = dwarf ] && within "$r" 100 5; then pass $t; else fail $t "$mode unwinding, $r% reach __libc_start_call_main"; fi
+
+# Debian's gzip has no symbols for its own functions: each is named by where
+# its .eh_frame FDE starts ("gzip+0x4710"), as readelf lists them, and the
+# samples split over several of them rather than all on one "[gzip]".
+t=unwind_stripped_functions
+readelf -wf "$(command -v gzip)" | awk '/ FDE /{ sub(/^pc=/, "", $NF); sub(/\..*/, "", $NF); print $NF }' > "$TMP/gz.fdes"
+"$PPROF" -top -nodecount=200 "$TMP/gz/profile.pb.gz" > "$TMP/gz.top" 2>&1
+res=$(python3 - "$TMP/gz.fdes" "$TMP/gz.top" <<'PY'
+import sys
+fdes = {int(x, 16) for x in open(sys.argv[1]).read().split()}
+named = bad = unnamed = 0.0
+funcs = set()
+for line in open(sys.argv[2]):
+    f = line.split()
+    if len(f) < 6 or not f[1].endswith("%"):
+        continue
+    share = float(f[1].rstrip("%"))
+    if f[-1].startswith("gzip+0x"):
+        funcs.add(f[-1])
+        if int(f[-1][7:], 16) in fdes:
+            named += share
+        else:
+            bad += share
+    elif f[-1] == "[gzip]":
+        unnamed += share
+print(f"{named:.1f} {bad:.1f} {unnamed:.1f} {len(funcs)}")
+PY
+)
+read -r named bad unnamed nfuncs <<< "$res"
+if awk -v n="$named" -v b="$bad" -v u="$unnamed" -v k="$nfuncs" 'BEGIN { exit !(n >= 80 && b == 0 && u <= 2 && k >= 4) }'; then
+	pass $t
+else
+	fail $t "flat share on FDE starts $named%, elsewhere $bad%, on [gzip] $unnamed%, $nfuncs functions"
+fi
 
 t=unwind_sort_reaches_root
 od -An -tx4 "$TMP/rnd" | head -c 30000000 > "$TMP/sortin"
