@@ -41,6 +41,16 @@ static __always_inline __u64 rb_flags(void)
 									     : BPF_RB_NO_WAKEUP;
 }
 
+/* Every record's header; the time and CPU are read here, in kernel context. */
+static __always_inline void fill_hdr(struct ev_hdr *h, __u32 type, __u32 pid, __u32 tid)
+{
+	h->type = type;
+	h->pid = pid;
+	h->tid = tid;
+	h->cpu = bpf_get_smp_processor_id();
+	h->time_ns = bpf_ktime_get_ns();
+}
+
 static __always_inline bool is_target(__u32 tgid)
 {
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;

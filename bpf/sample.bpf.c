@@ -383,11 +383,7 @@ static __always_inline void task_event(__u32 type, __u32 pid, __u32 child)
 		count(STAT_LOST_TASK);
 		return;
 	}
-	e->hdr.type = type;
-	e->hdr.pid = pid;
-	e->hdr.tid = (__u32)bpf_get_current_pid_tgid();
-	e->hdr.cpu = bpf_get_smp_processor_id();
-	e->hdr.time_ns = bpf_ktime_get_ns();
+	fill_hdr(&e->hdr, type, pid, (__u32)bpf_get_current_pid_tgid());
 	e->child_pid = child;
 	e->pad = 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
@@ -457,11 +453,7 @@ static __always_inline void exit_vmas(struct task_struct *p, __u32 tgid)
 			count(STAT_LOST_TASK);
 			break;
 		}
-		e->hdr.type = EV_VMA;
-		e->hdr.pid = tgid;
-		e->hdr.tid = p->pid;
-		e->hdr.cpu = bpf_get_smp_processor_id();
-		e->hdr.time_ns = bpf_ktime_get_ns();
+		fill_hdr(&e->hdr, EV_VMA, tgid, p->pid);
 		e->start = vma->vm_start;
 		e->end = vma->vm_end;
 		e->offset = vma->vm_pgoff << 12;

@@ -29,11 +29,7 @@ static __always_inline int emit_call(struct pt_regs *ctx, __u8 kind)
 	if (!is_target(tgid))
 		return 0;
 	count(STAT_CALLS);
-	e.hdr.type = EV_CALL;
-	e.hdr.pid = tgid;
-	e.hdr.tid = (__u32)id;
-	e.hdr.cpu = bpf_get_smp_processor_id();
-	e.hdr.time_ns = bpf_ktime_get_ns();
+	fill_hdr(&e.hdr, EV_CALL, tgid, (__u32)id);
 	e.func_id = bpf_get_attach_cookie(ctx);
 	e.kind = kind;
 	e.pad = 0;

@@ -297,10 +297,6 @@ struct frame_key {
 	bool caller;
 };
 
-/* Frames interned while no mapping covered them (sampled between an mmap
- * and the next read of the maps: libc right after exec, a dlopen) are named
- * once a mapping does; a frame is interned once, so later samples of the
- * same pc would otherwise stay unnamed. */
 /* A user frame's function: its symbol, else (a stripped binary) where its
  * .eh_frame FDE starts, which names it "file+0xSTART". */
 static void name_user_frame(struct proc *p, struct frame *f)
@@ -315,6 +311,10 @@ static void name_user_frame(struct proc *p, struct frame *f)
 		f->func = symfile_func_start(sf, off);
 }
 
+/* Frames interned while no mapping covered them (sampled between an mmap
+ * and the next read of the maps: libc right after exec, a dlopen) are named
+ * once a mapping does; a frame is interned once, so later samples of the
+ * same pc would otherwise stay unnamed. */
 static void resolve_unmapped(struct proc *p)
 {
 	size_t i;
@@ -327,6 +327,16 @@ static void resolve_unmapped(struct proc *p)
 		p->unmapped--;
 		name_user_frame(p, f);
 	}
+}
+
+/* For an address no mapping covers: re-reads the maps unless they were read
+ * in the last MAPS_REREAD_NS. True when it did. */
+static bool reread_maps(struct proc *p)
+{
+	if (now_ns(CLOCK_MONOTONIC) - p->maps_read_ns <= MAPS_REREAD_NS)
+		return false;
+	read_maps(p);
+	return true;
 }
 
 static bool frame_eq(const void *ctx, uint32_t id, const void *key)
@@ -346,9 +356,8 @@ static uint32_t intern_frame(struct proc *p, uint64_t ip, uint8_t kind, bool cal
 
 	if (id != UINT32_MAX) {
 		/* Still unmapped: the maps may have it by now. */
-		if (kind == FRAME_USER && !p->frames.v[id].map &&
-		    now_ns(CLOCK_MONOTONIC) - p->maps_read_ns > MAPS_REREAD_NS)
-			read_maps(p);
+		if (kind == FRAME_USER && !p->frames.v[id].map)
+			reread_maps(p);
 		return id;
 	}
 	f.pc = k.pc;
@@ -358,10 +367,8 @@ static uint32_t intern_frame(struct proc *p, uint64_t ip, uint8_t kind, bool cal
 		f.name = kallsyms_lookup(f.pc, &f.module);
 	} else {
 		f.map = find_mapping(p, f.pc);
-		if (!f.map && now_ns(CLOCK_MONOTONIC) - p->maps_read_ns > MAPS_REREAD_NS) {
-			read_maps(p);
+		if (!f.map && reread_maps(p))
 			f.map = find_mapping(p, f.pc);
-		}
 		if (f.map)
 			name_user_frame(p, &f);
 		else

@@ -424,21 +424,15 @@ int symfile_srcline(struct symfile *f, uint64_t file_off, const char **file, int
 uint64_t symfile_func_start(struct symfile *f, uint64_t file_off)
 {
 	uint64_t va = symfile_vaddr(f, file_off);
-	Dwfl *dwfl = symfile_dwfl(f);
-	Dwfl_Module *m = dwfl ? dwfl_addrmodule(dwfl, va) : NULL;
+	size_t lo = 0, hi = f->nfstarts;
 	Dwarf_Frame *frame = NULL;
+	Dwfl_Module *m;
 	Dwarf_Addr bias;
 	Dwarf_CFI *cfi;
-	size_t lo = 0, hi = f->nfstarts;
+	Dwfl *dwfl;
 
-	/* Some FDE covers va (libdw; .eh_frame only: .debug_frame would load
-	 * the debug file). FDEs do not overlap, so it is the one that starts
-	 * last at or before va in .eh_frame_hdr's sorted table (libdw tells the
-	 * range of a CFI row, not of its FDE). */
-	if (!m || !(cfi = dwfl_module_eh_cfi(m, &bias)) ||
-	    dwarf_cfi_addrframe(cfi, va - bias, &frame))
-		return 0;
-	free(frame);
+	/* The FDE that starts last at or before va in .eh_frame_hdr's sorted
+	 * table (libdw tells the range of a CFI row, not of its FDE)... */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -447,7 +441,18 @@ uint64_t symfile_func_start(struct symfile *f, uint64_t file_off)
 		else
 			hi = mid;
 	}
-	return lo ? f->fstarts[lo - 1] : 0;
+	if (!lo)
+		return 0;
+	/* ...is the one covering va if any does (FDEs do not overlap): libdw
+	 * says whether one does, from .eh_frame only (.debug_frame would load
+	 * the debug file). */
+	dwfl = symfile_dwfl(f);
+	m = dwfl ? dwfl_addrmodule(dwfl, va) : NULL;
+	if (!m || !(cfi = dwfl_module_eh_cfi(m, &bias)) ||
+	    dwarf_cfi_addrframe(cfi, va - bias, &frame))
+		return 0;
+	free(frame);
+	return f->fstarts[lo - 1];
 }
 
 uint64_t symfile_offset(const struct symfile *f, uint64_t vaddr)

@@ -140,8 +140,9 @@ share() { # PROFILE FUNC: % of deep's samples with FUNC on the stack
 	"$PPROF" -top -cum -nodecount=100 -relative_percentages -tagfocus=comm=deep "$1" 2>/dev/null |
 		awk -v f="$2" '$NF == f { sub("%", "", $5); print $5 + 0; found = 1 } END { if (!found) print 0 }'
 }
-# The rest of their samples are exec, ld.so and exit: a tenth or so; and
-# deep's PLT stubs (clock_gettime@plt), which have no symbol: "[deep]".
+# The rest of their samples are exec, ld.so and exit: a tenth or so. "[deep]"
+# is a frame of deep whose file was not read (its PLT stubs, which have no
+# symbol, are named by their .eh_frame FDE: "deep+0x1020").
 t=short_lived_named
 b=$(share "$TMP/brief/profile.pb.gz" bottom)
 u=$(share "$TMP/brief/profile.pb.gz" "[deep]")
