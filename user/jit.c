@@ -82,16 +82,16 @@ static bool acceptable(struct proc *p, int fd, const char *what)
 	struct stat st;
 
 	if (fstat(fd, &st)) {
-		warn_("%s: %s; ignored", what, strerror(errno));
+		warn("%s: %s; ignored", what, strerror(errno));
 		return false;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		warn_("%s: not a regular file; ignored", what);
+		warn("%s: not a regular file; ignored", what);
 		return false;
 	}
 	if (st.st_uid != 0 && st.st_uid != p->uid) {
-		warn_("%s: owned by uid %u, not by the process's user (uid %u) or root; ignored",
-		      what, st.st_uid, p->uid);
+		warn("%s: owned by uid %u, not by the process's user (uid %u) or root; ignored",
+		     what, st.st_uid, p->uid);
 		return false;
 	}
 	return true;
@@ -116,7 +116,7 @@ static int open_perf_map(struct proc *p, char *what, size_t len)
 	fd = syscall(SYS_openat2, rfd, rel, &how, sizeof(how));
 	close(rfd);
 	if (fd < 0 && errno != ENOENT && errno != ESRCH && !p->jit->warned) {
-		warn_("%s: %s; ignored", what, strerror(errno));
+		warn("%s: %s; ignored", what, strerror(errno));
 		p->jit->warned = true; /* it is looked for again as maps change */
 	}
 	return fd;
@@ -187,8 +187,7 @@ static int read_all(int fd, const char *what, char **buf, size_t *len)
 		return -errno;
 	err = read_fd_all(fd, JIT_FILE_MAX, buf, len);
 	if (err)
-		warn_("%s: %s; ignored", what,
-		      err == -EFBIG ? "larger than 1 GiB" : strerror(-err));
+		warn("%s: %s; ignored", what, err == -EFBIG ? "larger than 1 GiB" : strerror(-err));
 	return err;
 }
 
@@ -204,15 +203,15 @@ static void load_dump(struct proc *p, struct jit_state *j)
 	r = jitdump_parse(buf, len, tsc_to_ns, NULL, &j->dump, &err);
 	free(buf);
 	if (r) {
-		warn_("%s: %s; its JIT frames stay unnamed", j->dump_path,
-		      r == -ENOMEM ? "out of memory" : err);
+		warn("%s: %s; its JIT frames stay unnamed", j->dump_path,
+		     r == -ENOMEM ? "out of memory" : err);
 		return;
 	}
 	j->dump_ok = true;
 	if (j->dump.truncated_bytes)
-		warn_("%s: ends in an incomplete record (%llu bytes ignored; is the runtime "
-		      "still writing it?)",
-		      j->dump_path, (unsigned long long)j->dump.truncated_bytes);
+		warn("%s: ends in an incomplete record (%llu bytes ignored; is the runtime "
+		     "still writing it?)",
+		     j->dump_path, (unsigned long long)j->dump.truncated_bytes);
 	info("pid %d: %zu JIT functions from %s", p->pid, j->dump.nsyms, j->dump_path);
 }
 
@@ -227,8 +226,8 @@ static void load_map(struct proc *p, struct jit_state *j)
 	if (perfmap_parse(buf, len, &j->map) == 0) {
 		j->map_ok = true;
 		if (j->map.bad_lines)
-			warn_("%s: %zu lines that are not START SIZE NAME; skipped", what,
-			      j->map.bad_lines);
+			warn("%s: %zu lines that are not START SIZE NAME; skipped", what,
+			     j->map.bad_lines);
 	}
 	free(buf);
 }
@@ -245,7 +244,7 @@ static void load_explicit(void)
 
 	fd = open(explicit_dump, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
-		warn_("--jitdump %s: %s; ignored", explicit_dump, strerror(errno));
+		warn("--jitdump %s: %s; ignored", explicit_dump, strerror(errno));
 		return;
 	}
 	if (pread(fd, hdr, sizeof(hdr), 0) == sizeof(hdr))
@@ -260,8 +259,8 @@ static void load_explicit(void)
 		}
 	}
 	if (!p || n != 1) {
-		warn_("--jitdump %s: names pid %u, which was not recorded; ignored", explicit_dump,
-		      pid);
+		warn("--jitdump %s: names pid %u, which was not recorded; ignored", explicit_dump,
+		     pid);
 		close(fd);
 		return;
 	}

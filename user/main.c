@@ -235,11 +235,12 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 		break;
 	case 'q':
 		env.quiet = true;
-		verbosity = -1;
+		msg_set_verbosity(-1);
 		break;
 	case 'v':
 		env.verbose++;
-		verbosity = env.verbose;
+		if (!env.quiet)
+			msg_set_verbosity(env.verbose);
 		break;
 	case ARGP_KEY_ARG:
 		/* The first operand starts the command; argp stops at "--". */

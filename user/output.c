@@ -63,7 +63,7 @@ static int emit_file(const char *dir, const char *name, pid_t pid, const char *o
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		err = -errno;
-		fprintf(stderr, "bpftrace-rec: create %s: %s\n", tmp, strerror(-err));
+		err("create %s: %s", tmp, strerror(-err));
 		return err;
 	}
 	fchmod(fd, 0644);
@@ -82,14 +82,13 @@ static int emit_file(const char *dir, const char *name, pid_t pid, const char *o
 	if (err) {
 		unlink(tmp);
 		if (err != -ENODATA)
-			fprintf(stderr, "bpftrace-rec: write %s/%s: %s\n", dir, name,
-				strerror(-err));
+			err("write %s/%s: %s", dir, name, strerror(-err));
 		return err == -ENODATA ? 0 : err;
 	}
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	if (rename(tmp, path)) {
 		err = -errno;
-		fprintf(stderr, "bpftrace-rec: rename %s to %s: %s\n", tmp, path, strerror(-err));
+		err("rename %s to %s: %s", tmp, path, strerror(-err));
 		unlink(tmp);
 		return err;
 	}
@@ -495,8 +494,8 @@ static int make_outdir(const char *dir)
 	}
 	if (errno == EEXIST && !stat(dir, &st) && S_ISDIR(st.st_mode))
 		return 0;
-	fprintf(stderr, "bpftrace-rec: output directory %s: %s\n", dir,
-		errno == EEXIST ? "exists and is not a directory" : strerror(errno));
+	err("output directory %s: %s", dir,
+	    errno == EEXIST ? "exists and is not a directory" : strerror(errno));
 	return -ENOTDIR;
 }
 
@@ -576,12 +575,11 @@ int output_write(const struct run_info *ri)
 	}
 	snprintf(cmd, sizeof(cmd), "cat %s/summary.json", ri->outdir);
 	FIRST(first, emit_file(ri->outdir, "summary.json", 0, cmd, fill_summary, (void *)ri));
-	if (verbosity >= 0) {
-		fprintf(stderr,
-			"bpftrace-rec: %" PRIu64 " samples (%" PRIu64 " lost) in %.1fs; files:\n",
-			ri->samples, ri->lost, ri->duration_ns / 1e9);
+	if (msg_verbosity() >= 0) {
+		info("%" PRIu64 " samples (%" PRIu64 " lost) in %.1fs; files:", ri->samples,
+		     ri->lost, ri->duration_ns / 1e9);
 		for (i = 0; i < written.n; i++)
-			fprintf(stderr, "  %s\n", written.v[i].open_cmd);
+			fprintf(stderr, "  %s\n", written.v[i].open_cmd); /* paths we chose */
 	}
 	VEC_FREE(written);
 	return first;

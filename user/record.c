@@ -74,11 +74,10 @@ static int check_privileges(void)
 		return 0;
 	if ((eff & (1ULL << CAP_BPF)) && (eff & (1ULL << CAP_PERFMON)))
 		return 0;
-	fprintf(stderr,
-		"bpftrace-rec: not privileged: needs %s%s%s (or CAP_SYS_ADMIN); run as root\n",
-		eff & (1ULL << CAP_BPF) ? "" : "CAP_BPF",
-		!(eff & (1ULL << CAP_BPF)) && !(eff & (1ULL << CAP_PERFMON)) ? " and " : "",
-		eff & (1ULL << CAP_PERFMON) ? "" : "CAP_PERFMON");
+	err("not privileged: needs %s%s%s (or CAP_SYS_ADMIN); run as root",
+	    eff & (1ULL << CAP_BPF) ? "" : "CAP_BPF",
+	    !(eff & (1ULL << CAP_BPF)) && !(eff & (1ULL << CAP_PERFMON)) ? " and " : "",
+	    eff & (1ULL << CAP_PERFMON) ? "" : "CAP_PERFMON");
 	return -EPERM;
 }
 
@@ -116,15 +115,14 @@ static int check_freq(void)
 	long max = 0;
 
 	if (env.freq < 1) {
-		fprintf(stderr, "bpftrace-rec: -F %d: frequency must be at least 1 Hz\n", env.freq);
+		err("-F %d: frequency must be at least 1 Hz", env.freq);
 		return -EINVAL;
 	}
 	if (!read_sysctl_int("/proc/sys/kernel/perf_event_max_sample_rate", &max) && max > 0 &&
 	    env.freq > max) {
-		fprintf(stderr,
-			"bpftrace-rec: -F %d: above kernel.perf_event_max_sample_rate (%ld Hz); "
-			"lower -F or raise the sysctl\n",
-			env.freq, max);
+		err("-F %d: above kernel.perf_event_max_sample_rate (%ld Hz); "
+		    "lower -F or raise the sysctl",
+		    env.freq, max);
 		return -ERANGE;
 	}
 	return 0;
@@ -175,16 +173,14 @@ static int attach_sampler(struct sample_bpf *skel, struct bpf_link ***links, int
 		if (fd < 0) {
 			if (errno == ENODEV) /* offline CPU */
 				continue;
-			fprintf(stderr, "bpftrace-rec: perf_event_open %s on cpu %d: %s\n", *event,
-				cpu, strerror(errno));
+			err("perf_event_open %s on cpu %d: %s", *event, cpu, strerror(errno));
 			return -errno;
 		}
 		(*links)[cpu] = bpf_program__attach_perf_event(skel->progs.on_sample, fd);
 		if (!(*links)[cpu]) {
 			int err = -errno;
 
-			fprintf(stderr, "bpftrace-rec: attach BPF to %s on cpu %d: %s\n", *event,
-				cpu, strerror(-err));
+			err("attach BPF to %s on cpu %d: %s", *event, cpu, strerror(-err));
 			close(fd);
 			return err;
 		}
@@ -192,7 +188,7 @@ static int attach_sampler(struct sample_bpf *skel, struct bpf_link ***links, int
 	}
 	*nlinks = ncpu;
 	if (!attached) {
-		fprintf(stderr, "bpftrace-rec: no online CPU to sample\n");
+		err("no online CPU to sample");
 		return -ENODEV;
 	}
 	return 0;
@@ -421,7 +417,7 @@ static struct trace_bpf *open_tracer(struct sample_bpf *sk)
 	int err;
 
 	if (!t) {
-		fprintf(stderr, "bpftrace-rec: open BPF tracer: %s\n", strerror(errno));
+		err("open BPF tracer: %s", strerror(errno));
 		return NULL;
 	}
 	t->rodata->trace_args = env.trace_args;
@@ -437,7 +433,7 @@ static struct trace_bpf *open_tracer(struct sample_bpf *sk)
 	if (!err)
 		err = trace_bpf__attach(t);
 	if (err) {
-		fprintf(stderr, "bpftrace-rec: load BPF tracer: %s\n", strerror(-err));
+		err("load BPF tracer: %s", strerror(-err));
 		trace_bpf__destroy(t);
 		return NULL;
 	}
@@ -453,8 +449,7 @@ static int add_targets(struct sample_bpf *skel, const pid_t *pids, int n)
 		__u32 k = pids[i];
 
 		if (bpf_map_update_elem(fd, &k, &one, BPF_ANY)) {
-			fprintf(stderr, "bpftrace-rec: add target %d: %s\n", pids[i],
-				strerror(errno));
+			err("add target %d: %s", pids[i], strerror(errno));
 			return -errno;
 		}
 	}
@@ -481,10 +476,9 @@ int record_run(void)
 	if (check_privileges() || check_freq())
 		return 1;
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		fprintf(stderr,
-			"bpftrace-rec: no BTF: /sys/kernel/btf/vmlinux: %s (the kernel needs "
-			"CONFIG_DEBUG_INFO_BTF)\n",
-			strerror(errno));
+		err("no BTF: /sys/kernel/btf/vmlinux: %s (the kernel needs "
+		    "CONFIG_DEBUG_INFO_BTF)",
+		    strerror(errno));
 		return 1;
 	}
 	if (env.npids && target_check_pids(env.pids, env.npids))
@@ -492,7 +486,7 @@ int record_run(void)
 	/* Now, so that an exit during the set-up still stops the recording. */
 	target_watch_pids(&target, env.pids, env.npids);
 	if (!env.no_kernel && (err = kallsyms_load()))
-		warn_("/proc/kallsyms: %s; kernel frames stay unnamed", strerror(-err));
+		warn("/proc/kallsyms: %s; kernel frames stay unnamed", strerror(-err));
 
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
@@ -501,13 +495,13 @@ int record_run(void)
 	sigaction(SIGUSR1, &sa, NULL);
 
 	if (env.cmd && (err = target_spawn(&target, env.cmd))) {
-		fprintf(stderr, "bpftrace-rec: start %s: %s\n", env.cmd[0], strerror(-err));
+		err("start %s: %s", env.cmd[0], strerror(-err));
 		return 1;
 	}
 
 	skel = sample_bpf__open();
 	if (!skel) {
-		fprintf(stderr, "bpftrace-rec: open BPF object: %s\n", strerror(errno));
+		err("open BPF object: %s", strerror(errno));
 		goto cleanup;
 	}
 	skel->rodata->filter_pids = !env.all;
@@ -529,13 +523,12 @@ int record_run(void)
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.events, env.ringbuf_mb << 20);
 	if (err) {
-		fprintf(stderr, "bpftrace-rec: ring buffer of %u MiB: %s\n", env.ringbuf_mb,
-			strerror(-err));
+		err("ring buffer of %u MiB: %s", env.ringbuf_mb, strerror(-err));
 		goto cleanup;
 	}
 	err = sample_bpf__load(skel);
 	if (err) {
-		fprintf(stderr, "bpftrace-rec: load BPF programs: %s\n", strerror(-err));
+		err("load BPF programs: %s", strerror(-err));
 		goto cleanup;
 	}
 	if (env.npids && add_targets(skel, env.pids, env.npids))
@@ -553,12 +546,12 @@ int record_run(void)
 
 	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle_event, NULL, NULL);
 	if (!rb) {
-		fprintf(stderr, "bpftrace-rec: ring buffer: %s\n", strerror(errno));
+		err("ring buffer: %s", strerror(errno));
 		goto cleanup;
 	}
 	err = sample_bpf__attach(skel); /* the fork/exec/exit tracepoints */
 	if (err) {
-		fprintf(stderr, "bpftrace-rec: attach tracepoints: %s\n", strerror(-err));
+		err("attach tracepoints: %s", strerror(-err));
 		goto cleanup;
 	}
 	if (!env.all || env.per_process) {
@@ -570,7 +563,7 @@ int record_run(void)
 		char *exe = target.child > 0 ? find_in_path(env.cmd[0]) : NULL;
 
 		if (target.child > 0 && !exe) {
-			fprintf(stderr, "bpftrace-rec: %s: command not found\n", env.cmd[0]);
+			err("%s: command not found", env.cmd[0]);
 			goto cleanup;
 		}
 		err = trace_attach(tracer, env.traces, env.ntraces, env.pids, env.npids, exe,
@@ -626,8 +619,7 @@ int record_run(void)
 		if (err >= 0)
 			err = ring_buffer__consume(rb);
 		if (err < 0 && err != -EINTR) {
-			fprintf(stderr, "bpftrace-rec: draining the ring buffer: %s\n",
-				strerror(-err));
+			err("draining the ring buffer: %s", strerror(-err));
 			break;
 		}
 		if (env.duration > 0 && now_ns(CLOCK_MONOTONIC) - start >= env.duration * 1e9)
@@ -673,12 +665,12 @@ cleanup:
 		ri.traced_calls = st[STAT_CALLS];
 		ri.lost_calls = st[STAT_LOST_CALLS];
 		if (st[STAT_LOST_CALLS])
-			warn_("%llu traced calls lost: the ring buffer was full (raise "
-			      "--ringbuf-size)",
-			      (unsigned long long)st[STAT_LOST_CALLS]);
+			warn("%llu traced calls lost: the ring buffer was full (raise "
+			     "--ringbuf-size)",
+			     (unsigned long long)st[STAT_LOST_CALLS]);
 		if (st[STAT_LOST])
-			warn_("%llu samples lost: the ring buffer was full (raise --ringbuf-size)",
-			      (unsigned long long)st[STAT_LOST]);
+			warn("%llu samples lost: the ring buffer was full (raise --ringbuf-size)",
+			     (unsigned long long)st[STAT_LOST]);
 		jit_load_all();
 		exit_code = output_write(&ri) ? 1 : 0;
 	}

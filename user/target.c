@@ -19,7 +19,7 @@ int target_check_pids(const pid_t *pids, int n)
 	for (i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "/proc/%d", pids[i]);
 		if (access(path, F_OK)) {
-			fprintf(stderr, "bpftrace-rec: -p %d: no such process\n", pids[i]);
+			err("-p %d: no such process", pids[i]);
 			return -ESRCH;
 		}
 	}
@@ -72,7 +72,7 @@ int target_release(struct target *t, const char *cmd0)
 	close(t->err_fd);
 	t->err_fd = -1;
 	if (n == sizeof(e)) {
-		fprintf(stderr, "bpftrace-rec: %s: %s\n", cmd0, strerror(e));
+		err("%s: %s", cmd0, strerror(e));
 		return -e;
 	}
 	return 0;
@@ -86,8 +86,8 @@ void target_watch_pids(struct target *t, const pid_t *pids, int n)
 		int fd = syscall(SYS_pidfd_open, pids[i], 0);
 
 		if (fd < 0)
-			warn_("pid %d: pidfd_open: %s; its exit will not stop the recording",
-			      pids[i], strerror(errno));
+			warn("pid %d: pidfd_open: %s; its exit will not stop the recording",
+			     pids[i], strerror(errno));
 		else
 			t->pidfds[t->npidfds++] = fd;
 	}

@@ -168,8 +168,7 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		err = fd < 0 ? -errno : -EINVAL;
-		fprintf(stderr, "bpftrace-rec: -t %s: %s: %s\n", glob, path,
-			fd < 0 ? strerror(-err) : "not a regular file");
+		err("-t %s: %s: %s", glob, path, fd < 0 ? strerror(-err) : "not a regular file");
 		if (fd >= 0)
 			close(fd);
 		return err;
@@ -189,14 +188,14 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 	m.sf = symfile_get(fd, path);
 	close(fd);
 	if (!m.sf) {
-		fprintf(stderr, "bpftrace-rec: -t %s: %s: not an ELF file\n", glob, path);
+		err("-t %s: %s: not an ELF file", glob, path);
 		return -ENOEXEC;
 	}
 	err = symfile_foreach(m.sf, match_sym, &m);
 	if (err)
 		goto out;
 	if (!m.offsets.n) {
-		fprintf(stderr, "bpftrace-rec: -t %s: no function matches in %s\n", glob, path);
+		err("-t %s: no function matches in %s", glob, path);
 		err = -ENOENT;
 		goto out;
 	}
@@ -225,8 +224,7 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 			close(e);
 		if (out->multi == 1) { /* worked before: a real error */
 			err = e < 0 ? e : r;
-			fprintf(stderr, "bpftrace-rec: -t %s: uprobe_multi on %s: %s\n", glob, path,
-				strerror(-err));
+			err("-t %s: uprobe_multi on %s: %s", glob, path, strerror(-err));
 			goto out;
 		}
 		debug("uprobe_multi: %s; one uprobe per function", strerror(-(e < 0 ? e : r)));
@@ -246,8 +244,8 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 		if (!l[0] || !l[1]) {
 			err = -errno;
 			bpf_link__destroy(l[0]);
-			fprintf(stderr, "bpftrace-rec: attach uprobe %s:0x%llx: %s\n", path,
-				(unsigned long long)m.offsets.v[i], strerror(-err));
+			err("attach uprobe %s:0x%llx: %s", path, (unsigned long long)m.offsets.v[i],
+			    strerror(-err));
 			goto out;
 		}
 		out->links = realloc(out->links, (out->nlinks + 2) * sizeof(*out->links));
@@ -281,15 +279,14 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 			glob = colon + 1;
 		}
 		if (!*glob) {
-			fprintf(stderr, "bpftrace-rec: -t %s: empty function pattern\n", specs[i]);
+			err("-t %s: empty function pattern", specs[i]);
 			return -EINVAL;
 		}
 		if (exe) {
 			char *path = *obj ? find_library(obj) : xstrdup(exe);
 
 			if (!path) {
-				fprintf(stderr, "bpftrace-rec: -t %s: library %s not found\n",
-					specs[i], obj);
+				err("-t %s: library %s not found", specs[i], obj);
 				return -ENOENT;
 			}
 			err = attach_one(skel, path, glob, out);
@@ -308,8 +305,7 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 				path = xstrdup(buf);
 			}
 			if (!path) {
-				fprintf(stderr, "bpftrace-rec: -t %s: %s is not mapped in pid %d\n",
-					specs[i], obj, pids[j]);
+				err("-t %s: %s is not mapped in pid %d", specs[i], obj, pids[j]);
 				return -ENOENT;
 			}
 			err = attach_one(skel, path, glob, out);

@@ -9,45 +9,82 @@
 #include "formats/util.h"
 #include "user/util.h"
 
-int verbosity;
+static int verbosity;
 
-static void vmsg(const char *prefix, const char *fmt, va_list ap)
+void msg_set_verbosity(int v)
 {
-	char buf[1024];
-
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	fprintf(stderr, "bpftrace-rec: %s%s\n", prefix, buf);
+	verbosity = v;
 }
 
-void warnx_(const char *fmt, ...)
+int msg_verbosity(void)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmsg("warning: ", fmt, ap);
-	va_end(ap);
+	return verbosity;
 }
 
-void info(const char *fmt, ...)
+/* Length of the valid UTF-8 sequence at s (no overlongs, surrogates or code
+ * points above U+10FFFF), or 0. */
+static size_t utf8_len(const unsigned char *s)
 {
+	unsigned c = s[0];
+	size_t n, i;
+	uint32_t cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return n;
+}
+
+void sanitize_append(char *dst, size_t cap, const char *src)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	size_t len = strlen(dst), n;
+
+	while (*s && len + 5 < cap) {
+		n = utf8_len(s);
+		if (n == 1 && (*s < 0x20 || *s == 0x7f))
+			n = 0;
+		if (!n) {
+			len += snprintf(dst + len, cap - len, "\\x%02x", *s++);
+			continue;
+		}
+		memcpy(dst + len, s, n);
+		len += n;
+		s += n;
+	}
+	dst[len] = 0;
+}
+
+void msg(enum msg_level level, const char *fmt, ...)
+{
+	static const char *const prefix[] = {"", "warning: ", "", "debug: "};
+	char raw[1024], line[1200] = "bpftrace-rec: ";
 	va_list ap;
 
-	if (verbosity < 0)
+	if ((level == MSG_INFO && verbosity < 0) || (level == MSG_DEBUG && verbosity < 1))
 		return;
 	va_start(ap, fmt);
-	vmsg("", fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
-}
-
-void debug(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (verbosity < 1)
-		return;
-	va_start(ap, fmt);
-	vmsg("debug: ", fmt, ap);
-	va_end(ap);
+	strcat(line, prefix[level]);
+	sanitize_append(line, sizeof(line) - 1, raw);
+	strcat(line, "\n");
+	fputs(line, stderr);
 }
 
 int vec_grow_(void **v, size_t *cap, size_t want, size_t elsz)
@@ -189,7 +226,7 @@ char *xstrdup(const char *s)
 	char *d = strdup(s ? s : "");
 
 	if (!d) {
-		fprintf(stderr, "bpftrace-rec: out of memory\n");
+		fputs("bpftrace-rec: out of memory\n", stderr);
 		abort();
 	}
 	return d;

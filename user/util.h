@@ -8,12 +8,22 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-extern int verbosity; /* -v count */
-
-void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-#define warn_ warnx_
+/* The one message layer: every line on stderr goes through msg(), prefixed
+ * "bpftrace-rec: " (and "warning: " / "debug: "), with control characters and
+ * invalid UTF-8 escaped, since names from outside (comm, JIT names, paths)
+ * reach it. Errors and warnings always print; info unless -q; debug with -v.
+ * stderr may be a closed pipe: a failed write is ignored (SIGPIPE is). */
+enum msg_level { MSG_ERR, MSG_WARN, MSG_INFO, MSG_DEBUG };
+void msg_set_verbosity(int v); /* -1 (-q), 0, or the -v count */
+int msg_verbosity(void);
+void msg(enum msg_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define err(...)   msg(MSG_ERR, __VA_ARGS__)
+#define warn(...)  msg(MSG_WARN, __VA_ARGS__)
+#define info(...)  msg(MSG_INFO, __VA_ARGS__)
+#define debug(...) msg(MSG_DEBUG, __VA_ARGS__)
+/* Appends s to dst (a buffer of cap bytes, NUL-terminated), as valid UTF-8
+ * with control characters and invalid bytes escaped as \xNN. */
+void sanitize_append(char *dst, size_t cap, const char *s);
 
 /* Growable array: VEC(T) v = {0}; VEC_PUSH(v, x) returns 0 or -ENOMEM.
  * A named one: struct foos { VEC_BODY(struct foo) }; */
