@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 pass=0 fail=0 skip=0
 failed=()
 pattern=${TESTS:-}
+# Rows of the fault table (tests/integration/lib.sh: fault_case).
+mkdir -p build && : > build/faults.tsv
 
 run_one() { # NAME CMD...: runs a test program and tallies its lines
 	local name=$1 line status=missing saw_fail=0

@@ -62,3 +62,15 @@ check_split() { # NAME FILE-WITH-TOP-OUTPUT EXTRACTOR
 		sed -n 1,15p "$out" >&2
 	fi
 }
+
+# Faults and hostile inputs: fault_case checks like `check` and adds a row to
+# build/faults.tsv, which tests/run.sh starts empty and scripts/fault-table.sh
+# turns into docs/faults.md (the table of every fault with its result).
+FAULT_ROWS=${FAULT_ROWS:-$ROOT/build/faults.tsv}
+fault_case() { # NAME "fault or input" "what the tool does" CMD...
+	local name=$1 input=$2 result=$3 st
+	shift 3
+	if "$@"; then pass "$name"; st=pass; else fail "$name"; st=FAIL; fi
+	mkdir -p "$(dirname "$FAULT_ROWS")"
+	printf '%s\t%s\t%s\t%s\n' "$name" "$input" "$result" "$st" >> "$FAULT_ROWS"
+}
