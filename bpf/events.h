@@ -88,12 +88,18 @@ struct ev_vma {
 #define MAX_TRACE_ARGS 6
 
 enum call_kind { CALL_ENTRY = 0, CALL_EXIT = 1 };
+/* Flag of ev_call.kind: kernels without bpf_get_attach_cookie (before 5.15)
+ * send func_id 0; an entry then carries the probed address after its
+ * arguments (args[nargs], not counted in nargs), and an exit is the
+ * thread's innermost open call. */
+#define CALL_IP	       0x80
+#define CALL_KIND_MASK 0x7f
 
-/* Variable length: only nargs args are sent. */
+/* Variable length: only nargs args (and the CALL_IP address) are sent. */
 struct ev_call {
 	struct ev_hdr hdr;
-	__u32 func_id; /* the probe's BPF cookie: an XRay function id */
-	__u8 kind;     /* enum call_kind */
+	__u32 func_id; /* the probe's BPF cookie: an XRay function id; 0: see CALL_IP */
+	__u8 kind;     /* enum call_kind, | CALL_IP */
 	__u8 nargs;
 	__u16 pad;
 	__u64 args[MAX_TRACE_ARGS];
@@ -109,6 +115,7 @@ enum stat_idx {
 	STAT_CALLS,	   /* traced calls and returns of recorded tasks */
 	STAT_LOST_CALLS,   /* ... that the ring buffer could not take */
 	STAT_KERNEL_WALKS, /* user stacks walked by bpf_get_stack (deep, compat or traced) */
+	STAT_EXIT_NO_MM,   /* last threads that exited with their memory map gone (< 6.16) */
 	STAT_NR,
 };
 

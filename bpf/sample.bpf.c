@@ -63,8 +63,14 @@ struct {
 #define WIN_FIRST 512
 #define WIN_SZ	  PAGE_SZ
 
+#define HEAD_MAX (sizeof(struct ev_sample) + IPS_MAX)
+
 struct scratch {
-	__u64 head[(sizeof(struct ev_sample) + IPS_MAX) / sizeof(__u64)]; /* ev_sample + ips */
+	__u64 head[HEAD_MAX / sizeof(__u64)]; /* ev_sample + ips */
+	/* Kernels without ring-buffer dynptrs (before 5.19) take a record in
+	 * one piece (bpf_ringbuf_output): the header and ips are copied here,
+	 * to end where the stack copy starts. */
+	__u8 pre[HEAD_MAX];
 	__u8 stack[COPY_AREA];
 	__u8 win[WIN_SZ]; /* stack the walk read beyond the copy */
 	/* What win holds, and the reads so far. Here, not in walk_ctx: the
@@ -114,15 +120,23 @@ static long copy_page(__u32 i, struct copy_ctx *c)
 
 /* Copies user stack from sp page by page, keeping what was read before the
  * first failure. bpf_loop, not an unrolled loop: the verifier then checks one
- * page's copy instead of every iteration, which took it most of a second. */
-static __always_inline __u32 copy_stack(struct scratch *sc, __u64 sp, __u64 want)
+ * page's copy instead of every iteration, which took it most of a second.
+ * Kernels before 5.17 (compat) have no bpf_loop: a bounded loop there. */
+static __always_inline __u32 copy_stack(struct scratch *sc, __u64 sp, __u64 want, const bool compat)
 {
 	struct copy_ctx c = {.sc = sc, .sp = sp, .want = want};
+	__u32 i;
 
 	/* Most often (the leaf-caller copy) it is one read within one page. */
 	if (want <= PAGE_SZ - (sp & (PAGE_SZ - 1)))
 		return copy_more(sc, sp, &c.copied, want) ? 0 : c.copied;
-	bpf_loop(MAX_STACK_COPY / PAGE_SZ + 2, copy_page, &c, 0);
+	if (!compat) {
+		bpf_loop(MAX_STACK_COPY / PAGE_SZ + 2, copy_page, &c, 0);
+		return c.copied;
+	}
+	for (i = 0; i < MAX_STACK_COPY / PAGE_SZ + 2; i++)
+		if (copy_page(i, &c))
+			break;
 	return c.copied;
 }
 
@@ -205,17 +219,69 @@ static long walk_step(__u32 i, struct walk_ctx *w)
 	return 0;
 }
 
-SEC("perf_event")
-int on_sample(struct bpf_perf_event_data *ctx)
+/* The record: header and ips from the scratch slot's head, then slen bytes
+ * of stack. Non-zero when the ring buffer is full. */
+static __always_inline int emit(struct scratch *sc, __u64 ips_len, __u32 slen)
+{
+	struct bpf_dynptr rec;
+	__u64 hlen = sizeof(struct ev_sample) + ips_len;
+
+	if (bpf_ringbuf_reserve_dynptr(&events, hlen + slen, 0, &rec)) {
+		bpf_ringbuf_discard_dynptr(&rec, 0);
+		return -1;
+	}
+	if (hlen <= HEAD_MAX)
+		bpf_dynptr_write(&rec, 0, sc->head, hlen, 0);
+	if (slen)
+		bpf_dynptr_write(&rec, hlen, sc->stack, slen, 0);
+	bpf_ringbuf_submit_dynptr(&rec, rb_flags());
+	return 0;
+}
+
+/* The same in one piece for bpf_ringbuf_output: the header and ips are moved
+ * to end where the stack copy starts (a few hundred bytes, usually). */
+static __always_inline int emit_compat(struct scratch *sc, __u64 ips_len, __u32 slen)
+{
+	__u64 hlen = sizeof(struct ev_sample) + ips_len, off = HEAD_MAX - hlen;
+
+	/* Bounds on off itself: pre - hlen + HEAD_MAX, as clang would rewrite
+	 * it, is a pointer the verifier cannot bound. */
+	barrier_var(off);
+	if (off > HEAD_MAX - sizeof(struct ev_sample) || hlen > HEAD_MAX)
+		return 0;
+	bpf_probe_read_kernel(&sc->pre[off], hlen, sc->head);
+	return bpf_ringbuf_output(&events, &sc->pre[off], hlen + slen, rb_flags()) ? -1 : 0;
+}
+
+/* x86_64's task_pt_regs(): the user registers sit at the top of the
+ * task's kernel stack (THREAD_SIZE 16 KiB, no padding before FRED, 6.9);
+ * for kernels without bpf_task_pt_regs (5.15), which have neither. */
+#define THREAD_SIZE_X86 16384
+static __always_inline struct pt_regs *user_regs(struct task_struct *task, const bool compat)
+{
+	if (!compat)
+		return (struct pt_regs *)bpf_task_pt_regs(task);
+	return (struct pt_regs *)((char *)BPF_CORE_READ(task, stack) + THREAD_SIZE_X86) - 1;
+}
+
+/* Offset of cs in the perf_event context's registers: bpf_user_pt_regs_t
+ * is uapi's struct pt_regs on x86_64, whose layout is fixed (cs the 18th
+ * u64). Not a CO-RE access: since 6.9 the kernel's own pt_regs makes cs a
+ * u16 in a union, and the context allows only 8-byte loads of regs. */
+#define CTX_CS_OFF (17 * 8)
+
+/* The sample's body. compat: for kernels before 5.19, without bpf_loop,
+ * ring-buffer dynptrs, bpf_get_current_task_btf or bpf_task_pt_regs (the
+ * loader picks on_sample or on_sample_compat by probing the helpers). */
+static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool compat)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	__u32 cpu = bpf_get_smp_processor_id();
-	struct bpf_dynptr rec;
 	struct ev_sample *s;
 	struct scratch *sc;
 	long n;
-	__u64 nk = 0, nu = 0, ips_len, size;
+	__u64 nk = 0, nu = 0, ips_len;
 	__u32 slen;
 
 	if (filter_pids) {
@@ -255,8 +321,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	s->nkernel = nk;
 
 	if (user_stacks && tgid != 0) {
-		struct task_struct *task = bpf_get_current_task_btf();
-		struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(task);
+		struct task_struct *task = compat ? (struct task_struct *)bpf_get_current_task()
+						  : bpf_get_current_task_btf();
+		struct pt_regs *ur = user_regs(task, compat);
 		__u64 sp, cs, want = stack_copy_fp, top;
 		__u32 copied = 0;
 		bool walked = false;
@@ -273,13 +340,15 @@ int on_sample(struct bpf_perf_event_data *ctx)
 			s->uregs[UREG_IP] = PT_REGS_IP(&ctx->regs);
 			s->uregs[UREG_SP] = PT_REGS_SP(&ctx->regs);
 			s->uregs[UREG_BP] = PT_REGS_FP(&ctx->regs);
-			/* The context allows only 8-byte loads of regs. */
-			cs = *(volatile __u64 *)&ctx->regs.cs & 0xffff;
+			cs = *(volatile __u64 *)((char *)ctx + CTX_CS_OFF) & 0xffff;
 		} else if (BPF_CORE_READ(task, mm)) {
 			s->uregs[UREG_IP] = BPF_CORE_READ(ur, ip);
 			s->uregs[UREG_SP] = BPF_CORE_READ(ur, sp);
 			s->uregs[UREG_BP] = BPF_CORE_READ(ur, bp);
-			cs = BPF_CORE_READ(ur, cs);
+			/* cs is a u64 before 6.9, a u16 since: read its real size. */
+			cs = 0;
+			bpf_core_read(&cs, bpf_core_field_size(ur->cs), &ur->cs);
+			cs &= 0xffff;
 		} else {
 			goto user_done; /* a kernel thread: no user stack */
 		}
@@ -294,7 +363,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		if (want > MAX_STACK_COPY)
 			want = MAX_STACK_COPY;
 		if (want && sp) {
-			copied = copy_stack(sc, sp, want);
+			copied = copy_stack(sc, sp, want, compat);
 			if (copied < want)
 				s->flags |= SAMPLE_STACK_TRUNC;
 			if (!copied)
@@ -327,7 +396,15 @@ int on_sample(struct bpf_perf_event_data *ctx)
 
 			s->ips[nk] = s->uregs[UREG_IP];
 			sc->win_len = sc->win_reads = 0;
-			bpf_loop(MAX_FRAMES, walk_step, &w, 0);
+			if (!compat) {
+				bpf_loop(MAX_FRAMES, walk_step, &w, 0);
+			} else {
+				__u32 i;
+
+				for (i = 0; i < MAX_FRAMES; i++)
+					if (walk_step(i, &w))
+						break;
+			}
 			if (w.state != WALK_DEEP) {
 				nu = w.n;
 				walked = true;
@@ -351,28 +428,33 @@ user_done:
 	s->nuser = nu;
 
 	ips_len = (nk + nu) * sizeof(__u64);
-	size = sizeof(*s) + ips_len + s->stack_len;
-	if (bpf_ringbuf_reserve_dynptr(&events, size, 0, &rec)) {
+	if (ips_len > IPS_MAX)
+		return 0; /* cannot happen: nk, nu <= MAX_FRAMES */
+	/* The mask only informs the verifier: stack_len <= MAX_STACK_COPY < 64 KiB. */
+	slen = s->stack_len & 0xffff;
+	if (compat ? emit_compat(sc, ips_len, slen) : emit(sc, ips_len, slen)) {
 		__u64 one = 1, *v;
 
-		bpf_ringbuf_discard_dynptr(&rec, 0);
 		count(STAT_LOST);
 		v = bpf_map_lookup_elem(&lost_by_pid, &tgid);
 		if (v)
 			__sync_fetch_and_add(v, 1);
 		else
 			bpf_map_update_elem(&lost_by_pid, &tgid, &one, BPF_NOEXIST);
-		return 0;
 	}
-	/* The header and the ips are contiguous in the scratch slot. */
-	if (ips_len <= IPS_MAX)
-		bpf_dynptr_write(&rec, 0, s, sizeof(*s) + ips_len, 0);
-	/* The mask only informs the verifier: stack_len <= MAX_STACK_COPY < 64 KiB. */
-	slen = s->stack_len & 0xffff;
-	if (slen)
-		bpf_dynptr_write(&rec, sizeof(*s) + ips_len, sc->stack, slen, 0);
-	bpf_ringbuf_submit_dynptr(&rec, rb_flags());
 	return 0;
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	return sample(ctx, false);
+}
+
+SEC("perf_event")
+int on_sample_compat(struct bpf_perf_event_data *ctx)
+{
+	return sample(ctx, true);
 }
 
 static __always_inline void task_event(__u32 type, __u32 pid, __u32 child)
@@ -478,9 +560,14 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	if (filter_pids && !is_target(tgid))
 		return 0;
 	/* The last thread: the tracepoint fires before the mm is released
-	 * (kernel 6.16+; before that the mm is gone and nothing is sent). */
-	if (user_stacks && tgid && !BPF_CORE_READ(p, signal, live.counter))
-		exit_vmas(p, tgid);
+	 * (kernel 6.16+; before that the mm is gone, nothing can be sent, and
+	 * the loader says so). */
+	if (user_stacks && tgid && !BPF_CORE_READ(p, signal, live.counter)) {
+		if (BPF_CORE_READ(p, mm))
+			exit_vmas(p, tgid);
+		else
+			count(STAT_EXIT_NO_MM);
+	}
 	if ((__u32)id == tgid && filter_pids)
 		task_event(EV_EXIT, tgid, 0);
 	return 0;

@@ -2,8 +2,12 @@
 /* Exact function tracing (-t): a uprobe on entry and a uretprobe on return of
  * every traced function, the XRay function id carried as the BPF cookie; and
  * CPU migrations of recorded threads, for the XRay traces' NewCPUId records.
- * Each program exists twice: uprobe_multi links need the program loaded
- * with that attach type, single uprobes (the fallback) without it. */
+ * Each program exists three times: uprobe_multi links need the program
+ * loaded with that attach type, single uprobes (the fallback) without it,
+ * and kernels without bpf_get_attach_cookie (before 5.15) get the _ip
+ * variants, which send the probed address instead: user space finds the
+ * function from it, and matches each return to the thread's innermost
+ * open call (uretprobes return in LIFO order). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -19,7 +23,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 trace_args = 0; /* integer arguments recorded at entry */
 
-static __always_inline int emit_call(struct pt_regs *ctx, __u8 kind)
+static __always_inline int emit_call(struct pt_regs *ctx, __u8 kind, const bool by_ip)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
@@ -30,7 +34,7 @@ static __always_inline int emit_call(struct pt_regs *ctx, __u8 kind)
 		return 0;
 	count(STAT_CALLS);
 	fill_hdr(&e.hdr, EV_CALL, tgid, (__u32)id);
-	e.func_id = bpf_get_attach_cookie(ctx);
+	e.func_id = by_ip ? 0 : bpf_get_attach_cookie(ctx);
 	e.kind = kind;
 	e.pad = 0;
 	if (kind == CALL_ENTRY && trace_args) {
@@ -42,7 +46,17 @@ static __always_inline int emit_call(struct pt_regs *ctx, __u8 kind)
 		e.args[5] = PT_REGS_PARM6(ctx);
 		n = trace_args > MAX_TRACE_ARGS ? MAX_TRACE_ARGS : trace_args;
 	}
+	/* An entry's ip is the probed address (the kernel sets it back to the
+	 * breakpoint before the handlers run); it follows the arguments. */
+	if (by_ip && kind == CALL_ENTRY) {
+		e.kind |= CALL_IP;
+		if (n >= MAX_TRACE_ARGS)
+			n = MAX_TRACE_ARGS - 1;
+		e.args[n] = PT_REGS_IP(ctx); /* n is known at load: trace_args is read-only */
+	}
 	e.nargs = n;
+	if (e.kind & CALL_IP)
+		n++;
 	if (bpf_ringbuf_output(&events, &e, sizeof(e) - (MAX_TRACE_ARGS - n) * sizeof(__u64),
 			       rb_flags()))
 		count(STAT_LOST_CALLS);
@@ -52,26 +66,38 @@ static __always_inline int emit_call(struct pt_regs *ctx, __u8 kind)
 SEC("uprobe")
 int on_entry(struct pt_regs *ctx)
 {
-	return emit_call(ctx, CALL_ENTRY);
+	return emit_call(ctx, CALL_ENTRY, false);
 }
 
 SEC("uretprobe")
 int on_return(struct pt_regs *ctx)
 {
-	return emit_call(ctx, CALL_EXIT);
+	return emit_call(ctx, CALL_EXIT, false);
+}
+
+SEC("uprobe")
+int on_entry_ip(struct pt_regs *ctx)
+{
+	return emit_call(ctx, CALL_ENTRY, true);
+}
+
+SEC("uretprobe")
+int on_return_ip(struct pt_regs *ctx)
+{
+	return emit_call(ctx, CALL_EXIT, true);
 }
 
 /* Loaded with expected_attach_type BPF_TRACE_UPROBE_MULTI by the loader. */
 SEC("uprobe")
 int on_entry_multi(struct pt_regs *ctx)
 {
-	return emit_call(ctx, CALL_ENTRY);
+	return emit_call(ctx, CALL_ENTRY, false);
 }
 
 SEC("uprobe")
 int on_return_multi(struct pt_regs *ctx)
 {
-	return emit_call(ctx, CALL_EXIT);
+	return emit_call(ctx, CALL_EXIT, false);
 }
 
 SEC("tp_btf/sched_migrate_task")

@@ -228,8 +228,16 @@ int fdr_func(struct fdr *w, int32_t tid, uint16_t cpu, uint64_t ts, enum fdr_act
 	struct ev *e;
 	int err;
 
-	if (!func_id || func_id > FDR_MAX_FUNC_ID || nargs > FDR_MAX_ARGS)
+	if ((!func_id && a != FDR_EXIT) || func_id > FDR_MAX_FUNC_ID || nargs > FDR_MAX_ARGS)
 		return -EINVAL;
+	if (!func_id) {
+		t = get_thread(w, tid);
+		if (!t)
+			return -ENOMEM;
+		if (!t->depth)
+			return 0;
+		func_id = t->stack[t->depth - 1];
+	}
 	if (a != FDR_ENTRY && a != FDR_ENTRY_ARGS)
 		nargs = 0;
 	if (nargs)

@@ -450,10 +450,20 @@ static int fill_summary(void *ctx, FILE *f)
 		",\n  \"lost_task_events\": %" PRIu64 ",\n  \"kernel_stack_errors\": %" PRIu64
 		",\n  \"user_stack_errors\": %" PRIu64
 		",\n  \"user_stacks_walked_by_kernel\": %" PRIu64 ",\n  \"traced_calls\": %" PRIu64
-		",\n  \"lost_traced_calls\": %" PRIu64 ",\n  \"processes\": [",
+		",\n  \"lost_traced_calls\": %" PRIu64 ",\n  \"kernel\": ",
 		ri->freq, ri->ringbuf_mb, ri->duration_ns / 1e9, ri->start_realtime_ns, ri->samples,
 		ri->sample_bytes, ri->lost, ri->lost_tasks, ri->kstack_err, ri->ustack_err,
 		ri->kernel_walks, ri->traced_calls, ri->lost_calls);
+	json_str(f, ri->kernel ? ri->kernel : "");
+	fprintf(f, ",\n  \"degraded\": [");
+	for (i = 0; ri->degraded && i < ri->degraded->n; i++) {
+		fprintf(f, "%s\n    {\"feature\": ", i ? "," : "");
+		json_str(f, ri->degraded->what[i]);
+		fprintf(f, ", \"why\": ");
+		json_str(f, ri->degraded->why[i]);
+		fputc('}', f);
+	}
+	fprintf(f, "%s],\n  \"processes\": [", i ? "\n  " : "");
 	for (i = 0, k = 0; i < procs.v.n; i++) {
 		const struct proc *p = procs.v.v[i];
 
@@ -576,8 +586,13 @@ int output_write(const struct run_info *ri)
 	snprintf(cmd, sizeof(cmd), "cat %s/summary.json", ri->outdir);
 	FIRST(first, emit_file(ri->outdir, "summary.json", 0, cmd, fill_summary, (void *)ri));
 	if (msg_verbosity() >= 0) {
-		info("%" PRIu64 " samples (%" PRIu64 " lost) in %.1fs; files:", ri->samples,
-		     ri->lost, ri->duration_ns / 1e9);
+		char deg[512] = "";
+
+		for (i = 0; ri->degraded && i < ri->degraded->n; i++)
+			snprintf(deg + strlen(deg), sizeof(deg) - strlen(deg), "%s%s",
+				 i ? ", " : "; degraded on this kernel: ", ri->degraded->what[i]);
+		info("%" PRIu64 " samples (%" PRIu64 " lost) in %.1fs%s; files:", ri->samples,
+		     ri->lost, ri->duration_ns / 1e9, deg);
 		for (i = 0; i < written.n; i++)
 			fprintf(stderr, "  %s\n", written.v[i].open_cmd); /* paths we chose */
 	}

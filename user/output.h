@@ -3,6 +3,7 @@
 #ifndef USER_OUTPUT_H
 #define USER_OUTPUT_H
 
+#include "user/features.h"
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -18,6 +19,8 @@ struct run_info {
 	uint64_t lost_tasks;   /* exec/fork/exit events lost */
 	uint64_t kstack_err, ustack_err, kernel_walks;
 	uint64_t traced_calls, lost_calls; /* -t entries and returns */
+	const char *kernel;		   /* uname release */
+	const struct degraded *degraded;   /* features this kernel lacks, and why */
 	bool system_wide;
 	bool per_process; /* cpu-PID.prof and the XRay files of each process */
 	const char *outdir;

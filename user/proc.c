@@ -339,6 +339,15 @@ static bool reread_maps(struct proc *p)
 	return true;
 }
 
+struct mapping *proc_mapping_at(struct proc *p, uint64_t addr)
+{
+	struct mapping *m = find_mapping(p, addr);
+
+	if (!m && reread_maps(p))
+		m = find_mapping(p, addr);
+	return m;
+}
+
 static bool frame_eq(const void *ctx, uint32_t id, const void *key)
 {
 	const struct frame *f = &((const struct proc *)ctx)->frames.v[id];

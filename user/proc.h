@@ -122,6 +122,9 @@ void proc_on_exit(pid_t pid);
 /* An executable mapping the process had as it exited (EV_VMA). */
 void proc_on_vma(pid_t pid, const struct ev_vma *v);
 struct thread *proc_thread(struct proc *p, uint32_t tid);
+/* The mapping at addr (the maps read again, within their rate limit, when
+ * none is), or NULL. */
+struct mapping *proc_mapping_at(struct proc *p, uint64_t addr);
 /* The frame's function name; without a symbol, its object ("[libfoo.so]"),
  * so time still adds up by library, or "[unknown]". buf may be used. */
 const char *frame_name(const struct frame *f, char *buf, size_t len);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -15,6 +16,7 @@
 #include "bpf/events.h"
 #include "sample.skel.h"
 #include "trace.skel.h"
+#include "user/features.h"
 #include "user/jit.h"
 #include "user/output.h"
 #include "user/proc.h"
@@ -34,6 +36,36 @@ struct env env = {
 };
 
 static volatile sig_atomic_t exiting, snapshot_req;
+static struct features feat;
+static struct degraded degraded;
+
+/* What this kernel's missing features cost this recording (features.h);
+ * said once at the start, and listed in the summary. */
+static void note_degraded(const struct trace_links *tl)
+{
+	size_t i;
+
+	if (feat.compat_sampler)
+		degraded_add(
+		    &degraded, "sampler",
+		    "no bpf_loop (5.17), ring-buffer dynptrs (5.19) or bpf_task_pt_regs "
+		    "(5.15): the compat sampler, bounded loops and one more copy a sample");
+	if (!feat.iter_task_vma && !env.no_user)
+		degraded_add(&degraded, "exit-time mappings",
+			     "no bpf_iter_task_vma kfuncs (6.7): frames of processes that exit "
+			     "before their maps are read stay unnamed");
+	if (env.ntraces && tl->by_ip)
+		degraded_add(&degraded, "-t function ids",
+			     "no bpf_get_attach_cookie (5.15): functions are found by address and "
+			     "returns matched to the innermost call (a longjmp out of a traced "
+			     "call misattributes)");
+	if (env.ntraces && !tl->by_ip && tl->multi == 0)
+		degraded_add(&degraded, "-t attach",
+			     "no uprobe_multi links (6.6): one uprobe per function, slower to "
+			     "attach and detach");
+	for (i = 0; i < degraded.n; i++)
+		warn("kernel %s: %s: %s", feat.kernel, degraded.what[i], degraded.why[i]);
+}
 static struct target target = {.go_fd = -1, .err_fd = -1};
 static uint64_t drained_samples, drained_sample_bytes;
 
@@ -135,7 +167,7 @@ static int perf_open(struct perf_event_attr *a, int cpu)
 
 /* One sampling event per online CPU, each running the BPF program. cycles
  * needs a hardware PMU; without one (VMs) cpu-clock samples the same way. */
-static int attach_sampler(struct sample_bpf *skel, struct bpf_link ***links, int *nlinks,
+static int attach_sampler(struct bpf_program *prog, struct bpf_link ***links, int *nlinks,
 			  const char **event)
 {
 	struct perf_event_attr a = {
@@ -176,7 +208,7 @@ static int attach_sampler(struct sample_bpf *skel, struct bpf_link ***links, int
 			err("perf_event_open %s on cpu %d: %s", *event, cpu, strerror(errno));
 			return -errno;
 		}
-		(*links)[cpu] = bpf_program__attach_perf_event(skel->progs.on_sample, fd);
+		(*links)[cpu] = bpf_program__attach_perf_event(prog, fd);
 		if (!(*links)[cpu]) {
 			int err = -errno;
 
@@ -210,6 +242,18 @@ static void send_leaf_hint(pid_t pid, uint64_t ip, uint32_t need)
 
 	/* A failure only costs bytes: BPF then sends the full copy. */
 	bpf_map_update_elem(leaf_need_fd, &k, &need, BPF_ANY);
+}
+
+/* Without BPF cookies: the function probed at addr, from the process's
+ * mapping there. 0 when it is not one of ours. */
+static uint32_t traced_func(const struct trace_links *tl, struct proc *p, uint64_t addr)
+{
+	struct mapping *m = proc_mapping_at(p, addr);
+
+	if (!m)
+		return 0;
+	return trace_func_at(tl, makedev(m->dev_major, m->dev_minor), m->inode,
+			     addr - m->start + m->offset);
 }
 
 static int handle_event(void *ctx, void *data, size_t size)
@@ -252,11 +296,21 @@ static int handle_event(void *ctx, void *data, size_t size)
 		const struct ev_call *c = data;
 		size_t fixed = sizeof(*c) - sizeof(__u64) * MAX_TRACE_ARGS;
 
-		if (size >= fixed && c->nargs <= MAX_TRACE_ARGS &&
-		    size >= fixed + c->nargs * sizeof(__u64)) {
-			struct proc *p = proc_get(h->pid, NULL);
+		size_t extra = c->kind & CALL_IP ? sizeof(__u64) : 0;
 
-			if (!p || xray_on_call(p, c))
+		if (size >= fixed && c->nargs <= MAX_TRACE_ARGS &&
+		    size >= fixed + c->nargs * sizeof(__u64) + extra) {
+			struct proc *p = proc_get(h->pid, NULL);
+			uint32_t id = c->func_id;
+
+			if (!p)
+				return -ENOMEM;
+			/* An entry found by address: one whose mapping is not
+			 * known (yet) still enters a call, for its exit. */
+			if (c->kind & CALL_IP)
+				id = traced_func(ctx, p, c->args[c->nargs])
+					 ?: xray_func_id("[unknown]");
+			if (xray_on_call(p, c, id, c->kind & CALL_KIND_MASK))
 				return -ENOMEM;
 		}
 		break;
@@ -411,7 +465,7 @@ static void status_line(uint64_t start_ns, const uint64_t *st, bool final)
 }
 
 /* The second object (uprobes, migrations) shares the sampler's maps. */
-static struct trace_bpf *open_tracer(struct sample_bpf *sk)
+static struct trace_bpf *open_tracer(struct sample_bpf *sk, struct trace_links *tl)
 {
 	struct trace_bpf *t = trace_bpf__open();
 	int err;
@@ -422,7 +476,7 @@ static struct trace_bpf *open_tracer(struct sample_bpf *sk)
 	}
 	t->rodata->trace_args = env.trace_args;
 	t->rodata->wakeup_bytes = sk->rodata->wakeup_bytes;
-	trace_prepare(t, env.ntraces > 0);
+	trace_prepare(t, env.ntraces > 0, feat.attach_cookie, tl);
 	err = bpf_map__reuse_fd(t->maps.events, bpf_map__fd(sk->maps.events));
 	if (!err)
 		err = bpf_map__reuse_fd(t->maps.targets, bpf_map__fd(sk->maps.targets));
@@ -475,12 +529,8 @@ int record_run(void)
 	libbpf_set_print(libbpf_print);
 	if (check_privileges() || check_freq())
 		return 1;
-	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		err("no BTF: /sys/kernel/btf/vmlinux: %s (the kernel needs "
-		    "CONFIG_DEBUG_INFO_BTF)",
-		    strerror(errno));
+	if (features_probe(&feat))
 		return 1;
-	}
 	if (env.npids && target_check_pids(env.pids, env.npids))
 		return 1;
 	/* Now, so that an exit during the set-up still stops the recording. */
@@ -526,6 +576,9 @@ int record_run(void)
 		err("ring buffer of %u MiB: %s", env.ringbuf_mb, strerror(-err));
 		goto cleanup;
 	}
+	/* The sampler's variant for this kernel (features.h). */
+	bpf_program__set_autoload(skel->progs.on_sample, !feat.compat_sampler);
+	bpf_program__set_autoload(skel->progs.on_sample_compat, feat.compat_sampler);
 	err = sample_bpf__load(skel);
 	if (err) {
 		err("load BPF programs: %s", strerror(-err));
@@ -544,7 +597,7 @@ int record_run(void)
 	for (i = 0; i < env.npids; i++)
 		proc_get(env.pids[i], NULL);
 
-	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle_event, NULL, NULL);
+	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle_event, &tlinks, NULL);
 	if (!rb) {
 		err("ring buffer: %s", strerror(errno));
 		goto cleanup;
@@ -555,7 +608,7 @@ int record_run(void)
 		goto cleanup;
 	}
 	if (!env.all || env.per_process) {
-		tracer = open_tracer(skel);
+		tracer = open_tracer(skel, &tlinks);
 		if (!tracer)
 			goto cleanup;
 	}
@@ -575,7 +628,9 @@ int record_run(void)
 			info("tracing %d functions (%s)", tlinks.nfuncs,
 			     tlinks.multi == 1 ? "uprobe_multi" : "one uprobe each");
 	}
-	if (attach_sampler(skel, &links, &nlinks, &event))
+	if (attach_sampler(feat.compat_sampler ? skel->progs.on_sample_compat
+					       : skel->progs.on_sample,
+			   &links, &nlinks, &event))
 		goto cleanup;
 
 	start = now_ns(CLOCK_MONOTONIC);
@@ -608,6 +663,7 @@ int record_run(void)
 		if (target_release(&target, env.cmd[0]))
 			goto cleanup;
 	}
+	note_degraded(&tlinks);
 	if (!env.quiet)
 		info("recording %s at %d Hz (%s)%s", env.all ? "all CPUs" : "targets", env.freq,
 		     event, tty ? "; Ctrl-C to stop" : "");
@@ -664,6 +720,14 @@ cleanup:
 		ri.kernel_walks = st[STAT_KERNEL_WALKS];
 		ri.traced_calls = st[STAT_CALLS];
 		ri.lost_calls = st[STAT_LOST_CALLS];
+		if (st[STAT_EXIT_NO_MM] && feat.iter_task_vma)
+			degraded_add(
+			    &degraded, "exit-time mappings",
+			    "the kernel frees a process's memory map before its exit "
+			    "tracepoint (before 6.16): frames of processes that exit before "
+			    "their maps are read stay unnamed");
+		ri.kernel = feat.kernel;
+		ri.degraded = &degraded;
 		if (st[STAT_LOST_CALLS])
 			warn("%llu traced calls lost: the ring buffer was full (raise "
 			     "--ringbuf-size)",

@@ -199,7 +199,7 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 		err = -ENOENT;
 		goto out;
 	}
-	if (out->multi != 0) {
+	if (out->multi != 0 && !out->by_ip) {
 		int e = uprobe_multi_link(bpf_program__fd(skel->progs.on_entry_multi), path,
 					  m.offsets.v, m.cookies.v, m.offsets.n, false);
 		int r = e >= 0
@@ -231,15 +231,28 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 		out->multi = 0;
 	}
 	for (i = 0; i < m.offsets.n; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = m.cookies.v[i]);
+		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = out->by_ip ? 0 : m.cookies.v[i]);
+		struct bpf_program *entry =
+		    out->by_ip ? skel->progs.on_entry_ip : skel->progs.on_entry;
+		struct bpf_program *ret =
+		    out->by_ip ? skel->progs.on_return_ip : skel->progs.on_return;
 		struct bpf_link *l[2];
 		int k;
 
-		l[0] = bpf_program__attach_uprobe_opts(skel->progs.on_entry, -1, path,
-						       m.offsets.v[i], &o);
+		if (out->by_ip) {
+			struct traced_fn fn = {st.st_dev, st.st_ino, m.offsets.v[i],
+					       m.cookies.v[i]};
+
+			if (vec_grow_((void **)&out->fns, &out->fns_cap, out->nfns + 1,
+				      sizeof(fn))) {
+				err = -ENOMEM;
+				goto out;
+			}
+			out->fns[out->nfns++] = fn;
+		}
+		l[0] = bpf_program__attach_uprobe_opts(entry, -1, path, m.offsets.v[i], &o);
 		o.retprobe = true;
-		l[1] = l[0] ? bpf_program__attach_uprobe_opts(skel->progs.on_return, -1, path,
-							      m.offsets.v[i], &o)
+		l[1] = l[0] ? bpf_program__attach_uprobe_opts(ret, -1, path, m.offsets.v[i], &o)
 			    : NULL;
 		if (!l[0] || !l[1]) {
 			err = -errno;
@@ -263,12 +276,14 @@ out:
 	return err;
 }
 
+static int cmp_fn(const void *a, const void *b);
+
 int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const pid_t *pids,
 		 int npids, const char *exe, struct trace_links *out)
 {
 	int i, j, err;
 
-	out->multi = -1; /* unknown: try it */
+	out->multi = out->by_ip ? 0 : -1; /* -1: unknown, try it */
 	for (i = 0; i < nspecs; i++) {
 		const char *colon = strrchr(specs[i], ':');
 		char obj[PATH_MAX] = "";
@@ -314,22 +329,45 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 				return err;
 		}
 	}
+	qsort(out->fns, out->nfns, sizeof(*out->fns), cmp_fn);
 	return 0;
 }
 
-void trace_prepare(struct trace_bpf *t, bool uprobes)
+void trace_prepare(struct trace_bpf *t, bool uprobes, bool cookies, struct trace_links *l)
 {
-	struct bpf_program *progs[] = {t->progs.on_entry, t->progs.on_return,
-				       t->progs.on_entry_multi, t->progs.on_return_multi};
+	struct bpf_program *progs[] = {t->progs.on_entry,	t->progs.on_return,
+				       t->progs.on_entry_multi, t->progs.on_return_multi,
+				       t->progs.on_entry_ip,	t->progs.on_return_ip};
 	size_t i;
 
 	bpf_program__set_expected_attach_type(t->progs.on_entry_multi, ATTACH_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(t->progs.on_return_multi, ATTACH_TRACE_UPROBE_MULTI);
+	l->by_ip = !cookies;
 	for (i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
 		/* Attached by hand, with cookies; only the tracepoint autoattaches. */
 		bpf_program__set_autoattach(progs[i], false);
-		bpf_program__set_autoload(progs[i], uprobes);
+		/* The _ip pair (the last two) where the kernel has no cookies. */
+		bpf_program__set_autoload(progs[i], uprobes && (i >= 4) == l->by_ip);
 	}
+}
+
+static int cmp_fn(const void *a, const void *b)
+{
+	const struct traced_fn *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+uint32_t trace_func_at(const struct trace_links *l, uint64_t dev, uint64_t ino, uint64_t off)
+{
+	struct traced_fn k = {.dev = dev, .ino = ino, .off = off};
+	const struct traced_fn *f = bsearch(&k, l->fns, l->nfns, sizeof(k), cmp_fn);
+
+	return f ? f->id : 0;
 }
 
 void trace_detach(struct trace_links *l)
@@ -349,6 +387,7 @@ void trace_detach(struct trace_links *l)
 		close(l->fds[i]);
 	free(l->links);
 	free(l->fds);
+	free(l->fns);
 	memset(l, 0, sizeof(*l));
 	VEC_FREE(probed);
 }

@@ -17,10 +17,24 @@ struct trace_links {
 	int nfds;
 	int nfuncs; /* functions probed */
 	int multi;  /* 1 when uprobe_multi was used */
+	/* Without BPF cookies (kernels before 5.15): each probed function's
+	 * file and offset, sorted, to find its id from the probed address. */
+	bool by_ip;
+	struct traced_fn *fns;
+	size_t nfns, fns_cap;
 };
 
-/* Before load: the uprobe programs' attach types; loads them only if needed. */
-void trace_prepare(struct trace_bpf *t, bool uprobes);
+struct traced_fn {
+	uint64_t dev, ino, off;
+	uint32_t id;
+};
+
+/* Before load: the uprobe programs' attach types; loads them only if needed,
+ * the variant with BPF cookies where the kernel has them (else by_ip). */
+void trace_prepare(struct trace_bpf *t, bool uprobes, bool cookies, struct trace_links *l);
+/* Without cookies: the XRay id of the function probed at offset off of the
+ * file (dev as st_dev, ino); 0 if none. */
+uint32_t trace_func_at(const struct trace_links *l, uint64_t dev, uint64_t ino, uint64_t off);
 
 /* Resolves every SPEC ("GLOB" in the main executable, "OBJ:GLOB" in a
  * library, OBJ a path or a file-name prefix such as libssl.so.3) for the

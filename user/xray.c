@@ -54,7 +54,7 @@ static struct fdr *new_writer(const struct proc *p)
 	return fdr_new(&o);
 }
 
-int xray_on_call(struct proc *p, const struct ev_call *c)
+int xray_on_call(struct proc *p, const struct ev_call *c, uint32_t func_id, unsigned kind)
 {
 	uint64_t args[MAX_TRACE_ARGS];
 	unsigned i, n = c->nargs > MAX_TRACE_ARGS ? MAX_TRACE_ARGS : c->nargs;
@@ -63,11 +63,11 @@ int xray_on_call(struct proc *p, const struct ev_call *c)
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
 		args[i] = c->args[i];
-	if (c->kind == CALL_ENTRY)
+	if (kind == CALL_ENTRY)
 		return fdr_func(p->exact, c->hdr.tid, c->hdr.cpu, c->hdr.time_ns, FDR_ENTRY,
-				c->func_id, args, n);
-	return fdr_func(p->exact, c->hdr.tid, c->hdr.cpu, c->hdr.time_ns, FDR_EXIT, c->func_id,
-			NULL, 0);
+				func_id, args, n);
+	return fdr_func(p->exact, c->hdr.tid, c->hdr.cpu, c->hdr.time_ns, FDR_EXIT, func_id, NULL,
+			0);
 }
 
 int xray_on_migrate(struct proc *p, const struct ev_hdr *h)

@@ -25,7 +25,10 @@ void xray_configure(const struct xray_cfg *c);
 uint32_t xray_func_id(const char *name);
 
 /* Drained events of recorded processes. 0 or -ENOMEM. */
-int xray_on_call(struct proc *p, const struct ev_call *c);
+/* A -t entry or exit (kind: CALL_ENTRY or CALL_EXIT) of function func_id;
+ * an exit with func_id 0 is the thread's innermost open call (kernels
+ * without BPF cookies). 0 or -errno. */
+int xray_on_call(struct proc *p, const struct ev_call *c, uint32_t func_id, unsigned kind);
 int xray_on_migrate(struct proc *p, const struct ev_hdr *h);
 
 /* Writers: 0, -ENODATA when there is nothing to write, or -errno. */
