@@ -16,6 +16,7 @@ const volatile bool follow_forks = true;  /* children of targets become targets 
 const volatile bool include_idle = false; /* with !filter_pids: the idle task too */
 const volatile bool kernel_stacks = true;
 const volatile bool user_stacks = true;
+const volatile __u32 self_tgid = 0; /* never sampled: the recorder itself */
 
 /* Per-process count of samples the ring buffer could not take. */
 struct {
@@ -287,7 +288,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 	if (filter_pids) {
 		if (!is_target(tgid))
 			return 0;
-	} else if (tid == 0 && !include_idle) {
+	} else if ((tid == 0 && !include_idle) || (tgid == self_tgid && tgid)) {
 		return 0;
 	}
 

@@ -269,6 +269,25 @@ int fdr_func(struct fdr *w, int32_t tid, uint16_t cpu, uint64_t ts, enum fdr_act
 	return 0;
 }
 
+int fdr_close_open(struct fdr *w, uint64_t ts)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < w->nthreads; i++) {
+		struct thread *t = &w->threads[i];
+
+		while (t->depth) {
+			/* fdr_func may move w->threads (a new thread): it won't here. */
+			err = fdr_func(w, t->tid, t->cpu, ts, FDR_EXIT, t->stack[t->depth - 1],
+				       NULL, 0);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
 int fdr_cpu(struct fdr *w, int32_t tid, uint16_t cpu, uint64_t ts)
 {
 	struct thread *t;

@@ -53,6 +53,10 @@ void fdr_free(struct fdr *w);
  * -errno. */
 int fdr_func(struct fdr *w, int32_t tid, uint16_t cpu, uint64_t ts, enum fdr_action a,
 	     uint32_t func_id, const uint64_t *args, unsigned nargs);
+/* Exits, at ts, every call still open on every thread, innermost first: a
+ * trace that ends while calls run still pairs each entry with an exit. 0 or
+ * -errno. */
+int fdr_close_open(struct fdr *w, uint64_t ts);
 /* The thread moved to cpu at ts (a NewCPUId record). */
 int fdr_cpu(struct fdr *w, int32_t tid, uint16_t cpu, uint64_t ts);
 

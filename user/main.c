@@ -38,6 +38,7 @@ enum {
 	OPT_RINGBUF,
 	OPT_NO_KERNEL,
 	OPT_NO_USER,
+	OPT_INCLUDE_SELF,
 	OPT_CALL_GRAPH,
 	OPT_TRACE_ARGS,
 	OPT_XRAY_VERSION,
@@ -84,6 +85,8 @@ static const struct argp_option opts[] = {
     {"no-inherit", OPT_NO_INHERIT, NULL, 0, "Do not record processes forked by the targets", 0},
     {"no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0},
     {"no-user", OPT_NO_USER, NULL, 0, "Do not record user stacks", 0},
+    {"include-self", OPT_INCLUDE_SELF, NULL, 0,
+     "With -a, also sample bpftrace-rec itself (left out by default, as perf does)", 0},
     {"ringbuf-size", OPT_RINGBUF, "MIB", 0,
      "BPF ring buffer size, a power of 2 (default: a quarter second of samples, at least 1; 16 "
      "with -t)",
@@ -224,6 +227,9 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_CALL_GRAPH:
 		parse_call_graph(arg, st);
+		break;
+	case OPT_INCLUDE_SELF:
+		env.include_self = true;
 		break;
 	case OPT_NO_USER:
 		env.no_user = true;

@@ -35,52 +35,85 @@ struct env env = {
     .xray_version = 5,
 };
 
-static volatile sig_atomic_t exiting, snapshot_req;
-static struct features feat;
-static struct degraded degraded;
+/* Set by the signal handler only: the signal that stops the recording, and
+ * SIGUSR1's snapshot request. */
+static volatile sig_atomic_t stop_sig, stop_from_kernel, snapshot_req;
+
+/* Why the drain loop ended. */
+enum stop_reason { STOP_NONE, STOP_SIGNAL, STOP_DURATION, STOP_TARGETS, STOP_ERROR };
+
+/* One recording, from load to write: each phase of record_run fills in its
+ * part. */
+struct recorder {
+	struct features feat;
+	struct degraded degraded;
+	struct target target;
+	struct sample_bpf *skel;
+	struct trace_bpf *tracer;
+	struct trace_links tlinks;
+	struct ring_buffer *rb;
+	struct bpf_link **links; /* the sampler's, one per CPU */
+	int nlinks;
+	const char *event;
+	struct run_info ri;
+	uint64_t stats[STAT_NR];
+	uint64_t start_ns, stop_ns; /* CLOCK_MONOTONIC; stop: sampling and tracing ended */
+	uint64_t yield_ns;	    /* handle_event returns to the loop after this */
+	uint64_t samples, sample_bytes, last_status_ns;
+	uint64_t samples_seen; /* records handled, for the time slice */
+	enum stop_reason stop;
+	unsigned nsnapshots;
+	bool tty, started;
+	bool cmd_stopped; /* the command was still running at -d: signalled */
+};
+
+/* The drain hands control back to the loop this often, however fast records
+ * arrive: stop conditions are checked between. */
+#define DRAIN_SLICE_NS 50000000ULL
 
 /* What this kernel's missing features cost this recording (features.h);
  * said once at the start, and listed in the summary. */
-static void note_degraded(const struct trace_links *tl)
+static void note_degraded(struct recorder *r)
 {
+	struct degraded *d = &r->degraded;
 	size_t i;
 
-	if (feat.compat_sampler)
+	if (r->feat.compat_sampler)
 		degraded_add(
-		    &degraded, "sampler",
+		    d, "sampler",
 		    "no bpf_loop (5.17), ring-buffer dynptrs (5.19) or bpf_task_pt_regs "
 		    "(5.15): the compat sampler, bounded loops and one more copy a sample");
-	if (!feat.iter_task_vma && !env.no_user)
-		degraded_add(&degraded, "exit-time mappings",
+	if (!r->feat.iter_task_vma && !env.no_user)
+		degraded_add(d, "exit-time mappings",
 			     "no bpf_iter_task_vma kfuncs (6.7): frames of processes that exit "
 			     "before their maps are read stay unnamed");
-	if (env.ntraces && tl->by_ip)
-		degraded_add(&degraded, "-t function ids",
+	if (env.ntraces && r->tlinks.by_ip)
+		degraded_add(d, "-t function ids",
 			     "no bpf_get_attach_cookie (5.15): functions are found by address and "
 			     "returns matched to the innermost call (a longjmp out of a traced "
 			     "call misattributes)");
-	if (env.ntraces && !tl->by_ip && tl->multi == 0)
-		degraded_add(&degraded, "-t attach",
+	if (env.ntraces && !r->tlinks.by_ip && r->tlinks.multi == 0)
+		degraded_add(d, "-t attach",
 			     "no uprobe_multi links (6.6): one uprobe per function, slower to "
 			     "attach and detach");
-	for (i = 0; i < degraded.n; i++)
-		warn("kernel %s: %s: %s", feat.kernel, degraded.what[i], degraded.why[i]);
+	for (i = 0; i < d->n; i++)
+		warn("kernel %s: %s: %s", r->feat.kernel, d->what[i], d->why[i]);
 }
-static struct target target = {.go_fd = -1, .err_fd = -1};
-static uint64_t drained_samples, drained_sample_bytes;
 
-static void on_signal(int sig)
+static void on_signal(int sig, siginfo_t *si, void *uc)
 {
+	(void)uc;
 	if (sig == SIGUSR1) {
 		snapshot_req = 1;
 		return;
 	}
 	/* A second Ctrl-C means now: the temporary files are left unrenamed. */
-	if (sig == SIGINT && exiting)
+	if (sig == SIGINT && stop_sig)
 		_exit(130);
-	exiting = sig;
-	if (sig == SIGTERM)
-		target_signal(&target, SIGTERM);
+	stop_sig = sig;
+	/* From the terminal (not kill(2)): the command, in our process group,
+	 * got it too. */
+	stop_from_kernel = si && si->si_code == SI_KERNEL;
 }
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -256,11 +289,10 @@ static uint32_t traced_func(const struct trace_links *tl, struct proc *p, uint64
 			     addr - m->start + m->offset);
 }
 
-static int handle_event(void *ctx, void *data, size_t size)
+static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size)
 {
-	const struct ev_hdr *h = data;
+	const void *data = h;
 
-	(void)ctx;
 	if (size < sizeof(*h))
 		return 0;
 	switch (h->type) {
@@ -271,8 +303,8 @@ static int handle_event(void *ctx, void *data, size_t size)
 		    size <
 			sizeof(*s) + ((size_t)s->nkernel + s->nuser) * sizeof(__u64) + s->stack_len)
 			return 0;
-		drained_samples++;
-		drained_sample_bytes += size;
+		r->samples++;
+		r->sample_bytes += size;
 		if (proc_add_sample(s))
 			return -ENOMEM; /* stops the drain; what we have is written */
 		break;
@@ -295,9 +327,12 @@ static int handle_event(void *ctx, void *data, size_t size)
 	case EV_CALL: {
 		const struct ev_call *c = data;
 		size_t fixed = sizeof(*c) - sizeof(__u64) * MAX_TRACE_ARGS;
-
 		size_t extra = c->kind & CALL_IP ? sizeof(__u64) : 0;
 
+		/* After the stop: entries no longer come, and an exit that
+		 * does is dropped; the calls still open are closed at the stop. */
+		if (r->stop_ns && h->time_ns > r->stop_ns)
+			break;
 		if (size >= fixed && c->nargs <= MAX_TRACE_ARGS &&
 		    size >= fixed + c->nargs * sizeof(__u64) + extra) {
 			struct proc *p = proc_get(h->pid, NULL);
@@ -308,7 +343,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 			/* An entry found by address: one whose mapping is not
 			 * known (yet) still enters a call, for its exit. */
 			if (c->kind & CALL_IP)
-				id = traced_func(ctx, p, c->args[c->nargs])
+				id = traced_func(&r->tlinks, p, c->args[c->nargs])
 					 ?: xray_func_id("[unknown]");
 			if (xray_on_call(p, c, id, c->kind & CALL_KIND_MASK))
 				return -ENOMEM;
@@ -323,6 +358,23 @@ static int handle_event(void *ctx, void *data, size_t size)
 		break;
 	}
 	}
+	return 0;
+}
+
+/* Handles one record. Returns -EAGAIN past the drain's time slice (libbpf
+ * then stops consuming, after this record), -ENOMEM when the model cannot
+ * grow. */
+static int handle_event(void *ctx, void *data, size_t size)
+{
+	struct recorder *r = ctx;
+	const struct ev_hdr *h = data;
+	int err = handle_record(r, h, size);
+
+	if (err)
+		return err;
+	/* A clock read per record would cost more than some records. */
+	if (!(++r->samples_seen & 63) && now_ns(CLOCK_MONOTONIC) > r->yield_ns)
+		return -EAGAIN;
 	return 0;
 }
 
@@ -455,19 +507,21 @@ static void read_lost_by_pid(struct sample_bpf *skel)
 	}
 }
 
-static void status_line(uint64_t start_ns, const uint64_t *st, bool final)
+static void status_line(struct recorder *r, bool final)
 {
-	double secs = (now_ns(CLOCK_MONOTONIC) - start_ns) / 1e9;
+	double secs = (now_ns(CLOCK_MONOTONIC) - r->start_ns) / 1e9;
 
+	/* A terminal's live line, not a message: stays out of msg(). */
 	fprintf(stderr, "\r\033[K[%6.1fs] %llu samples, %llu lost, %.0f samples/s%s", secs,
-		(unsigned long long)drained_samples, (unsigned long long)st[STAT_LOST],
-		secs > 0 ? drained_samples / secs : 0.0, final ? "\n" : "");
+		(unsigned long long)r->samples, (unsigned long long)r->stats[STAT_LOST],
+		secs > 0 ? r->samples / secs : 0.0, final ? "\n" : "");
 }
 
 /* The second object (uprobes, migrations) shares the sampler's maps. */
-static struct trace_bpf *open_tracer(struct sample_bpf *sk, struct trace_links *tl)
+static struct trace_bpf *open_tracer(struct recorder *r)
 {
 	struct trace_bpf *t = trace_bpf__open();
+	struct sample_bpf *sk = r->skel;
 	int err;
 
 	if (!t) {
@@ -476,7 +530,7 @@ static struct trace_bpf *open_tracer(struct sample_bpf *sk, struct trace_links *
 	}
 	t->rodata->trace_args = env.trace_args;
 	t->rodata->wakeup_bytes = sk->rodata->wakeup_bytes;
-	trace_prepare(t, env.ntraces > 0, feat.attach_cookie, tl);
+	trace_prepare(t, env.ntraces > 0, r->feat.attach_cookie, &r->tlinks);
 	err = bpf_map__reuse_fd(t->maps.events, bpf_map__fd(sk->maps.events));
 	if (!err)
 		err = bpf_map__reuse_fd(t->maps.targets, bpf_map__fd(sk->maps.targets));
@@ -510,55 +564,55 @@ static int add_targets(struct sample_bpf *skel, const pid_t *pids, int n)
 	return 0;
 }
 
-int record_run(void)
+/* Phase 1: the checks that need no BPF, the signals, and the command started
+ * (held before its exec until sampling runs). 0 or -1 after a message. */
+static int rec_prepare(struct recorder *r)
 {
-	struct sample_bpf *skel = NULL;
-	struct trace_bpf *tracer = NULL;
-	struct trace_links tlinks = {0};
-	struct ring_buffer *rb = NULL;
-	struct bpf_link **links = NULL;
-	struct run_info ri = {0};
-	struct sigaction sa = {0};
-	uint64_t st[STAT_NR] = {0}, start, last_status = 0;
-	bool tty = isatty(STDERR_FILENO) && !env.quiet;
-	bool capture_started = false;
-	int nlinks = 0, err, i, exit_code = 1;
-	unsigned nsnapshots = 0;
-	const char *event = "cpu-clock";
+	static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1};
+	struct sigaction sa = {.sa_sigaction = on_signal, .sa_flags = SA_SIGINFO};
+	size_t i;
+	int err;
 
 	libbpf_set_print(libbpf_print);
-	if (check_privileges() || check_freq())
-		return 1;
-	if (features_probe(&feat))
-		return 1;
+	if (check_privileges() || check_freq() || features_probe(&r->feat))
+		return -1;
 	if (env.npids && target_check_pids(env.pids, env.npids))
-		return 1;
+		return -1;
 	/* Now, so that an exit during the set-up still stops the recording. */
-	target_watch_pids(&target, env.pids, env.npids);
+	target_watch_pids(&r->target, env.pids, env.npids);
 	if (!env.no_kernel && (err = kallsyms_load()))
 		warn("/proc/kallsyms: %s; kernel frames stay unnamed", strerror(-err));
-
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGUSR1, &sa, NULL);
-
-	if (env.cmd && (err = target_spawn(&target, env.cmd))) {
+	for (i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
+		sigaction(stop_signals[i], &sa, NULL);
+	/* stderr may be a pipe whose reader went away (| head): its messages
+	 * are lost, the recording and its files are not. */
+	signal(SIGPIPE, SIG_IGN);
+	if (env.cmd && (err = target_spawn(&r->target, env.cmd))) {
 		err("start %s: %s", env.cmd[0], strerror(-err));
-		return 1;
+		return -1;
 	}
+	return 0;
+}
 
-	skel = sample_bpf__open();
+/* Phase 2: the BPF objects, set for this run and this kernel, loaded; the
+ * ring buffer and the process tracepoints ready. */
+static int rec_load(struct recorder *r)
+{
+	struct sample_bpf *skel;
+	int err, i;
+
+	skel = r->skel = sample_bpf__open();
 	if (!skel) {
 		err("open BPF object: %s", strerror(errno));
-		goto cleanup;
+		return -1;
 	}
 	skel->rodata->filter_pids = !env.all;
 	skel->rodata->follow_forks = !env.no_inherit;
 	skel->rodata->include_idle = env.idle;
 	skel->rodata->kernel_stacks = !env.no_kernel;
 	skel->rodata->user_stacks = !env.no_user;
+	/* As perf does: our own samples would feed back into our load. */
+	skel->rodata->self_tgid = env.include_self ? 0 : getpid();
 	if (!env.ringbuf_mb)
 		env.ringbuf_mb = ringbuf_size_mb();
 	skel->rodata->wakeup_bytes = (uint64_t)env.ringbuf_mb << 18; /* a quarter full */
@@ -574,182 +628,282 @@ int record_run(void)
 		err = bpf_map__set_max_entries(skel->maps.events, env.ringbuf_mb << 20);
 	if (err) {
 		err("ring buffer of %u MiB: %s", env.ringbuf_mb, strerror(-err));
-		goto cleanup;
+		return -1;
 	}
 	/* The sampler's variant for this kernel (features.h). */
-	bpf_program__set_autoload(skel->progs.on_sample, !feat.compat_sampler);
-	bpf_program__set_autoload(skel->progs.on_sample_compat, feat.compat_sampler);
+	bpf_program__set_autoload(skel->progs.on_sample, !r->feat.compat_sampler);
+	bpf_program__set_autoload(skel->progs.on_sample_compat, r->feat.compat_sampler);
 	err = sample_bpf__load(skel);
 	if (err) {
-		err("load BPF programs: %s", strerror(-err));
-		goto cleanup;
+		err("load BPF programs on kernel %s: %s (run with -vv for the verifier's log)",
+		    r->feat.kernel, strerror(-err));
+		return -1;
 	}
 	if (env.npids && add_targets(skel, env.pids, env.npids))
-		goto cleanup;
+		return -1;
 	dwarf_pids_fd = bpf_map__fd(skel->maps.dwarf_pids);
 	proc_maps_hook = decide_unwinding;
 	proc_exec_hook = decide_after_exec;
 	leaf_need_fd = bpf_map__fd(skel->maps.leaf_need);
 	proc_leaf_hint_hook = send_leaf_hint;
-	if (target.child > 0 && add_targets(skel, &target.child, 1))
-		goto cleanup;
+	if (r->target.child > 0 && add_targets(skel, &r->target.child, 1))
+		return -1;
 	/* Maps of the targets as they are now, before any sample. */
 	for (i = 0; i < env.npids; i++)
 		proc_get(env.pids[i], NULL);
-
-	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle_event, &tlinks, NULL);
-	if (!rb) {
+	r->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle_event, r, NULL);
+	if (!r->rb) {
 		err("ring buffer: %s", strerror(errno));
-		goto cleanup;
+		return -1;
 	}
 	err = sample_bpf__attach(skel); /* the fork/exec/exit tracepoints */
 	if (err) {
 		err("attach tracepoints: %s", strerror(-err));
-		goto cleanup;
+		return -1;
 	}
 	if (!env.all || env.per_process) {
-		tracer = open_tracer(skel, &tlinks);
-		if (!tracer)
-			goto cleanup;
+		r->tracer = open_tracer(r);
+		if (!r->tracer)
+			return -1;
 	}
-	if (env.ntraces) {
-		char *exe = target.child > 0 ? find_in_path(env.cmd[0]) : NULL;
+	return 0;
+}
 
-		if (target.child > 0 && !exe) {
+/* Phase 3: -t's uprobes and the sampler attached, the command let go. From
+ * here on a capture exists and is written whatever happens. */
+static int rec_attach(struct recorder *r)
+{
+	struct run_info *ri = &r->ri;
+	int err;
+
+	if (env.ntraces) {
+		char *exe = r->target.child > 0 ? find_in_path(env.cmd[0]) : NULL;
+
+		if (r->target.child > 0 && !exe) {
 			err("%s: command not found", env.cmd[0]);
-			goto cleanup;
+			return -1;
 		}
-		err = trace_attach(tracer, env.traces, env.ntraces, env.pids, env.npids, exe,
-				   &tlinks);
+		err = trace_attach(r->tracer, env.traces, env.ntraces, env.pids, env.npids, exe,
+				   &r->tlinks);
 		free(exe);
 		if (err)
-			goto cleanup;
-		if (!env.quiet)
-			info("tracing %d functions (%s)", tlinks.nfuncs,
-			     tlinks.multi == 1 ? "uprobe_multi" : "one uprobe each");
+			return -1;
+		info("tracing %d functions (%s)", r->tlinks.nfuncs,
+		     r->tlinks.multi == 1 ? "uprobe_multi" : "one uprobe each");
 	}
-	if (attach_sampler(feat.compat_sampler ? skel->progs.on_sample_compat
-					       : skel->progs.on_sample,
-			   &links, &nlinks, &event))
-		goto cleanup;
+	if (attach_sampler(r->feat.compat_sampler ? r->skel->progs.on_sample_compat
+						  : r->skel->progs.on_sample,
+			   &r->links, &r->nlinks, &r->event))
+		return -1;
 
-	start = now_ns(CLOCK_MONOTONIC);
-	ri.start_realtime_ns = now_ns(CLOCK_REALTIME);
-	ri.freq = env.freq;
-	ri.ringbuf_mb = env.ringbuf_mb;
-	ri.event = event;
-	ri.system_wide = env.all;
-	ri.per_process = !env.all || env.per_process;
-	ri.outdir = env.outdir;
-	ri.argc = env.argc;
-	ri.argv = env.argv;
+	r->start_ns = now_ns(CLOCK_MONOTONIC);
+	ri->start_realtime_ns = now_ns(CLOCK_REALTIME);
+	ri->freq = env.freq;
+	ri->ringbuf_mb = env.ringbuf_mb;
+	ri->event = r->event;
+	ri->system_wide = env.all;
+	ri->per_process = !env.all || env.per_process;
+	ri->outdir = env.outdir;
+	ri->argc = env.argc;
+	ri->argv = env.argv;
+	ri->kernel = r->feat.kernel;
+	ri->degraded = &r->degraded;
 	xray_configure(&(struct xray_cfg){
 	    .version = env.xray_version,
 	    .buffer_size = env.fdr_buffer_size,
 	    .flight_recorder = env.flight_recorder,
-	    .start_realtime_ns = ri.start_realtime_ns,
+	    .start_realtime_ns = ri->start_realtime_ns,
 	    .period_ns = 1000000000ULL / env.freq,
 	});
 	jit_start(env.jitdump);
-	capture_started = true;
-	if (target.child > 0) {
+	r->started = true;
+	if (r->target.child > 0) {
 		char *exe = find_in_path(env.cmd[0]);
 		int pct = exe && env.call_graph == CG_AUTO ? fp_percent(exe) : -1;
 
 		/* Decided before exec, so that its first samples unwind too. */
 		if (pct >= 0 && pct < 30)
-			set_dwarf(target.child, true, exe);
+			set_dwarf(r->target.child, true, exe);
 		free(exe);
-		if (target_release(&target, env.cmd[0]))
-			goto cleanup;
+		if (target_release(&r->target, env.cmd[0]))
+			return -1;
 	}
-	note_degraded(&tlinks);
+	note_degraded(r);
 	if (!env.quiet)
 		info("recording %s at %d Hz (%s)%s", env.all ? "all CPUs" : "targets", env.freq,
-		     event, tty ? "; Ctrl-C to stop" : "");
+		     r->event, r->tty ? "; Ctrl-C to stop" : "");
+	return 0;
+}
 
-	while (!exiting) {
-		/* Records are submitted without wakeup, except when the buffer
-		 * fills past a quarter: drain on this short timer. */
-		err = ring_buffer__poll(rb, 50);
+/* Phase 4: drains the ring buffer until a signal, -d, or the targets' exit.
+ * Each pass hands back within DRAIN_SLICE_NS however fast records come, so a
+ * stop is seen within about twice that; what the drain cannot keep up with
+ * fills the ring buffer, and BPF drops and counts it. */
+static void rec_drain(struct recorder *r)
+{
+	uint64_t now;
+	int err;
+
+	while (!r->stop) {
+		r->yield_ns = now_ns(CLOCK_MONOTONIC) + DRAIN_SLICE_NS;
+		/* Records come without wakeups until a quarter full: the
+		 * timeout is the drain's pace. */
+		err = ring_buffer__poll(r->rb, 50);
 		if (err >= 0)
-			err = ring_buffer__consume(rb);
-		if (err < 0 && err != -EINTR) {
+			err = ring_buffer__consume(r->rb);
+		if (err < 0 && err != -EINTR && err != -EAGAIN) {
 			err("draining the ring buffer: %s", strerror(-err));
+			r->stop = STOP_ERROR;
 			break;
 		}
-		if (env.duration > 0 && now_ns(CLOCK_MONOTONIC) - start >= env.duration * 1e9)
-			break;
-		if ((target.child > 0 || target.npidfds) && target_done(&target))
-			break;
+		now = now_ns(CLOCK_MONOTONIC);
+		if (stop_sig)
+			r->stop = STOP_SIGNAL;
+		else if (env.duration > 0 && now - r->start_ns >= env.duration * 1e9)
+			r->stop = STOP_DURATION;
+		else if ((r->target.child > 0 || r->target.npidfds) && target_done(&r->target))
+			r->stop = STOP_TARGETS;
 		if (snapshot_req) {
 			snapshot_req = 0;
-			if (output_snapshot(&ri, ++nsnapshots) == 0)
-				info("snapshot %u of the XRay traces written", nsnapshots);
+			if (!env.ntraces)
+				warn("SIGUSR1: snapshots are of -t traces, and this recording "
+				     "traces nothing; ignored");
+			else if (output_snapshot(&r->ri, ++r->nsnapshots) == 0)
+				info("snapshot %u of the XRay traces written", r->nsnapshots);
 		}
-		if (tty && now_ns(CLOCK_MONOTONIC) - last_status > 250000000ULL) {
-			last_status = now_ns(CLOCK_MONOTONIC);
-			read_stats(skel, st);
-			status_line(start, st, false);
+		if (r->tty && now - r->last_status_ns > 250000000ULL) {
+			r->last_status_ns = now;
+			read_stats(r->skel, r->stats);
+			status_line(r, false);
 		}
 	}
-	ri.duration_ns = now_ns(CLOCK_MONOTONIC) - start;
+}
 
-cleanup:
-	/* Stop sampling, then take what is still in the ring buffer. */
-	detach_sampler(links, nlinks);
-	free(links);
-	trace_detach(&tlinks);
-	trace_bpf__destroy(tracer);
-	tracer = NULL;
-	if (rb) {
-		ring_buffer__consume(rb);
-		ring_buffer__free(rb);
+/* The command of `--` is still running at a stop by -d or a signal: as
+ * timeout(1), it gets SIGTERM (at -d) or the signal we got, then SIGKILL
+ * after STOP_GRACE_S. A signal from the terminal reached it already. */
+#define STOP_GRACE_S 2
+static void stop_command(struct recorder *r)
+{
+	int sig = r->stop == STOP_DURATION ? SIGTERM : stop_sig;
+
+	if (r->target.child <= 0 || !r->started || target_done(&r->target))
+		return;
+	r->cmd_stopped = r->stop == STOP_DURATION;
+	if (sig == SIGQUIT)
+		sig = SIGTERM; /* no core dump of the command for our stop */
+	if (r->stop == STOP_DURATION || !stop_from_kernel)
+		target_signal(&r->target, sig);
+	if (target_wait_timeout(&r->target, STOP_GRACE_S * 1000) == -ETIMEDOUT) {
+		warn("%s did not exit %d s after %s; killed", env.cmd[0], STOP_GRACE_S,
+		     strsignal(sig));
+		target_signal(&r->target, SIGKILL);
 	}
-	if (skel && capture_started) {
-		read_stats(skel, st);
-		read_lost_by_pid(skel);
-		if (tty)
-			status_line(start, st, true);
-		ri.samples = drained_samples;
-		ri.sample_bytes = drained_sample_bytes;
-		ri.lost = st[STAT_LOST];
-		ri.lost_tasks = st[STAT_LOST_TASK];
-		ri.kstack_err = st[STAT_KSTACK_ERR];
-		ri.ustack_err = st[STAT_USTACK_ERR];
-		ri.kernel_walks = st[STAT_KERNEL_WALKS];
-		ri.traced_calls = st[STAT_CALLS];
-		ri.lost_calls = st[STAT_LOST_CALLS];
-		if (st[STAT_EXIT_NO_MM] && feat.iter_task_vma)
-			degraded_add(
-			    &degraded, "exit-time mappings",
-			    "the kernel frees a process's memory map before its exit "
-			    "tracepoint (before 6.16): frames of processes that exit before "
-			    "their maps are read stay unnamed");
-		ri.kernel = feat.kernel;
-		ri.degraded = &degraded;
-		if (st[STAT_LOST_CALLS])
-			warn("%llu traced calls lost: the ring buffer was full (raise "
-			     "--ringbuf-size)",
-			     (unsigned long long)st[STAT_LOST_CALLS]);
-		if (st[STAT_LOST])
-			warn("%llu samples lost: the ring buffer was full (raise --ringbuf-size)",
-			     (unsigned long long)st[STAT_LOST]);
-		jit_load_all();
-		exit_code = output_write(&ri) ? 1 : 0;
+}
+
+/* Phase 5: tracing and sampling stopped, the last records drained, the
+ * counters read. Calls still open at the stop are closed at its time. */
+static void rec_stop(struct recorder *r)
+{
+	static const char *const why[] = {
+	    [STOP_SIGNAL] = "a signal",
+	    [STOP_DURATION] = "-d",
+	    [STOP_TARGETS] = "every target has exited",
+	};
+	uint64_t *st = r->stats;
+
+	r->stop_ns = now_ns(CLOCK_MONOTONIC);
+	/* Entry probes first: no call starts after the stop. */
+	trace_detach(&r->tlinks);
+	detach_sampler(r->links, r->nlinks);
+	free(r->links);
+	r->links = NULL;
+	trace_bpf__destroy(r->tracer);
+	r->tracer = NULL;
+	if (r->stop > STOP_NONE && r->stop < STOP_ERROR)
+		debug("stopping: %s", why[r->stop]);
+	if (r->stop == STOP_TARGETS && env.npids)
+		info("every -p target has exited; recording stopped");
+	if (r->stop == STOP_ERROR)
+		stop_sig = SIGTERM;
+	stop_command(r);
+	if (!r->rb || !r->started)
+		return;
+	r->yield_ns = UINT64_MAX;
+	ring_buffer__consume(r->rb);
+	read_stats(r->skel, st);
+	read_lost_by_pid(r->skel);
+	if (r->tty)
+		status_line(r, true);
+	xray_close_calls(r->stop_ns);
+	if (st[STAT_LOST_CALLS])
+		warn("%llu traced calls lost: the ring buffer was full (raise --ringbuf-size)",
+		     (unsigned long long)st[STAT_LOST_CALLS]);
+	if (st[STAT_LOST])
+		warn("%llu samples lost: the ring buffer was full (raise --ringbuf-size)",
+		     (unsigned long long)st[STAT_LOST]);
+	if (st[STAT_EXIT_NO_MM] && r->feat.iter_task_vma)
+		degraded_add(&r->degraded, "exit-time mappings",
+			     "the kernel frees a process's memory map before its exit tracepoint "
+			     "(before 6.16): frames of processes that exit before their maps are "
+			     "read stay unnamed");
+}
+
+/* Phase 6: every file. 0, or 1 when one could not be written. */
+static int rec_write(struct recorder *r)
+{
+	struct run_info *ri = &r->ri;
+	const uint64_t *st = r->stats;
+
+	ri->duration_ns = r->stop_ns - r->start_ns;
+	ri->samples = r->samples;
+	ri->sample_bytes = r->sample_bytes;
+	ri->lost = st[STAT_LOST];
+	ri->lost_tasks = st[STAT_LOST_TASK];
+	ri->kstack_err = st[STAT_KSTACK_ERR];
+	ri->ustack_err = st[STAT_USTACK_ERR];
+	ri->kernel_walks = st[STAT_KERNEL_WALKS];
+	ri->traced_calls = st[STAT_CALLS];
+	ri->lost_calls = st[STAT_LOST_CALLS];
+	jit_load_all();
+	return output_write(ri) ? 1 : 0;
+}
+
+/* The exit status: the command's for `--` (124 when -d ended it, as
+ * timeout(1)), else 0; 1 when the files could not be written. */
+static int rec_finish(struct recorder *r, int code)
+{
+	int status;
+
+	ring_buffer__free(r->rb);
+	sample_bpf__destroy(r->skel);
+	if (r->target.child > 0) {
+		if (!r->started)
+			target_signal(&r->target, SIGKILL);
+		status = target_wait(&r->target);
+		if (r->started && code == 0)
+			code = r->cmd_stopped ? 124 : status;
 	}
-	sample_bpf__destroy(skel);
-	if (target.child > 0) {
-		if (!capture_started)
-			kill(target.child, SIGKILL);
-		i = target_wait(&target);
-		if (capture_started && exit_code == 0)
-			exit_code = i;
-	}
-	target_close(&target);
+	target_close(&r->target);
 	procs_free();
 	xray_free();
 	symfiles_free();
 	kallsyms_free();
-	return exit_code;
+	return code;
+}
+
+int record_run(void)
+{
+	struct recorder r = {
+	    .target = {.go_fd = -1, .err_fd = -1},
+	    .tty = isatty(STDERR_FILENO) && !env.quiet,
+	};
+	int code = 1;
+
+	if (!rec_prepare(&r) && !rec_load(&r) && !rec_attach(&r))
+		rec_drain(&r);
+	rec_stop(&r);
+	if (r.started)
+		code = rec_write(&r);
+	return rec_finish(&r, code);
 }

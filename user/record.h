@@ -29,6 +29,7 @@ struct env {
 	uint64_t flight_recorder; /* --flight-recorder: bytes kept per thread */
 	bool no_inherit;	  /* don't follow forked children */
 	bool no_kernel, no_user;
+	bool include_self; /* --include-self: sample the recorder too */
 	unsigned ringbuf_mb;
 	/* CG_AUTO: frame pointers, DWARF for processes whose program lacks them */
 	enum { CG_AUTO, CG_FP, CG_DWARF } call_graph;

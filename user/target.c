@@ -119,6 +119,19 @@ void target_signal(struct target *t, int sig)
 		kill(t->child, sig);
 }
 
+int target_wait_timeout(struct target *t, int ms)
+{
+	int i;
+
+	/* Polled: a pidfd would need the child's, and SIGCHLD a handler. */
+	for (i = 0; i < ms / 10; i++) {
+		if (target_done(t))
+			return 0;
+		usleep(10000);
+	}
+	return target_done(t) ? 0 : -ETIMEDOUT;
+}
+
 int target_wait(struct target *t)
 {
 	if (t->child <= 0)

@@ -27,6 +27,8 @@ void target_watch_pids(struct target *t, const pid_t *pids, int n);
 bool target_done(struct target *t);
 /* Forwards a signal to the command, if any. */
 void target_signal(struct target *t, int sig);
+/* Waits up to ms milliseconds for the command to exit: 0, or -ETIMEDOUT. */
+int target_wait_timeout(struct target *t, int ms);
 /* Waits for the command to exit (after the recording) and returns its exit
  * code as a shell would (128 + signal). */
 int target_wait(struct target *t);

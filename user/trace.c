@@ -374,16 +374,16 @@ void trace_detach(struct trace_links *l)
 {
 	int i;
 
-	/* Returns first: a return probe outliving its entry probe would report
-	 * exits of calls whose entries were never recorded. (Pairs are stored
-	 * entry, return.) */
-	for (i = 1; i < l->nlinks; i += 2)
-		bpf_link__destroy(l->links[i]);
+	/* Entries first: no call starts once the stop has begun. (Pairs are
+	 * stored entry, return.) Returns that still come are dropped after
+	 * the stop's time, and the calls still open closed at it. */
 	for (i = 0; i < l->nlinks; i += 2)
 		bpf_link__destroy(l->links[i]);
-	for (i = 1; i < l->nfds; i += 2)
-		close(l->fds[i]);
+	for (i = 1; i < l->nlinks; i += 2)
+		bpf_link__destroy(l->links[i]);
 	for (i = 0; i < l->nfds; i += 2)
+		close(l->fds[i]);
+	for (i = 1; i < l->nfds; i += 2)
 		close(l->fds[i]);
 	free(l->links);
 	free(l->fds);

@@ -35,6 +35,9 @@ int xray_on_migrate(struct proc *p, const struct ev_hdr *h);
 int xray_write_sampled(struct proc *p, FILE *f);
 int xray_write_exact(struct proc *p, FILE *f);
 int xray_write_map(int fd);
+/* At the stop (ts): every -t call still open is closed, so that each entry
+ * has its exit. */
+void xray_close_calls(uint64_t ts);
 void xray_proc_free(struct proc *p);
 void xray_free(void);
 

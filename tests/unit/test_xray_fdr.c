@@ -297,6 +297,58 @@ static void test_empty_and_garbage(void)
 	fdr_free(w);
 }
 
+/* Exits by innermost call (func_id 0) and the stop's closing of open calls:
+ * every entry read back has its exit, in LIFO order per thread. */
+struct pairs {
+	long depth[2], entries, exits, bad;
+	uint32_t stack[2][8];
+};
+
+static int count_pairs(void *ctx, const struct fdr_record *r)
+{
+	struct pairs *p = ctx;
+	int t = r->tid == 1 ? 0 : 1;
+
+	if (r->action == FDR_ENTRY || r->action == FDR_ENTRY_ARGS) {
+		p->entries++;
+		if (p->depth[t] < 8)
+			p->stack[t][p->depth[t]] = r->func_id;
+		p->depth[t]++;
+	} else if (r->action == FDR_EXIT) {
+		p->exits++;
+		if (!p->depth[t] || p->stack[t][--p->depth[t]] != r->func_id)
+			p->bad++;
+	}
+	return 0;
+}
+
+static void test_close_open(void)
+{
+	struct fdr_opts o = {.version = 5};
+	struct fdr *w = fdr_new(&o);
+	struct pairs p = {0};
+	char *buf = NULL;
+	size_t len = 0, off;
+	const char *err;
+	FILE *m;
+
+	CHECK(fdr_func(w, 1, 0, 10, FDR_ENTRY, 1, NULL, 0) == 0);
+	CHECK(fdr_func(w, 1, 0, 11, FDR_ENTRY, 2, NULL, 0) == 0);
+	CHECK(fdr_func(w, 2, 1, 12, FDR_ENTRY, 3, NULL, 0) == 0);
+	CHECK(fdr_func(w, 1, 0, 13, FDR_EXIT, 0, NULL, 0) == 0); /* closes 2 */
+	CHECK(fdr_func(w, 1, 0, 14, FDR_ENTRY, 2, NULL, 0) == 0);
+	CHECK(fdr_close_open(w, 20) == 0);
+	CHECK(fdr_func(w, 2, 1, 21, FDR_EXIT, 0, NULL, 0) == 0); /* none open: no record */
+	m = open_memstream(&buf, &len);
+	CHECK(fdr_write(w, m) == 0);
+	fclose(m);
+	CHECK(fdr_read(buf, len, NULL, count_pairs, &p, &err, &off) == 0);
+	CHECKF(p.entries == 4 && p.exits == 4 && !p.bad && !p.depth[0] && !p.depth[1],
+	       "entries %ld exits %ld bad %ld", p.entries, p.exits, p.bad);
+	free(buf);
+	fdr_free(w);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -305,6 +357,7 @@ int main(void)
 	RUN_TEST(test_roundtrip_v1);
 	RUN_TEST(test_empty_and_garbage);
 	RUN_TEST(test_flight_recorder);
+	RUN_TEST(test_close_open);
 	if (have_xray()) {
 		RUN_TEST(test_llvm_xray_v5);
 		RUN_TEST(test_llvm_xray_v1);
