@@ -54,30 +54,22 @@ struct parser {
 };
 
 /* Copies a NUL-terminated string of at most max bytes (a missing NUL ends
- * it at max); bytes that are not printable become '?'. */
+ * it at max), sanitized (fmt_sanitize): names reach terminals and files. */
 static int add_string(struct parser *ps, const unsigned char *s, size_t max, size_t *off,
 		      size_t *used)
 {
 	struct jitdump *d = ps->d;
-	size_t n = 0, i;
-	bool bad = false;
+	size_t n = 0, clean;
 
 	while (n < max && s[n])
 		n++;
-	if (fmt_grow((void **)&d->strings, &ps->cap_strings, d->strings_len + n + 1, 1))
+	clean = fmt_sanitize(NULL, 0, (const char *)s, n);
+	if (fmt_grow((void **)&d->strings, &ps->cap_strings, d->strings_len + clean + 1, 1))
 		return -ENOMEM;
 	*off = d->strings_len;
-	for (i = 0; i < n; i++) {
-		unsigned char c = s[i];
-
-		if (c < 0x20 || c == 0x7f) {
-			c = '?';
-			bad = true;
-		}
-		d->strings[d->strings_len++] = c;
-	}
-	d->strings[d->strings_len++] = 0;
-	if (bad)
+	fmt_sanitize(d->strings + d->strings_len, clean + 1, (const char *)s, n);
+	d->strings_len += clean + 1;
+	if (clean != n)
 		d->bad_names++;
 	*used = n < max ? n + 1 : n;
 	return 0;

@@ -22,7 +22,8 @@ void msg(enum msg_level level, const char *fmt, ...) __attribute__((format(print
 #define info(...)  msg(MSG_INFO, __VA_ARGS__)
 #define debug(...) msg(MSG_DEBUG, __VA_ARGS__)
 /* Appends s to dst (a buffer of cap bytes, NUL-terminated), as valid UTF-8
- * with control characters and invalid bytes escaped as \xNN. */
+ * with control characters and invalid bytes escaped as \xNN: formats/util.h's
+ * fmt_sanitize, the one sanitizer of names from outside. */
 void sanitize_append(char *dst, size_t cap, const char *s);
 
 /* Growable array: VEC(T) v = {0}; VEC_PUSH(v, x) returns 0 or -ENOMEM.

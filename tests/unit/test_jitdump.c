@@ -7,6 +7,7 @@
 #include "testutil.h"
 #include "formats/jitdump.h"
 #include "formats/perfmap.h"
+#include "formats/util.h"
 
 #define NODE "../shared/fixtures/jitdump/node20-functions-only.dump"
 #define JAVA "../shared/fixtures/jitdump/java17-jvmti-subset.dump"
@@ -242,6 +243,44 @@ static void test_perfmap(void)
 	}
 }
 
+/* Names from outside: one sanitizer, used by both parsers. */
+static void test_sanitize(void)
+{
+	static const char map[] = "1000 10 evil\x1b[2J\xff\xc2\x9b\x7f\xc3\xa9\xe2\x82\xac\\ok\n";
+	const char *want = "evil\\x1b[2J\\xff\\xc2\\x9b\\x7f\xc3\xa9\xe2\x82\xac\\ok";
+	char small[12], *dup, *b;
+	struct perfmap m;
+	struct jitdump d;
+	const char *err;
+	size_t len = 0;
+	FILE *f;
+
+	CHECK(fmt_sanitize(small, sizeof(small), "plain", 5) == 5 && !strcmp(small, "plain"));
+	/* Truncation never splits an escape: "ab\x01" needs 6 bytes + NUL. */
+	CHECK(fmt_sanitize(small, 6,
+			   "ab\x01"
+			   "cd",
+			   5) == 8 &&
+	      !strcmp(small, "ab"));
+	CHECK(fmt_sanitize(small, sizeof(small), "\xf0\x9f\x98", 3) == 12); /* a cut 4-byte char */
+	dup = fmt_sanitize_dup(want, strlen(want));			    /* idempotent */
+	CHECK(dup && !strcmp(dup, want));
+	free(dup);
+	CHECK(perfmap_parse(map, sizeof(map) - 1, &m) == 0 && m.nsyms == 1);
+	CHECKF(m.nsyms && !strcmp(m.syms[0].name, want), "%s", m.nsyms ? m.syms[0].name : "-");
+	perfmap_free(&m);
+	f = open_memstream(&b, &len);
+	jitdump_write_header(f, 1, 1, 0);
+	jitdump_write_load(f, 10, 1, 1, 0x1000, 16, 1, map + 8);
+	fclose(f);
+	CHECK(jitdump_parse(b, len, NULL, NULL, &d, &err) == 0 && d.nsyms == 1 && d.bad_names == 1);
+	/* The map line's newline is part of this name: escaped too. */
+	CHECK(d.nsyms && !strncmp(d.syms[0].name, want, strlen(want)) &&
+	      !strcmp(d.syms[0].name + strlen(want), "\\x0a"));
+	jitdump_free(&d);
+	free(b);
+}
+
 int main(void)
 {
 	FILE *f = fopen(NODE, "rb");
@@ -258,5 +297,6 @@ int main(void)
 	}
 	RUN_TEST(test_time_aware);
 	RUN_TEST(test_perfmap);
+	RUN_TEST(test_sanitize);
 	CHECK_EXIT();
 }
