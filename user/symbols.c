@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "formats/util.h"
 #include "user/symbols.h"
 #include "user/util.h"
 
@@ -101,7 +102,8 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct symvec *out
 		name = elf_strptr(elf, sh->sh_link, s.st_name);
 		if (!name || !*name)
 			continue;
-		len = strlen(name) + 1;
+		/* Sanitized: a symbol name is the binary's author's to choose. */
+		len = fmt_sanitize(NULL, 0, name, strlen(name)) + 1;
 		if (names->n + len > UINT32_MAX || VEC_RESERVE(*names, names->n + len))
 			return -ENOMEM;
 		y.addr = s.st_value;
@@ -110,7 +112,7 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct symvec *out
 		y.rank = GELF_ST_BIND(s.st_info) == STB_GLOBAL ? 0
 			 : GELF_ST_BIND(s.st_info) == STB_WEAK ? 1
 							       : 2;
-		memcpy(names->v + names->n, name, len);
+		fmt_sanitize(names->v + names->n, len, name, strlen(name));
 		names->n += len;
 		if (VEC_PUSH(*out, y))
 			return -ENOMEM;
@@ -406,6 +408,44 @@ static Dwfl *symfile_dwfl(struct symfile *f)
 	return f->dwfl;
 }
 
+/* Source file names are the binary's too: sanitized copies of those that
+ * need it, by libdw's string (stable until symfiles_free), made once. */
+static struct {
+	VEC(const char *) raw;
+	VEC(char *) clean;
+	struct idtab tab;
+} dirty_files;
+
+static bool dirty_eq(const void *ctx, uint32_t id, const void *key)
+{
+	(void)ctx;
+	return dirty_files.raw.v[id] == key;
+}
+
+static const char *clean_file(const char *s)
+{
+	uint64_t h = hash_u64((uintptr_t)s);
+	uint32_t id;
+	size_t n = strlen(s);
+	char *c;
+
+	if (fmt_sanitize(NULL, 0, s, n) == n)
+		return s;
+	id = idtab_find(&dirty_files.tab, h, dirty_eq, NULL, s);
+	if (id != UINT32_MAX)
+		return dirty_files.clean.v[id];
+	c = fmt_sanitize_dup(s, n);
+	if (!c || VEC_RESERVE(dirty_files.raw, dirty_files.raw.n + 1) ||
+	    VEC_PUSH(dirty_files.clean, c)) {
+		free(c);
+		return NULL;
+	}
+	dirty_files.raw.v[dirty_files.raw.n++] = s;
+	if (idtab_insert(&dirty_files.tab, h, dirty_files.raw.n - 1))
+		dirty_files.raw.v[dirty_files.raw.n - 1] = NULL; /* not found again: made anew */
+	return c;
+}
+
 int symfile_srcline(struct symfile *f, uint64_t file_off, const char **file, int *line)
 {
 	Dwfl *dwfl = symfile_dwfl(f);
@@ -415,9 +455,9 @@ int symfile_srcline(struct symfile *f, uint64_t file_off, const char **file, int
 	if (!dwfl || !(dl = dwfl_getsrc(dwfl, symfile_vaddr(f, file_off))))
 		return -ENOENT;
 	s = dwfl_lineinfo(dl, NULL, line, NULL, NULL, NULL);
-	if (!s)
+	if (!s || !(s = clean_file(s)))
 		return -ENOENT;
-	*file = s; /* libdw's, valid until symfiles_free */
+	*file = s; /* valid until symfiles_free */
 	return 0;
 }
 
@@ -563,6 +603,11 @@ void symfiles_free(void)
 		symfile_free(files.v[i]);
 	VEC_FREE(files);
 	idtab_free(&files_tab);
+	for (i = 0; i < dirty_files.clean.n; i++)
+		free(dirty_files.clean.v[i]);
+	VEC_FREE(dirty_files.clean);
+	VEC_FREE(dirty_files.raw);
+	idtab_free(&dirty_files.tab);
 }
 
 /* Kernel symbols: text symbols of /proc/kallsyms, sorted. */
@@ -573,6 +618,24 @@ struct ksym {
 };
 static VEC(struct ksym) ksyms;
 static char *kallsyms_text;
+static VEC(char *) kallsyms_clean; /* sanitized copies of the names that needed one */
+
+/* Kernel and module symbol names, sanitized like every name from outside;
+ * NULL on ENOMEM. */
+static const char *clean_ksym(const char *s)
+{
+	size_t n = strlen(s);
+	char *c;
+
+	if (fmt_sanitize(NULL, 0, s, n) == n)
+		return s;
+	c = fmt_sanitize_dup(s, n);
+	if (!c || VEC_PUSH(kallsyms_clean, c)) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
 
 static int cmp_ksym(const void *a, const void *b)
 {
@@ -612,8 +675,10 @@ int kallsyms_load(void)
 				mod[strcspn(mod, "]")] = 0;
 			}
 		}
-		k.name = name;
-		k.module = mod;
+		k.name = clean_ksym(name);
+		k.module = mod ? clean_ksym(mod) : NULL;
+		if (!k.name || (mod && !k.module))
+			return -ENOMEM;
 		if (!k.addr)
 			zero++;
 		if (VEC_PUSH(ksyms, k))
@@ -649,7 +714,12 @@ const char *kallsyms_lookup(uint64_t addr, const char **module)
 
 void kallsyms_free(void)
 {
+	size_t i;
+
 	VEC_FREE(ksyms);
 	free(kallsyms_text);
 	kallsyms_text = NULL;
+	for (i = 0; i < kallsyms_clean.n; i++)
+		free(kallsyms_clean.v[i]);
+	VEC_FREE(kallsyms_clean);
 }
