@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "check.h"
 #include "testutil.h"
 #include "formats/jitdump.h"
@@ -281,6 +282,95 @@ static void test_sanitize(void)
 	free(b);
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Hostile sizes: 100k LOADs over one address and 100k MOVEs of code never
+ * loaded were quadratic (25 s); n log n now, with the same answers. */
+static void test_many_overlaps(void)
+{
+	enum { N = 100000 };
+	struct jitdump d;
+	const struct jit_sym *s;
+	const char *err;
+	size_t len = 0, i, bad, mid = 0;
+	double t0, dt;
+	char *b;
+	FILE *f = open_memstream(&b, &len);
+
+	jitdump_write_header(f, 1, 1, 0);
+	for (i = 0; i < N; i++)
+		jitdump_write_load(f, 1000 + i, 1, 1, 0x10000 + (i % 7), 4096, i,
+				   i == N / 2 ? "mid" : "f");
+	for (i = 0; i < N; i++)
+		jitdump_write_move(f, 200000 + i, 1, 1, 0x30000, 0x40000, 64, 1000000000 + i);
+	fclose(f);
+	t0 = now_s();
+	CHECK(jitdump_parse(b, len, NULL, NULL, &d, &err) == 0 && d.nsyms == N);
+	dt = now_s() - t0;
+	CHECKF(dt < 1.0, "%.2f s", dt);
+	printf("# 100k overlapping LOADs, 100k MOVEs: parsed in %.3f s\n", dt);
+	/* Each load overlaps the next: it ends there. */
+	for (i = 0, bad = 0; i < d.nsyms; i++) {
+		s = &d.syms[i];
+		bad += s->t_end != (s->t_start == 1000 + N - 1 ? UINT64_MAX : s->t_start + 1);
+		mid += !strcmp(s->name, "mid");
+	}
+	CHECKF(bad == 0 && mid == 1, "%zu symbols end wrongly", bad);
+	jitdump_free(&d);
+	free(b);
+}
+
+/* The overlap pass against the pairwise rule it replaced, on random loads:
+ * a symbol ends at the first later load of code overlapping it. */
+static void test_overlaps_random(void)
+{
+	enum { N = 400 };
+	unsigned seed = 7;
+	struct jitdump d;
+	const char *err;
+	size_t len = 0, i, j, bad = 0;
+	char *b;
+	FILE *f = open_memstream(&b, &len);
+
+	jitdump_write_header(f, 1, 1, 0);
+	for (i = 0; i < N; i++) {
+		uint64_t addr, size, t;
+
+		seed = seed * 1103515245 + 12345;
+		addr = 0x1000 + (seed >> 8) % 4096;
+		seed = seed * 1103515245 + 12345;
+		size = (seed >> 8) % 300; /* 0 included: one byte */
+		seed = seed * 1103515245 + 12345;
+		t = (seed >> 8) % 200; /* equal times too */
+		jitdump_write_load(f, t, 1, 1, addr, size, i, "x");
+	}
+	fclose(f);
+	CHECK(jitdump_parse(b, len, NULL, NULL, &d, &err) == 0 && d.nsyms == N);
+	for (i = 0; i < d.nsyms; i++) {
+		const struct jit_sym *x = &d.syms[i];
+		uint64_t want = UINT64_MAX;
+
+		for (j = 0; j < d.nsyms; j++) {
+			const struct jit_sym *y = &d.syms[j];
+			uint64_t xs = x->size ? x->size : 1, ys = y->size ? y->size : 1;
+			int overlap = y->start < x->start + xs && x->start < y->start + ys;
+
+			if (overlap && y->t_start > x->t_start && y->t_start < want)
+				want = y->t_start;
+		}
+		bad += x->t_end != want;
+	}
+	CHECKF(bad == 0, "%zu symbols end wrongly", bad);
+	jitdump_free(&d);
+	free(b);
+}
+
 int main(void)
 {
 	FILE *f = fopen(NODE, "rb");
@@ -298,5 +388,7 @@ int main(void)
 	RUN_TEST(test_time_aware);
 	RUN_TEST(test_perfmap);
 	RUN_TEST(test_sanitize);
+	RUN_TEST(test_many_overlaps);
+	RUN_TEST(test_overlaps_random);
 	CHECK_EXIT();
 }
