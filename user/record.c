@@ -283,7 +283,7 @@ static int fp_percent(const char *path)
 	struct symfile *sf;
 	int fd, pct;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = open_regular(path, 0); /* the target's path: a FIFO may be there now */
 	if (fd < 0)
 		return -1;
 	sf = symfile_get(fd, path);

@@ -172,17 +172,29 @@ static int read_syms(Elf *elf, struct symvec *syms, struct charvec *names, bool 
 	return 0;
 }
 
-/* Debian's -dbgsym packages put full symbol tables under the build id. */
+/* Debian's -dbgsym packages put full symbol tables under the build id: a
+ * path looked up by a build id that the target's files choose, so opened as
+ * a regular file only, without blocking (a FIFO planted there would hang the
+ * recording). Symlinks are followed: other distributions link these files. */
+static int open_build_id_file(const char *build_id, char *path, size_t len)
+{
+	int fd;
+
+	if (strlen(build_id) < 4)
+		return -ENOENT;
+	snprintf(path, len, "/usr/lib/debug/.build-id/%.2s/%s.debug", build_id, build_id + 2);
+	fd = open_regular(path, 0);
+	if (fd == -EINVAL)
+		warn("%s: not a regular file; ignored", path);
+	return fd;
+}
+
 static Elf *open_debug_file(const char *build_id, int *fd)
 {
 	char path[128];
 	Elf *elf;
 
-	if (strlen(build_id) < 4)
-		return NULL;
-	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", build_id,
-		 build_id + 2);
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	*fd = open_build_id_file(build_id, path, sizeof(path));
 	if (*fd < 0)
 		return NULL;
 	elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
@@ -382,12 +394,37 @@ static uint64_t symfile_vaddr(const struct symfile *f, uint64_t off)
 	return off;
 }
 
+/* libdwfl's find_debuginfo: the build-id debug file, opened as above.
+ * dwfl_build_id_find_debuginfo would open it blocking. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	char hex[2 * 40 + 1], path[128];
+	int n, i, fd;
+
+	(void)userdata, (void)modname, (void)base, (void)file_name, (void)debuglink_file;
+	(void)debuglink_crc;
+	n = dwfl_module_build_id(mod, &bits, &vaddr);
+	if (n < 2 || n > 40)
+		return -1;
+	for (i = 0; i < n; i++)
+		sprintf(hex + 2 * i, "%02x", bits[i]);
+	fd = open_build_id_file(hex, path, sizeof(path));
+	if (fd < 0)
+		return -1;
+	*debuginfo_file_name = strdup(path); /* libdwfl's: it frees it */
+	return fd;
+}
+
 /* The file's own DWARF (libdwfl looks there first), else its build-id debug
  * file (/usr/lib/debug/.build-id). Not dwfl_standard_find_debuginfo: it
  * dlopens libdebuginfod (~10 ms) even with no server configured. */
 static const Dwfl_Callbacks file_callbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_build_id_find_debuginfo,
+    .find_debuginfo = find_debuginfo,
 };
 
 /* The file as a libdwfl module at bias 0 (module addresses are the file's

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "formats/util.h"
@@ -170,6 +171,20 @@ int read_path_all(const char *path, int flags, size_t max, char **buf, size_t *l
 	err = read_fd_all(fd, max, buf, len);
 	close(fd);
 	return err;
+}
+
+int open_regular(const char *path, int flags)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | flags);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
 }
 
 uint64_t now_ns(int clock)

@@ -76,6 +76,13 @@ int read_fd_all(int fd, size_t max, char **buf, size_t *len);
 /* The same for a path, opened with O_RDONLY|O_CLOEXEC (plus extra flags). */
 int read_path_all(const char *path, int flags, size_t max, char **buf, size_t *len);
 
+/* Opens a file that others may have planted (a FIFO would block the open or
+ * the reads, a device would be read from): read-only, without blocking,
+ * close-on-exec, not as a controlling terminal, plus extra flags (such as
+ * O_NOFOLLOW); only a regular file is kept. An fd, or -errno (-EINVAL: not
+ * a regular file). */
+int open_regular(const char *path, int flags);
+
 uint64_t now_ns(int clock);   /* clock_gettime in ns */
 char *xstrdup(const char *s); /* aborts on ENOMEM: only for small, bounded strings */
 
