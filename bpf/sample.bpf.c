@@ -22,7 +22,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct lost_val);
 } lost_by_pid SEC(".maps");
 
 #define IPS_MAX (2 * MAX_FRAMES * sizeof(__u64))
@@ -353,15 +353,17 @@ user_done:
 	ips_len = (nk + nu) * sizeof(__u64);
 	size = sizeof(*s) + ips_len + s->stack_len;
 	if (bpf_ringbuf_reserve_dynptr(&events, size, 0, &rec)) {
-		__u64 one = 1, *v;
+		struct lost_val *v, first = {.count = 1};
 
 		bpf_ringbuf_discard_dynptr(&rec, 0);
 		count(STAT_LOST);
 		v = bpf_map_lookup_elem(&lost_by_pid, &tgid);
-		if (v)
-			__sync_fetch_and_add(v, 1);
-		else
-			bpf_map_update_elem(&lost_by_pid, &tgid, &one, BPF_NOEXIST);
+		if (v) {
+			__sync_fetch_and_add(&v->count, 1);
+		} else {
+			__builtin_memcpy(first.comm, s->comm, sizeof(first.comm));
+			bpf_map_update_elem(&lost_by_pid, &tgid, &first, BPF_NOEXIST);
+		}
 		return 0;
 	}
 	/* The header and the ips are contiguous in the scratch slot. */

@@ -387,17 +387,22 @@ static void read_lost_by_pid(struct sample_bpf *skel)
 {
 	int fd = bpf_map__fd(skel->maps.lost_by_pid);
 	__u32 key, next, *prev = NULL;
-	__u64 v;
+	struct lost_val v;
 
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		struct proc *p;
+
 		key = next;
 		prev = &key;
-		if (!bpf_map_lookup_elem(fd, &key, &v)) {
-			struct proc *p = proc_get(key, NULL);
-
-			if (p)
-				p->lost = v;
-		}
+		if (bpf_map_lookup_elem(fd, &key, &v) || !(p = proc_get(key, NULL)))
+			continue;
+		p->lost = v.count;
+		/* A process that only lost samples has no comm from a sample:
+		 * BPF's, else /proc/PID/comm's (proc_get read it if it lives). */
+		if (!p->samples.n && v.comm[0])
+			proc_set_comm(p->comm, v.comm, sizeof(v.comm));
+		if (!p->comm[0])
+			snprintf(p->comm, sizeof(p->comm), "[unknown]");
 	}
 }
 
@@ -671,6 +676,11 @@ cleanup:
 		if (st[STAT_LOST])
 			warn("%llu samples lost: the ring buffer was full (raise --ringbuf-size)",
 			     (unsigned long long)st[STAT_LOST]);
+		if (st[STAT_LOST_TASK])
+			warn("%llu exec, fork or exit events lost: the ring buffer was full, so "
+			     "frames of processes that exec'd or exited then may be unnamed or "
+			     "named from their old program (raise --ringbuf-size)",
+			     (unsigned long long)st[STAT_LOST_TASK]);
 		jit_load_all();
 		exit_code = output_write(&ri) ? 1 : 0;
 	}
