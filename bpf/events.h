@@ -105,6 +105,14 @@ struct ev_call {
 	__u64 args[MAX_TRACE_ARGS];
 };
 
+/* Value of the lost_by_pid map: samples of a process the ring buffer could
+ * not take, and the comm of the first, which names a process that only
+ * lost samples and is gone by the end. */
+struct lost_val {
+	__u64 count;
+	char comm[COMM_LEN];
+};
+
 /* Indices of the per-CPU counter array `stats`. */
 enum stat_idx {
 	STAT_LOST,	/* samples the ring buffer could not take */

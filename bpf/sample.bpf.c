@@ -23,7 +23,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct lost_val);
 } lost_by_pid SEC(".maps");
 
 #define IPS_MAX (2 * MAX_FRAMES * sizeof(__u64))
@@ -434,14 +434,16 @@ user_done:
 	/* The mask only informs the verifier: stack_len <= MAX_STACK_COPY < 64 KiB. */
 	slen = s->stack_len & 0xffff;
 	if (compat ? emit_compat(sc, ips_len, slen) : emit(sc, ips_len, slen)) {
-		__u64 one = 1, *v;
+		struct lost_val *v, first = {.count = 1};
 
 		count(STAT_LOST);
 		v = bpf_map_lookup_elem(&lost_by_pid, &tgid);
-		if (v)
-			__sync_fetch_and_add(v, 1);
-		else
-			bpf_map_update_elem(&lost_by_pid, &tgid, &one, BPF_NOEXIST);
+		if (v) {
+			__sync_fetch_and_add(&v->count, 1);
+		} else {
+			__builtin_memcpy(first.comm, s->comm, sizeof(first.comm));
+			bpf_map_update_elem(&lost_by_pid, &tgid, &first, BPF_NOEXIST);
+		}
 	}
 	return 0;
 }

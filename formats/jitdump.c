@@ -51,33 +51,87 @@ struct parser {
 		size_t *v;
 		size_t cap;
 	} line_files;
+	struct { /* code index -> the latest symbol of that index + 1 (0: empty) */
+		uint64_t *keys;
+		size_t *vals;
+		size_t cap, n;
+	} live;
 };
 
+static size_t index_slot(uint64_t key, size_t mask)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdULL;
+	key ^= key >> 33;
+	return key & mask;
+}
+
+/* The latest symbol loaded (or moved) with a code index: MOVEs find their
+ * code in O(1), not by a scan of every symbol (quadratic in MOVEs of code
+ * never loaded). */
+static size_t *live_slot(struct parser *ps, uint64_t key)
+{
+	size_t mask = ps->live.cap - 1, i;
+
+	for (i = index_slot(key, mask); ps->live.vals[i]; i = (i + 1) & mask)
+		if (ps->live.keys[i] == key)
+			return &ps->live.vals[i];
+	return &ps->live.vals[i];
+}
+
+static int live_set(struct parser *ps, uint64_t key, size_t sym)
+{
+	size_t *v;
+
+	if ((ps->live.n + 1) * 2 > ps->live.cap) {
+		size_t cap = ps->live.cap ? ps->live.cap * 2 : 64, i, old = ps->live.cap;
+		uint64_t *ok = ps->live.keys;
+		size_t *ov = ps->live.vals;
+
+		ps->live.keys = calloc(cap, sizeof(*ps->live.keys));
+		ps->live.vals = calloc(cap, sizeof(*ps->live.vals));
+		if (!ps->live.keys || !ps->live.vals) {
+			free(ps->live.keys);
+			free(ps->live.vals);
+			ps->live.keys = ok;
+			ps->live.vals = ov;
+			return -ENOMEM;
+		}
+		ps->live.cap = cap;
+		for (i = 0; i < old; i++)
+			if (ov[i]) {
+				v = live_slot(ps, ok[i]);
+				ps->live.keys[v - ps->live.vals] = ok[i];
+				*v = ov[i];
+			}
+		free(ok);
+		free(ov);
+	}
+	v = live_slot(ps, key);
+	if (!*v)
+		ps->live.n++;
+	ps->live.keys[v - ps->live.vals] = key;
+	*v = sym + 1;
+	return 0;
+}
+
 /* Copies a NUL-terminated string of at most max bytes (a missing NUL ends
- * it at max); bytes that are not printable become '?'. */
+ * it at max), sanitized (fmt_sanitize): names reach terminals and files. */
 static int add_string(struct parser *ps, const unsigned char *s, size_t max, size_t *off,
 		      size_t *used)
 {
 	struct jitdump *d = ps->d;
-	size_t n = 0, i;
-	bool bad = false;
+	size_t n = 0, clean;
 
 	while (n < max && s[n])
 		n++;
-	if (fmt_grow((void **)&d->strings, &ps->cap_strings, d->strings_len + n + 1, 1))
+	clean = fmt_sanitize(NULL, 0, (const char *)s, n);
+	if (fmt_grow((void **)&d->strings, &ps->cap_strings, d->strings_len + clean + 1, 1))
 		return -ENOMEM;
 	*off = d->strings_len;
-	for (i = 0; i < n; i++) {
-		unsigned char c = s[i];
-
-		if (c < 0x20 || c == 0x7f) {
-			c = '?';
-			bad = true;
-		}
-		d->strings[d->strings_len++] = c;
-	}
-	d->strings[d->strings_len++] = 0;
-	if (bad)
+	fmt_sanitize(d->strings + d->strings_len, clean + 1, (const char *)s, n);
+	d->strings_len += clean + 1;
+	if (clean != n)
 		d->bad_names++;
 	*used = n < max ? n + 1 : n;
 	return 0;
@@ -88,9 +142,47 @@ static int add_sym(struct parser *ps, uint64_t start, uint64_t size, uint64_t t,
 {
 	struct psym s = {start, size, t, UINT64_MAX, index, name, line0, nlines};
 
-	if (fmt_grow((void **)&ps->syms, &ps->cap_syms, ps->nsyms + 1, sizeof(s)))
+	if (fmt_grow((void **)&ps->syms, &ps->cap_syms, ps->nsyms + 1, sizeof(s)) ||
+	    live_set(ps, index, ps->nsyms))
 		return -ENOMEM;
 	ps->syms[ps->nsyms++] = s;
+	return 0;
+}
+
+/* A line with its file name's offset, while sorting. */
+struct pline {
+	struct jit_line l;
+	size_t file;
+};
+
+static int cmp_pline(const void *a, const void *b)
+{
+	const struct pline *x = a, *y = b;
+
+	return x->l.addr < y->l.addr ? -1 : x->l.addr > y->l.addr;
+}
+
+/* Sorts the lines of a DEBUG_INFO by address, with their file names, when a
+ * LOAD takes them: once, however many times the code moves later (moved
+ * symbols share them). */
+static int sort_lines(struct parser *ps, size_t line0, size_t n)
+{
+	struct pline *v;
+	size_t i;
+
+	if (n < 2)
+		return 0;
+	v = malloc(n * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		v[i] = (struct pline){ps->d->lines[line0 + i], ps->line_files.v[line0 + i]};
+	qsort(v, n, sizeof(*v), cmp_pline);
+	for (i = 0; i < n; i++) {
+		ps->d->lines[line0 + i] = v[i].l;
+		ps->line_files.v[line0 + i] = v[i].file;
+	}
+	free(v);
 	return 0;
 }
 
@@ -109,6 +201,8 @@ static int parse_load(struct parser *ps, const struct rd *r, size_t off, size_t 
 	if (ps->pending.valid && ps->pending.code_addr == code_addr) {
 		line0 = ps->pending.line0;
 		nlines = ps->pending.n;
+		if (sort_lines(ps, line0, nlines))
+			return -ENOMEM;
 	}
 	ps->pending.valid = false;
 	return add_sym(ps, code_addr, code_size, t, index, name, line0, nlines);
@@ -117,6 +211,7 @@ static int parse_load(struct parser *ps, const struct rd *r, size_t off, size_t 
 static int parse_move(struct parser *ps, const struct rd *r, size_t off, size_t size, uint64_t t)
 {
 	uint64_t new_addr, code_size, index;
+	struct psym *s;
 	size_t i;
 
 	if (size < REC_HDR + 48)
@@ -124,16 +219,13 @@ static int parse_move(struct parser *ps, const struct rd *r, size_t off, size_t 
 	new_addr = rd64(r, off + REC_HDR + 24);
 	code_size = rd64(r, off + REC_HDR + 32);
 	index = rd64(r, off + REC_HDR + 40);
-	for (i = ps->nsyms; i-- > 0;) {
-		struct psym *s = &ps->syms[i];
-
-		if (s->index == index && s->t_end == UINT64_MAX) {
-			s->t_end = t;
-			return add_sym(ps, new_addr, code_size, t, index, s->name, s->line0,
-				       s->nlines);
-		}
-	}
-	return 0; /* a MOVE of code never loaded: nothing to move */
+	if (!ps->live.cap || !(i = *live_slot(ps, index)))
+		return 0; /* a MOVE of code never loaded: nothing to move */
+	s = &ps->syms[i - 1];
+	if (s->t_end != UINT64_MAX)
+		return 0;
+	s->t_end = t;
+	return add_sym(ps, new_addr, code_size, t, index, s->name, s->line0, s->nlines);
 }
 
 static int parse_debug(struct parser *ps, const struct rd *r, size_t off, size_t size)
@@ -182,27 +274,140 @@ static int cmp_psym(const void *a, const void *b)
 	return x->t_start < y->t_start ? -1 : x->t_start > y->t_start;
 }
 
-static int cmp_line(const void *a, const void *b)
+/* Minimum segment trees over the n symbol positions (sorted by start),
+ * bottom-up: tree[n + p] is position p. */
+static void seg_point_min(uint64_t *tree, size_t n, size_t p, uint64_t v)
 {
-	const struct jit_line *x = a, *y = b;
-
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
+	for (p += n; p >= 1; p >>= 1)
+		if (v < tree[p])
+			tree[p] = v;
 }
 
-/* A LOAD over live code ends that code: overlapping symbols end where a
- * later one begins. */
-static void end_overlaps(struct psym *s, size_t n)
+static uint64_t seg_range_min(const uint64_t *tree, size_t n, size_t l, size_t r)
 {
-	size_t i, j;
+	uint64_t m = UINT64_MAX;
 
-	for (i = 0; i < n; i++) {
-		for (j = i + 1; j < n && s[j].start < s[i].start + s[i].size; j++) {
-			if (s[j].t_start > s[i].t_start && s[j].t_start < s[i].t_end)
-				s[i].t_end = s[j].t_start;
-			else if (s[i].t_start > s[j].t_start && s[i].t_start < s[j].t_end)
-				s[j].t_end = s[i].t_start;
+	for (l += n, r += n; l < r; l >>= 1, r >>= 1) {
+		if (l & 1 && tree[l] < m)
+			m = tree[l];
+		if (l & 1)
+			l++;
+		if (r & 1 && tree[--r] < m)
+			m = tree[r];
+	}
+	return m;
+}
+
+/* The point-query twin: a range update lowers the tags covering [l, r); a
+ * position's value is the least tag on its way to the root. */
+static void seg_cover_min(uint64_t *tree, size_t n, size_t l, size_t r, uint64_t v)
+{
+	for (l += n, r += n; l < r; l >>= 1, r >>= 1) {
+		if (l & 1 && v < tree[l])
+			tree[l] = v;
+		if (l & 1)
+			l++;
+		if (r & 1 && v < tree[--r])
+			tree[r] = v;
+	}
+}
+
+static uint64_t seg_point_query(const uint64_t *tree, size_t n, size_t p)
+{
+	uint64_t m = UINT64_MAX;
+
+	for (p += n; p >= 1; p >>= 1)
+		if (tree[p] < m)
+			m = tree[p];
+	return m;
+}
+
+/* First position (of n, sorted by start) whose start is >= addr. */
+static size_t first_at(const struct psym *s, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s[mid].start < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static const struct psym *sort_syms;
+
+static int cmp_by_time(const void *a, const void *b)
+{
+	uint64_t x = sort_syms[*(const size_t *)a].t_start,
+		 y = sort_syms[*(const size_t *)b].t_start;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A LOAD over live code ends that code: a symbol ends at the first load of
+ * overlapping code after its own (or at its MOVE, if earlier). Symbols are
+ * taken latest first, a batch of equal times at a time: each asks the
+ * symbols loaded after it, already in the trees, for the least load time
+ * among those that start inside its range (one tree) or whose range holds
+ * its start (the other), then joins them. O(n log n) however the loads
+ * overlap (100k LOADs over one address took seconds when every pair was
+ * compared). Size 0 counts as 1 byte, as in jitdump_lookup. */
+static int end_overlaps(struct psym *s, size_t n)
+{
+	uint64_t *starts_in, *covering;
+	size_t *ord, g, h, k;
+
+	if (n < 2)
+		return 0;
+	starts_in = malloc(2 * n * sizeof(*starts_in));
+	covering = malloc(2 * n * sizeof(*covering));
+	ord = malloc(n * sizeof(*ord));
+	if (!starts_in || !covering || !ord) {
+		free(starts_in);
+		free(covering);
+		free(ord);
+		return -ENOMEM;
+	}
+	memset(starts_in, 0xff, 2 * n * sizeof(*starts_in));
+	memset(covering, 0xff, 2 * n * sizeof(*covering));
+	for (k = 0; k < n; k++)
+		ord[k] = k;
+	sort_syms = s;
+	qsort(ord, n, sizeof(*ord), cmp_by_time);
+	for (h = n; h > 0; h = g) {
+		for (g = h - 1; g > 0 && s[ord[g - 1]].t_start == s[ord[h - 1]].t_start; g--)
+			;
+		for (k = g; k < h; k++) {
+			struct psym *x = &s[ord[k]];
+			uint64_t len = x->size ? x->size : 1;
+			uint64_t end = x->start + len < x->start ? UINT64_MAX : x->start + len;
+			size_t lo = first_at(s, n, x->start), hi = first_at(s, n, end);
+			uint64_t t = seg_range_min(starts_in, n, lo, hi);
+			uint64_t c = seg_point_query(covering, n, ord[k]);
+
+			if (c < t)
+				t = c;
+			if (t < x->t_end)
+				x->t_end = t;
+		}
+		for (k = g; k < h; k++) {
+			const struct psym *x = &s[ord[k]];
+			uint64_t len = x->size ? x->size : 1;
+			uint64_t end = x->start + len < x->start ? UINT64_MAX : x->start + len;
+
+			seg_point_min(starts_in, n, ord[k], x->t_start);
+			seg_cover_min(covering, n, first_at(s, n, x->start), first_at(s, n, end),
+				      x->t_start);
 		}
 	}
+	free(starts_in);
+	free(covering);
+	free(ord);
+	return 0;
 }
 
 int jitdump_parse(const void *buf, size_t len, uint64_t (*conv)(void *ctx, uint64_t raw),
@@ -276,7 +481,10 @@ int jitdump_parse(const void *buf, size_t len, uint64_t (*conv)(void *ctx, uint6
 		off += size; /* always by total_size: unknown records are skipped */
 	}
 	qsort(ps.syms, ps.nsyms, sizeof(*ps.syms), cmp_psym);
-	end_overlaps(ps.syms, ps.nsyms);
+	if (end_overlaps(ps.syms, ps.nsyms)) {
+		ret = -ENOMEM;
+		goto fail;
+	}
 	for (i = 0; i < out->nlines; i++)
 		out->lines[i].file = out->strings + ps.line_files.v[i];
 	out->syms = calloc(ps.nsyms ? ps.nsyms : 1, sizeof(*out->syms));
@@ -295,16 +503,18 @@ int jitdump_parse(const void *buf, size_t len, uint64_t (*conv)(void *ctx, uint6
 						out->strings + s->name,
 						out->lines + s->line0,
 						s->nlines};
-		if (s->nlines)
-			qsort(out->lines + s->line0, s->nlines, sizeof(*out->lines), cmp_line);
 	}
 	out->nsyms = ps.nsyms;
 	free(ps.syms);
 	free(ps.line_files.v);
+	free(ps.live.keys);
+	free(ps.live.vals);
 	return 0;
 fail:
 	free(ps.syms);
 	free(ps.line_files.v);
+	free(ps.live.keys);
+	free(ps.live.vals);
 	jitdump_free(out);
 	return ret;
 }

@@ -33,19 +33,14 @@ static int cmp(const void *a, const void *b)
 
 int perfmap_parse(const char *buf, size_t len, struct perfmap *out)
 {
-	size_t cap = 0, line = 0;
+	size_t cap = 0, line = 0, text_len = 0, text_cap = 0, i;
 	const char *p = buf, *end = buf + len;
-	char *w;
 
 	memset(out, 0, sizeof(*out));
-	out->text = malloc(len + 1);
-	if (!out->text)
-		return -ENOMEM;
-	w = out->text;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', end - p), *le = nl ? nl : end, *q = p, *name;
 		struct perfmap_sym s;
-		size_t n;
+		size_t n, clean;
 
 		line++;
 		if (le > p && le[-1] == '\r')
@@ -61,22 +56,20 @@ int perfmap_parse(const char *buf, size_t len, struct perfmap *out)
 		n = le - name;
 		if (memchr(name, 0, n))
 			goto bad;
-		memcpy(w, name, n);
-		w[n] = 0;
-		s.name = w;
-		s.order = line;
-		w += n + 1;
-		if (out->nsyms == cap) {
-			size_t nc = cap ? cap * 2 : 256;
-			struct perfmap_sym *ns = realloc(out->syms, nc * sizeof(*ns));
-
-			if (!ns) {
-				perfmap_free(out);
-				return -ENOMEM;
-			}
-			out->syms = ns;
-			cap = nc;
+		/* Sanitized (fmt_sanitize): names reach terminals and files. The
+		 * text grows with the names, never with the input's size: an input
+		 * of garbage costs nothing. Offsets until the end (it moves). */
+		clean = fmt_sanitize(NULL, 0, name, n);
+		if (fmt_grow((void **)&out->text, &text_cap, text_len + clean + 1, 1) ||
+		    fmt_grow((void **)&out->syms, &cap, out->nsyms + 1, sizeof(s))) {
+			perfmap_free(out);
+			return -ENOMEM;
 		}
+		fmt_sanitize(out->text + text_len, clean + 1, name, n);
+		s.name = NULL;
+		s.name_off = text_len;
+		s.order = line;
+		text_len += clean + 1;
 		out->syms[out->nsyms++] = s;
 		goto next;
 	bad:
@@ -85,6 +78,8 @@ int perfmap_parse(const char *buf, size_t len, struct perfmap *out)
 	next:
 		p = nl ? nl + 1 : end;
 	}
+	for (i = 0; i < out->nsyms; i++)
+		out->syms[i].name = out->text + out->syms[i].name_off;
 	qsort(out->syms, out->nsyms, sizeof(*out->syms), cmp);
 	return 0;
 }

@@ -9,15 +9,16 @@
 
 struct perfmap_sym {
 	uint64_t start, size;
-	const char *name;
-	size_t order; /* line number: later wins */
+	const char *name; /* sanitized (fmt_sanitize) */
+	size_t name_off;  /* of name in text */
+	size_t order;	  /* line number: later wins */
 };
 
 struct perfmap {
 	struct perfmap_sym *syms; /* sorted by start */
 	size_t nsyms;
 	size_t bad_lines;
-	char *text; /* names point into it */
+	char *text; /* names point into it; NULL when there are none */
 };
 
 /* 0 or -ENOMEM. */

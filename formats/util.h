@@ -86,4 +86,17 @@ static inline const char *fmt_hex(const char *p, const char *end, uint64_t *v)
 	return p > s ? p : NULL;
 }
 
+/* Names from outside (JIT files, comm, ELF symbols, paths, kallsyms) as
+ * text that is safe in every file and on a terminal: valid UTF-8 with no
+ * control character. The one sanitizer: src[0..n), up to a NUL, with C0 and
+ * C1 controls, DEL and bytes that are not valid UTF-8 written as "\xNN"
+ * (backslashes are kept as they are, so the result sanitizes to itself).
+ * Writes at most cap - 1 bytes to dst, never part of an escape or of a
+ * character, NUL-terminated when cap > 0 (dst may be NULL with cap 0).
+ * Returns the length of the whole result, as snprintf: a result as long as
+ * the input means the input was clean. */
+size_t fmt_sanitize(char *dst, size_t cap, const char *src, size_t n);
+/* The same into a malloc'd string; NULL on ENOMEM. */
+char *fmt_sanitize_dup(const char *src, size_t n);
+
 #endif

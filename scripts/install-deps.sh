@@ -8,6 +8,7 @@ PKGS=(
   make pkg-config clang llvm gcc libc6-dev binutils
   libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev
   linux-perf bpftrace google-perftools
+  time
   golang-go golang-github-google-pprof-dev
   golang-github-ianlancetaylor-demangle-dev golang-github-chzyer-readline-dev
 )

@@ -21,11 +21,14 @@
 #include <x86intrin.h>
 #include "formats/jitdump.h"
 #include "formats/perfmap.h"
+#include "formats/util.h"
 #include "user/jit.h"
 #include "user/proc.h"
 #include "user/util.h"
 
 #define JIT_FILE_MAX (1u << 30)
+/* Read in chunks: memory grows with what the file holds, not its size. */
+#define JIT_CHUNK (1u << 20)
 
 struct jit_state {
 	int dump_fd, map_fd;
@@ -179,16 +182,63 @@ void jit_scan(struct proc *p)
 	}
 }
 
+static bool all_nul(const char *p, size_t n)
+{
+	return n && !p[0] && !memcmp(p, p + 1, n - 1);
+}
+
+/* Reads a JIT file of up to JIT_FILE_MAX bytes (a larger one is refused
+ * with a warning) in JIT_CHUNK pieces, as far as its data goes: the first
+ * hole (SEEK_DATA, or a whole chunk of NULs where the file system cannot
+ * tell) ends it. A runtime writes these files in order, so a hole is never
+ * content, while a sparse file would otherwise cost its size in memory and
+ * time. 0 or -errno. */
 static int read_all(int fd, const char *what, char **buf, size_t *len)
 {
-	int err;
+	size_t cap = 0, n = 0;
+	struct stat st;
+	char *b = NULL;
+	int err = 0;
 
-	if (lseek(fd, 0, SEEK_SET) < 0)
-		return -errno;
-	err = read_fd_all(fd, JIT_FILE_MAX, buf, len);
-	if (err)
-		warn("%s: %s; ignored", what, err == -EFBIG ? "larger than 1 GiB" : strerror(-err));
-	return err;
+	if (fstat(fd, &st))
+		err = -errno;
+	else if ((uint64_t)st.st_size > JIT_FILE_MAX)
+		err = -EFBIG;
+	while (!err && n < JIT_FILE_MAX) {
+		off_t data = lseek(fd, n, SEEK_DATA);
+		size_t want = JIT_FILE_MAX - n < JIT_CHUNK ? JIT_FILE_MAX - n : JIT_CHUNK;
+		ssize_t r;
+
+		if ((data < 0 && errno == ENXIO) || (data >= 0 && (size_t)data != n))
+			break; /* a hole to the end, or up to more data */
+		if (fmt_grow((void **)&b, &cap, n + want + 1, 1)) {
+			err = -ENOMEM;
+			break;
+		}
+		r = pread(fd, b + n, want, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			err = -errno;
+		if (r <= 0 || ((size_t)r == want && want == JIT_CHUNK && all_nul(b + n, r)))
+			break;
+		n += r;
+	}
+	if (err == -EFBIG)
+		warn("%s: %lld bytes, more than the %u-byte cap; ignored", what,
+		     (long long)st.st_size, JIT_FILE_MAX);
+	else if (err)
+		warn("%s: %s; ignored", what, strerror(-err));
+	if (err) {
+		free(b);
+		return err;
+	}
+	if (!b && !(b = malloc(1)))
+		return -ENOMEM;
+	b[n] = 0;
+	*buf = b;
+	*len = n;
+	return 0;
 }
 
 static void load_dump(struct proc *p, struct jit_state *j)
@@ -223,6 +273,9 @@ static void load_map(struct proc *p, struct jit_state *j)
 	snprintf(what, sizeof(what), "perf-%d.map", p->pid);
 	if (read_all(j->map_fd, what, &buf, &len))
 		return;
+	/* A text file: NULs at its end are the rest of a hole's block. */
+	while (len && !buf[len - 1])
+		len--;
 	if (perfmap_parse(buf, len, &j->map) == 0) {
 		j->map_ok = true;
 		if (j->map.bad_lines)

@@ -12,6 +12,7 @@
 #include "formats/jitdump.h"
 #include "formats/jitelf.h"
 #include "formats/pprof.h"
+#include "formats/util.h"
 #include "user/jit.h"
 #include "user/output.h"
 #include "user/proc.h"
@@ -414,8 +415,14 @@ static int write_cpuprofile(const struct run_info *ri, struct proc *p)
 	return first;
 }
 
-static void json_str(FILE *f, const char *s)
+/* A JSON string. Names are sanitized where they enter the model; the rest
+ * (command line, output directory) is the user's, sanitized here as JSON
+ * must be valid UTF-8. */
+static void json_str(FILE *f, const char *raw)
 {
+	char *clean = fmt_sanitize_dup(raw, strlen(raw));
+	const char *s = clean ? clean : "";
+
 	fputc('"', f);
 	for (; *s; s++) {
 		unsigned char c = *s;
@@ -428,6 +435,7 @@ static void json_str(FILE *f, const char *s)
 			fputc(c, f);
 	}
 	fputc('"', f);
+	free(clean);
 }
 
 static int fill_summary(void *ctx, FILE *f)

@@ -13,6 +13,7 @@
 #include "user/symbols.h"
 #include "user/jit.h"
 #include "formats/procmaps.h"
+#include "formats/util.h"
 #include "user/unwind.h"
 #include "user/xray.h"
 
@@ -96,6 +97,36 @@ static bool same_mapping(const struct mapping *m, const struct procmaps_entry *e
  * symbols already loaded for them). */
 static void resolve_unmapped(struct proc *p);
 
+/* The maps text with each line sanitized (fmt_sanitize), newlines kept:
+ * paths are the target's to choose (the kernel escapes only '\n'), and they
+ * reach every file. The same buffer when it was clean, else a new one (text
+ * freed); NULL on ENOMEM. */
+static char *sanitize_lines(char *text, size_t *len)
+{
+	size_t n = 0, total, i, k;
+	char *out;
+
+	for (i = 0; i < *len; i = k + 1) {
+		k = i + strcspn(text + i, "\n");
+		n += fmt_sanitize(NULL, 0, text + i, k - i) + 1;
+	}
+	if (n == *len + (*len && text[*len - 1] != '\n'))
+		return text; /* clean: nothing grew */
+	total = n;
+	out = malloc(total + 1);
+	if (out) {
+		for (i = 0, n = 0; i < *len; i = k + 1) {
+			k = i + strcspn(text + i, "\n");
+			n += fmt_sanitize(out + n, total + 1 - n, text + i, k - i);
+			out[n++] = '\n';
+		}
+		out[n] = 0;
+		*len = n;
+	}
+	free(text);
+	return out;
+}
+
 static int read_maps(struct proc *p)
 {
 	char path[64], *text;
@@ -111,6 +142,8 @@ static int read_maps(struct proc *p)
 			p->gone = true;
 		return err;
 	}
+	if (!(text = sanitize_lines(text, &len)))
+		return -ENOMEM;
 	err = procmaps_parse(text, len, &ents, &n);
 	if (err || (!n && p->maps_text)) {
 		/* An exited process (a zombie) reads as empty: keep what it had. */
@@ -256,17 +289,25 @@ static void proc_read_identity(struct proc *p)
 		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
 
 		if (n > 0) {
-			exe[n] = 0;
-			free(p->exe);
-			p->exe = xstrdup(exe);
+			char *clean = fmt_sanitize_dup(exe, n);
+
+			if (clean) {
+				free(p->exe);
+				p->exe = clean;
+			}
 		}
 	}
 	snprintf(path, sizeof(path), "/proc/%d/comm", p->pid);
 	if (!read_path_all(path, 0, 64, &comm, NULL)) {
-		comm[strcspn(comm, "\n")] = 0;
-		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+		proc_set_comm(p->comm, comm, strcspn(comm, "\n"));
 		free(comm);
 	}
+}
+
+void proc_set_comm(char dst[COMM_TEXT_LEN], const char *src, size_t n)
+{
+	/* A comm is at most COMM_LEN - 1 bytes: longer input is not one. */
+	fmt_sanitize(dst, COMM_TEXT_LEN, src, strnlen(src, n < COMM_LEN ? n : COMM_LEN - 1));
 }
 
 struct proc *proc_get(pid_t pid, const char *comm)
@@ -281,7 +322,7 @@ struct proc *proc_get(pid_t pid, const char *comm)
 	p->pid = pid;
 	p->uid = (uid_t)-1;
 	if (comm)
-		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+		proc_set_comm(p->comm, comm, COMM_LEN);
 	if (VEC_PUSH(procs.v, p) || idtab_insert(&procs.tab, hash_u64(pid), procs.v.n - 1)) {
 		free(p);
 		return NULL;
@@ -514,7 +555,7 @@ int proc_add_sample(const struct ev_sample *s)
 	if (!p)
 		return -ENOMEM;
 	if (!p->comm[0])
-		memcpy(p->comm, s->comm, sizeof(p->comm));
+		proc_set_comm(p->comm, s->comm, COMM_LEN);
 	st[0] = st[1] = 0;
 	for (i = 0; i < s->nkernel && i < MAX_FRAMES; i++) {
 		id = intern_frame(p, s->ips[i], FRAME_KERNEL, i > 0);
@@ -540,7 +581,7 @@ int proc_add_sample(const struct ev_sample *s)
 	t = proc_thread(p, s->hdr.tid);
 	if (!t)
 		return -ENOMEM;
-	memcpy(t->comm, s->comm, sizeof(t->comm));
+	proc_set_comm(t->comm, s->comm, COMM_LEN);
 	t->nsamples++;
 	return VEC_PUSH(p->samples, smp);
 }
@@ -613,7 +654,7 @@ void proc_on_exec(pid_t pid, const char *comm)
 		return;
 	/* A new address space: old frames keep their names, new addresses
 	 * resolve against the new mappings. */
-	snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	proc_set_comm(p->comm, comm, COMM_LEN);
 	idtab_free(&p->frame_tab); /* frames interned from here on are the new image's */
 	p->image_frames = p->frames.n;
 	p->unmapped = 0;
@@ -642,7 +683,7 @@ void proc_on_vma(pid_t pid, const struct ev_vma *v)
 	struct proc *p = proc_find(pid);
 	const struct mapping *known;
 	struct mapping *m;
-	char name[VMA_NAME_LEN + 1];
+	char name[4 * VMA_NAME_LEN + 1]; /* sanitized: a byte may become an escape */
 	size_t i;
 
 	/* Only frames that no mapping covered need it: the process exited
@@ -666,9 +707,12 @@ void proc_on_vma(pid_t pid, const struct ev_vma *v)
 			      .exec = true};
 	known = known_file(m);
 	/* Without a known path, the file's bare name still tells the module. */
-	memcpy(name, v->name, VMA_NAME_LEN);
-	name[VMA_NAME_LEN] = 0;
-	m->path = xstrdup(known ? known->path : name);
+	if (known) {
+		m->path = xstrdup(known->path);
+	} else {
+		fmt_sanitize(name, sizeof(name), v->name, VMA_NAME_LEN);
+		m->path = xstrdup(name);
+	}
 	if (VEC_PUSH(p->maps, m))
 		return;
 	qsort(p->maps.v, p->maps.n, sizeof(*p->maps.v), cmp_map);

@@ -15,6 +15,10 @@ struct unwinder;
 struct fdr;
 struct jit_state;
 
+/* A comm as stored: sanitized (fmt_sanitize), each of its 15 bytes may
+ * become a 4-byte escape. */
+#define COMM_TEXT_LEN (4 * COMM_LEN)
+
 /* DWARF unwinding may find more user frames than a frame-pointer walk. */
 #define MAX_USER_FRAMES	 256
 #define MAX_STACK_FRAMES (MAX_FRAMES + MAX_USER_FRAMES)
@@ -22,7 +26,7 @@ struct jit_state;
 struct mapping {
 	uint64_t start, end, offset, inode;
 	unsigned dev_major, dev_minor;
-	char *path; /* as in maps, " (deleted)" removed; "" when anonymous */
+	char *path; /* as in maps, " (deleted)" removed, sanitized; "" when anonymous */
 	bool exec, deleted;
 	bool sym_tried;
 	bool fp_checked;     /* looked at for frame pointers */
@@ -57,17 +61,17 @@ struct migration {
 
 struct thread {
 	uint32_t tid;
-	char comm[COMM_LEN];
+	char comm[COMM_TEXT_LEN];
 	uint64_t nsamples;
 };
 
 struct proc {
 	pid_t pid;
-	char comm[COMM_LEN];
-	char *exe; /* the program's path, read when first seen */
+	char comm[COMM_TEXT_LEN]; /* sanitized, as every name from outside */
+	char *exe;		  /* the program's path, read when first seen; sanitized */
 	uid_t uid;
 	bool exited, gone; /* gone: /proc/PID vanished before we could read it */
-	char *maps_text;   /* the latest /proc/PID/maps */
+	char *maps_text;   /* the latest /proc/PID/maps, each line sanitized */
 	uint64_t maps_read_ns;
 	VEC(struct mapping *) maps_all; /* owned, never freed while recording */
 	VEC(struct mapping *) maps;	/* current, sorted by start */
@@ -115,6 +119,9 @@ extern void (*proc_exec_hook)(struct proc *p);
 extern void (*proc_leaf_hint_hook)(pid_t pid, uint64_t ip, uint32_t need);
 
 struct proc *proc_get(pid_t pid, const char *comm);
+/* Stores a comm from outside (at most COMM_LEN bytes, up to a NUL) into a
+ * comm field, sanitized: it reaches terminals and files. */
+void proc_set_comm(char dst[COMM_TEXT_LEN], const char *src, size_t n);
 struct proc *proc_find(pid_t pid);
 int proc_add_sample(const struct ev_sample *s);
 void proc_on_exec(pid_t pid, const char *comm);

@@ -389,7 +389,7 @@ static int fp_percent(const char *path)
 	struct symfile *sf;
 	int fd, pct;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = open_regular(path, 0); /* the target's path: a FIFO may be there now */
 	if (fd < 0)
 		return -1;
 	sf = symfile_get(fd, path);
@@ -493,17 +493,22 @@ static void read_lost_by_pid(struct sample_bpf *skel)
 {
 	int fd = bpf_map__fd(skel->maps.lost_by_pid);
 	__u32 key, next, *prev = NULL;
-	__u64 v;
+	struct lost_val v;
 
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		struct proc *p;
+
 		key = next;
 		prev = &key;
-		if (!bpf_map_lookup_elem(fd, &key, &v)) {
-			struct proc *p = proc_get(key, NULL);
-
-			if (p)
-				p->lost = v;
-		}
+		if (bpf_map_lookup_elem(fd, &key, &v) || !(p = proc_get(key, NULL)))
+			continue;
+		p->lost = v.count;
+		/* A process that only lost samples has no comm from a sample:
+		 * BPF's, else /proc/PID/comm's (proc_get read it if it lives). */
+		if (!p->samples.n && v.comm[0])
+			proc_set_comm(p->comm, v.comm, sizeof(v.comm));
+		if (!p->comm[0])
+			snprintf(p->comm, sizeof(p->comm), "[unknown]");
 	}
 }
 
@@ -842,6 +847,11 @@ static void rec_stop(struct recorder *r)
 	if (st[STAT_LOST])
 		warn("%llu samples lost: the ring buffer was full (raise --ringbuf-size)",
 		     (unsigned long long)st[STAT_LOST]);
+	if (st[STAT_LOST_TASK])
+		warn("%llu exec, fork or exit events lost: the ring buffer was full, so frames of "
+		     "processes that exec'd or exited then may be unnamed or named from their old "
+		     "program (raise --ringbuf-size)",
+		     (unsigned long long)st[STAT_LOST_TASK]);
 	if (st[STAT_EXIT_NO_MM] && r->feat.iter_task_vma)
 		degraded_add(&r->degraded, "exit-time mappings",
 			     "the kernel frees a process's memory map before its exit tracepoint "

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "formats/util.h"
 #include "user/symbols.h"
 #include "user/util.h"
 
@@ -101,7 +102,8 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct symvec *out
 		name = elf_strptr(elf, sh->sh_link, s.st_name);
 		if (!name || !*name)
 			continue;
-		len = strlen(name) + 1;
+		/* Sanitized: a symbol name is the binary's author's to choose. */
+		len = fmt_sanitize(NULL, 0, name, strlen(name)) + 1;
 		if (names->n + len > UINT32_MAX || VEC_RESERVE(*names, names->n + len))
 			return -ENOMEM;
 		y.addr = s.st_value;
@@ -110,7 +112,7 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct symvec *out
 		y.rank = GELF_ST_BIND(s.st_info) == STB_GLOBAL ? 0
 			 : GELF_ST_BIND(s.st_info) == STB_WEAK ? 1
 							       : 2;
-		memcpy(names->v + names->n, name, len);
+		fmt_sanitize(names->v + names->n, len, name, strlen(name));
 		names->n += len;
 		if (VEC_PUSH(*out, y))
 			return -ENOMEM;
@@ -170,17 +172,29 @@ static int read_syms(Elf *elf, struct symvec *syms, struct charvec *names, bool 
 	return 0;
 }
 
-/* Debian's -dbgsym packages put full symbol tables under the build id. */
+/* Debian's -dbgsym packages put full symbol tables under the build id: a
+ * path looked up by a build id that the target's files choose, so opened as
+ * a regular file only, without blocking (a FIFO planted there would hang the
+ * recording). Symlinks are followed: other distributions link these files. */
+static int open_build_id_file(const char *build_id, char *path, size_t len)
+{
+	int fd;
+
+	if (strlen(build_id) < 4)
+		return -ENOENT;
+	snprintf(path, len, "/usr/lib/debug/.build-id/%.2s/%s.debug", build_id, build_id + 2);
+	fd = open_regular(path, 0);
+	if (fd == -EINVAL)
+		warn("%s: not a regular file; ignored", path);
+	return fd;
+}
+
 static Elf *open_debug_file(const char *build_id, int *fd)
 {
 	char path[128];
 	Elf *elf;
 
-	if (strlen(build_id) < 4)
-		return NULL;
-	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", build_id,
-		 build_id + 2);
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	*fd = open_build_id_file(build_id, path, sizeof(path));
 	if (*fd < 0)
 		return NULL;
 	elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
@@ -380,12 +394,37 @@ static uint64_t symfile_vaddr(const struct symfile *f, uint64_t off)
 	return off;
 }
 
+/* libdwfl's find_debuginfo: the build-id debug file, opened as above.
+ * dwfl_build_id_find_debuginfo would open it blocking. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	char hex[2 * 40 + 1], path[128];
+	int n, i, fd;
+
+	(void)userdata, (void)modname, (void)base, (void)file_name, (void)debuglink_file;
+	(void)debuglink_crc;
+	n = dwfl_module_build_id(mod, &bits, &vaddr);
+	if (n < 2 || n > 40)
+		return -1;
+	for (i = 0; i < n; i++)
+		sprintf(hex + 2 * i, "%02x", bits[i]);
+	fd = open_build_id_file(hex, path, sizeof(path));
+	if (fd < 0)
+		return -1;
+	*debuginfo_file_name = strdup(path); /* libdwfl's: it frees it */
+	return fd;
+}
+
 /* The file's own DWARF (libdwfl looks there first), else its build-id debug
  * file (/usr/lib/debug/.build-id). Not dwfl_standard_find_debuginfo: it
  * dlopens libdebuginfod (~10 ms) even with no server configured. */
 static const Dwfl_Callbacks file_callbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_build_id_find_debuginfo,
+    .find_debuginfo = find_debuginfo,
 };
 
 /* The file as a libdwfl module at bias 0 (module addresses are the file's
@@ -406,6 +445,44 @@ static Dwfl *symfile_dwfl(struct symfile *f)
 	return f->dwfl;
 }
 
+/* Source file names are the binary's too: sanitized copies of those that
+ * need it, by libdw's string (stable until symfiles_free), made once. */
+static struct {
+	VEC(const char *) raw;
+	VEC(char *) clean;
+	struct idtab tab;
+} dirty_files;
+
+static bool dirty_eq(const void *ctx, uint32_t id, const void *key)
+{
+	(void)ctx;
+	return dirty_files.raw.v[id] == key;
+}
+
+static const char *clean_file(const char *s)
+{
+	uint64_t h = hash_u64((uintptr_t)s);
+	uint32_t id;
+	size_t n = strlen(s);
+	char *c;
+
+	if (fmt_sanitize(NULL, 0, s, n) == n)
+		return s;
+	id = idtab_find(&dirty_files.tab, h, dirty_eq, NULL, s);
+	if (id != UINT32_MAX)
+		return dirty_files.clean.v[id];
+	c = fmt_sanitize_dup(s, n);
+	if (!c || VEC_RESERVE(dirty_files.raw, dirty_files.raw.n + 1) ||
+	    VEC_PUSH(dirty_files.clean, c)) {
+		free(c);
+		return NULL;
+	}
+	dirty_files.raw.v[dirty_files.raw.n++] = s;
+	if (idtab_insert(&dirty_files.tab, h, dirty_files.raw.n - 1))
+		dirty_files.raw.v[dirty_files.raw.n - 1] = NULL; /* not found again: made anew */
+	return c;
+}
+
 int symfile_srcline(struct symfile *f, uint64_t file_off, const char **file, int *line)
 {
 	Dwfl *dwfl = symfile_dwfl(f);
@@ -415,9 +492,9 @@ int symfile_srcline(struct symfile *f, uint64_t file_off, const char **file, int
 	if (!dwfl || !(dl = dwfl_getsrc(dwfl, symfile_vaddr(f, file_off))))
 		return -ENOENT;
 	s = dwfl_lineinfo(dl, NULL, line, NULL, NULL, NULL);
-	if (!s)
+	if (!s || !(s = clean_file(s)))
 		return -ENOENT;
-	*file = s; /* libdw's, valid until symfiles_free */
+	*file = s; /* valid until symfiles_free */
 	return 0;
 }
 
@@ -563,6 +640,11 @@ void symfiles_free(void)
 		symfile_free(files.v[i]);
 	VEC_FREE(files);
 	idtab_free(&files_tab);
+	for (i = 0; i < dirty_files.clean.n; i++)
+		free(dirty_files.clean.v[i]);
+	VEC_FREE(dirty_files.clean);
+	VEC_FREE(dirty_files.raw);
+	idtab_free(&dirty_files.tab);
 }
 
 /* Kernel symbols: text symbols of /proc/kallsyms, sorted. */
@@ -573,6 +655,24 @@ struct ksym {
 };
 static VEC(struct ksym) ksyms;
 static char *kallsyms_text;
+static VEC(char *) kallsyms_clean; /* sanitized copies of the names that needed one */
+
+/* Kernel and module symbol names, sanitized like every name from outside;
+ * NULL on ENOMEM. */
+static const char *clean_ksym(const char *s)
+{
+	size_t n = strlen(s);
+	char *c;
+
+	if (fmt_sanitize(NULL, 0, s, n) == n)
+		return s;
+	c = fmt_sanitize_dup(s, n);
+	if (!c || VEC_PUSH(kallsyms_clean, c)) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
 
 static int cmp_ksym(const void *a, const void *b)
 {
@@ -612,8 +712,10 @@ int kallsyms_load(void)
 				mod[strcspn(mod, "]")] = 0;
 			}
 		}
-		k.name = name;
-		k.module = mod;
+		k.name = clean_ksym(name);
+		k.module = mod ? clean_ksym(mod) : NULL;
+		if (!k.name || (mod && !k.module))
+			return -ENOMEM;
 		if (!k.addr)
 			zero++;
 		if (VEC_PUSH(ksyms, k))
@@ -649,7 +751,12 @@ const char *kallsyms_lookup(uint64_t addr, const char **module)
 
 void kallsyms_free(void)
 {
+	size_t i;
+
 	VEC_FREE(ksyms);
 	free(kallsyms_text);
 	kallsyms_text = NULL;
+	for (i = 0; i < kallsyms_clean.n; i++)
+		free(kallsyms_clean.v[i]);
+	VEC_FREE(kallsyms_clean);
 }

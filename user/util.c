@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "formats/util.h"
@@ -21,53 +22,12 @@ int msg_verbosity(void)
 	return verbosity;
 }
 
-/* Length of the valid UTF-8 sequence at s (no overlongs, surrogates or code
- * points above U+10FFFF), or 0. */
-static size_t utf8_len(const unsigned char *s)
-{
-	unsigned c = s[0];
-	size_t n, i;
-	uint32_t cp;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, cp = c & 0x07;
-	else
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return n;
-}
-
 void sanitize_append(char *dst, size_t cap, const char *src)
 {
-	const unsigned char *s = (const unsigned char *)src;
-	size_t len = strlen(dst), n;
+	size_t len = strlen(dst);
 
-	while (*s && len + 5 < cap) {
-		n = utf8_len(s);
-		if (n == 1 && (*s < 0x20 || *s == 0x7f))
-			n = 0;
-		if (!n) {
-			len += snprintf(dst + len, cap - len, "\\x%02x", *s++);
-			continue;
-		}
-		memcpy(dst + len, s, n);
-		len += n;
-		s += n;
-	}
-	dst[len] = 0;
+	if (len < cap)
+		fmt_sanitize(dst + len, cap - len, src, strlen(src));
 }
 
 void msg(enum msg_level level, const char *fmt, ...)
@@ -211,6 +171,20 @@ int read_path_all(const char *path, int flags, size_t max, char **buf, size_t *l
 	err = read_fd_all(fd, max, buf, len);
 	close(fd);
 	return err;
+}
+
+int open_regular(const char *path, int flags)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | flags);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
 }
 
 uint64_t now_ns(int clock)

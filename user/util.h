@@ -22,7 +22,8 @@ void msg(enum msg_level level, const char *fmt, ...) __attribute__((format(print
 #define info(...)  msg(MSG_INFO, __VA_ARGS__)
 #define debug(...) msg(MSG_DEBUG, __VA_ARGS__)
 /* Appends s to dst (a buffer of cap bytes, NUL-terminated), as valid UTF-8
- * with control characters and invalid bytes escaped as \xNN. */
+ * with control characters and invalid bytes escaped as \xNN: formats/util.h's
+ * fmt_sanitize, the one sanitizer of names from outside. */
 void sanitize_append(char *dst, size_t cap, const char *s);
 
 /* Growable array: VEC(T) v = {0}; VEC_PUSH(v, x) returns 0 or -ENOMEM.
@@ -74,6 +75,13 @@ static inline uint64_t hash_u64(uint64_t x)
 int read_fd_all(int fd, size_t max, char **buf, size_t *len);
 /* The same for a path, opened with O_RDONLY|O_CLOEXEC (plus extra flags). */
 int read_path_all(const char *path, int flags, size_t max, char **buf, size_t *len);
+
+/* Opens a file that others may have planted (a FIFO would block the open or
+ * the reads, a device would be read from): read-only, without blocking,
+ * close-on-exec, not as a controlling terminal, plus extra flags (such as
+ * O_NOFOLLOW); only a regular file is kept. An fd, or -errno (-EINVAL: not
+ * a regular file). */
+int open_regular(const char *path, int flags);
 
 uint64_t now_ns(int clock);   /* clock_gettime in ns */
 char *xstrdup(const char *s); /* aborts on ENOMEM: only for small, bounded strings */

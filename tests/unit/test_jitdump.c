@@ -3,10 +3,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "check.h"
 #include "testutil.h"
 #include "formats/jitdump.h"
 #include "formats/perfmap.h"
+#include "formats/util.h"
 
 #define NODE "../shared/fixtures/jitdump/node20-functions-only.dump"
 #define JAVA "../shared/fixtures/jitdump/java17-jvmti-subset.dump"
@@ -242,6 +244,133 @@ static void test_perfmap(void)
 	}
 }
 
+/* Names from outside: one sanitizer, used by both parsers. */
+static void test_sanitize(void)
+{
+	static const char map[] = "1000 10 evil\x1b[2J\xff\xc2\x9b\x7f\xc3\xa9\xe2\x82\xac\\ok\n";
+	const char *want = "evil\\x1b[2J\\xff\\xc2\\x9b\\x7f\xc3\xa9\xe2\x82\xac\\ok";
+	char small[12], *dup, *b;
+	struct perfmap m;
+	struct jitdump d;
+	const char *err;
+	size_t len = 0;
+	FILE *f;
+
+	CHECK(fmt_sanitize(small, sizeof(small), "plain", 5) == 5 && !strcmp(small, "plain"));
+	/* Truncation never splits an escape: "ab\x01" needs 6 bytes + NUL. */
+	CHECK(fmt_sanitize(small, 6,
+			   "ab\x01"
+			   "cd",
+			   5) == 8 &&
+	      !strcmp(small, "ab"));
+	CHECK(fmt_sanitize(small, sizeof(small), "\xf0\x9f\x98", 3) == 12); /* a cut 4-byte char */
+	dup = fmt_sanitize_dup(want, strlen(want));			    /* idempotent */
+	CHECK(dup && !strcmp(dup, want));
+	free(dup);
+	CHECK(perfmap_parse(map, sizeof(map) - 1, &m) == 0 && m.nsyms == 1);
+	CHECKF(m.nsyms && !strcmp(m.syms[0].name, want), "%s", m.nsyms ? m.syms[0].name : "-");
+	perfmap_free(&m);
+	f = open_memstream(&b, &len);
+	jitdump_write_header(f, 1, 1, 0);
+	jitdump_write_load(f, 10, 1, 1, 0x1000, 16, 1, map + 8);
+	fclose(f);
+	CHECK(jitdump_parse(b, len, NULL, NULL, &d, &err) == 0 && d.nsyms == 1 && d.bad_names == 1);
+	/* The map line's newline is part of this name: escaped too. */
+	CHECK(d.nsyms && !strncmp(d.syms[0].name, want, strlen(want)) &&
+	      !strcmp(d.syms[0].name + strlen(want), "\\x0a"));
+	jitdump_free(&d);
+	free(b);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Hostile sizes: 100k LOADs over one address and 100k MOVEs of code never
+ * loaded were quadratic (25 s); n log n now, with the same answers. */
+static void test_many_overlaps(void)
+{
+	enum { N = 100000 };
+	struct jitdump d;
+	const struct jit_sym *s;
+	const char *err;
+	size_t len = 0, i, bad, mid = 0;
+	double t0, dt;
+	char *b;
+	FILE *f = open_memstream(&b, &len);
+
+	jitdump_write_header(f, 1, 1, 0);
+	for (i = 0; i < N; i++)
+		jitdump_write_load(f, 1000 + i, 1, 1, 0x10000 + (i % 7), 4096, i,
+				   i == N / 2 ? "mid" : "f");
+	for (i = 0; i < N; i++)
+		jitdump_write_move(f, 200000 + i, 1, 1, 0x30000, 0x40000, 64, 1000000000 + i);
+	fclose(f);
+	t0 = now_s();
+	CHECK(jitdump_parse(b, len, NULL, NULL, &d, &err) == 0 && d.nsyms == N);
+	dt = now_s() - t0;
+	CHECKF(dt < 1.0, "%.2f s", dt);
+	printf("# 100k overlapping LOADs, 100k MOVEs: parsed in %.3f s\n", dt);
+	/* Each load overlaps the next: it ends there. */
+	for (i = 0, bad = 0; i < d.nsyms; i++) {
+		s = &d.syms[i];
+		bad += s->t_end != (s->t_start == 1000 + N - 1 ? UINT64_MAX : s->t_start + 1);
+		mid += !strcmp(s->name, "mid");
+	}
+	CHECKF(bad == 0 && mid == 1, "%zu symbols end wrongly", bad);
+	jitdump_free(&d);
+	free(b);
+}
+
+/* The overlap pass against the pairwise rule it replaced, on random loads:
+ * a symbol ends at the first later load of code overlapping it. */
+static void test_overlaps_random(void)
+{
+	enum { N = 400 };
+	unsigned seed = 7;
+	struct jitdump d;
+	const char *err;
+	size_t len = 0, i, j, bad = 0;
+	char *b;
+	FILE *f = open_memstream(&b, &len);
+
+	jitdump_write_header(f, 1, 1, 0);
+	for (i = 0; i < N; i++) {
+		uint64_t addr, size, t;
+
+		seed = seed * 1103515245 + 12345;
+		addr = 0x1000 + (seed >> 8) % 4096;
+		seed = seed * 1103515245 + 12345;
+		size = (seed >> 8) % 300; /* 0 included: one byte */
+		seed = seed * 1103515245 + 12345;
+		t = (seed >> 8) % 200; /* equal times too */
+		jitdump_write_load(f, t, 1, 1, addr, size, i, "x");
+	}
+	fclose(f);
+	CHECK(jitdump_parse(b, len, NULL, NULL, &d, &err) == 0 && d.nsyms == N);
+	for (i = 0; i < d.nsyms; i++) {
+		const struct jit_sym *x = &d.syms[i];
+		uint64_t want = UINT64_MAX;
+
+		for (j = 0; j < d.nsyms; j++) {
+			const struct jit_sym *y = &d.syms[j];
+			uint64_t xs = x->size ? x->size : 1, ys = y->size ? y->size : 1;
+			int overlap = y->start < x->start + xs && x->start < y->start + ys;
+
+			if (overlap && y->t_start > x->t_start && y->t_start < want)
+				want = y->t_start;
+		}
+		bad += x->t_end != want;
+	}
+	CHECKF(bad == 0, "%zu symbols end wrongly", bad);
+	jitdump_free(&d);
+	free(b);
+}
+
 int main(void)
 {
 	FILE *f = fopen(NODE, "rb");
@@ -258,5 +387,8 @@ int main(void)
 	}
 	RUN_TEST(test_time_aware);
 	RUN_TEST(test_perfmap);
+	RUN_TEST(test_sanitize);
+	RUN_TEST(test_many_overlaps);
+	RUN_TEST(test_overlaps_random);
 	CHECK_EXIT();
 }
