@@ -43,9 +43,12 @@ static void on_signal(int sig)
 		snapshot_req = 1;
 		return;
 	}
-	/* A second Ctrl-C means now: the temporary files are left unrenamed. */
-	if (sig == SIGINT && exiting)
+	/* A second Ctrl-C means now: the file being written is removed, and
+	 * the files not yet written are not. */
+	if (sig == SIGINT && exiting) {
+		output_abort();
 		_exit(130);
+	}
 	exiting = sig;
 	if (sig == SIGTERM)
 		target_signal(&target, SIGTERM);
@@ -464,6 +467,7 @@ int record_run(void)
 	struct ring_buffer *rb = NULL;
 	struct bpf_link **links = NULL;
 	struct run_info ri = {0};
+	struct outdir out = {.fd = -1};
 	struct sigaction sa = {0};
 	uint64_t st[STAT_NR] = {0}, start, last_status = 0;
 	bool tty = isatty(STDERR_FILENO) && !env.quiet;
@@ -482,6 +486,10 @@ int record_run(void)
 		return 1;
 	}
 	if (env.npids && target_check_pids(env.pids, env.npids))
+		return 1;
+	/* Before anything is recorded: a directory that cannot take the
+	 * files would cost the whole capture at the end. */
+	if (outdir_open(&out, env.outdir))
 		return 1;
 	/* Now, so that an exit during the set-up still stops the recording. */
 	target_watch_pids(&target, env.pids, env.npids);
@@ -586,6 +594,7 @@ int record_run(void)
 	ri.system_wide = env.all;
 	ri.per_process = !env.all || env.per_process;
 	ri.outdir = env.outdir;
+	ri.out = &out;
 	ri.argc = env.argc;
 	ri.argv = env.argv;
 	xray_configure(&(struct xray_cfg){
