@@ -614,8 +614,13 @@ int record_run(void)
 		if (pct >= 0 && pct < 30)
 			set_dwarf(target.child, true, exe);
 		free(exe);
-		if (target_release(&target, env.cmd[0]))
+		/* An exec that fails even so (a script's missing interpreter):
+		 * nothing was recorded, so nothing is written; a shell's status. */
+		if ((err = target_release(&target, env.cmd[0]))) {
+			capture_started = false;
+			exit_code = err == -ENOENT ? 127 : 126;
 			goto cleanup;
+		}
 	}
 	if (!env.quiet)
 		info("recording %s at %d Hz (%s)%s", env.all ? "all CPUs" : "targets", env.freq,

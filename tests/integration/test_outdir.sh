@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# The output directory (production-hardening issue): the
+# The output directory and the command (production-hardening issue): the
 # directory is checked before anything is recorded, opened once without
 # following a symlink and owned by root or the invoking user, the files are
 # made relative to it, a failed write names the real errno, no temporary file
-# is ever left. Real tmpfs and ext4 mounts, real symlinks of another user.
+# is ever left, and `-- CMD` that cannot run fails up front with a shell's
+# exit status. Real tmpfs and ext4 mounts, real symlinks of another user.
 source "$(dirname "$0")/lib.sh"
 
 ALL=(outdir_file_in_way outdir_missing_parent outdir_read_only outdir_read_only_new
 	outdir_immutable outdir_long_path outdir_enospc outdir_symlink_default
-	outdir_symlink_explicit outdir_foreign_owner outdir_double_sigint)
+	outdir_symlink_explicit outdir_foreign_owner outdir_double_sigint cmd_not_found
+	cmd_not_executable cmd_bad_interpreter)
 require_bpf "${ALL[@]}"
 
 # Mounts are undone before $TMP goes (lib.sh's trap, repeated here).
@@ -191,3 +193,26 @@ sigint_ok() {
 	return 1
 }
 fault_case $t "a second SIGINT while the files are written" "exits 130 at once, removing the temporary file being written" sigint_ok
+
+# --- -- CMD that cannot run: the exec error up front, nothing written -------
+cmd_ok() { # NAME WANT-RC WANT-LINE CMD
+	local name=$1 want_rc=$2 want=$3 rc
+	shift 3
+	"$REC" -q -o "$TMP/$name.out" -- "$@" >/dev/null 2>"$TMP/$name.err"
+	rc=$?
+	[ $rc = "$want_rc" ] && [ "$(cat "$TMP/$name.err")" = "$want" ] &&
+		[ -z "$(ls -A "$TMP/$name.out" 2>/dev/null)" ] && return 0
+	echo "$name: exit $rc (want $want_rc), $(ls -A "$TMP/$name.out" 2>/dev/null | wc -l) files; stderr:" >&2
+	sed -n 1,5p "$TMP/$name.err" >&2
+	return 1
+}
+fault_case cmd_not_found "-- /nonexistent/cmd" "bpftrace-rec: /nonexistent/cmd: No such file or directory; exit 127, nothing written" \
+	cmd_ok cmd_not_found 127 "bpftrace-rec: /nonexistent/cmd: No such file or directory" /nonexistent/cmd
+touch "$TMP/noexec"
+fault_case cmd_not_executable "-- a file without execute permission" "bpftrace-rec: FILE: Permission denied; exit 126, nothing written" \
+	cmd_ok cmd_not_executable 126 "bpftrace-rec: $TMP/noexec: Permission denied" "$TMP/noexec"
+# Found and executable, but its exec fails once recording has started: still
+# nothing written (the directory, checked before, stays empty).
+printf '#!/nonexistent/interpreter\n' > "$TMP/badinterp" && chmod +x "$TMP/badinterp"
+fault_case cmd_bad_interpreter "-- a script whose #! interpreter does not exist" "bpftrace-rec: FILE: No such file or directory; exit 127, no file written" \
+	cmd_ok cmd_bad_interpreter 127 "bpftrace-rec: $TMP/badinterp: No such file or directory" "$TMP/badinterp"
