@@ -7,6 +7,7 @@
 #include <string.h>
 #include "bpf/events.h"
 #include "user/record.h"
+#include "user/target.h"
 #include "user/util.h"
 
 const char *argp_program_version = "bpftrace-rec 0.1";
@@ -283,5 +284,9 @@ int main(int argc, char **argv)
 	err = argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, NULL);
 	if (err)
 		return 1;
+	/* Up front, with a shell's exit status: the exec happens only once
+	 * the recording has started, too late to write nothing. */
+	if (env.cmd && (err = target_check_cmd(env.cmd[0])))
+		return err == -ENOENT ? 127 : 126;
 	return record_run();
 }

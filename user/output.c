@@ -3,10 +3,14 @@
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pwd.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "formats/cpuprofile.h"
 #include "formats/jitdump.h"
@@ -36,66 +40,309 @@ static VEC(struct written) written;
 			(first) = e_;                                                              \
 	} while (0)
 
-/* Under sudo, files belong to the user who ran it. */
-static void give_to_invoker(int fd, const char *path)
+/* Under sudo, the directory and files belong to the user who ran it. */
+static void give_to_invoker(int fd, const char *what)
 {
 	const char *u = getenv("SUDO_UID"), *g = getenv("SUDO_GID");
 
 	if (!u || !g || geteuid() != 0)
 		return;
-	if ((fd >= 0 ? fchown(fd, atoi(u), atoi(g)) : chown(path, atoi(u), atoi(g))))
-		debug("chown %s: %s", path, strerror(errno));
+	if (fchown(fd, atoi(u), atoi(g)))
+		debug("chown %s: %s", what, strerror(errno));
 }
 
-/* Writes one file: fn fills a temporary file in the output directory, which
- * is renamed to name once complete, so a failure leaves no half file. A
- * writer that returns -ENODATA had nothing to write: no file, no error. */
-typedef int (*fill_fn)(void *ctx, FILE *f);
+/* The writer state a signal handler can reach: output_abort() takes no
+ * argument, so outdir_open() leaves the opened directory here. */
+static struct outdir *abort_od;
 
-static int emit_file(const char *dir, const char *name, pid_t pid, const char *open_cmd, fill_fn fn,
-		     void *ctx)
+/* Six random name characters: a temporary name nobody can guess ahead. */
+static void random_suffix(char out[7])
 {
-	char tmp[PATH_MAX], path[PATH_MAX];
-	struct written w = {.pid = pid};
-	FILE *f = NULL;
-	int fd, err;
+	static const char set[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	static uint64_t counter;
+	unsigned char r[6];
+	uint64_t x;
+	int i;
 
-	snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
+	if (getrandom(r, sizeof(r), GRND_NONBLOCK) != sizeof(r)) {
+		x = hash_u64(now_ns(CLOCK_MONOTONIC) ^ ((uint64_t)getpid() << 32) ^ ++counter);
+		memcpy(r, &x, sizeof(r));
+	}
+	for (i = 0; i < 6; i++)
+		out[i] = set[r[i] % (sizeof(set) - 1)];
+	out[6] = 0;
+}
+
+/* Creates .BASE.XXXXXX in the directory, never through an existing name or
+ * symlink, and records it as the file being written. Signals are blocked
+ * meanwhile: a handler that ran between the creation and the record would
+ * leave the file behind. The fd, or -errno. */
+static int create_tmp(struct outdir *od, const char *base)
+{
+	sigset_t all, old;
+	char sfx[7];
+	int fd = -1, e = EEXIST, tries;
+
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	for (tries = 0; tries < 100 && e == EEXIST; tries++) {
+		random_suffix(sfx);
+		snprintf(od->tmp, sizeof(od->tmp), ".%s.%s", base, sfx);
+		fd = openat(od->fd, od->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    0600);
+		e = fd < 0 ? errno : 0;
+	}
+	if (fd >= 0) {
+		atomic_signal_fence(memory_order_seq_cst); /* the name before the flag */
+		od->writing = 1;
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return fd >= 0 ? fd : -e;
+}
+
+/* Renames the temporary file to name, or removes it (name NULL, or a
+ * failed rename). 0 or -errno of the rename. */
+static int finish_tmp(struct outdir *od, const char *name)
+{
+	int err = 0;
+
+	if (name && renameat(od->fd, od->tmp, od->fd, name))
 		err = -errno;
-		err("create %s: %s", tmp, strerror(-err));
-		return err;
+	if (!name || err)
+		unlinkat(od->fd, od->tmp, 0);
+	od->writing = 0;
+	return err;
+}
+
+void output_abort(void)
+{
+	struct outdir *od = abort_od;
+
+	if (od && od->writing)
+		unlinkat(od->fd, od->tmp, 0);
+}
+
+/* The stream the writers fill. stdio reports only that a write failed (and
+ * the writers then return -EIO); the sink keeps the real errno (ENOSPC). */
+struct sink {
+	int fd;
+	int err; /* the first failed write's errno */
+};
+
+static ssize_t sink_write(void *cookie, const char *buf, size_t n)
+{
+	struct sink *s = cookie;
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t w = write(s->fd, buf + done, n - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (!s->err)
+				s->err = w < 0 ? errno : EIO;
+			return done; /* fopencookie: short means failed */
+		}
+		done += w;
+	}
+	return done;
+}
+
+/* Writes one file: fn fills a temporary file in the output directory (by
+ * the stream f, or by fd directly), which is renamed to name once complete,
+ * so a failure leaves no half file. A writer that returns -ENODATA had
+ * nothing to write: no file, no error. */
+typedef int (*fill_fn)(void *ctx, FILE *f, int fd);
+
+static int emit_file(struct outdir *od, const char *name, pid_t pid, const char *open_cmd,
+		     fill_fn fn, void *ctx)
+{
+	static const cookie_io_functions_t io = {.write = sink_write};
+	struct written w = {.pid = pid};
+	struct sink s = {0};
+	FILE *f;
+	int fd, err, e;
+
+	fd = create_tmp(od, name);
+	if (fd < 0) {
+		err("create %s/.%s.XXXXXX: %s", od->path, name, strerror(-fd));
+		return fd;
 	}
 	fchmod(fd, 0644);
-	give_to_invoker(fd, tmp);
-	f = fdopen(fd, "w");
+	give_to_invoker(fd, name);
+	s.fd = fd;
+	f = fopencookie(&s, "w", io);
 	if (!f) {
 		err = -errno;
-		close(fd);
 	} else {
-		err = fn(ctx, f);
+		errno = 0;
+		err = fn(ctx, f, fd);
+		e = errno;
 		if (fflush(f) && !err)
-			err = -errno;
-		if (fclose(f) && !err)
-			err = -errno;
+			err = -EIO;
+		fclose(f); /* not fd: io has no close */
+		/* Name the real reason of a failed write, not stdio's or
+		 * libelf's -EIO (libelf leaves the write's errno). */
+		if (err == -EIO && s.err)
+			err = -s.err;
+		else if (err == -EIO && (e == ENOSPC || e == EDQUOT || e == EFBIG))
+			err = -e;
 	}
+	if (close(fd) && !err)
+		err = -errno;
 	if (err) {
-		unlink(tmp);
+		finish_tmp(od, NULL);
 		if (err != -ENODATA)
-			err("write %s/%s: %s", dir, name, strerror(-err));
+			err("write %s/%s: %s", od->path, name, strerror(-err));
 		return err == -ENODATA ? 0 : err;
 	}
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (rename(tmp, path)) {
-		err = -errno;
-		err("rename %s to %s: %s", tmp, path, strerror(-err));
-		unlink(tmp);
+	err = finish_tmp(od, name);
+	if (err) {
+		err("rename %s/%s to %s: %s", od->path, od->tmp, name, strerror(-err));
 		return err;
 	}
 	snprintf(w.name, sizeof(w.name), "%s", name);
 	snprintf(w.open_cmd, sizeof(w.open_cmd), "%s", open_cmd);
 	return VEC_PUSH(written, w);
+}
+
+/* Root, us, or the user who ran sudo: anyone else could swap the files. */
+static bool trusted_owner(uid_t uid)
+{
+	const char *u = getenv("SUDO_UID");
+	char *end;
+	unsigned long v;
+
+	if (uid == 0 || uid == geteuid())
+		return true;
+	if (!u || !*u)
+		return false;
+	errno = 0;
+	v = strtoul(u, &end, 10);
+	return !errno && !*end && v == uid;
+}
+
+static const char *user_name(uid_t uid)
+{
+	struct passwd *pw = getpwuid(uid);
+
+	return pw ? pw->pw_name : "no such user";
+}
+
+/* Creates, writes, renames and removes a file in the directory: what the
+ * writing of the files will do, checked before anything is recorded
+ * (read-only, immutable, append-only, full). Signals are blocked, as no
+ * handler is there yet to remove the file. */
+static int probe_outdir(struct outdir *od)
+{
+	char done[sizeof(od->tmp) + 2];
+	const char *what = "create files";
+	sigset_t all, old;
+	int fd, err = 0;
+
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	fd = create_tmp(od, "bpftrace-rec-probe");
+	if (fd < 0) {
+		err = fd;
+		goto out;
+	}
+	if (write(fd, "probe\n", 6) != 6) {
+		err = errno ? -errno : -EIO;
+		what = "write files";
+	}
+	if (close(fd) && !err) {
+		err = -errno;
+		what = "write files";
+	}
+	snprintf(done, sizeof(done), "%s~", od->tmp);
+	if (!err && renameat(od->fd, od->tmp, od->fd, done)) {
+		err = -errno;
+		what = "rename files";
+	}
+	if (err) {
+		finish_tmp(od, NULL);
+		goto out;
+	}
+	od->writing = 0;
+	if (unlinkat(od->fd, done, 0)) {
+		err = -errno;
+		what = "remove files";
+	}
+out:
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		err("output directory %s: cannot %s in it: %s%s", od->path, what, strerror(-err),
+		    err == -EPERM ? " (immutable or append-only? see lsattr -d)" : "");
+	return err;
+}
+
+int outdir_open(struct outdir *od, const char *path)
+{
+	bool created = false;
+	struct stat st;
+	int err;
+
+	od->path = path;
+	od->fd = -1;
+	od->writing = 0;
+	if (!mkdir(path, 0755)) {
+		created = true;
+	} else if (errno == ENOENT) {
+		char *copy = xstrdup(path);
+
+		err("output directory %s: its parent %s does not exist (only the last component is "
+		    "created: make the parent first, e.g. mkdir -p)",
+		    path, dirname(copy));
+		free(copy);
+		return -ENOENT;
+	} else if (errno != EEXIST) {
+		err = -errno;
+		err("output directory %s: cannot create it: %s", path, strerror(-err));
+		return err;
+	}
+	/* Once, without following a symlink there: the files are then made
+	 * relative to this fd, whatever happens to the path. */
+	od->fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (od->fd < 0) {
+		err = -errno;
+		if (!lstat(path, &st) && S_ISLNK(st.st_mode))
+			err("output directory %s is a symbolic link (owned by %s, uid %u); "
+			    "refusing "
+			    "to follow it: give the directory itself",
+			    path, user_name(st.st_uid), (unsigned)st.st_uid);
+		else if (err == -ENOTDIR)
+			err("output directory %s: exists and is not a directory", path);
+		else
+			err("output directory %s: %s", path, strerror(-err));
+		return err;
+	}
+	if (fstat(od->fd, &st)) {
+		err = -errno;
+		err("output directory %s: %s", path, strerror(-err));
+		goto fail;
+	}
+	if (!trusted_owner(st.st_uid)) {
+		err("output directory %s belongs to %s (uid %u), not to root or the invoking "
+		    "user; refusing to write there",
+		    path, user_name(st.st_uid), (unsigned)st.st_uid);
+		err = -EPERM;
+		goto fail;
+	}
+	if (created)
+		give_to_invoker(od->fd, path);
+	err = probe_outdir(od);
+	if (err)
+		goto fail;
+	abort_od = od;
+	return 0;
+fail:
+	close(od->fd);
+	od->fd = -1;
+	if (created) /* leave nothing behind */
+		rmdir(path);
+	return err;
 }
 
 static uint64_t frame_location(struct pprof *pp, const struct frame *f, const char *name,
@@ -149,7 +396,7 @@ static void main_mapping_first(struct pprof *pp)
 	}
 }
 
-static int fill_pprof(void *ctx, FILE *out)
+static int fill_pprof(void *ctx, FILE *out, int fd)
 {
 	const struct run_info *ri = ctx;
 	struct pprof *pp;
@@ -212,7 +459,7 @@ static int fill_pprof(void *ctx, FILE *out)
 	}
 	if (!err) {
 		fflush(out);
-		err = pprof_write_fd(pp, fileno(out));
+		err = pprof_write_fd(pp, fd);
 	}
 	pprof_free(pp);
 	return err;
@@ -241,12 +488,12 @@ struct jit_image {
 	char line[PATH_MAX + 128];
 };
 
-static int fill_jitelf(void *ctx, FILE *f)
+static int fill_jitelf(void *ctx, FILE *f, int fd)
 {
 	struct jit_image *ji = ctx;
 
 	fflush(f);
-	return jitelf_write(fileno(f), ji->funcs.v, ji->funcs.n, &ji->start, &ji->end, &ji->offset);
+	return jitelf_write(fd, ji->funcs.v, ji->funcs.n, &ji->start, &ji->end, &ji->offset);
 }
 
 /* The JIT functions the samples of p ran in, named as at their times. */
@@ -345,7 +592,7 @@ static char *maps_with_jit(const char *maps, const struct jit_image *ji)
 	return out;
 }
 
-static int fill_cpuprofile(void *ctx, FILE *f)
+static int fill_cpuprofile(void *ctx, FILE *f, int fd)
 {
 	struct cpuprof_ctx *cc = ctx;
 	const struct run_info *ri = cc->ri;
@@ -355,6 +602,7 @@ static int fill_cpuprofile(void *ctx, FILE *f)
 	size_t j, users = 0;
 	int err = 0;
 
+	(void)fd;
 	c = cpuprof_new(1000000 / ri->freq ? 1000000 / ri->freq : 1);
 	if (!c)
 		return -ENOMEM;
@@ -385,6 +633,21 @@ static int fill_cpuprofile(void *ctx, FILE *f)
 	return err;
 }
 
+/* The absolute path of the directory opened, not of whatever the path
+ * names now. */
+static bool outdir_realpath(const struct outdir *od, char *buf, size_t len)
+{
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", od->fd);
+	n = readlink(link, buf, len - 1);
+	if (n <= 0 || buf[0] != '/')
+		return false;
+	buf[n] = 0;
+	return true;
+}
+
 /* The per-process gperftools file, with the image of its JIT code. */
 static int write_cpuprofile(const struct run_info *ri, struct proc *p)
 {
@@ -394,10 +657,10 @@ static int write_cpuprofile(const struct run_info *ri, struct proc *p)
 	int first = 0;
 
 	FIRST(first, collect_jit(p, &ji));
-	if (ji.funcs.n && realpath(ri->outdir, dir)) {
+	if (ji.funcs.n && outdir_realpath(ri->out, dir, sizeof(dir))) {
 		snprintf(name, sizeof(name), "jit-%d.so", p->pid);
 		snprintf(cmd, sizeof(cmd), "nm -n %s/%s", ri->outdir, name);
-		FIRST(first, emit_file(ri->outdir, name, p->pid, cmd, fill_jitelf, &ji));
+		FIRST(first, emit_file(ri->out, name, p->pid, cmd, fill_jitelf, &ji));
 		if (ji.end > ji.start) {
 			snprintf(ji.line, sizeof(ji.line), "%llx-%llx r-xp %08llx 00:00 0 %s/%s\n",
 				 (unsigned long long)ji.start, (unsigned long long)ji.end,
@@ -408,7 +671,7 @@ static int write_cpuprofile(const struct run_info *ri, struct proc *p)
 	snprintf(name, sizeof(name), "cpu-%d.prof", p->pid);
 	exe_path(p, exe, sizeof(exe));
 	snprintf(cmd, sizeof(cmd), "google-pprof --text %s %s/%s", exe, ri->outdir, name);
-	FIRST(first, emit_file(ri->outdir, name, p->pid, cmd, fill_cpuprofile, &cc));
+	FIRST(first, emit_file(ri->out, name, p->pid, cmd, fill_cpuprofile, &cc));
 	for (size_t i = 0; i < ji.funcs.n; i++)
 		free((void *)ji.funcs.v[i].lines);
 	VEC_FREE(ji.funcs);
@@ -438,12 +701,13 @@ static void json_str(FILE *f, const char *raw)
 	free(clean);
 }
 
-static int fill_summary(void *ctx, FILE *f)
+static int fill_summary(void *ctx, FILE *f, int fd)
 {
 	const struct run_info *ri = ctx;
 	size_t i;
 	int k;
 
+	(void)fd;
 	fprintf(f, "{\n  \"command_line\": [");
 	for (k = 0; k < ri->argc; k++) {
 		fputs(k ? ", " : "", f);
@@ -502,35 +766,22 @@ static int fill_summary(void *ctx, FILE *f)
 	return 0;
 }
 
-static int make_outdir(const char *dir)
-{
-	struct stat st;
-
-	if (mkdir(dir, 0755) == 0) {
-		give_to_invoker(-1, dir);
-		return 0;
-	}
-	if (errno == EEXIST && !stat(dir, &st) && S_ISDIR(st.st_mode))
-		return 0;
-	err("output directory %s: %s", dir,
-	    errno == EEXIST ? "exists and is not a directory" : strerror(errno));
-	return -ENOTDIR;
-}
-
-static int fill_map(void *ctx, FILE *f)
+static int fill_map(void *ctx, FILE *f, int fd)
 {
 	(void)ctx;
 	fflush(f);
-	return xray_write_map(fileno(f));
+	return xray_write_map(fd);
 }
 
-static int fill_sampled(void *ctx, FILE *f)
+static int fill_sampled(void *ctx, FILE *f, int fd)
 {
+	(void)fd;
 	return xray_write_sampled(ctx, f);
 }
 
-static int fill_exact(void *ctx, FILE *f)
+static int fill_exact(void *ctx, FILE *f, int fd)
 {
+	(void)fd;
 	return xray_write_exact(ctx, f);
 }
 
@@ -546,16 +797,16 @@ static int write_xray(const struct run_info *ri, struct proc *p, const char *suf
 		snprintf(name, sizeof(name), "xray-%d%s.fdr", p->pid, suffix);
 		snprintf(cmd, sizeof(cmd), "llvm-xray account -m %s/%s %s/%s", ri->outdir, map,
 			 ri->outdir, name);
-		FIRST(first, emit_file(ri->outdir, name, p->pid, cmd, fill_sampled, p));
+		FIRST(first, emit_file(ri->out, name, p->pid, cmd, fill_sampled, p));
 	}
 	snprintf(name, sizeof(name), "xray-trace-%d%s.fdr", p->pid, suffix);
 	snprintf(cmd, sizeof(cmd), "llvm-xray account -m %s/%s %s/%s", ri->outdir, map, ri->outdir,
 		 name);
-	FIRST(first, emit_file(ri->outdir, name, p->pid, cmd, fill_exact, p));
+	FIRST(first, emit_file(ri->out, name, p->pid, cmd, fill_exact, p));
 	/* Written after the traces: their writing gave the last ids names. */
 	if (written.n > before) {
 		snprintf(cmd, sizeof(cmd), "llvm-xray extract %s/%s", ri->outdir, map);
-		FIRST(first, emit_file(ri->outdir, map, p->pid, cmd, fill_map, NULL));
+		FIRST(first, emit_file(ri->out, map, p->pid, cmd, fill_map, NULL));
 	}
 	return first;
 }
@@ -566,8 +817,6 @@ int output_snapshot(const struct run_info *ri, unsigned n)
 	size_t i;
 	int first = 0;
 
-	if (make_outdir(ri->outdir))
-		return -ENOTDIR;
 	snprintf(suffix, sizeof(suffix), ".snapshot-%u", n);
 	for (i = 0; i < procs.v.n; i++)
 		if (procs.v.v[i]->exact)
@@ -581,18 +830,16 @@ int output_write(const struct run_info *ri)
 	size_t i;
 	int first = 0;
 
-	if (make_outdir(ri->outdir))
-		return -ENOTDIR;
 	/* Each file on its own: one failure does not cost the others. */
 	snprintf(cmd, sizeof(cmd), "pprof -top %s/profile.pb.gz", ri->outdir);
-	FIRST(first, emit_file(ri->outdir, "profile.pb.gz", 0, cmd, fill_pprof, (void *)ri));
+	FIRST(first, emit_file(ri->out, "profile.pb.gz", 0, cmd, fill_pprof, (void *)ri));
 	for (i = 0; ri->per_process && i < procs.v.n; i++) {
 		struct proc *p = procs.v.v[i];
 		FIRST(first, write_cpuprofile(ri, p));
 		FIRST(first, write_xray(ri, p, "", true));
 	}
 	snprintf(cmd, sizeof(cmd), "cat %s/summary.json", ri->outdir);
-	FIRST(first, emit_file(ri->outdir, "summary.json", 0, cmd, fill_summary, (void *)ri));
+	FIRST(first, emit_file(ri->out, "summary.json", 0, cmd, fill_summary, (void *)ri));
 	if (msg_verbosity() >= 0) {
 		char deg[512] = "";
 

@@ -3,9 +3,24 @@
 #ifndef USER_OUTPUT_H
 #define USER_OUTPUT_H
 
+#include <signal.h>
 #include "user/features.h"
 #include <stdbool.h>
 #include <stdint.h>
+
+/* The writer state: the output directory, opened once before recording
+ * (O_DIRECTORY|O_NOFOLLOW) and checked by writing a probe file in it; every
+ * file is then created relative to fd, never by path, so that nothing
+ * swapped in under the path later (a symlink in /tmp) is followed. */
+struct outdir {
+	const char *path; /* as given: for messages */
+	int fd;		  /* -1: not open */
+	/* The temporary file being written, for output_abort() in a signal
+	 * handler: tmp is complete before writing is set, and writing is
+	 * cleared once the file is renamed or removed. */
+	volatile sig_atomic_t writing;
+	char tmp[256];
+};
 
 struct run_info {
 	uint64_t start_realtime_ns; /* wall clock at the start */
@@ -22,11 +37,21 @@ struct run_info {
 	const char *kernel;		   /* uname release */
 	const struct degraded *degraded;   /* features this kernel lacks, and why */
 	bool system_wide;
-	bool per_process; /* cpu-PID.prof and the XRay files of each process */
-	const char *outdir;
+	bool per_process;   /* cpu-PID.prof and the XRay files of each process */
+	const char *outdir; /* the path, for the commands that open the files */
+	struct outdir *out; /* where the files are written */
 	int argc;
 	char **argv;
 };
+
+/* Creates the directory if missing (the last component only), opens it,
+ * refuses a symlink or a directory owned by anyone but root or the invoking
+ * user (SUDO_UID), and creates, writes, renames and removes a probe file in
+ * it. 0, or -errno after a one-line error naming the directory. */
+int outdir_open(struct outdir *od, const char *path);
+/* Async-signal-safe: removes the temporary file being written, if any. For
+ * a signal handler about to _exit, so that no temporary file is left. */
+void output_abort(void);
 
 /* 0, or -errno after reporting; files already written stay. */
 int output_write(const struct run_info *ri);

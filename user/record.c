@@ -65,6 +65,8 @@ struct recorder {
 	unsigned nsnapshots;
 	bool tty, started;
 	bool cmd_stopped; /* the command was still running at -d: signalled */
+	int exec_status;  /* the command could not exec: 127 or 126, as a shell */
+	struct outdir out;
 };
 
 /* The drain hands control back to the loop this often, however fast records
@@ -107,9 +109,12 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 		snapshot_req = 1;
 		return;
 	}
-	/* A second Ctrl-C means now: the temporary files are left unrenamed. */
-	if (sig == SIGINT && stop_sig)
+	/* A second Ctrl-C means now: the file being written is removed, and
+	 * the files not yet written are not. */
+	if (sig == SIGINT && stop_sig) {
+		output_abort();
 		_exit(130);
+	}
 	stop_sig = sig;
 	/* From the terminal (not kill(2)): the command, in our process group,
 	 * got it too. */
@@ -583,6 +588,10 @@ static int rec_prepare(struct recorder *r)
 		return -1;
 	if (env.npids && target_check_pids(env.pids, env.npids))
 		return -1;
+	/* Before anything is recorded: a directory that cannot take the
+	 * files would cost the whole capture at the end. */
+	if (outdir_open(&r->out, env.outdir))
+		return -1;
 	/* Now, so that an exit during the set-up still stops the recording. */
 	target_watch_pids(&r->target, env.pids, env.npids);
 	if (!env.no_kernel && (err = kallsyms_load()))
@@ -709,6 +718,7 @@ static int rec_attach(struct recorder *r)
 	ri->system_wide = env.all;
 	ri->per_process = !env.all || env.per_process;
 	ri->outdir = env.outdir;
+	ri->out = &r->out;
 	ri->argc = env.argc;
 	ri->argv = env.argv;
 	ri->kernel = r->feat.kernel;
@@ -730,8 +740,13 @@ static int rec_attach(struct recorder *r)
 		if (pct >= 0 && pct < 30)
 			set_dwarf(r->target.child, true, exe);
 		free(exe);
-		if (target_release(&r->target, env.cmd[0]))
+		/* An exec that fails even so (a script's missing interpreter):
+		 * nothing was recorded, so nothing is written; a shell's status. */
+		if ((err = target_release(&r->target, env.cmd[0]))) {
+			r->started = false;
+			r->exec_status = err == -ENOENT ? 127 : 126;
 			return -1;
+		}
 	}
 	note_degraded(r);
 	if (!env.quiet)
@@ -895,6 +910,10 @@ static int rec_finish(struct recorder *r, int code)
 			code = r->cmd_stopped ? 124 : status;
 	}
 	target_close(&r->target);
+	if (r->out.fd >= 0)
+		close(r->out.fd);
+	if (r->exec_status)
+		code = r->exec_status;
 	procs_free();
 	xray_free();
 	symfiles_free();
@@ -906,6 +925,7 @@ int record_run(void)
 {
 	struct recorder r = {
 	    .target = {.go_fd = -1, .err_fd = -1},
+	    .out = {.fd = -1},
 	    .tty = isatty(STDERR_FILENO) && !env.quiet,
 	};
 	int code = 1;

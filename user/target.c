@@ -1,10 +1,12 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +26,53 @@ int target_check_pids(const pid_t *pids, int n)
 		}
 	}
 	return 0;
+}
+
+/* Whether execve could run path: 0 or -errno. */
+static int exec_check(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR; /* execve says EACCES; a shell says this */
+	if (!S_ISREG(st.st_mode))
+		return -EACCES;
+	return access(path, X_OK) ? -errno : 0;
+}
+
+int target_check_cmd(const char *cmd)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	char buf[PATH_MAX];
+	int e = -ENOENT, r;
+
+	if (!*cmd) {
+		e = -ENOENT;
+	} else if (strchr(cmd, '/')) {
+		e = exec_check(cmd);
+	} else {
+		/* As execvp searches: glibc's default PATH, an empty entry
+		 * is the current directory, and a file found but not
+		 * executable is remembered while the search goes on. */
+		for (p = path ? path : "/bin:/usr/bin"; e; p = end + 1) {
+			end = strchrnul(p, ':');
+			if ((size_t)snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(end - p), p,
+					     end > p ? "/" : "", cmd) < sizeof(buf)) {
+				r = exec_check(buf);
+				if (!r)
+					e = 0;
+				else if (r != -ENOENT && r != -ENOTDIR)
+					e = -EACCES;
+			}
+			if (!*end)
+				break;
+		}
+	}
+	if (e)
+		err("%s: %s", cmd, strerror(-e));
+	return e;
 }
 
 int target_spawn(struct target *t, char **cmd)

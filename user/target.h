@@ -17,6 +17,11 @@ struct target {
 
 /* Checks that every -p pid exists. 0, or -ESRCH after printing which. */
 int target_check_pids(const pid_t *pids, int n);
+/* Checks, before anything is recorded or written, that the command (looked
+ * up in PATH as execvp does) exists and can be executed, since the exec
+ * itself waits for the recording to start. 0, or -errno after printing
+ * "CMD: reason": -ENOENT when not found (a shell exits 127), else 126's. */
+int target_check_cmd(const char *cmd);
 /* Forks the command; it waits for target_release before exec. 0 or -errno. */
 int target_spawn(struct target *t, char **cmd);
 /* Lets the command exec; returns 0, or -errno of a failed exec (reported). */
