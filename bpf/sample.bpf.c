@@ -106,6 +106,11 @@ static __always_inline int copy_more(struct scratch *sc, __u64 sp, __u32 *copied
 		chunk = want - off;
 	if (off > MAX_STACK_COPY || chunk > PAGE_SZ || !chunk)
 		return -1;
+	/* Restated for the verifier, which on some kernels (5.10, 6.12) loses
+	 * the bounds just checked across clang's register copies: 1..PAGE_SZ
+	 * by construction. The barrier keeps clang from dropping it. */
+	barrier_var(chunk);
+	chunk = ((chunk - 1) & (PAGE_SZ - 1)) + 1;
 	if (bpf_probe_read_user(&sc->stack[off], chunk, (void *)addr))
 		return -1;
 	*copied += chunk;
@@ -383,8 +388,11 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 			}
 		}
 
-		/* 0x33: a 64-bit task (__USER_CS); leave compat tasks to the kernel. */
-		if (bpf_fp_walk && sp && cs == 0x33) {
+		/* 0x33: a 64-bit task (__USER_CS); leave compat tasks to the kernel.
+		 * Kernels without bpf_loop walk by bpf_get_stack: a bounded loop
+		 * of MAX_FRAMES steps is more than 5.10's verifier can follow
+		 * (a million instructions). */
+		if (bpf_fp_walk && !compat && sp && cs == 0x33) {
 			struct walk_ctx w = {
 			    .sc = sc,
 			    .sp = sp,
@@ -397,15 +405,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 
 			s->ips[nk] = s->uregs[UREG_IP];
 			sc->win_len = sc->win_reads = 0;
-			if (!compat) {
-				bpf_loop(MAX_FRAMES, walk_step, &w, 0);
-			} else {
-				__u32 i;
-
-				for (i = 0; i < MAX_FRAMES; i++)
-					if (walk_step(i, &w))
-						break;
-			}
+			bpf_loop(MAX_FRAMES, walk_step, &w, 0);
 			if (w.state != WALK_DEEP) {
 				nu = w.n;
 				walked = true;

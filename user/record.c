@@ -81,10 +81,10 @@ static void note_degraded(struct recorder *r)
 	size_t i;
 
 	if (r->feat.compat_sampler)
-		degraded_add(
-		    d, "sampler",
-		    "no bpf_loop (5.17), ring-buffer dynptrs (5.19) or bpf_task_pt_regs "
-		    "(5.15): the compat sampler, bounded loops and one more copy a sample");
+		degraded_add(d, "sampler",
+			     "no bpf_loop (5.17), ring-buffer dynptrs (5.19) or bpf_task_pt_regs "
+			     "(5.15): the compat sampler, whose user stacks the kernel walks "
+			     "(bpf_get_stack, slower) and whose records are copied once more");
 	if (!r->feat.iter_task_vma && !env.no_user)
 		degraded_add(d, "exit-time mappings",
 			     "no bpf_iter_task_vma kfuncs (6.7): frames of processes that exit "
