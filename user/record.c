@@ -58,7 +58,7 @@ struct recorder {
 	struct run_info ri;
 	uint64_t stats[STAT_NR];
 	uint64_t start_ns, stop_ns; /* CLOCK_MONOTONIC; stop: sampling and tracing ended */
-	uint64_t yield_ns;	    /* handle_event returns to the loop after this */
+	uint64_t yield_ns;	    /* handle_event returns to the loop after this; 0: unset */
 	uint64_t samples, sample_bytes, last_status_ns;
 	uint64_t samples_seen; /* records handled, for the time slice */
 	enum stop_reason stop;
@@ -377,8 +377,12 @@ static int handle_event(void *ctx, void *data, size_t size)
 
 	if (err)
 		return err;
-	/* A clock read per record would cost more than some records. */
-	if (!(++r->samples_seen & 63) && now_ns(CLOCK_MONOTONIC) > r->yield_ns)
+	/* The slice starts at the first record the drain handles, not when it
+	 * began to wait; a clock read per record would cost more than some
+	 * records. */
+	if (!r->yield_ns)
+		r->yield_ns = now_ns(CLOCK_MONOTONIC) + DRAIN_SLICE_NS;
+	else if (!(++r->samples_seen & 63) && now_ns(CLOCK_MONOTONIC) > r->yield_ns)
 		return -EAGAIN;
 	return 0;
 }
@@ -765,7 +769,7 @@ static void rec_drain(struct recorder *r)
 	int err;
 
 	while (!r->stop) {
-		r->yield_ns = now_ns(CLOCK_MONOTONIC) + DRAIN_SLICE_NS;
+		r->yield_ns = 0;
 		/* Records come without wakeups until a quarter full: the
 		 * timeout is the drain's pace. */
 		err = ring_buffer__poll(r->rb, 50);

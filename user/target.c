@@ -19,11 +19,25 @@ int target_check_pids(const pid_t *pids, int n)
 	int i;
 
 	for (i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "/proc/%d", pids[i]);
-		if (access(path, F_OK)) {
+		char *stat = NULL, *rp;
+		int ppid = 0;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", pids[i]);
+		if (read_path_all(path, 0, 4096, &stat, NULL)) {
 			err("-p %d: no such process", pids[i]);
 			return -ESRCH;
 		}
+		/* "pid (comm) S ppid ...": comm may hold ')' itself. */
+		rp = strrchr(stat, ')');
+		if (rp && sscanf(rp + 1, " Z %d", &ppid) == 1) {
+			err("-p %d: a zombie: it has exited, and its parent (pid %d) has not "
+			    "reaped "
+			    "it; nothing to record",
+			    pids[i], ppid);
+			free(stat);
+			return -ESRCH;
+		}
+		free(stat);
 	}
 	return 0;
 }

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Stops and signals (production hardening): a recording ends when asked, at
+# any rate, with its files; the command of `--` ends with it; -t traces end
+# with every call closed. Real processes and real signals.
+source "$(dirname "$0")/lib.sh"
+
+ALL=(stop_high_rate self_excluded include_self trace_stop_balanced trace_stop_flight_recorder
+	cmd_ends_at_duration cmd_gets_sigint cmd_gets_sighup sigquit_writes_files sigpipe_stderr
+	sigusr1_without_trace zombie_pid)
+require_bpf "${ALL[@]}"
+
+# wall SECONDS CMD...: runs CMD, sets $rc and $secs (wall time).
+wall() {
+	local t0
+	t0=$(date +%s.%N)
+	"$@"
+	rc=$?
+	secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+}
+# json FILE EXPR: prints a python expression over the summary s.
+json() { python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
+
+# --- -a at the highest rate the kernel allows: -d is honoured --------------
+# Before the drain had a time slice, ring_buffer__consume never returned
+# while records came faster than they were handled: -d and SIGTERM were
+# ignored and memory grew without bound.
+max=$(cat /proc/sys/kernel/perf_event_max_sample_rate)
+rate=$((max < 50000 ? max : 50000))
+"$WL/spin" 4000000000 > /dev/null 2>&1 & spin=$!
+wall "$REC" -q -a -F "$rate" -d 2 -o "$TMP/hr"
+kill $spin 2>/dev/null; wait $spin 2>/dev/null
+ok() { [ $rc = 0 ] && awk -v s="$secs" 'BEGIN { exit !(s < 8) }' && [ "$(json "$TMP/hr/summary.json" 's["samples"] > 0')" = True ]; }
+fault_case stop_high_rate "-a -F $rate -d 2 (records arrive faster than they are handled)" \
+	"stops at -d, writes the files; what the drain cannot take is dropped and counted as lost" ok
+echo "  -F $rate: ${secs}s, samples $(json "$TMP/hr/summary.json" 's["samples"]'), lost $(json "$TMP/hr/summary.json" 's["lost_samples"]')" >&2
+
+# --- the recorder is not sampled unless asked -------------------------------
+"$WL/spin" 4000000000 > /dev/null 2>&1 & spin=$!
+"$REC" -q -a -F 4999 -d 1.5 -o "$TMP/self" & me=$!
+wait $me
+"$REC" -q -a -F 4999 -d 1.5 --include-self -o "$TMP/self2" & me2=$!
+wait $me2
+kill $spin 2>/dev/null; wait $spin 2>/dev/null
+n1=$(json "$TMP/self/summary.json" "sum(p['samples'] for p in s['processes'] if p['pid'] == $me)")
+n2=$(json "$TMP/self2/summary.json" "sum(p['samples'] for p in s['processes'] if p['pid'] == $me2)")
+check self_excluded [ "${n1:-x}" = 0 ]
+check include_self [ "${n2:-0}" -gt 0 ]
+
+# --- -t: every entry has its exit once recording stops ----------------------
+# calls runs mid -> leaf forever; the stop cuts calls in flight. Before, the
+# return probes went first and each thread ended with thousands of calls
+# that never returned.
+balanced() { # TRACE MAP: per function, entries == exits
+	llvm-xray convert -f yaml -m "$2" "$1" 2>/dev/null | python3 -c '
+import sys, collections
+c = collections.Counter()
+for line in sys.stdin:
+    if "kind:" not in line or "function:" not in line:
+        continue
+    k = line.split("kind:")[1].split(",")[0].strip()
+    if k in ("function-enter", "function-enter-arg"):
+        k = "function-enter"
+    elif k != "function-exit":
+        continue
+    c[(line.split("function:")[1].split(",")[0].strip(), k)] += 1
+fs = {f for f, _ in c}
+bad = [(f, c[(f, "function-enter")], c[(f, "function-exit")]) for f in fs
+       if c[(f, "function-enter")] != c[(f, "function-exit")] or not c[(f, "function-enter")]]
+print(bad, file=sys.stderr)
+sys.exit(1 if bad or len(fs) < 2 else 0)'
+}
+"$WL/calls" 0 > /dev/null & p=$!
+sleep 0.3
+"$REC" -q -p $p -t mid -t leaf -d 2 -o "$TMP/tr" 2>/dev/null
+"$REC" -q -p $p -t mid -t leaf -d 2 --flight-recorder 64K -o "$TMP/fr" 2>/dev/null
+kill $p; wait $p 2>/dev/null
+fault_case trace_stop_balanced "-t mid -t leaf stopped while calls run" \
+	"entries first detached; calls open at the stop closed at its time: entries == exits" \
+	balanced "$TMP/tr/xray-trace-$p.fdr" "$TMP/tr/xray-$p.map"
+lat() { llvm-xray account -m "$TMP/fr/xray-$p.map" "$TMP/fr/xray-trace-$p.fdr" 2>&1 | grep -q "Functions with latencies: 2"; }
+fault_case trace_stop_flight_recorder "-t with --flight-recorder 64K, stopped while calls run" \
+	"the kept window ends with exits, llvm-xray account has both functions' latencies" lat
+
+# --- -- CMD: a stop ends the command, as timeout(1) -------------------------
+wall "$REC" -q -d 1 -o "$TMP/sleep" -- sleep 30
+ok() { [ $rc = 124 ] && awk -v s="$secs" 'BEGIN { exit !(s < 5) }' && [ -s "$TMP/sleep/summary.json" ]; }
+fault_case cmd_ends_at_duration "-d 1 -- sleep 30" "the command gets SIGTERM at -d; files written; exit 124 as timeout(1)" ok
+echo "  -d 1 -- sleep 30: ${secs}s, exit $rc" >&2
+
+# A signal sent to bpftrace-rec (not from a terminal) is passed on.
+sigcase() { # SIG NAME
+	local sig=$1 name=$2 rec
+	"$REC" -q -o "$TMP/$name" -- sh -c "trap 'exit 9' $sig; sleep 30 & wait" > /dev/null 2>&1 &
+	rec=$!
+	sleep 1
+	kill -"$sig" $rec
+	wall wait $rec
+	ok() { [ $rc = 9 ] && awk -v s="$secs" 'BEGIN { exit !(s < 5) }' && [ -s "$TMP/$name/summary.json" ]; }
+	fault_case "$name" "SIG$sig to bpftrace-rec -- CMD" "passed on to the command (which exits 9 here); files written; its status returned" ok
+}
+sigcase INT cmd_gets_sigint
+sigcase HUP cmd_gets_sighup
+
+# SIGQUIT: no core dump, the files are written, the command ends.
+"$REC" -q -o "$TMP/quit" -- sleep 30 > /dev/null 2>&1 &
+rec=$!
+sleep 1
+kill -QUIT $rec
+wall wait $rec
+ok() { [ $rc != 131 ] && awk -v s="$secs" 'BEGIN { exit !(s < 5) }' && [ -s "$TMP/quit/profile.pb.gz" ] && ! pgrep -f "^sleep 30$" -P $rec > /dev/null; }
+fault_case sigquit_writes_files "SIGQUIT to bpftrace-rec -- sleep 30" "stops cleanly: files written, command ended, no core dump" ok
+
+# stderr a pipe whose reader is gone: the recording still completes.
+( "$REC" -d 5 -o "$TMP/pipe" -- "$WL/split" 0.5 2>&1; echo "rc=$?" > "$TMP/pipe.rc" ) | head -c1 > /dev/null
+sleep 0.5
+ok() { [ "$(cat "$TMP/pipe.rc" 2>/dev/null)" = rc=0 ] && [ -s "$TMP/pipe/summary.json" ]; }
+fault_case sigpipe_stderr "stderr piped to head -c1 (SIGPIPE on the next message)" "messages are dropped, the files written, exit 0" ok
+
+# SIGUSR1 without -t: says why nothing is written.
+"$REC" -o "$TMP/usr1" -- "$WL/split" 2 > /dev/null 2> "$TMP/usr1.err" &
+rec=$!
+sleep 1
+kill -USR1 $rec
+wait $rec
+ok() { grep -q "SIGUSR1: snapshots are of -t traces" "$TMP/usr1.err" && ! grep -q "snapshot .* written" "$TMP/usr1.err" && [ -s "$TMP/usr1/summary.json" ]; }
+fault_case sigusr1_without_trace "SIGUSR1 to a recording without -t" "a warning says snapshots are of -t traces; recording goes on" ok
+
+# A zombie -p target: a one-line error, at once.
+sh -c 'sleep 0.1 & exec sleep 4' & parent=$!
+sleep 0.5
+z=$(pgrep -P $parent sleep)
+wall "$REC" -q -d 3 -p "$z" -o "$TMP/zombie" 2> "$TMP/zombie.err"
+kill $parent 2>/dev/null; wait $parent 2>/dev/null
+ok() { [ $rc = 1 ] && [ "$(wc -l < "$TMP/zombie.err")" = 1 ] && grep -q "zombie" "$TMP/zombie.err" && awk -v s="$secs" 'BEGIN { exit !(s < 2) }'; }
+fault_case zombie_pid "-p of a zombie process" "one-line error saying it is a zombie and whose; exit 1 at once" ok
