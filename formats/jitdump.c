@@ -275,7 +275,8 @@ int jitdump_parse(const void *buf, size_t len, uint64_t (*conv)(void *ctx, uint6
 			goto fail;
 		off += size; /* always by total_size: unknown records are skipped */
 	}
-	qsort(ps.syms, ps.nsyms, sizeof(*ps.syms), cmp_psym);
+	if (ps.nsyms) /* syms is NULL without a LOAD; qsort wants a pointer */
+		qsort(ps.syms, ps.nsyms, sizeof(*ps.syms), cmp_psym);
 	end_overlaps(ps.syms, ps.nsyms);
 	for (i = 0; i < out->nlines; i++)
 		out->lines[i].file = out->strings + ps.line_files.v[i];

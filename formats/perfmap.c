@@ -85,7 +85,8 @@ int perfmap_parse(const char *buf, size_t len, struct perfmap *out)
 	next:
 		p = nl ? nl + 1 : end;
 	}
-	qsort(out->syms, out->nsyms, sizeof(*out->syms), cmp);
+	if (out->nsyms) /* syms is NULL when no line parsed; qsort wants a pointer */
+		qsort(out->syms, out->nsyms, sizeof(*out->syms), cmp);
 	return 0;
 }
 

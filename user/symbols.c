@@ -289,7 +289,8 @@ static int load_symfile(struct symfile *f, int fd)
 	if (err)
 		goto out;
 	read_fde_starts(elf, f);
-	qsort(syms.v, syms.n, sizeof(*syms.v), cmp_sym);
+	if (syms.n) /* syms.v is NULL with no symbol; qsort wants a pointer */
+		qsort(syms.v, syms.n, sizeof(*syms.v), cmp_sym);
 	/* One symbol per address: aliases (weak/global pairs) add nothing. */
 	for (i = j = 0; i < syms.n; i++)
 		if (!j || syms.v[j - 1].addr != syms.v[i].addr)
