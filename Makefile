@@ -78,6 +78,12 @@ $(OUT)/tests/test_unwind: tests/unit/test_unwind.c $(wildcard tests/unit/*.h) $(
 	$(CC) $(filter-out $(SAN_FLAGS),$(ALL_CFLAGS)) -Itests/unit -c -o $@.o $<
 	$(SAN_CC) $(ALL_CFLAGS) -o $@ $@.o $(OUT)/user/unwind.o $(LDLIBS)
 
+# The symbol readers are user/ code too, unit-testable with util.o alone.
+$(OUT)/tests/test_symbols: tests/unit/test_symbols.c $(wildcard tests/unit/*.h) $(OUT)/user/symbols.o \
+			   $(OUT)/user/util.o
+	@mkdir -p $(@D)
+	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/symbols.o $(OUT)/user/util.o $(LDLIBS)
+
 unit-tests: $(UNIT_BIN)
 
 # scripts/bench-helpers.sh: one BPF program per piece of a sample's cost.

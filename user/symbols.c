@@ -584,15 +584,25 @@ static int cmp_ksym(const void *a, const void *b)
 
 int kallsyms_load(void)
 {
-	char *p, *line, *save = NULL;
-	size_t zero = 0;
+	char *text;
+	size_t len;
 	int err;
 
 	if (ksyms.n)
 		return 0;
-	err = read_path_all("/proc/kallsyms", 0, 256 << 20, &kallsyms_text, NULL);
+	err = read_path_all("/proc/kallsyms", 0, 256 << 20, &text, &len);
 	if (err)
 		return err;
+	return kallsyms_parse(text, len);
+}
+
+int kallsyms_parse(char *text, size_t len)
+{
+	char *p, *line, *save = NULL;
+	size_t zero = 0;
+
+	(void)len; /* text ends at its NUL, text[len] */
+	kallsyms_text = text;
 	for (line = strtok_r(kallsyms_text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		struct ksym k;
@@ -603,6 +613,8 @@ int kallsyms_load(void)
 			continue;
 		type = p[1];
 		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		if (p[2] != ' ') /* "ADDR t" alone: the name would start past the line */
 			continue;
 		name = p + 3;
 		mod = strchr(name, '\t');
@@ -625,7 +637,8 @@ int kallsyms_load(void)
 		VEC_FREE(ksyms);
 		return -EPERM;
 	}
-	qsort(ksyms.v, ksyms.n, sizeof(*ksyms.v), cmp_ksym);
+	if (ksyms.n) /* ksyms.v is NULL with no text symbol; qsort wants a pointer */
+		qsort(ksyms.v, ksyms.n, sizeof(*ksyms.v), cmp_ksym);
 	return 0;
 }
 
