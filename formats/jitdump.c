@@ -288,14 +288,10 @@ int jitdump_parse(const void *buf, size_t len, uint64_t (*conv)(void *ctx, uint6
 	for (i = 0; i < ps.nsyms; i++) {
 		struct psym *s = &ps.syms[i];
 
-		out->syms[i] = (struct jit_sym){s->start,
-						s->size,
-						s->t_start,
-						s->t_end,
-						s->index,
-						out->strings + s->name,
-						out->lines + s->line0,
-						s->nlines};
+		out->syms[i] = (struct jit_sym){
+		    s->start, s->size, s->t_start, s->t_end, s->index, out->strings + s->name,
+		    /* lines is NULL without DEBUG_INFO */
+		    s->nlines ? out->lines + s->line0 : NULL, s->nlines};
 		if (s->nlines)
 			qsort(out->lines + s->line0, s->nlines, sizeof(*out->lines), cmp_line);
 	}
