@@ -44,7 +44,7 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 # Keep the BPF objects: bpftool reads them, and rebuilding them is not free.
 .SECONDARY:
 
-.PHONY: all clean install demo test unit-tests deps format format-check workloads bench-helpers
+.PHONY: all clean install demo test unit-tests deps format format-check workloads bench-helpers fuzz
 all: $(BIN) $(UNIT_BIN)
 
 $(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h vmlinux/vmlinux.h
@@ -118,7 +118,30 @@ test: deps
 	$(MAKE) all
 	BPFTRACE_REC_BUILD=$(OUT) BPFTRACE_REC=$(BIN) SANITIZE=$(SANITIZE) bash tests/run.sh
 
-FORMAT_SRC = bpf/*.c bpf/*.h user/*.c user/*.h formats/*.c formats/*.h tests/unit/*.c tests/unit/*.h \
+# libFuzzer targets of every parser of outside input (tests/fuzz/fuzz_*.c),
+# each run for FUZZ_SECONDS; fails when one finds a crash. Their objects are
+# built apart (clang, -fsanitize=fuzzer-no-link) in build/fuzz.
+FUZZ_OUT    := build/fuzz
+FUZZ_CC     ?= clang
+FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g $(FUZZ_SAN) -I.
+FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN    := $(patsubst tests/fuzz/%.c,$(FUZZ_OUT)/%,$(FUZZ_SRC))
+# symbols.c and what it needs of util.c, without the BPF skeletons.
+FUZZ_OBJ    := $(patsubst %.c,$(FUZZ_OUT)/obj/%.o,$(FORMATS_SRC) user/symbols.c user/util.c)
+
+$(FUZZ_OUT)/obj/%.o: %.c $(wildcard formats/*.h) $(wildcard user/*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
+
+FUZZ_SECONDS ?= 30
+fuzz: $(FUZZ_BIN) workloads
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh $(FUZZ_BIN)
+
+FORMAT_SRC = bpf/*.c bpf/*.h user/*.c user/*.h formats/*.c formats/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c \
 	     tests/workloads/*.c scripts/helper-cost/*.c scripts/interrupt-gaps/*.c
 format:
 	clang-format -i $(FORMAT_SRC)
