@@ -213,7 +213,9 @@ static void read_fde_starts(Elf *elf, struct symfile *f)
 			continue;
 		if (!strcmp(name, ".gopclntab"))
 			f->go = true;
-		if (strcmp(name, ".eh_frame_hdr") || sh.sh_type != SHT_PROGBITS)
+		/* The first table only: a second (objcopy can add one) would
+		 * replace it, leaking it. */
+		if (strcmp(name, ".eh_frame_hdr") || sh.sh_type != SHT_PROGBITS || f->fstarts)
 			continue;
 		d = elf_getdata(scn, NULL);
 		if (!d || d->d_size < 12)

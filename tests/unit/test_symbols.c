@@ -1,8 +1,12 @@
-/* user/symbols.c: the /proc/kallsyms parser (kallsyms_parse), on texts the
- * fuzzer (tests/fuzz/fuzz_kallsyms.c) found it mishandled. */
+/* user/symbols.c: the /proc/kallsyms parser (kallsyms_parse) and the ELF
+ * symbol reader, on inputs the fuzzers (tests/fuzz/fuzz_kallsyms.c,
+ * fuzz_symbols.c) found them mishandling. */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "check.h"
+#include "testutil.h"
 #include "user/symbols.h"
 
 /* kallsyms_parse takes a malloc'd text; this gives it a copy of s. */
@@ -64,10 +68,79 @@ static void test_kallsyms_no_name(void)
 	kallsyms_free();
 }
 
+struct find {
+	const char *name;
+	uint64_t vaddr;
+};
+
+static int find_sym(void *ctx, uint64_t vaddr, uint64_t size, const char *name)
+{
+	struct find *f = ctx;
+
+	(void)size;
+	if (!strcmp(name, f->name))
+		f->vaddr = vaddr;
+	return 0;
+}
+
+/* A copy of this program with a second .eh_frame_hdr, as objcopy adds one:
+ * at address 0. */
+static char two_dir[] = "/tmp/test_symbols.XXXXXX", two_path[64];
+
+static int make_two(void)
+{
+	char *out;
+	int ok;
+
+	if (!mkdtemp(two_dir))
+		return 0;
+	out = run_cmd("cd %s && objcopy -O binary --only-section=.eh_frame_hdr /proc/%d/exe hdr && "
+		      "objcopy --add-section .ehx=hdr /proc/%d/exe one && "
+		      "objcopy --rename-section .ehx=.eh_frame_hdr one two && echo ok",
+		      two_dir, getpid(), getpid());
+	ok = out && !strcmp(out, "ok\n");
+	free(out);
+	snprintf(two_path, sizeof(two_path), "%s/two", two_dir);
+	return ok;
+}
+
+/* The second table replaced the first, which leaked (LeakSanitizer, found
+ * by fuzzing), and its addresses, relative to 0, hid every function start:
+ * the first table is kept. */
+static void test_two_eh_frame_hdrs(void)
+{
+	struct find want = {"find_sym", 0};
+	struct symfile *f;
+	uint64_t off = UINT64_MAX, got;
+	int fd = open(two_path, O_RDONLY | O_CLOEXEC);
+
+	CHECK(fd >= 0);
+	f = fd >= 0 ? symfile_get(fd, two_path) : NULL;
+	CHECK(f != NULL);
+	if (f) {
+		symfile_foreach(f, find_sym, &want);
+		off = want.vaddr ? symfile_offset(f, want.vaddr) : UINT64_MAX;
+	}
+	CHECK(off != UINT64_MAX);
+	if (off != UINT64_MAX) {
+		got = symfile_func_start(f, off + 4);
+		CHECKF(got == want.vaddr, "%#llx, want %#llx", (unsigned long long)got,
+		       (unsigned long long)want.vaddr);
+	}
+	symfiles_free();
+	if (fd >= 0)
+		close(fd);
+}
+
 int main(void)
 {
 	RUN_TEST(test_kallsyms_basic);
 	RUN_TEST(test_kallsyms_no_text);
 	RUN_TEST(test_kallsyms_no_name);
+	if (make_two())
+		RUN_TEST(test_two_eh_frame_hdrs);
+	else
+		SKIP_TEST(test_two_eh_frame_hdrs, "objcopy could not add a section");
+	free(run_cmd("rm -rf %s", two_dir));
 	CHECK_EXIT();
 }
