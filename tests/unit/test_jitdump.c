@@ -221,6 +221,19 @@ static void test_no_debug_info(void)
 	free(b);
 }
 
+/* No valid line: an empty table, whose NULL qsort must not see (UBSan). */
+static void test_perfmap_empty(void)
+{
+	struct perfmap m;
+
+	CHECK(perfmap_parse("", 0, &m) == 0 && m.nsyms == 0);
+	CHECK(perfmap_lookup(&m, 0x1000) == NULL);
+	perfmap_free(&m);
+	CHECK(perfmap_parse("garbage\n", 8, &m) == 0 && m.nsyms == 0 && m.bad_lines == 1);
+	CHECK(perfmap_lookup(&m, 0x1000) == NULL);
+	perfmap_free(&m);
+}
+
 static void test_perfmap(void)
 {
 	static const char text[] = "40880000 db sdb_breakpoint_trampoline\n"
@@ -280,6 +293,7 @@ int main(void)
 	}
 	RUN_TEST(test_time_aware);
 	RUN_TEST(test_no_debug_info);
+	RUN_TEST(test_perfmap_empty);
 	RUN_TEST(test_perfmap);
 	CHECK_EXIT();
 }
