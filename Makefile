@@ -5,12 +5,27 @@ BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
 CC      ?= cc
 PREFIX  ?= /usr/local
 DESTDIR ?=
+# SANITIZE=1: the tool, the unit tests and all they link are built with ASan
+# and UBSan into their own directory, so the normal build is left alone.
+# They are compiled by clang: its runtime holds ASan and UBSan in one
+# library, so UBSan's reports also honour log_path (tests/run.sh collects
+# them there); gcc's separate libubsan only writes to stderr.
+ifeq ($(SANITIZE),1)
+OUT     := build-san
+SAN_CC  := $(CLANG)
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+BIN     := $(OUT)/bpftrace-rec
+else
 OUT     := build
+SAN_FLAGS :=
+SAN_CC  := $(CC)
+BIN     := bpftrace-rec
+endif
 ARCH    := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror
-ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -I. -I$(OUT)
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN_FLAGS) -I. -I$(OUT)
 LDLIBS  := -lbpf -lelf -ldw -lz
 # Clang for BPF: CO-RE against the checked-in vmlinux.h.
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -I. $(WARN) -Wno-unused-parameter
@@ -29,8 +44,8 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 # Keep the BPF objects: bpftool reads them, and rebuilding them is not free.
 .SECONDARY:
 
-.PHONY: all clean install demo test unit-tests deps format format-check workloads bench-helpers
-all: bpftrace-rec $(UNIT_BIN)
+.PHONY: all clean install demo test unit-tests deps format format-check workloads bench-helpers fuzz
+all: $(BIN) $(UNIT_BIN)
 
 $(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h vmlinux/vmlinux.h
 	@mkdir -p $(@D)
@@ -41,23 +56,34 @@ $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 
 $(OUT)/user/%.o: user/%.c $(SKELS) $(wildcard user/*.h) $(wildcard formats/*.h) bpf/events.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(SAN_CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(OUT)/formats/%.o: formats/%.c $(wildcard formats/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(SAN_CC) $(ALL_CFLAGS) -c $< -o $@
 
-bpftrace-rec: $(USER_OBJ) $(FORMATS_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+$(BIN): $(USER_OBJ) $(FORMATS_OBJ)
+	$(SAN_CC) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
 
 $(OUT)/tests/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(FORMATS_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(FORMATS_OBJ) $(LDLIBS)
+	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(FORMATS_OBJ) $(LDLIBS)
 
-# The unwinder is user/ code but unit-testable alone (libdw only).
+# The unwinder is user/ code but unit-testable alone (libdw only). The test
+# unwinds its own functions, whose frame layout it knows: it is compiled
+# without sanitizers even in the sanitizer build (ASan's redzones would move
+# that layout), and linked with them for unwind.o.
 $(OUT)/tests/test_unwind: tests/unit/test_unwind.c $(wildcard tests/unit/*.h) $(OUT)/user/unwind.o
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/unwind.o $(LDLIBS)
+	$(CC) $(filter-out $(SAN_FLAGS),$(ALL_CFLAGS)) -Itests/unit -c -o $@.o $<
+	$(SAN_CC) $(ALL_CFLAGS) -o $@ $@.o $(OUT)/user/unwind.o $(LDLIBS)
+
+# The symbol readers are user/ code too, unit-testable with util.o alone.
+$(OUT)/tests/test_symbols: tests/unit/test_symbols.c $(wildcard tests/unit/*.h) $(OUT)/user/symbols.o \
+			   $(OUT)/user/util.o $(OUT)/formats/util.o
+	@mkdir -p $(@D)
+	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/symbols.o $(OUT)/user/util.o \
+		$(OUT)/formats/util.o $(LDLIBS)
 
 unit-tests: $(UNIT_BIN)
 
@@ -75,9 +101,9 @@ $(OUT)/interrupt-gaps: scripts/interrupt-gaps/gaps.c
 
 bench-helpers: $(OUT)/helper-cost $(OUT)/interrupt-gaps workloads
 
-install: bpftrace-rec
+install: $(BIN)
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 bpftrace-rec $(DESTDIR)$(PREFIX)/bin/bpftrace-rec
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/bpftrace-rec
 
 deps:
 	bash scripts/install-deps.sh
@@ -87,12 +113,36 @@ demo: deps
 	$(MAKE) all
 	bash scripts/demo.sh
 
-# Every test; the last line is "N passed, N failed".
+# Every test; the last line is "N passed, N failed". With SANITIZE=1, of the
+# sanitizer build (tests/run.sh then fails on any sanitizer report).
 test: deps
 	$(MAKE) all
-	bash tests/run.sh
+	BPFTRACE_REC_BUILD=$(OUT) BPFTRACE_REC=$(BIN) SANITIZE=$(SANITIZE) bash tests/run.sh
 
-FORMAT_SRC = bpf/*.c bpf/*.h user/*.c user/*.h formats/*.c formats/*.h tests/unit/*.c tests/unit/*.h \
+# libFuzzer targets of every parser of outside input (tests/fuzz/fuzz_*.c),
+# each run for FUZZ_SECONDS; fails when one finds a crash. Their objects are
+# built apart (clang, -fsanitize=fuzzer-no-link) in build/fuzz.
+FUZZ_OUT    := build/fuzz
+FUZZ_CC     ?= clang
+FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g $(FUZZ_SAN) -I.
+FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN    := $(patsubst tests/fuzz/%.c,$(FUZZ_OUT)/%,$(FUZZ_SRC))
+# symbols.c and what it needs of util.c, without the BPF skeletons.
+FUZZ_OBJ    := $(patsubst %.c,$(FUZZ_OUT)/obj/%.o,$(FORMATS_SRC) user/symbols.c user/util.c)
+
+$(FUZZ_OUT)/obj/%.o: %.c $(wildcard formats/*.h) $(wildcard user/*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
+
+FUZZ_SECONDS ?= 30
+fuzz: $(FUZZ_BIN) workloads
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh $(FUZZ_BIN)
+
+FORMAT_SRC = bpf/*.c bpf/*.h user/*.c user/*.h formats/*.c formats/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c \
 	     tests/workloads/*.c scripts/helper-cost/*.c scripts/interrupt-gaps/*.c
 format:
 	clang-format -i $(FORMAT_SRC)
@@ -102,7 +152,7 @@ format-check:
 	clang-format --dry-run -Werror $(FORMAT_SRC)
 
 clean:
-	rm -rf $(OUT) bpftrace-rec
+	rm -rf $(OUT) $(BIN)
 
 # Test and demo workloads: frame pointers on, as the sampler walks them.
 WL_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Wall -Werror

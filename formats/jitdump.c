@@ -480,7 +480,8 @@ int jitdump_parse(const void *buf, size_t len, uint64_t (*conv)(void *ctx, uint6
 			goto fail;
 		off += size; /* always by total_size: unknown records are skipped */
 	}
-	qsort(ps.syms, ps.nsyms, sizeof(*ps.syms), cmp_psym);
+	if (ps.nsyms) /* syms is NULL without a LOAD; qsort wants a pointer */
+		qsort(ps.syms, ps.nsyms, sizeof(*ps.syms), cmp_psym);
 	if (end_overlaps(ps.syms, ps.nsyms)) {
 		ret = -ENOMEM;
 		goto fail;
@@ -495,14 +496,10 @@ int jitdump_parse(const void *buf, size_t len, uint64_t (*conv)(void *ctx, uint6
 	for (i = 0; i < ps.nsyms; i++) {
 		struct psym *s = &ps.syms[i];
 
-		out->syms[i] = (struct jit_sym){s->start,
-						s->size,
-						s->t_start,
-						s->t_end,
-						s->index,
-						out->strings + s->name,
-						out->lines + s->line0,
-						s->nlines};
+		out->syms[i] = (struct jit_sym){
+		    s->start, s->size, s->t_start, s->t_end, s->index, out->strings + s->name,
+		    /* lines is NULL without DEBUG_INFO */
+		    s->nlines ? out->lines + s->line0 : NULL, s->nlines};
 	}
 	out->nsyms = ps.nsyms;
 	free(ps.syms);

@@ -80,7 +80,8 @@ int perfmap_parse(const char *buf, size_t len, struct perfmap *out)
 	}
 	for (i = 0; i < out->nsyms; i++)
 		out->syms[i].name = out->text + out->syms[i].name_off;
-	qsort(out->syms, out->nsyms, sizeof(*out->syms), cmp);
+	if (out->nsyms) /* syms is NULL when no line parsed; qsort wants a pointer */
+		qsort(out->syms, out->nsyms, sizeof(*out->syms), cmp);
 	return 0;
 }
 

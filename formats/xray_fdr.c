@@ -151,7 +151,8 @@ static struct chunk *new_chunk(struct fdr *w, struct thread *t)
 			free(c);
 			return NULL;
 		}
-		memcpy(c->stack, t->stack, t->depth * sizeof(*c->stack));
+		if (t->depth) /* t->stack is NULL before the first call */
+			memcpy(c->stack, t->stack, t->depth * sizeof(*c->stack));
 	}
 	if (t->tail)
 		t->tail->next = c;
@@ -261,7 +262,8 @@ int fdr_func(struct fdr *w, int32_t tid, uint16_t cpu, uint64_t ts, enum fdr_act
 	e->cpu = cpu;
 	e->nargs = nargs;
 	e->arg0 = c->nargs;
-	memcpy(&c->args[c->nargs], args, nargs * sizeof(*args));
+	if (nargs) /* args may be NULL then, which memcpy does not allow */
+		memcpy(&c->args[c->nargs], args, nargs * sizeof(*args));
 	c->nargs += nargs;
 	if (a == FDR_ENTRY || a == FDR_ENTRY_ARGS)
 		return push_call(t, func_id);
@@ -339,7 +341,8 @@ static void meta(struct enc *e, enum meta_kind k, const void *data, size_t n)
 	unsigned char r[META] = {0};
 
 	r[0] = (unsigned char)(k << 1 | 1);
-	memcpy(r + 1, data, n);
+	if (n) /* EndOfBuffer has no data: NULL, which memcpy does not allow */
+		memcpy(r + 1, data, n);
 	put(e, r, META);
 }
 

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PKGS=(
-  make pkg-config clang llvm gcc libc6-dev binutils
+  make pkg-config clang llvm gcc libc6-dev binutils libclang-rt-14-dev
   libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev
   linux-perf bpftrace google-perftools
   time

@@ -5,13 +5,34 @@
 # llvm-xray. Each test prints "PASS name", "FAIL name" or "SKIP name: why";
 # this script counts them and ends with "N passed, N failed, N skipped".
 # Run it after `make` (`make test` does both). TESTS=pattern runs a subset.
+# BPFTRACE_REC_BUILD (build directory, default build) and BPFTRACE_REC (the
+# binary, default ./bpftrace-rec) choose the build under test; SANITIZE=1 says
+# it is the sanitizer build (make test SANITIZE=1).
 set -u
 cd "$(dirname "$0")/.."
 pass=0 fail=0 skip=0
 failed=()
 pattern=${TESTS:-}
+export BPFTRACE_REC_BUILD=${BPFTRACE_REC_BUILD:-build}
+export BPFTRACE_REC=${BPFTRACE_REC:-bpftrace-rec}
+build=$BPFTRACE_REC_BUILD
 # Rows of the fault table (tests/integration/lib.sh: fault_case).
-mkdir -p build && : > build/faults.tsv
+mkdir -p "$build" && : > "$build/faults.tsv"
+
+# Sanitizer build: a report stops the program with status 99, and is also
+# written under $build/san-reports/, because several integration tests expect
+# the tool to fail and would take any non-zero status for the failure they
+# provoked; any file there at the end fails the run.
+san_dir=
+if [ "${SANITIZE:-}" = 1 ]; then
+	san_dir=$(cd "$build" && pwd)/san-reports
+	rm -rf "$san_dir" && mkdir -p "$san_dir"
+	# A 16 MiB quarantine of freed memory (default 256): recent frees
+	# are still caught, and memory-flatness tests (the flight recorder)
+	# measure the tool rather than ASan holding every freed chunk.
+	export ASAN_OPTIONS="halt_on_error=1:exitcode=99:detect_leaks=1:quarantine_size_mb=16:log_path=$san_dir/asan"
+	export UBSAN_OPTIONS="halt_on_error=1:exitcode=99:print_stacktrace=1:log_path=$san_dir/ubsan"
+fi
 
 run_one() { # NAME CMD...: runs a test program and tallies its lines
 	local name=$1 line status=missing saw_fail=0
@@ -27,7 +48,7 @@ run_one() { # NAME CMD...: runs a test program and tallies its lines
 		FAIL\ *) fail=$((fail + 1)); saw_fail=1; failed+=("$name: ${line#FAIL }") ;;
 		SKIP\ *) skip=$((skip + 1)) ;;
 		esac
-	done < <("$@"; echo; echo "__exit $?")
+	done < <("$@"; s=$?; echo; echo "__exit $s")
 	# A program that dies without saying FAIL (a crash) fails as a whole.
 	if [ "$status" != 0 ] && [ $saw_fail = 0 ]; then
 		echo "FAIL $name: exited with status $status"
@@ -36,7 +57,7 @@ run_one() { # NAME CMD...: runs a test program and tallies its lines
 	fi
 }
 
-for t in build/tests/test_*; do
+for t in "$build"/tests/test_*; do
 	[ -x "$t" ] || continue
 	[ -n "$pattern" ] && [[ $t != *$pattern* ]] && continue
 	run_one "$(basename "$t")" "$t"
@@ -47,6 +68,15 @@ for t in tests/integration/test_*.sh; do
 	run_one "$(basename "$t" .sh)" bash "$t"
 done
 
+if [ -n "$san_dir" ]; then
+	for r in "$san_dir"/*; do
+		[ -f "$r" ] || continue
+		echo "FAIL sanitizer report $r:"
+		sed -n 1,40p "$r"
+		fail=$((fail + 1))
+		failed+=("sanitizer: $(basename "$r")")
+	done
+fi
 if ((${#failed[@]})); then
 	echo "Failed:"
 	printf '  %s\n' "${failed[@]}"

@@ -188,7 +188,8 @@ static int read_maps(struct proc *p)
 		}
 	}
 	procmaps_free(ents, n);
-	qsort(p->maps.v, p->maps.n, sizeof(*p->maps.v), cmp_map);
+	if (p->maps.n) /* maps.v is NULL with no mapping; qsort wants a pointer */
+		qsort(p->maps.v, p->maps.n, sizeof(*p->maps.v), cmp_map);
 	resolve_unmapped(p);
 	if (!err) {
 		jit_scan(p);

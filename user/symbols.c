@@ -227,7 +227,9 @@ static void read_fde_starts(Elf *elf, struct symfile *f)
 			continue;
 		if (!strcmp(name, ".gopclntab"))
 			f->go = true;
-		if (strcmp(name, ".eh_frame_hdr") || sh.sh_type != SHT_PROGBITS)
+		/* The first table only: a second (objcopy can add one) would
+		 * replace it, leaking it. */
+		if (strcmp(name, ".eh_frame_hdr") || sh.sh_type != SHT_PROGBITS || f->fstarts)
 			continue;
 		d = elf_getdata(scn, NULL);
 		if (!d || d->d_size < 12)
@@ -303,7 +305,8 @@ static int load_symfile(struct symfile *f, int fd)
 	if (err)
 		goto out;
 	read_fde_starts(elf, f);
-	qsort(syms.v, syms.n, sizeof(*syms.v), cmp_sym);
+	if (syms.n) /* syms.v is NULL with no symbol; qsort wants a pointer */
+		qsort(syms.v, syms.n, sizeof(*syms.v), cmp_sym);
 	/* One symbol per address: aliases (weak/global pairs) add nothing. */
 	for (i = j = 0; i < syms.n; i++)
 		if (!j || syms.v[j - 1].addr != syms.v[i].addr)
@@ -683,15 +686,25 @@ static int cmp_ksym(const void *a, const void *b)
 
 int kallsyms_load(void)
 {
-	char *p, *line, *save = NULL;
-	size_t zero = 0;
+	char *text;
+	size_t len;
 	int err;
 
 	if (ksyms.n)
 		return 0;
-	err = read_path_all("/proc/kallsyms", 0, 256 << 20, &kallsyms_text, NULL);
+	err = read_path_all("/proc/kallsyms", 0, 256 << 20, &text, &len);
 	if (err)
 		return err;
+	return kallsyms_parse(text, len);
+}
+
+int kallsyms_parse(char *text, size_t len)
+{
+	char *p, *line, *save = NULL;
+	size_t zero = 0;
+
+	(void)len; /* text ends at its NUL, text[len] */
+	kallsyms_text = text;
 	for (line = strtok_r(kallsyms_text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		struct ksym k;
@@ -702,6 +715,8 @@ int kallsyms_load(void)
 			continue;
 		type = p[1];
 		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		if (p[2] != ' ') /* "ADDR t" alone: the name would start past the line */
 			continue;
 		name = p + 3;
 		mod = strchr(name, '\t');
@@ -726,7 +741,8 @@ int kallsyms_load(void)
 		VEC_FREE(ksyms);
 		return -EPERM;
 	}
-	qsort(ksyms.v, ksyms.n, sizeof(*ksyms.v), cmp_ksym);
+	if (ksyms.n) /* ksyms.v is NULL with no text symbol; qsort wants a pointer */
+		qsort(ksyms.v, ksyms.n, sizeof(*ksyms.v), cmp_ksym);
 	return 0;
 }
 

@@ -4,6 +4,7 @@
 #define USER_SYMBOLS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -42,6 +43,11 @@ void symfiles_free(void);
 
 /* Kernel symbols. kallsyms_lookup returns NULL before a successful load. */
 int kallsyms_load(void);
+/* What kallsyms_load does with the file's text: parses text (NUL-terminated
+ * at text[len], changed in place) into the table, which points into it and
+ * owns it from then on, error or not (kallsyms_free frees it). 0, -EPERM when
+ * every address is 0 (kptr_restrict), or -ENOMEM. */
+int kallsyms_parse(char *text, size_t len);
 const char *kallsyms_lookup(uint64_t addr, const char **module);
 void kallsyms_free(void);
 

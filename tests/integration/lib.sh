@@ -2,8 +2,13 @@
 # lines; tests/run.sh counts them.
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-REC=$ROOT/bpftrace-rec
-WL=$ROOT/build/workloads
+# The build under test: tests/run.sh passes the sanitizer build's (make test
+# SANITIZE=1) through these; by default the normal build.
+BUILD=${BPFTRACE_REC_BUILD:-build}
+[[ $BUILD == /* ]] || BUILD=$ROOT/$BUILD
+REC=${BPFTRACE_REC:-bpftrace-rec}
+[[ $REC == /* ]] || REC=$ROOT/$REC
+WL=$BUILD/workloads
 PPROF=${PPROF:-$ROOT/tools/pprof}
 TMP=$(mktemp -d /tmp/bpftrace-rec-test.XXXXXX)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$TMP"; jobs -p | xargs -r kill 2>/dev/null' EXIT
@@ -64,9 +69,9 @@ check_split() { # NAME FILE-WITH-TOP-OUTPUT EXTRACTOR
 }
 
 # Faults and hostile inputs: fault_case checks like `check` and adds a row to
-# build/faults.tsv, which tests/run.sh starts empty and scripts/fault-table.sh
+# $BUILD/faults.tsv, which tests/run.sh starts empty and scripts/fault-table.sh
 # turns into docs/faults.md (the table of every fault with its result).
-FAULT_ROWS=${FAULT_ROWS:-$ROOT/build/faults.tsv}
+FAULT_ROWS=${FAULT_ROWS:-$BUILD/faults.tsv}
 fault_case() { # NAME "fault or input" "what the tool does" CMD...
 	local name=$1 input=$2 result=$3 st
 	shift 3

@@ -30,11 +30,11 @@ if [ "$got" = "1200 400 70800 2" ]; then pass $t; else fail $t "leaf mid fib run
 
 # The same program built with -fxray-instrument, in compiler-rt's own FDR mode.
 t=xray_matches_compiler_rt
-if make -s -C "$ROOT" build/workloads/calls-xray >/dev/null 2>&1; then
+if make -s -C "$ROOT" OUT="$BUILD" "$WL/calls-xray" >/dev/null 2>&1; then
 	mkdir -p "$TMP/crt"
 	(cd "$TMP/crt" && XRAY_OPTIONS="patch_premain=true xray_mode=xray-fdr xray_logfile_base=$TMP/crt/xray-log." \
 		XRAY_FDR_OPTIONS="func_duration_threshold_us=0 buffer_size=33554432 buffer_max=4" \
-		"$ROOT/build/workloads/calls-xray" 200 >/dev/null 2>&1)
+		"$WL/calls-xray" 200 >/dev/null 2>&1)
 	# compiler-rt's own trace hits account's thread-order bug (see the
 	# writer), so both traces are counted through convert instead.
 	ycount() { # MAP TRACE: "leaf mid fib run_thread" entry counts
@@ -42,7 +42,7 @@ if make -s -C "$ROOT" build/workloads/calls-xray >/dev/null 2>&1; then
 			/kind: function-enter/ { for (i = 1; i <= NF; i++) if ($i == "function:") { f = $(i + 1); sub(/,$/, "", f); n[f]++ } }
 			END { printf "%d %d %d %d", n["leaf"], n["mid"], n["fib"], n["run_thread"] }'
 	}
-	want=$(ycount "$ROOT/build/workloads/calls-xray" "$(ls "$TMP"/crt/xray-log.* | head -1)")
+	want=$(ycount "$WL/calls-xray" "$(ls "$TMP"/crt/xray-log.* | head -1)")
 	ours=$(ycount "$map" "$tr")
 	if [ "$want" = "$ours" ] && [ "$want" = "1200 400 70800 2" ]; then pass $t; else fail $t "compiler-rt: $want, ours: $ours"; fi
 else

@@ -201,6 +201,41 @@ static void test_time_aware(void)
 	free(b);
 }
 
+/* LOADs and no DEBUG_INFO: the symbols have no lines, and the line table,
+ * never allocated, must not be offset (UBSan: zero offset to NULL; found by
+ * fuzzing). */
+static void test_no_debug_info(void)
+{
+	char *b = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&b, &len);
+	struct jitdump d;
+	const struct jit_sym *s;
+	const char *err;
+
+	jitdump_write_header(f, 42, 0, 0);
+	jitdump_write_load(f, 100, 42, 42, 0x1000, 0x40, 1, "nolines");
+	fclose(f);
+	CHECK(jitdump_parse(b, len, NULL, NULL, &d, &err) == 0 && d.nsyms == 1);
+	s = jitdump_lookup(&d, 0x1008, 150);
+	CHECK(s && s->nlines == 0 && jitdump_line(s, 0x1008) == NULL);
+	jitdump_free(&d);
+	free(b);
+}
+
+/* No valid line: an empty table, whose NULL qsort must not see (UBSan). */
+static void test_perfmap_empty(void)
+{
+	struct perfmap m;
+
+	CHECK(perfmap_parse("", 0, &m) == 0 && m.nsyms == 0);
+	CHECK(perfmap_lookup(&m, 0x1000) == NULL);
+	perfmap_free(&m);
+	CHECK(perfmap_parse("garbage\n", 8, &m) == 0 && m.nsyms == 0 && m.bad_lines == 1);
+	CHECK(perfmap_lookup(&m, 0x1000) == NULL);
+	perfmap_free(&m);
+}
+
 static void test_perfmap(void)
 {
 	static const char text[] = "40880000 db sdb_breakpoint_trampoline\n"
@@ -386,6 +421,8 @@ int main(void)
 		SKIP_TEST(test_truncation_and_garbage, "../shared/fixtures absent");
 	}
 	RUN_TEST(test_time_aware);
+	RUN_TEST(test_no_debug_info);
+	RUN_TEST(test_perfmap_empty);
 	RUN_TEST(test_perfmap);
 	RUN_TEST(test_sanitize);
 	RUN_TEST(test_many_overlaps);

@@ -330,6 +330,9 @@ NOINLINE int qa(int n)
 	return v[0] + v[n - 1];
 }
 
+/* Defined when AddressSanitizer's runtime is linked (make test SANITIZE=1). */
+extern void __asan_init(void) __attribute__((weak));
+
 static void test_qsort(void)
 {
 	struct unwinder *u = unwinder_new(getpid());
@@ -486,7 +489,7 @@ static void test_garbage(void)
 			   ra_fb,
 			   ra_fa,
 			   ra_test_chain,
-			   ra_cmp,
+			   ra_cmp ? ra_cmp : ra_fc, /* 0 when test_qsort was skipped */
 			   (uint64_t)(uintptr_t)qsort,
 			   (uint64_t)(uintptr_t)memcpy,
 			   s_chain.regs[UNWIND_IP]};
@@ -777,7 +780,10 @@ int main(void)
 	RUN_TEST(test_no_process);
 	RUN_TEST(test_chain);
 	RUN_TEST(test_short_copies);
-	RUN_TEST(test_qsort);
+	if (!__asan_init)
+		RUN_TEST(test_qsort);
+	else
+		SKIP_TEST(test_qsort, "qsort is AddressSanitizer's interceptor, not libc's");
 	RUN_TEST(test_jit);
 	RUN_TEST(test_fp_only);
 	RUN_TEST(test_garbage);

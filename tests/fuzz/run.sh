@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Runs libFuzzer targets (make fuzz builds them into build/fuzz/fuzz_NAME):
+# each for FUZZ_SECONDS (default 30), from the small seeds committed in
+# tests/fuzz/corpus/NAME plus seeds gathered here from files on the machine
+# (../shared/fixtures, /proc/self/maps, /proc/kallsyms, the build's
+# workloads), and the corpus earlier runs grew in build/fuzz/work/NAME.
+# The committed seeds: jitdump and xray_fdr files written by the formats' own
+# writers, perfmap, procmaps and kallsyms lines written by hand, and two
+# 1-2 KB static ELF programs (with .symtab, and stripped) for symbols.
+# Prints "PASS fuzz_NAME" or "FAIL fuzz_NAME" per target, then
+# "N passed, N failed"; fails when a target found a crash, a leak, a
+# sanitizer report or a slow input (the input is in build/fuzz/artifacts/NAME).
+set -u
+cd "$(dirname "$0")/../.."
+secs=${FUZZ_SECONDS:-30}
+pass=0 fail=0
+
+gather() { # NAME DIR: seeds that exist only on this machine
+	local f
+	case $1 in
+	jitdump) cp ../shared/fixtures/jitdump/* "$2"/ 2>/dev/null ;;
+	perfmap) cp ../shared/fixtures/perfmap/* "$2"/ 2>/dev/null ;;
+	procmaps)
+		cat /proc/self/maps > "$2/self"
+		cat /proc/1/maps > "$2/init" 2>/dev/null
+		;;
+	kallsyms) head -n 300 /proc/kallsyms > "$2/head" 2>/dev/null ;;
+	symbols)
+		for f in build/workloads/calls build/workloads/libwork.so build/workloads/leafy; do
+			[ -f "$f" ] && cp "$f" "$2/"
+		done
+		;;
+	esac
+	return 0
+}
+
+for bin in "$@"; do
+	name=${bin##*/fuzz_}
+	work=build/fuzz/work/$name seeds=build/fuzz/seeds/$name art=build/fuzz/artifacts/$name
+	rm -rf "$seeds" && mkdir -p "$work" "$seeds" "$art"
+	gather "$name" "$seeds"
+	dirs=("$work" "$seeds")
+	[ -d "tests/fuzz/corpus/$name" ] && dirs+=("tests/fuzz/corpus/$name")
+	echo "== fuzz_$name (${secs}s)"
+	# -timeout: an input a parser takes seconds over is a bug too.
+	"$bin" -max_total_time="$secs" -timeout=10 -artifact_prefix="$art/" "${dirs[@]}" \
+		> "build/fuzz/$name.log" 2>&1
+	rc=$?
+	grep -E '^(#[0-9]+ +DONE|Done [0-9]+ runs)' "build/fuzz/$name.log" | tail -n 1
+	if [ $rc = 0 ]; then
+		echo "PASS fuzz_$name"
+		pass=$((pass + 1))
+	else
+		echo "FAIL fuzz_$name: exit status $rc, log build/fuzz/$name.log, input in $art/"
+		grep -E 'ERROR|runtime error|SUMMARY' "build/fuzz/$name.log" | head -n 5
+		fail=$((fail + 1))
+	fi
+done
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
