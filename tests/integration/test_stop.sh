@@ -27,7 +27,7 @@ json() { python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print($2)"
 max=$(cat /proc/sys/kernel/perf_event_max_sample_rate)
 rate=$((max < 50000 ? max : 50000))
 "$WL/spin" 4000000000 > /dev/null 2>&1 & spin=$!
-wall "$REC" -q -a -F "$rate" -d 2 -o "$TMP/hr"
+wall timeout -k 5 30 "$REC" -q -a -F "$rate" -d 2 -o "$TMP/hr"
 kill $spin 2>/dev/null; wait $spin 2>/dev/null
 ok() { [ $rc = 0 ] && awk -v s="$secs" 'BEGIN { exit !(s < 8) }' && [ "$(json "$TMP/hr/summary.json" 's["samples"] > 0')" = True ]; }
 fault_case stop_high_rate "-a -F $rate -d 2 (records arrive faster than they are handled)" \
@@ -82,7 +82,7 @@ fault_case trace_stop_flight_recorder "-t with --flight-recorder 64K, stopped wh
 	"the kept window ends with exits, llvm-xray account has both functions' latencies" lat
 
 # --- -- CMD: a stop ends the command, as timeout(1) -------------------------
-wall "$REC" -q -d 1 -o "$TMP/sleep" -- sleep 30
+wall timeout -k 5 40 "$REC" -q -d 1 -o "$TMP/sleep" -- sleep 30
 ok() { [ $rc = 124 ] && awk -v s="$secs" 'BEGIN { exit !(s < 5) }' && [ -s "$TMP/sleep/summary.json" ]; }
 fault_case cmd_ends_at_duration "-d 1 -- sleep 30" "the command gets SIGTERM at -d; files written; exit 124 as timeout(1)" ok
 echo "  -d 1 -- sleep 30: ${secs}s, exit $rc" >&2
