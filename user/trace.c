@@ -329,7 +329,8 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 				return err;
 		}
 	}
-	qsort(out->fns, out->nfns, sizeof(*out->fns), cmp_fn);
+	if (out->nfns) /* fns is NULL with cookies; qsort wants a pointer */
+		qsort(out->fns, out->nfns, sizeof(*out->fns), cmp_fn);
 	return 0;
 }
 
@@ -365,7 +366,7 @@ static int cmp_fn(const void *a, const void *b)
 uint32_t trace_func_at(const struct trace_links *l, uint64_t dev, uint64_t ino, uint64_t off)
 {
 	struct traced_fn k = {.dev = dev, .ino = ino, .off = off};
-	const struct traced_fn *f = bsearch(&k, l->fns, l->nfns, sizeof(k), cmp_fn);
+	const struct traced_fn *f = l->nfns ? bsearch(&k, l->fns, l->nfns, sizeof(k), cmp_fn) : NULL;
 
 	return f ? f->id : 0;
 }

@@ -29,10 +29,13 @@ rate=$((max < 50000 ? max : 50000))
 "$WL/spin" 4000000000 > /dev/null 2>&1 & spin=$!
 wall timeout -k 5 30 "$REC" -q -a -F "$rate" -d 2 -o "$TMP/hr"
 kill $spin 2>/dev/null; wait $spin 2>/dev/null
-ok() { [ $rc = 0 ] && awk -v s="$secs" 'BEGIN { exit !(s < 8) }' && [ "$(json "$TMP/hr/summary.json" 's["samples"] > 0')" = True ]; }
+# The recording itself (summary.json's duration: start to stop) ends within
+# 0.5 s of -d; writing ~10^5 samples' files comes after, and its time depends
+# on the build (sanitizers) and the machine: only bounded loosely.
+ok() { [ $rc = 0 ] && awk -v s="$secs" 'BEGIN { exit !(s < 25) }' && [ "$(json "$TMP/hr/summary.json" 's["samples"] > 0 and s["duration_s"] < 2.5')" = True ]; }
 fault_case stop_high_rate "-a -F $rate -d 2 (records arrive faster than they are handled)" \
 	"stops at -d, writes the files; what the drain cannot take is dropped and counted as lost" ok
-echo "  -F $rate: ${secs}s, samples $(json "$TMP/hr/summary.json" 's["samples"]'), lost $(json "$TMP/hr/summary.json" 's["lost_samples"]')" >&2
+echo "  -F $rate: ${secs}s, recorded $(json "$TMP/hr/summary.json" 's["duration_s"]')s, samples $(json "$TMP/hr/summary.json" 's["samples"]'), lost $(json "$TMP/hr/summary.json" 's["lost_samples"]')" >&2
 
 # --- the recorder is not sampled unless asked -------------------------------
 "$WL/spin" 4000000000 > /dev/null 2>&1 & spin=$!
