@@ -85,6 +85,16 @@ $(OUT)/tests/test_symbols: tests/unit/test_symbols.c $(wildcard tests/unit/*.h) 
 	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/symbols.o $(OUT)/user/util.o \
 		$(OUT)/formats/util.o $(LDLIBS)
 
+# The unwind tables for BPF (user/cfi_table.c), walked over this test's own
+# stacks and compared with the unwinder above: compiled without sanitizers
+# for the same reason, and linked with both.
+$(OUT)/user/cfi_table.o: bpf/cfi.h
+$(OUT)/tests/test_cfi_table: tests/unit/test_cfi_table.c $(wildcard tests/unit/*.h) $(OUT)/user/cfi_table.o \
+			     $(OUT)/user/unwind.o
+	@mkdir -p $(@D)
+	$(CC) $(filter-out $(SAN_FLAGS),$(ALL_CFLAGS)) -Itests/unit -c -o $@.o $<
+	$(SAN_CC) $(ALL_CFLAGS) -o $@ $@.o $(OUT)/user/cfi_table.o $(OUT)/user/unwind.o $(LDLIBS)
+
 unit-tests: $(UNIT_BIN)
 
 # scripts/bench-helpers.sh: one BPF program per piece of a sample's cost.
