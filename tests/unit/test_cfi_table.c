@@ -190,16 +190,17 @@ static void load_tables(void)
 			objs[i].t.stats.fallback_rows);
 }
 
-static struct obj *obj_of(const void *addr)
+/* The table of the library whose file name starts with prefix. */
+static struct obj *obj_named(const char *prefix)
 {
-	Dl_info di;
 	int i;
 
-	if (!dladdr(addr, &di) || !di.dli_fname)
-		return NULL;
-	for (i = 0; i < nobjs; i++)
-		if (!strcmp(objs[i].path, di.dli_fname))
+	for (i = 0; i < nobjs; i++) {
+		const char *base = strrchr(objs[i].path, '/');
+
+		if (base && !strncmp(base + 1, prefix, strlen(prefix)))
 			return &objs[i];
+	}
 	return NULL;
 }
 
@@ -291,7 +292,7 @@ out:
 
 static void test_tables(void)
 {
-	struct obj *libc = obj_of((void *)(uintptr_t)qsort), *self = &objs[0];
+	struct obj *libc = obj_named("libc.so"), *self = &objs[0];
 	size_t i, kinds[8] = {0};
 
 	CHECK(nobjs >= 2 && nmaps >= 2);
@@ -697,32 +698,33 @@ static void test_walk_short(void)
 	enum cfi_stop stop;
 	int nfull, n, bad = 0;
 	size_t len;
+	/* qsort's, deeper, unless AddressSanitizer's qsort left none. */
+	const struct sample *s = s_qsort.len ? &s_qsort : &s_chain;
 
-	CHECK(s_qsort.len > 256);
-	if (s_qsort.len <= 256)
+	CHECK(s->len > 256);
+	if (s->len <= 256)
 		return;
-	nfull =
-	    cfi_walk(maps, nmaps, s_qsort.regs, s_qsort.stack, s_qsort.len, full, MAXPCS, &stop);
+	nfull = cfi_walk(maps, nmaps, s->regs, s->stack, s->len, full, MAXPCS, &stop);
 	CHECK(stop == CFI_STOP_END);
-	for (len = 0; len <= s_qsort.len; len += 8) {
+	for (len = 0; len <= s->len; len += 8) {
 		unsigned char *copy = malloc(len ? len : 1);
 
 		if (!copy)
 			break;
-		memcpy(copy, s_qsort.stack, len);
-		n = cfi_walk(maps, nmaps, s_qsort.regs, copy, len, pcs, MAXPCS, &stop);
+		memcpy(copy, s->stack, len);
+		n = cfi_walk(maps, nmaps, s->regs, copy, len, pcs, MAXPCS, &stop);
 		free(copy);
 		if (n < 1 || n > nfull || memcmp(pcs, full, n * sizeof(*pcs)) ||
 		    (stop != CFI_STOP_READ && !(stop == CFI_STOP_END && n == nfull)))
 			bad++;
 	}
 	CHECKF(!bad, "%d short copies wrong", bad);
-	CHECK(cfi_walk(maps, nmaps, s_qsort.regs, s_qsort.stack, s_qsort.len, pcs, 3, &stop) == 3 &&
+	CHECK(cfi_walk(maps, nmaps, s->regs, s->stack, s->len, pcs, 3, &stop) == 3 &&
 	      stop == CFI_STOP_MAX && !memcmp(pcs, full, 3 * sizeof(*pcs)));
-	CHECK(cfi_walk(maps, nmaps, s_qsort.regs, s_qsort.stack, s_qsort.len, pcs, 0, &stop) == 0);
+	CHECK(cfi_walk(maps, nmaps, s->regs, s->stack, s->len, pcs, 0, &stop) == 0);
 	n = cfi_walk(maps, nmaps, (uint64_t[3]){0x1000, 0, 0}, NULL, 0, pcs, MAXPCS, &stop);
 	CHECK(n == 1 && stop == CFI_STOP_NO_MAP);
-	n = cfi_walk(maps, nmaps, s_qsort.regs, s_qsort.stack + 1, 5, pcs, MAXPCS, &stop);
+	n = cfi_walk(maps, nmaps, s->regs, s->stack + 1, 5, pcs, MAXPCS, &stop);
 	CHECK(n == 1 && stop == CFI_STOP_READ);
 }
 
@@ -812,8 +814,7 @@ int main(int argc, char **argv)
 	}
 	RUN_TEST(test_walk_noreturn);
 	RUN_TEST(test_walk_plt);
-	if (!__asan_init)
-		RUN_TEST(test_walk_short);
+	RUN_TEST(test_walk_short);
 	fprintf(stderr, "# %ld frames compared with libdwfl over %ld samples\n", frames_compared,
 		samples_compared);
 	unwinder_free(uw);
