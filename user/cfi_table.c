@@ -398,6 +398,7 @@ struct builder {
 	struct cfi_row *rows;
 	size_t n, cap;
 	uint64_t base;
+	size_t emitted; /* rows before merging */
 };
 
 static bool same_rules(struct cfi_row a, struct cfi_row b)
@@ -410,6 +411,7 @@ static bool same_rules(struct cfi_row a, struct cfi_row b)
 static int emit(struct builder *b, uint64_t pc, struct cfi_row r)
 {
 	r.pc_off = (uint32_t)(pc - b->base);
+	b->emitted++;
 	if (b->n && b->rows[b->n - 1].pc_off == r.pc_off) {
 		b->n--;
 		if (b->n && same_rules(b->rows[b->n - 1], r))
@@ -440,7 +442,6 @@ static int build_fde(struct builder *b, Dwarf_CFI *cfi, uint64_t lo, uint64_t hi
 		if (dwarf_cfi_addrframe(cfi, pc, &frame)) {
 			/* An FDE libdw cannot evaluate: there is CFI, but
 			 * not one this table can use. */
-			st->raw_rows++;
 			st->why[CFI_WHY_LIBDW]++;
 			return emit(b, pc, (struct cfi_row){.kind = CFI_ROW_FALLBACK});
 		}
@@ -448,7 +449,6 @@ static int build_fde(struct builder *b, Dwarf_CFI *cfi, uint64_t lo, uint64_t hi
 		if (dwarf_frame_info(frame, &start, &end, &signal) < 0 || end <= pc || end > hi)
 			end = hi; /* a row that does not end inside its FDE ends with it */
 		free(frame);
-		st->raw_rows++;
 		if (why < CFI_WHY_NR)
 			st->why[why]++;
 		if ((err = emit(b, pc, r)))
@@ -563,6 +563,7 @@ int cfi_table_build(Elf *elf, struct cfi_table *t)
 			st.none_rows++;
 	}
 	st.rows = b.n;
+	st.raw_rows = b.emitted;
 	st.bytes = b.n * sizeof(*b.rows);
 	t->base = b.base;
 	t->rows = b.rows;

@@ -30,7 +30,7 @@ struct cfi_stats {
 	size_t bytes;		/* rows * sizeof(struct cfi_row) */
 	size_t fallback_rows;	/* CFI_ROW_FALLBACK rows */
 	size_t none_rows;	/* CFI_ROW_NONE rows (gaps, and the final one) */
-	size_t raw_rows;	/* rows before merging: CFI rows libdw evaluated */
+	size_t raw_rows;	/* rows before merging: one per CFI row, one per FDE end */
 	const char *section;	/* ".eh_frame" or ".debug_frame" */
 	size_t why[CFI_WHY_NR]; /* fallback rows before merging, by reason */
 };
