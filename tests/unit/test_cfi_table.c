@@ -232,14 +232,33 @@ static void check_table_shape(const struct cfi_table *t, const char *what)
 	CHECK(fb == t->stats.fallback_rows && none == t->stats.none_rows);
 }
 
+static uint64_t vs_checked, vs_bad;
+
+/* The table and libdw agree at vaddr a. */
+static void check_addr(const char *path, const struct cfi_table *t, Dwarf_CFI *cfi, uint64_t a)
+{
+	struct cfi_row want = cfi_classify(cfi, a, NULL), got = cfi_table_lookup(t, a);
+
+	vs_checked++;
+	if (want.kind == got.kind && want.cfa_off == got.cfa_off && want.rbp_off == got.rbp_off)
+		return;
+	if (vs_bad++ < 5)
+		fprintf(stderr,
+			"%s+%#llx: table kind %u cfa %d rbp %d, libdw kind %u cfa %d rbp %d\n",
+			path, (unsigned long long)a, got.kind, got.cfa_off, got.rbp_off, want.kind,
+			want.cfa_off, want.rbp_off);
+}
+
 /* The table against libdw at every row's first and last address (where an
- * off-by-one would show), and at every stride-th address in between. */
+ * off-by-one would show), and at every stride-th address in between. libdw
+ * reads the CFI the table was built from: .eh_frame, or .debug_frame. */
 static void check_table_vs_libdw(const char *path, const struct cfi_table *t, unsigned stride)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Dwarf *dw = NULL;
+	Dwarf_CFI *cfi = NULL;
+	uint64_t end, a;
 	Elf *e;
-	Dwarf_CFI *cfi;
-	uint64_t end, a, checked = 0, bad = 0;
 	size_t i;
 
 	CHECK(fd >= 0);
@@ -247,44 +266,37 @@ static void check_table_vs_libdw(const char *path, const struct cfi_table *t, un
 		return;
 	elf_version(EV_CURRENT);
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	cfi = e ? dwarf_getcfi_elf(e) : NULL;
+	if (e && t->stats.section && !strcmp(t->stats.section, ".debug_frame")) {
+		dw = dwarf_begin_elf(e, DWARF_C_READ, NULL);
+		cfi = dw ? dwarf_getcfi(dw) : NULL;
+	} else if (e) {
+		cfi = dwarf_getcfi_elf(e);
+	}
 	CHECK(cfi != NULL);
 	if (!cfi)
 		goto out;
-	end = t->base + t->rows[t->nrows - 1].pc_off;
+	vs_checked = vs_bad = 0;
 	for (i = 0; i + 1 < t->nrows; i++) {
 		uint64_t lo = t->base + t->rows[i].pc_off, hi = t->base + t->rows[i + 1].pc_off;
 
-		for (a = lo; a < hi; a = a + stride < hi - 1 || a == hi - 1 ? a + stride : hi - 1) {
-			struct cfi_row want = cfi_classify(cfi, a, NULL),
-				       got = cfi_table_lookup(t, a);
-
-			checked++;
-			if (want.kind != got.kind || want.cfa_off != got.cfa_off ||
-			    want.rbp_off != got.rbp_off) {
-				if (bad++ < 5)
-					fprintf(
-					    stderr,
-					    "%s+%#llx: table kind %u cfa %d rbp %d, libdw kind %u "
-					    "cfa %d rbp %d\n",
-					    path, (unsigned long long)a, got.kind, got.cfa_off,
-					    got.rbp_off, want.kind, want.cfa_off, want.rbp_off);
-			}
-			if (a == hi - 1)
-				break;
-		}
+		for (a = lo; a < hi - 1; a += stride)
+			check_addr(path, t, cfi, a);
+		check_addr(path, t, cfi, hi - 1);
 	}
 	/* Outside the table: no CFI, whatever libdw says. */
+	end = t->base + t->rows[t->nrows - 1].pc_off;
 	CHECK(cfi_table_lookup(t, t->base - 1).kind == CFI_ROW_NONE);
 	CHECK(cfi_table_lookup(t, end).kind == CFI_ROW_NONE);
 	CHECK(cfi_table_lookup(t, end + (1ULL << 33)).kind == CFI_ROW_NONE);
 	CHECK(cfi_table_lookup(t, 0).kind == CFI_ROW_NONE);
 	fprintf(stderr, "# %s: %llu addresses checked against libdw\n", path,
-		(unsigned long long)checked);
-	CHECKF(!bad, "%llu of %llu addresses differ", (unsigned long long)bad,
-	       (unsigned long long)checked);
+		(unsigned long long)vs_checked);
+	CHECKF(!vs_bad, "%llu of %llu addresses differ", (unsigned long long)vs_bad,
+	       (unsigned long long)vs_checked);
 out:
-	if (cfi)
+	if (dw)
+		dwarf_end(dw);
+	else if (cfi)
 		dwarf_cfi_end(cfi);
 	elf_end(e);
 	close(fd);
@@ -317,6 +329,48 @@ static void test_tables(void)
 	CHECK(i < self->t.nrows);
 	check_table_vs_libdw(self->path, &self->t, 1);
 	check_table_vs_libdw(libc->path, &libc->t, 3);
+}
+
+/* A library with .debug_frame as its only CFI (built by the Makefile next
+ * to this program, -fno-asynchronous-unwind-tables -nostdlib), its
+ * .debug_frame plain and zlib-compressed. */
+static void test_debug_frame(void)
+{
+	static const char *const names[] = {"libcfi_debug_frame.so", "libcfi_debug_frame_z.so"};
+	char exe[512], path[600], *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	size_t k;
+
+	CHECK(n > 0);
+	if (n <= 0)
+		return;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = 0;
+	for (k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+		struct cfi_table t = {0};
+		int fd, err;
+
+		snprintf(path, sizeof(path), "%s/%s", exe, names[k]);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		CHECKF(fd >= 0, "%s: %s", path, strerror(errno));
+		if (fd < 0)
+			continue;
+		err = cfi_table_build_fd(fd, &t);
+		close(fd);
+		CHECKF(err == 0, "%s: %d", path, err);
+		if (err)
+			continue;
+		CHECKF(t.stats.section && !strcmp(t.stats.section, ".debug_frame"), "%s",
+		       t.stats.section ? t.stats.section : "(none)");
+		/* cfi_dfa and cfi_dfb; each CFA moves from its entry rule. */
+		CHECKF(t.stats.fdes == 2 && t.nrows >= 5, "%zu FDEs, %zu rows", t.stats.fdes,
+		       t.nrows);
+		check_table_shape(&t, names[k]);
+		check_table_vs_libdw(path, &t, 1);
+		cfi_table_free(&t);
+	}
 }
 
 /* Not ELF, not x86-64, no CFI: errors, not tables. */
@@ -799,6 +853,7 @@ int main(int argc, char **argv)
 	uw = unwinder_new(getpid());
 	RUN_TEST(test_errors);
 	RUN_TEST(test_tables);
+	RUN_TEST(test_debug_frame);
 	RUN_TEST(test_walk_chain);
 	RUN_TEST(test_walk_framed);
 	if (!__asan_init)
