@@ -8,7 +8,9 @@
  * on the same copy.
  *
  * With --bench FILE...: each file's table figures and its build time
- * (median of 5), for scripts/bench-cfi-tables.sh. */
+ * (median of 5), for scripts/bench-cfi-tables.sh. With --check STRIDE
+ * FILE...: each file's table against libdw at every row's first and last
+ * address and every STRIDE-th between. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -838,12 +840,39 @@ static int bench(int argc, char **argv)
 	return ret;
 }
 
+/* --check STRIDE FILE... */
+static int check_files(int argc, char **argv)
+{
+	unsigned stride = argc > 0 ? (unsigned)strtoul(argv[0], NULL, 0) : 0;
+	int i;
+
+	if (!stride) {
+		fprintf(stderr, "usage: --check STRIDE FILE...\n");
+		return 2;
+	}
+	for (i = 1; i < argc; i++) {
+		struct cfi_table t = {0};
+		int fd = open(argv[i], O_RDONLY | O_CLOEXEC), err;
+
+		err = fd < 0 ? -errno : cfi_table_build_fd(fd, &t);
+		if (fd >= 0)
+			close(fd);
+		CHECKF(!err, "%s: %d", argv[i], err);
+		if (!err)
+			check_table_vs_libdw(argv[i], &t, stride);
+		cfi_table_free(&t);
+	}
+	return check_failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	int here, i;
 
 	if (argc > 1 && !strcmp(argv[1], "--bench"))
 		return bench(argc - 2, argv + 2);
+	if (argc > 1 && !strcmp(argv[1], "--check"))
+		return check_files(argc - 2, argv + 2);
 	stack_end = find_stack_end((uint64_t)(uintptr_t)&here);
 	if (!stack_end) {
 		SKIP_TEST(test_all, "the stack is in no mapping of /proc/self/maps");
