@@ -55,7 +55,10 @@ void cfi_table_free(struct cfi_table *t);
 
 /* The rules at one ELF vaddr, from libdw, as a row (pc_off 0): what the
  * table holds at that address. The builder's own evaluation, exposed so
- * tests can compare the table with it at every address. */
+ * tests can compare the table with it at every address. NONE where libdw
+ * finds no CFI; why (if not NULL) is set for FALLBACK rows only. (Inside an
+ * FDE that libdw cannot evaluate at all the table says FALLBACK: no such
+ * FDE was met in the binaries measured.) */
 struct cfi_row cfi_classify(Dwarf_CFI *cfi, uint64_t vaddr, enum cfi_fallback_why *why);
 
 /* The row covering ELF vaddr, by the bounded binary search bpf/cfi.h
