@@ -85,6 +85,25 @@ $(OUT)/tests/test_symbols: tests/unit/test_symbols.c $(wildcard tests/unit/*.h) 
 	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/symbols.o $(OUT)/user/util.o \
 		$(OUT)/formats/util.o $(LDLIBS)
 
+# The unwind tables for BPF (user/cfi_table.c), walked over this test's own
+# stacks and compared with the unwinder above: compiled without sanitizers
+# for the same reason, and linked with both.
+# Its libraries with only .debug_frame (plain and compressed) are read, not run.
+$(OUT)/user/cfi_table.o: bpf/cfi.h
+CFI_DF_FLAGS := -O2 -g -fno-asynchronous-unwind-tables -fno-unwind-tables -shared -fPIC -nostdlib
+$(OUT)/tests/libcfi_debug_frame.so: tests/unit/cfi_debug_frame.c
+	@mkdir -p $(@D)
+	$(CC) $(CFI_DF_FLAGS) -o $@ $<
+$(OUT)/tests/libcfi_debug_frame_z.so: tests/unit/cfi_debug_frame.c
+	@mkdir -p $(@D)
+	$(CC) $(CFI_DF_FLAGS) -Wl,--compress-debug-sections=zlib -o $@ $<
+$(OUT)/tests/test_cfi_table: tests/unit/test_cfi_table.c $(wildcard tests/unit/*.h) $(OUT)/user/cfi_table.o \
+			     $(OUT)/user/unwind.o $(OUT)/tests/libcfi_debug_frame.so \
+			     $(OUT)/tests/libcfi_debug_frame_z.so
+	@mkdir -p $(@D)
+	$(CC) $(filter-out $(SAN_FLAGS),$(ALL_CFLAGS)) -Itests/unit -c -o $@.o $<
+	$(SAN_CC) $(ALL_CFLAGS) -o $@ $@.o $(OUT)/user/cfi_table.o $(OUT)/user/unwind.o $(LDLIBS)
+
 unit-tests: $(UNIT_BIN)
 
 # scripts/bench-helpers.sh: one BPF program per piece of a sample's cost.

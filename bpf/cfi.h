@@ -1,0 +1,134 @@
+/* Compact x86-64 unwind tables compiled from a binary's CFI (.eh_frame, or
+ * .debug_frame where it is the only CFI), shared by user/ (which builds them:
+ * user/cfi_table.c) and by the BPF unwinder that will walk user stacks with
+ * them at sample time, as the OpenTelemetry profiler's stack deltas and Parca
+ * Agent's DWARF unwinder do. No BPF program uses this header yet.
+ *
+ * A table is one binary's: a sorted array of struct cfi_row. Row i covers
+ * the ELF vaddrs [base + rows[i].pc_off, base + rows[i + 1].pc_off); the
+ * last row is always CFI_ROW_NONE (the end of the last FDE), so a lookup
+ * never stretches a row past its FDE; addresses below base are NONE too.
+ * Consecutive rows with the same rules are merged: rows change only where
+ * the rules do.
+ *
+ * Proposed BPF maps (kernel 5.10 floor):
+ * - cfi_rows: BPF_MAP_TYPE_ARRAY of struct cfi_row, the tables concatenated
+ *   (user space hands out slices, reusing those of unmapped binaries). One
+ *   big array rather than an array of maps: 5.10's inner maps of one outer
+ *   map must agree on max_entries unless BPF_F_INNER_MAP, and the sizes of
+ *   tables vary by four orders of magnitude.
+ * - cfi_tables: BPF_MAP_TYPE_HASH, table id -> struct cfi_table_info (the
+ *   slice: first row, row count, base). The key is user space's id of a
+ *   (device, inode) or build id, so processes that map a binary share it.
+ * - cfi_mappings: BPF_MAP_TYPE_LPM_TRIE, key {prefixlen, tgid, pc} (tgid
+ *   and pc big-endian) -> struct cfi_mapping: each executable mapping
+ *   [start, end) of a process is stored as the ≤ 2 * 64 prefixes that cover
+ *   it. A pc in no mapping (JIT code, anonymous memory) has no table.
+ *
+ * Lookup of a pc (per frame): m = cfi_mappings[tgid, pc]; info =
+ * cfi_tables[m->table]; off = pc - m->bias - info->base (as __u64: a pc
+ * below base wraps and is >= 2^32, hence NONE); then a binary search of
+ * the largest i < nrows with row(i).pc_off <= off, in a loop of at most
+ * CFI_BSEARCH_STEPS iterations that the 5.10 verifier follows (each step a
+ * bpf_map_lookup_elem of cfi_rows at first_row + mid, NULL-checked):
+ *
+ *	lo = 0, hi = nrows;              // invariant: row(lo).pc_off <= off
+ *	for (i = 0; i < CFI_BSEARCH_STEPS && hi - lo > 1; i++) {
+ *		mid = lo + (hi - lo) / 2;
+ *		if (row(mid).pc_off <= off) lo = mid; else hi = mid;
+ *	}
+ *	// hi - lo > 1 here: the table was too big (user space prevents it)
+ *
+ * 20 steps cover 2^20 rows; user space splits a bigger table into several
+ * cfi_tables entries of at most CFI_TABLE_MAX_ROWS rows each, each entry
+ * with its own pc range in cfi_mappings. (The OTel profiler's alternative,
+ * an index of 64 KiB pages to their first row, bounds the search by the
+ * rows of one page instead.)
+ *
+ * The walk, per frame, from the sample's registers (pc, sp, bp) with
+ * lookup address pc for the first frame:
+ * 1. row = lookup(addr); NONE or FALLBACK: leave the rest to the frame
+ *    pointer walk (or stop, marking the stack truncated); END: the
+ *    outermost frame, done.
+ * 2. CFA: RSP: sp + 8 * cfa_off; RBP: bp + 8 * cfa_off; PLT: sp +
+ *    8 * cfa_off + ((pc & 15) >= CFI_PLT_SPLIT ? 8 : 0) with the frame's
+ *    own pc (not the lookup address). SIGNAL: see CFI_SIG_* below.
+ * 3. The return address: the word at CFA - 8. rbp: if rbp_off != 0, the
+ *    word at CFA + 8 * rbp_off, else unchanged. sp = CFA.
+ * 4. A return address of 0 ends the walk; else it is the next frame's pc,
+ *    looked up at pc - 1 (the call instruction: a noreturn call may be the
+ *    last instruction of its function, and the return address then lies
+ *    in the next function) except after a SIGNAL frame, whose "return
+ *    address" is the exact interrupted pc.
+ * Memory reads are bpf_probe_read_user of 8 bytes each (or reads from the
+ * already copied stack when they fall in it); a failed read ends the walk
+ * as truncated. The frame loop is bounded by MAX_FRAMES (bpf/events.h). */
+#ifndef BPF_CFI_H
+#define BPF_CFI_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* kind of struct cfi_row */
+enum cfi_row_kind {
+	CFI_ROW_NONE = 0,     /* no FDE covers this: code without CFI, or a gap between FDEs */
+	CFI_ROW_RSP = 1,      /* CFA = rsp + 8 * cfa_off */
+	CFI_ROW_RBP = 2,      /* CFA = rbp + 8 * cfa_off */
+	CFI_ROW_PLT = 3,      /* a .plt entry: CFA = rsp + 8 * cfa_off + (pc & 15 >= 11 ? 8 : 0) */
+	CFI_ROW_SIGNAL = 4,   /* __restore_rt: the caller's registers are in the ucontext at rsp */
+	CFI_ROW_FALLBACK = 5, /* CFI the other kinds cannot express (DRAP, other expressions,
+			       * an rbp or return address saved elsewhere): unwindable only
+			       * by a fallback (frame pointers), never guessed */
+	CFI_ROW_END = 6,      /* the return address is undefined: the outermost frame (_start,
+			       * a thread's clone), the walk is complete */
+};
+
+struct cfi_row {
+	__u32 pc_off; /* first ELF vaddr of the row, minus the table's base */
+	__u8 kind;    /* enum cfi_row_kind */
+	/* RSP, RBP, PLT: rbp saved at CFA + 8 * rbp_off (-1024..-8); 0: rbp
+	 * unchanged (the "same value" rule; a save can never be at CFA + 0,
+	 * the caller's frame, nor at CFA - 8, the return address). 0 in the
+	 * other kinds. */
+	__s8 rbp_off;
+	/* RSP, RBP, PLT: the CFA's offset from its register in 8-byte units
+	 * (x86-64 code moves rsp by whole words, -262144..262136 bytes); 0 in
+	 * the other kinds. */
+	__s16 cfa_off;
+};
+
+/* Binary search steps of a lookup, and so the most rows of one cfi_tables
+ * entry. */
+#define CFI_BSEARCH_STEPS  20
+#define CFI_TABLE_MAX_ROWS (1u << CFI_BSEARCH_STEPS)
+
+/* CFI_ROW_PLT: the push of a lazy-binding .plt entry (16 bytes: jmp *GOT;
+ * push $index; jmp PLT0) is at entry offset 6 and the jmp after it at 11,
+ * so from 11 on one more word is on the stack. */
+#define CFI_PLT_SPLIT 11
+
+/* CFI_ROW_SIGNAL: rsp points at the struct ucontext the kernel pushed (its
+ * pretcode, __restore_rt's address, was popped by the handler's return).
+ * Offsets in it of uc_mcontext's saved rbp, rsp and rip (glibc's CFI of
+ * __restore_rt says the same): the next frame's bp, sp (its CFA) and exact
+ * pc. */
+#define CFI_SIG_RBP 120
+#define CFI_SIG_RSP 160
+#define CFI_SIG_RIP 168
+
+/* Value of cfi_tables: one table, or one slice of a big one. */
+struct cfi_table_info {
+	__u32 first_row; /* in cfi_rows */
+	__u32 nrows;	 /* at most CFI_TABLE_MAX_ROWS; the last is CFI_ROW_NONE */
+	__u64 base;	 /* ELF vaddr that pc_off counts from */
+};
+
+/* Value of cfi_mappings: an executable mapping of a process. */
+struct cfi_mapping {
+	__u64 bias;  /* pc - bias is the ELF vaddr (the load bias; 0 for ET_EXEC) */
+	__u32 table; /* key of cfi_tables */
+	__u32 pad;
+};
+
+#endif
