@@ -29,7 +29,7 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 # Keep the BPF objects: bpftool reads them, and rebuilding them is not free.
 .SECONDARY:
 
-.PHONY: all clean install demo test unit-tests deps format format-check workloads bench-helpers
+.PHONY: all clean install demo test test-kernels unit-tests deps format format-check workloads bench-helpers
 all: bpftrace-rec $(UNIT_BIN)
 
 $(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h vmlinux/vmlinux.h
@@ -91,6 +91,11 @@ demo: deps
 test: deps
 	$(MAKE) all
 	bash tests/run.sh
+
+# The guest suite (tests/kernels/guest-suite.sh) on the host kernel and in
+# qemu on Debian's 5.10, 6.1 and 6.12 kernels; KERNELS="6.1" picks some.
+test-kernels: all
+	bash scripts/test-kernels.sh
 
 FORMAT_SRC = bpf/*.c bpf/*.h user/*.c user/*.h formats/*.c formats/*.h tests/unit/*.c tests/unit/*.h \
 	     tests/workloads/*.c scripts/helper-cost/*.c scripts/interrupt-gaps/*.c

@@ -10,6 +10,8 @@ PKGS=(
   linux-perf bpftrace google-perftools
   golang-go golang-github-google-pprof-dev
   golang-github-ianlancetaylor-demangle-dev golang-github-chzyer-readline-dev
+  # make test-kernels: Debian's kernels booted in qemu from a busybox initramfs
+  qemu-system-x86 busybox-static cpio xz-utils zstd
 )
 
 missing=()
