@@ -59,7 +59,7 @@ apt_update() {
 	mkdir -p "$APT_DIR/state/lists/partial" "$APT_DIR/cache/archives/partial"
 	local s
 	: > "$APT_DIR/sources.list"
-	for s in bullseye bookworm bookworm-backports trixie; do
+	for s in bullseye bookworm bookworm-backports trixie trixie-backports; do
 		echo "deb [signed-by=$KEYRING] $MIRROR/debian $s main" >> "$APT_DIR/sources.list"
 	done
 	for s in bullseye-security bookworm-security trixie-security; do
@@ -96,33 +96,46 @@ resolve() {
 	read -r KPKG KVER < "$CACHE/series-$series"
 }
 
-# fetch PKG VER: downloads and unpacks the image once; prints its tree.
+# fetch PKG VER: downloads and unpacks the image once; prints its tree. Newer
+# images (7.x) are split: linux-image-R only depends on linux-binary-R and
+# linux-modules-R of its own version, which are unpacked with it.
 fetch() {
-	local pkg=$1 ver=$2 tree=$CACHE/$1_$2 deb
+	local pkg=$1 ver=$2 tree=$CACHE/$1_$2 parts p deb
 	if [ ! -e "$tree/.unpacked" ]; then
 		mkdir -p "$CACHE/debs"
-		deb=$(ls "$CACHE/debs/${pkg}_"*.deb 2>/dev/null | head -1 || true)
-		if [ -z "$deb" ]; then
-			say "downloading $pkg $ver"
+		parts=$CACHE/debs/${pkg}_$ver.parts
+		if [ ! -s "$parts" ]; then
 			# shellcheck disable=SC2046
-			(cd "$CACHE/debs" && apt-get $(apt_opts) -qq download "$pkg=$ver") >&2 ||
-				{ say "apt-get download $pkg=$ver failed"; return 1; }
-			deb=$(ls "$CACHE/debs/${pkg}_"*.deb | head -1)
+			{ echo "$pkg"; apt-cache $(apt_opts) show "$pkg=$ver" | sed -n 's/^Depends: //p' | head -1 |
+				tr ',|' '\n\n' | sed -n "s/^ *\(linux-[^ ]*\) (= $ver) *$/\1/p"; } > "$parts.tmp" &&
+				mv "$parts.tmp" "$parts" || { say "apt-cache show $pkg=$ver failed"; return 1; }
 		fi
 		rm -rf "$tree"
-		dpkg -x "$deb" "$tree" || { say "dpkg -x $deb failed"; return 1; }
+		while IFS= read -r p; do
+			deb=$CACHE/debs/${p}_${ver//:/%3a}_amd64.deb
+			if [ ! -s "$deb" ]; then
+				say "downloading $p $ver"
+				# shellcheck disable=SC2046
+				(cd "$CACHE/debs" && apt-get $(apt_opts) -qq download "$p=$ver") >&2 ||
+					{ say "apt-get download $p=$ver failed"; return 1; }
+			fi
+			dpkg -x "$deb" "$tree" || { say "dpkg -x $deb failed"; return 1; }
+		done < "$parts"
 		touch "$tree/.unpacked"
 	fi
 	echo "$tree"
 }
 
 # kernel_files TREE: sets KREL, VMLINUZ and MODDIR (merged-/usr packages ship
-# /usr/lib/modules).
+# /usr/lib/modules; the split 7.x ones put vmlinuz there too).
 kernel_files() {
 	local tree=$1 d
-	VMLINUZ=$(ls "$tree"/boot/vmlinuz-* 2>/dev/null | head -1)
-	[ -n "$VMLINUZ" ] || { say "$tree: no boot/vmlinuz-*"; return 1; }
-	KREL=${VMLINUZ##*/vmlinuz-}
+	VMLINUZ=$(ls "$tree"/boot/vmlinuz-* "$tree"/usr/lib/modules/*/vmlinuz 2>/dev/null | head -1)
+	[ -n "$VMLINUZ" ] || { say "$tree: no boot/vmlinuz-* nor usr/lib/modules/*/vmlinuz"; return 1; }
+	case $VMLINUZ in
+	*/vmlinuz-*) KREL=${VMLINUZ##*/vmlinuz-} ;;
+	*) KREL=${VMLINUZ%/vmlinuz}; KREL=${KREL##*/} ;;
+	esac
 	MODDIR=
 	for d in "$tree/lib/modules/$KREL" "$tree/usr/lib/modules/$KREL"; do
 		[ -d "$d" ] && MODDIR=$d
@@ -256,7 +269,8 @@ make_initramfs() {
 	printf '%s' "$STAGE1" > "$dir/init"
 	printf '%s' "$STAGE2" > "$dir/stage2"
 	chmod 755 "$dir/init" "$dir/stage2"
-	(cd "$dir" && find . | cpio -o -H newc --quiet | gzip -1) > "$out.tmp" && mv "$out.tmp" "$out"
+	# Under a name of its own, as another run may be booting the same kernel.
+	(cd "$dir" && find . | cpio -o -H newc --quiet | gzip -1) > "$out.$$" && mv "$out.$$" "$out"
 	rm -rf "$dir"
 }
 

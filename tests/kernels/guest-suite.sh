@@ -13,7 +13,7 @@ source "$(dirname "$0")/../integration/lib.sh"
 export TERM=dumb
 
 npass=0 nfail=0
-# lib.sh's helpers (check_split...) report through these: same names, markers.
+# Markers instead of lib.sh's PASS/FAIL lines (its helpers call these too).
 pass() { echo "KTEST PASS $1"; npass=$((npass + 1)); }
 fail() {
 	echo "KTEST FAIL $1${2:+: $2}"
@@ -69,11 +69,51 @@ top() { # DIR [pprof options]: pprof -top of the recording
 	"$PPROF" -top -nodecount=30 "$@" "$dir/profile.pb.gz" 2>&1
 }
 
+# The 6:3:1 split in a -top listing, as lib.sh's check_split, but as shares
+# of the three functions' sum: under TCG the guest kernel's interrupts and
+# softirqs take several percent of every profile (7% in dwarf mode on 7.3),
+# which is the emulator, not the tool. The three must still hold 70%.
+split_ok() { # NAME FILE-WITH-TOP-OUTPUT
+	local name=$1 out=$2 a b c r
+	a=$(pprof_flat func_six < "$out"); b=$(pprof_flat func_three < "$out"); c=$(pprof_flat lib_spin < "$out")
+	r=$(awk -v a="$a" -v b="$b" -v c="$c" 'BEGIN { t = a + b + c; if (t < 70) exit 1
+		d1 = a / t * 100 - 60; d2 = b / t * 100 - 30; d3 = c / t * 100 - 10
+		printf "%.1f/%.1f/%.1f", a / t * 100, b / t * 100, c / t * 100
+		exit !(d1 * d1 <= 25 && d2 * d2 <= 25 && d3 * d3 <= 25) }')
+	if [ $? = 0 ]; then
+		pass "$name"
+	else
+		fail "$name" "func_six $a% func_three $b% lib_spin $c% (${r:-under 70% together}; want 60/30/10 +-5 of their sum)"
+		sed -n 1,15p "$out"
+	fi
+}
+
+# --- the guest itself: what the tool and the readers need ---------------------------
+# First, so that a broken guest is not mistaken for a broken tool. The file
+# systems are the harness's promise in a guest (its stage 2 is /ktest/stage2);
+# on the host they are only reported, as the tool needs none of them.
+t=kernel_env
+why=
+[ -r /sys/kernel/btf/vmlinux ] || why="$why no /sys/kernel/btf/vmlinux;"
+[ -e /dev/fd/0 ] || why="$why no /dev/fd;"
+for x in "$REC" "$PPROF" "$WL/split"; do [ -x "$x" ] || why="$why $x missing;"; done
+[ "$(id -u)" = 0 ] || why="$why not root;"
+mounts=
+for m in /proc:proc /sys/fs/bpf:bpf /sys/kernel/debug:debugfs /sys/kernel/tracing:tracefs /tmp:tmpfs; do
+	if awk -v d="${m%%:*}" -v f="${m#*:}" '$2 == d && $3 == f { found = 1 } END { exit !found }' /proc/mounts; then
+		mounts="$mounts ${m#*:}"
+	elif [ -x /ktest/stage2 ]; then
+		why="$why ${m#*:} not on ${m%%:*};"
+	fi
+done
+info "mounted:$mounts"
+if [ -z "$why" ]; then pass $t; else why=${why# }; fail $t "${why%;}"; fi
+
 # --- -- CMD: the 6:3:1 split ---------------------------------------------------
 t=cmd_split
 if rec $t -F 199 -- "$WL/split" 3; then
 	top "$TMP/$t" > "$TMP/$t.top"
-	check_split $t "$TMP/$t.top" pprof_flat
+	split_ok $t "$TMP/$t.top"
 else
 	fail $t "bpftrace-rec exited with status $?"
 fi
@@ -84,7 +124,7 @@ t=pid_split
 sleep 1
 if rec $t -F 199 -d 3 -p $pid; then
 	top "$TMP/$t" > "$TMP/$t.top"
-	check_split $t "$TMP/$t.top" pprof_flat
+	split_ok $t "$TMP/$t.top"
 else
 	fail $t "bpftrace-rec exited with status $?"
 fi
@@ -113,7 +153,7 @@ kill $pid 2>/dev/null; wait $pid 2>/dev/null
 t=dwarf_split
 if rec $t -F 199 --call-graph dwarf -- "$WL/split" 3; then
 	top "$TMP/$t" > "$TMP/$t.top"
-	check_split $t "$TMP/$t.top" pprof_flat
+	split_ok $t "$TMP/$t.top"
 else
 	fail $t "bpftrace-rec exited with status $?"
 fi
