@@ -240,7 +240,8 @@ script=$($bb sed -n "s/.*ktest_script=\([^ ]*\).*/\1/p" /proc/cmdline)
 mode=$($bb sed -n "s/.*ktest_mode=\([^ ]*\).*/\1/p" /proc/cmdline)
 echo "KTEST BEGIN $($bb uname -r)"
 if [ "$mode" = shell ]; then
-	TERM=${TERM:-vt100} $bb setsid $bb cttyhack /bin/bash -i
+	# cttyhack: the console as controlling terminal, for job control and ^C.
+	TERM=${TERM:-vt100} $bb setsid $bb cttyhack /bin/bash "$script"
 	rc=$?
 else
 	/bin/bash "$script" < /dev/null 2>&1
@@ -300,13 +301,15 @@ boot() {
 	fi
 }
 
-# A script file the guest reads from the host's /: runs CMD in this tree.
-guest_script() { # CMD
-	local f
+# guest_script CMD: sets script to a file the guest reads from the host's /,
+# which runs CMD in this tree; removed when this script exits, however it exits.
+SCRIPTS=()
+trap 'rm -f "${SCRIPTS[@]}"' EXIT
+guest_script() {
 	mkdir -p "$LOGS"
-	f=$(mktemp "$LOGS/cmd.XXXXXX")
-	printf 'cd %q || exit 1\n%s\n' "$ROOT" "$1" > "$f"
-	echo "$f"
+	script=$(mktemp "$LOGS/cmd.XXXXXX")
+	SCRIPTS+=("$script")
+	printf 'cd %q || exit 1\n%s\n' "$ROOT" "$1" > "$script"
 }
 
 # --- one-off commands -------------------------------------------------------------
@@ -332,8 +335,9 @@ if [ "${1:-}" = --run ] || [ "${1:-}" = --shell ]; then
 	[ $# -ge 2 ] || die "usage: $0 --run SERIES 'CMD' | --shell SERIES"
 	series=$2
 	cmd=${3:-true}
+	[ $mode = shell ] && cmd="exec bash -i"
 	prepare "$series" || exit 2
-	script=$(guest_script "$cmd")
+	guest_script "$cmd"
 	log=$LOGS/$KREL.$mode.log
 	say "$KREL ($KVER), console log $log"
 	if [ $mode = shell ]; then
@@ -372,19 +376,19 @@ report() {
 	clean=$log.txt
 	tr -d '\r' < "$log" > "$clean"
 	if ! grep -q '^KTEST BEGIN ' "$clean"; then
-		results+=("kernel $name: FAILED to boot (${secs}s), log $log")
+		results+=("$name: FAILED to boot (${secs}s), log $log")
 		nfail=$((nfail + 1))
 		tail -20 "$clean" | sed 's/^/    /'
 		return
 	fi
 	if ! grep -q '^KTEST DONE ' "$clean"; then
-		results+=("kernel $name: suite did not finish (${secs}s), log $log")
+		results+=("$name: suite did not finish (${secs}s), log $log")
 		nfail=$((nfail + 1))
 		awk '/^KTEST BEGIN /{on=1; next} on' "$clean" | tail -30 | sed 's/^/    /'
 		return
 	fi
 	read -r p f < <(sed -n 's/^KTEST DONE \([0-9]*\) \([0-9]*\).*/\1 \2/p' "$clean" | tail -1)
-	results+=("kernel $name: $p passed, $f failed (${secs}s)")
+	results+=("$name: $p passed, $f failed (${secs}s)")
 	if [ "$f" = 0 ] && [ "$p" -gt 0 ]; then
 		npass=$((npass + 1))
 	else
@@ -399,7 +403,7 @@ report() {
 for k in $KERNELS; do
 	start=$(date +%s)
 	if [ "$k" = host ]; then
-		name="host $(uname -r) (native)"
+		name="host $(uname -r) (native, no qemu)"
 		echo "== $name"
 		log=$LOGS/host.log
 		# The same suite and markers, without qemu.
@@ -414,16 +418,16 @@ for k in $KERNELS; do
 		nskip=$((nskip + 1))
 		continue
 	fi
-	name="$KREL ($KVER)"
+	name="kernel $KREL ($KVER)"
 	echo "== $name: booting (console log $LOGS/$KREL.log)"
-	script=$(guest_script "$SUITE")
+	guest_script "$SUITE"
 	st=0
 	boot suite "$script" "$LOGS/$KREL.log" || st=$?
 	rm -f "$script"
 	secs=$(($(date +%s) - start))
 	if [ $st = 124 ]; then
 		echo "KTEST TIMEOUT after ${TIMEOUT}s" >> "$LOGS/$KREL.log"
-		results+=("kernel $name: TIMED OUT after ${TIMEOUT}s, log $LOGS/$KREL.log")
+		results+=("$name: TIMED OUT after ${TIMEOUT}s, log $LOGS/$KREL.log")
 		nfail=$((nfail + 1))
 		tr -d '\r' < "$LOGS/$KREL.log" | tail -25 | sed 's/^/    /'
 		continue
