@@ -41,6 +41,18 @@ GUEST_MODULES=(virtio_pci 9pnet_virtio 9p overlay)
 say() { echo "test-kernels: $*" >&2; }
 die() { say "$*"; exit 2; }
 
+# needs: the host programs the guests need, before anything is downloaded.
+needs() {
+	local c missing=
+	for c in qemu-system-x86_64 apt-get apt-cache dpkg cpio gzip xz zstd; do
+		command -v $c > /dev/null || missing="$missing $c"
+	done
+	# The static one: the initramfs has no libraries.
+	dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'install ok installed' ||
+		missing="$missing busybox-static"
+	[ -z "$missing" ] || die "missing:$missing (make deps installs them)"
+}
+
 # --- kernels from Debian's archive ---------------------------------------------
 
 APT_DIR=$CACHE/apt
@@ -336,6 +348,7 @@ if [ "${1:-}" = --run ] || [ "${1:-}" = --shell ]; then
 	series=$2
 	cmd=${3:-true}
 	[ $mode = shell ] && cmd="exec bash -i"
+	needs
 	prepare "$series" || exit 2
 	guest_script "$cmd"
 	log=$LOGS/$KREL.$mode.log
@@ -366,6 +379,7 @@ fi
 # --- the matrix ----------------------------------------------------------------
 
 SUITE="bash tests/kernels/guest-suite.sh"
+for k in $KERNELS; do [ "$k" = host ] || { needs; break; }; done
 npass=0 nfail=0 nskip=0
 results=()
 mkdir -p "$LOGS"
