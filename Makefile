@@ -44,7 +44,7 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 # Keep the BPF objects: bpftool reads them, and rebuilding them is not free.
 .SECONDARY:
 
-.PHONY: all clean install demo test unit-tests deps format format-check workloads bench-helpers fuzz
+.PHONY: all clean install demo test unit-tests deps format format-check workloads bench-helpers fuzz test-kernels
 all: $(BIN) $(UNIT_BIN)
 
 $(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h vmlinux/vmlinux.h
@@ -160,6 +160,11 @@ $(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
 FUZZ_SECONDS ?= 30
 fuzz: $(FUZZ_BIN) workloads
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh $(FUZZ_BIN)
+
+# The guest suite (tests/kernels/guest-suite.sh) on the host kernel and in
+# qemu on Debian's 5.10, 6.1 and 6.12 kernels; KERNELS="6.1" picks some.
+test-kernels: all
+	bash scripts/test-kernels.sh
 
 FORMAT_SRC = bpf/*.c bpf/*.h user/*.c user/*.h formats/*.c formats/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c \
 	     tests/workloads/*.c scripts/helper-cost/*.c scripts/interrupt-gaps/*.c

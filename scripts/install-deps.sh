@@ -11,6 +11,8 @@ PKGS=(
   time
   golang-go golang-github-google-pprof-dev
   golang-github-ianlancetaylor-demangle-dev golang-github-chzyer-readline-dev
+  # make test-kernels: Debian's kernels booted in qemu from a busybox initramfs
+  qemu-system-x86 busybox-static cpio xz-utils zstd
 )
 
 missing=()

@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# The suite scripts/test-kernels.sh runs inside each guest kernel (and on the
+# host, natively): records the workloads with ./bpftrace-rec and reads the
+# files back with the real readers. It prints markers on its stdout, which
+# the host parses from the serial console:
+#   KTEST PASS name | KTEST FAIL name: why | KTEST INFO ... | KTEST DONE n_pass n_fail
+# Under TCG everything runs 10-50 times slower and its timing is noisy:
+# recordings are short and tolerances loose, but each check can still fail.
+# No `set -e`: a failing command is a failed check, not the end of the suite.
+set -u
+source "$(dirname "$0")/../integration/lib.sh"
+# A guest console has no use for a status line.
+export TERM=dumb
+
+npass=0 nfail=0
+# Markers instead of lib.sh's PASS/FAIL lines (its helpers call these too).
+pass() { echo "KTEST PASS $1"; npass=$((npass + 1)); }
+fail() {
+	echo "KTEST FAIL $1${2:+: $2}"
+	nfail=$((nfail + 1))
+	# The recording's own messages say why (a BPF load error, say).
+	if [ -s "${ERR:-}" ]; then
+		echo "--- $1: bpftrace-rec stderr (last 15 lines):"
+		tail -15 "$ERR"
+	fi
+}
+skip() { echo "KTEST SKIP $1: $2"; }
+info() { echo "KTEST INFO $*"; }
+
+echo "KTEST INFO kernel $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ {print $2 " kB"}' /proc/meminfo)"
+
+# rec NAME ARGS...: records into $TMP/NAME, stderr in $TMP/NAME.err (ERR, for
+# fail()), and prints, once, what the tool says it could not do on this kernel.
+SEEN_DEGRADED=
+REC_TIMEOUT=${REC_TIMEOUT:-60}
+rec() {
+	local name=$1 rc=0
+	shift
+	ERR=$TMP/$name.err
+	# A hung recording is one failed check, not a guest that times out.
+	timeout -k 10 "$REC_TIMEOUT" "$REC" -q -o "$TMP/$name" "$@" > "$TMP/$name.out" 2> "$ERR" || rc=$?
+	[ $rc = 124 ] && echo "bpftrace-rec: killed by the suite after ${REC_TIMEOUT}s" >> "$ERR"
+	degraded "$TMP/$name/summary.json"
+	return $rc
+}
+# The summary's `degraded` list (where the tool writes one), and warnings.
+degraded() {
+	local d w
+	[ -f "$1" ] || return 0
+	d=$(python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+print(json.dumps(s["degraded"]) if "degraded" in s else "(no degraded list in summary.json)")' "$1" 2>&1)
+	if [ "$d" != "$SEEN_DEGRADED" ]; then
+		info "degraded: $d"
+		SEEN_DEGRADED=$d
+	fi
+	while IFS= read -r w; do
+		grep -qxF -- "$w" "$TMP/warnings" 2>/dev/null && continue
+		echo "$w" >> "$TMP/warnings"
+		info "$w"
+	done < <(grep -i 'warning' "$ERR" | head -5)
+}
+# pid_of DIR COMM: the recorded process's pid, from the summary.
+pid_of() {
+	python3 -c 'import json, sys
+print([p["pid"] for p in json.load(open(sys.argv[1]))["processes"] if p["comm"] == sys.argv[2]][0])' \
+		"$1/summary.json" "$2" 2>/dev/null
+}
+top() { # DIR [pprof options]: pprof -top of the recording
+	local dir=$1
+	shift
+	"$PPROF" -top -nodecount=30 "$@" "$dir/profile.pb.gz" 2>&1
+}
+
+# The 6:3:1 split in a `pprof -top -sample_index=samples` listing, as lib.sh's
+# check_split, but as shares of the three functions' sum: under TCG the guest
+# kernel's interrupts and softirqs take from 7% of a profile to half of it
+# when the host is busy, which is the emulator, not the tool. For the same
+# reason there may be few samples: the tolerance is 5 points, or 3 standard
+# deviations of the sampling error of that many samples if larger.
+split_ok() { # NAME FILE-WITH-TOP-OUTPUT
+	local name=$1 out=$2 r
+	r=$(awk '$NF ~ /^(func_six|func_three|lib_spin)$/ && $2 ~ /%$/ { n[$NF] = $1 }
+		END { a = n["func_six"] + 0; b = n["func_three"] + 0; c = n["lib_spin"] + 0; t = a + b + c
+		if (t < 50) { printf "%d samples in the three functions, want >= 50", t; exit 1 }
+		ok = 1; want[1] = 60; want[2] = 30; want[3] = 10; got[1] = a; got[2] = b; got[3] = c
+		for (i = 1; i <= 3; i++) {
+			p = want[i] / 100; tol = 300 * sqrt(p * (1 - p) / t); if (tol < 5) tol = 5
+			d = got[i] / t * 100 - want[i]; if (d < 0) d = -d
+			if (d > tol) ok = 0
+			printf "%s%.1f%% (+-%.1f)", (i > 1 ? " / " : ""), got[i] / t * 100, tol
+		}
+		printf " of %d samples", t
+		exit !ok }' "$out")
+	if [ $? = 0 ]; then
+		pass "$name"
+		info "$name: func_six / func_three / lib_spin $r"
+	else
+		fail "$name" "func_six / func_three / lib_spin: $r; want 60/30/10"
+		sed -n 1,15p "$out"
+	fi
+}
+
+# --- the guest itself: what the tool and the readers need ---------------------------
+# First, so that a broken guest is not mistaken for a broken tool. The file
+# systems are the harness's promise in a guest (its stage 2 is /ktest/stage2);
+# on the host they are only reported, as the tool needs none of them.
+t=kernel_env
+why=
+[ -r /sys/kernel/btf/vmlinux ] || why="$why no /sys/kernel/btf/vmlinux;"
+[ -e /dev/fd/0 ] || why="$why no /dev/fd;"
+for x in "$REC" "$PPROF" "$WL/split"; do [ -x "$x" ] || why="$why $x missing;"; done
+[ "$(id -u)" = 0 ] || why="$why not root;"
+mounts=
+for m in /proc:proc /sys/fs/bpf:bpf /sys/kernel/debug:debugfs /sys/kernel/tracing:tracefs /tmp:tmpfs; do
+	if awk -v d="${m%%:*}" -v f="${m#*:}" '$2 == d && $3 == f { found = 1 } END { exit !found }' /proc/mounts; then
+		mounts="$mounts ${m#*:}"
+	elif [ -x /ktest/stage2 ]; then
+		why="$why ${m#*:} not on ${m%%:*};"
+	fi
+done
+info "mounted:$mounts"
+if [ -z "$why" ]; then pass $t; else why=${why# }; fail $t "${why%;}"; fi
+
+# --- -- CMD: the 6:3:1 split ---------------------------------------------------
+t=cmd_split
+if rec $t -F 499 -- "$WL/split" 3; then
+	top "$TMP/$t" -sample_index=samples > "$TMP/$t.top"
+	split_ok $t "$TMP/$t.top"
+else
+	fail $t "bpftrace-rec exited with status $?"
+fi
+
+# --- -p PID of a running split ----------------------------------------------------
+t=pid_split
+"$WL/split" 0 > /dev/null & pid=$!
+sleep 1
+if rec $t -F 499 -d 3 -p $pid; then
+	top "$TMP/$t" -sample_index=samples > "$TMP/$t.top"
+	split_ok $t "$TMP/$t.top"
+else
+	fail $t "bpftrace-rec exited with status $?"
+fi
+kill $pid 2>/dev/null; wait $pid 2>/dev/null
+
+# --- -a: the workload's functions among the whole system's -----------------------
+t=all_cpus
+"$WL/split" 0 > /dev/null & pid=$!
+sleep 1
+if rec $t -F 199 -d 2 -a; then
+	top "$TMP/$t" -tagfocus=comm=split > "$TMP/$t.top"
+	a=$(pprof_flat func_six < "$TMP/$t.top") b=$(pprof_flat func_three < "$TMP/$t.top")
+	# Other processes share the CPUs, so only "present, and six above three".
+	if awk -v a="$a" -v b="$b" 'BEGIN { exit !(a > 0 && b > 0 && a > b) }'; then
+		pass $t
+	else
+		fail $t "func_six $a%, func_three $b% of split's samples"
+		sed -n 1,15p "$TMP/$t.top"
+	fi
+else
+	fail $t "bpftrace-rec exited with status $?"
+fi
+kill $pid 2>/dev/null; wait $pid 2>/dev/null
+
+# --- --call-graph dwarf: the same shares through the copied stacks ----------------
+t=dwarf_split
+if rec $t -F 499 --call-graph dwarf -- "$WL/split" 3; then
+	top "$TMP/$t" -sample_index=samples > "$TMP/$t.top"
+	split_ok $t "$TMP/$t.top"
+else
+	fail $t "bpftrace-rec exited with status $?"
+fi
+
+# --- -t: exact call counts, read by llvm-xray account -----------------------------
+# calls R: run_thread 2, mid 2R, leaf 6R, fib 354R (fib(10) on two threads);
+# R is small, as every uprobe hit traps into the emulated kernel.
+t=trace_counts
+R=20
+if ! command -v llvm-xray > /dev/null; then
+	fail $t "llvm-xray not installed"
+elif rec $t -t leaf -t mid -t fib -t run_thread -- "$WL/calls" $R; then
+	p=$(pid_of "$TMP/$t" calls)
+	llvm-xray account -m "$TMP/$t/xray-$p.map" "$TMP/$t/xray-trace-$p.fdr" > "$TMP/$t.acc" 2>&1
+	# count FUNC: the call count in account's output (as in test_xray.sh)
+	xcount() { awk -v f="$1" '$2 ~ /^[0-9]+$/ { n = split($NF, a, ":"); if (a[n] == f || $NF == f) { print $2; found = 1; exit } } END { if (!found) print 0 }' "$TMP/$t.acc"; }
+	got="$(xcount leaf) $(xcount mid) $(xcount fib) $(xcount run_thread)"
+	want="$((6 * R)) $((2 * R)) $((354 * R)) 2"
+	if [ "$got" = "$want" ]; then pass $t; else fail $t "leaf mid fib run_thread = $got, want $want"; head -15 "$TMP/$t.acc"; fi
+else
+	fail $t "bpftrace-rec exited with status $?"
+fi
+
+# --- JIT frames: node's functions named from its jitdump --------------------------
+t=jit_node
+if ! command -v node > /dev/null; then
+	fail $t "node not installed"
+else
+	mkdir -p "$TMP/nd"
+	cp "$ROOT/tests/workloads/hot.js" "$TMP/nd/"
+	# node writes its jitdump in its working directory.
+	cd "$TMP/nd"
+	rec $t -F 199 -- node --perf-prof --interpreted-frames-native-stack hot.js 4
+	st=$?
+	cd "$ROOT"
+	if [ $st = 0 ]; then
+		top "$TMP/$t" > "$TMP/$t.top"
+		# The hot JS function: most samples once V8 has compiled it, but
+		# under TCG start-up and the compiler take a good share.
+		s=$(awk 'index($0, "JS:*hotLoop") && $2 ~ /%$/ { sub("%", "", $2); s += $2 } END { print s + 0 }' "$TMP/$t.top")
+		if awk -v s="$s" 'BEGIN { exit !(s >= 40) }'; then
+			pass $t
+		else
+			fail $t "JS:*hotLoop on $s% of the samples, want >= 40%"
+			sed -n 1,15p "$TMP/$t.top"
+		fi
+	else
+		fail $t "bpftrace-rec exited with status $st"
+	fi
+fi
+
+# --- kernel frames named from this kernel's own /proc/kallsyms ----------------------
+# No function names are written here: they differ between kernels. The frames
+# in the profile's [kernel.kallsyms] mapping must be names that this kernel's
+# kallsyms lists as text symbols.
+t=kernel_kallsyms
+if rec $t -F 199 -- "$WL/syscalls" 2; then
+	"$PPROF" -raw "$TMP/$t/profile.pb.gz" > "$TMP/$t.raw" 2>&1
+	awk '/^Mappings/ { m = 1; next } m && /\[kernel.kallsyms\]/ { sub(":", "", $1); print $1; exit }' "$TMP/$t.raw" > "$TMP/$t.kmap"
+	km=$(cat "$TMP/$t.kmap")
+	awk -v m="M=$km" '/^Locations/ { l = 1; next } /^[A-Z]/ { l = 0 } l && $3 == m { print $4 }' "$TMP/$t.raw" | sort -u > "$TMP/$t.names"
+	awk '$2 ~ /^[tT]$/ { print $3 }' /proc/kallsyms | sort -u > "$TMP/$t.kallsyms"
+	n=$(wc -l < "$TMP/$t.names")
+	k=$(comm -12 "$TMP/$t.names" "$TMP/$t.kallsyms" | wc -l)
+	if [ -n "$km" ] && [ "$k" -ge 1 ] && [ $((2 * k)) -ge "$n" ]; then
+		pass $t
+		info "$t: $k of $n kernel frame names are in /proc/kallsyms: $(comm -12 "$TMP/$t.names" "$TMP/$t.kallsyms" | head -5 | tr '\n' ' ')"
+	else
+		fail $t "${km:+kernel mapping $km, }$k of $n kernel frame names are text symbols in /proc/kallsyms"
+		head -10 "$TMP/$t.names"
+	fi
+else
+	fail $t "bpftrace-rec exited with status $?"
+fi
+
+echo "KTEST DONE $npass $nfail"
+[ $nfail = 0 ]
