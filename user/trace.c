@@ -366,7 +366,8 @@ static int cmp_fn(const void *a, const void *b)
 uint32_t trace_func_at(const struct trace_links *l, uint64_t dev, uint64_t ino, uint64_t off)
 {
 	struct traced_fn k = {.dev = dev, .ino = ino, .off = off};
-	const struct traced_fn *f = l->nfns ? bsearch(&k, l->fns, l->nfns, sizeof(k), cmp_fn) : NULL;
+	const struct traced_fn *f =
+	    l->nfns ? bsearch(&k, l->fns, l->nfns, sizeof(k), cmp_fn) : NULL;
 
 	return f ? f->id : 0;
 }
