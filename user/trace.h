@@ -33,7 +33,7 @@ struct traced_fn {
  * the variant with BPF cookies where the kernel has them (else by_ip). */
 void trace_prepare(struct trace_bpf *t, bool uprobes, bool cookies, struct trace_links *l);
 /* Without cookies: the XRay id of the function probed at offset off of the
- * file (dev as st_dev, ino); 0 if none. */
+ * file (by inode: dev is not compared, see cmp_fn); 0 if none. */
 uint32_t trace_func_at(const struct trace_links *l, uint64_t dev, uint64_t ino, uint64_t off);
 
 /* Resolves every SPEC ("GLOB" in the main executable, "OBJ:GLOB" in a
