@@ -60,7 +60,8 @@ struct recorder {
 	uint64_t start_ns, stop_ns; /* CLOCK_MONOTONIC; stop: sampling and tracing ended */
 	uint64_t yield_ns;	    /* handle_event returns to the loop after this; 0: unset */
 	uint64_t samples, sample_bytes, last_status_ns;
-	uint64_t samples_seen; /* records handled, for the time slice */
+	uint64_t samples_seen;	   /* records handled, for the time slice */
+	uint64_t unresolved_calls; /* -t by address: no mapping known there */
 	enum stop_reason stop;
 	unsigned nsnapshots;
 	bool tty, started;
@@ -91,9 +92,10 @@ static void note_degraded(struct recorder *r)
 			     "before their maps are read stay unnamed");
 	if (env.ntraces && r->tlinks.by_ip)
 		degraded_add(d, "-t function ids",
-			     "no bpf_get_attach_cookie (5.15): functions are found by address and "
-			     "returns matched to the innermost call (a longjmp out of a traced "
-			     "call misattributes)");
+			     "no bpf_get_attach_cookie (5.15): functions are found by address in "
+			     "the process's maps (calls of a process gone before its maps are "
+			     "read are [unknown]) and returns matched to the innermost call (a "
+			     "longjmp out of a traced call misattributes)");
 	if (env.ntraces && !r->tlinks.by_ip && r->tlinks.multi == 0)
 		degraded_add(d, "-t attach",
 			     "no uprobe_multi links (6.6): one uprobe per function, slower to "
@@ -347,9 +349,13 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 				return -ENOMEM;
 			/* An entry found by address: one whose mapping is not
 			 * known (yet) still enters a call, for its exit. */
-			if (c->kind & CALL_IP)
-				id = traced_func(&r->tlinks, p, c->args[c->nargs])
-					 ?: xray_func_id("[unknown]");
+			if (c->kind & CALL_IP) {
+				id = traced_func(&r->tlinks, p, c->args[c->nargs]);
+				if (!id) {
+					r->unresolved_calls++;
+					id = xray_func_id("[unknown]");
+				}
+			}
 			if (xray_on_call(p, c, id, c->kind & CALL_KIND_MASK))
 				return -ENOMEM;
 		}
@@ -860,6 +866,10 @@ static void rec_stop(struct recorder *r)
 	if (r->tty)
 		status_line(r, true);
 	xray_close_calls(r->stop_ns);
+	if (r->unresolved_calls)
+		warn("%llu traced calls are [unknown]: without BPF cookies a function is found "
+		     "from its process's maps, and the process exited before they were read",
+		     (unsigned long long)r->unresolved_calls);
 	if (st[STAT_LOST_CALLS])
 		warn("%llu traced calls lost: the ring buffer was full (raise --ringbuf-size)",
 		     (unsigned long long)st[STAT_LOST_CALLS]);
