@@ -380,9 +380,9 @@ static void main_mapping_first(struct pprof *pp)
 	size_t i;
 
 	for (i = 0; i < procs.v.n; i++)
-		if (!top || procs.v.v[i]->samples.n > top->samples.n)
+		if (!top || procs.v.v[i]->nsamples > top->nsamples)
 			top = procs.v.v[i];
-	if (!top || !top->exe || !top->samples.n)
+	if (!top || !top->exe || !top->nsamples)
 		return;
 	for (i = 0; i < top->maps_all.n; i++) {
 		const struct mapping *m = top->maps_all.v[i];
@@ -420,7 +420,7 @@ static int fill_pprof(void *ctx, FILE *out, int fd)
 			const struct sample *s = &p->samples.v[j];
 			uint32_t nk, nu, k, n;
 			const uint32_t *ids = proc_stack(p, s->stack, &nk, &nu);
-			struct thread *t = proc_thread(p, s->tid);
+			const struct thread *t = proc_thread_find(p, s->tid);
 			struct pprof_label labels[4] = {
 			    /* Units keep value 0 (cpu 0, pid 0): pprof drops a
 			     * numeric label that is 0 and has no unit. */
@@ -454,7 +454,7 @@ static int fill_pprof(void *ctx, FILE *out, int fd)
 					err = -ENOMEM;
 			}
 			if (!err)
-				err = pprof_add_sample(pp, locs, n, 1, labels, 4);
+				err = pprof_add_sample(pp, locs, n, s->count, labels, 4);
 		}
 	}
 	if (!err) {
@@ -608,7 +608,8 @@ static int fill_cpuprofile(void *ctx, FILE *f, int fd)
 		return -ENOMEM;
 	for (j = 0; j < p->samples.n && !err; j++) {
 		uint32_t nk, nu, k;
-		const uint32_t *ids = proc_stack(p, p->samples.v[j].stack, &nk, &nu);
+		const struct sample *s = &p->samples.v[j];
+		const uint32_t *ids = proc_stack(p, s->stack, &nk, &nu);
 
 		/* Stored verbatim: the readers subtract 1 from callers themselves. */
 		for (k = 0; k < nu; k++) {
@@ -618,7 +619,7 @@ static int fill_cpuprofile(void *ctx, FILE *f, int fd)
 		}
 		if (nu) {
 			users++;
-			err = cpuprof_add(c, pcs, nu, 1);
+			err = cpuprof_add(c, pcs, nu, s->count);
 		}
 	}
 	if (!err && !users)
@@ -739,18 +740,18 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 	for (i = 0, k = 0; i < procs.v.n; i++) {
 		const struct proc *p = procs.v.v[i];
 
-		if (!p->samples.n && !p->lost && !p->exact)
+		if (!p->nsamples && !p->lost && !p->exact)
 			continue;
 		fprintf(f, "%s\n    {\"pid\": %d, \"comm\": ", k++ ? "," : "", p->pid);
 		json_str(f, p->comm);
 		fprintf(f,
-			", \"samples\": %zu, \"lost_samples\": %" PRIu64 ", \"threads\": %zu"
+			", \"samples\": %" PRIu64 ", \"lost_samples\": %" PRIu64
+			", \"threads\": %zu"
 			", \"unwinding\": \"%s\", \"dwarf_unwound\": %" PRIu64
 			", \"dwarf_truncated\": %" PRIu64 ", \"leaf_callers_added\": %" PRIu64
 			", \"dwarf_unwind_ns\": %" PRIu64 "}",
-			p->samples.n, p->lost, p->threads.n,
-			p->dwarf || p->unwound ? "dwarf" : "fp", p->unwound, p->truncated,
-			p->leaf_fixed, p->unwind_ns);
+			p->nsamples, p->lost, p->threads.n, p->dwarf || p->unwound ? "dwarf" : "fp",
+			p->unwound, p->truncated, p->leaf_fixed, p->unwind_ns);
 	}
 	fprintf(f, "\n  ],\n  \"files\": [");
 	for (i = 0; i < written.n; i++) {
