@@ -757,6 +757,12 @@ void proc_on_exec(pid_t pid, const char *comm)
 	/* A new address space: old frames keep their names, new addresses
 	 * resolve against the new mappings. */
 	proc_set_comm(p->comm, comm, COMM_LEN);
+	/* The old program's samples are read with its maps (the gperftools
+	 * file of each image); on ENOMEM they are only left with the new. */
+	if (!VEC_PUSH(p->images, ((struct image){p->maps_text, p->exe, p->samples.n}))) {
+		p->maps_text = NULL;
+		p->exe = NULL;
+	}
 	idtab_free(&p->frame_tab); /* frames interned from here on are the new image's */
 	p->image_frames = p->frames.n;
 	p->unmapped = 0;
@@ -824,6 +830,10 @@ static void compact(struct proc *p)
 	idtab_free(&p->sample_tab);
 	free(p->maps_text);
 	p->maps_text = NULL;
+	for (i = 0; i < p->images.n; i++) { /* for the per-process files only */
+		free(p->images.v[i].maps_text);
+		p->images.v[i].maps_text = NULL;
+	}
 	VEC_FREE(p->maps);
 	p->unmapped = 0;
 	/* out_id is the writers' scratch, zeroed before each use: here it
@@ -936,6 +946,11 @@ void procs_free(void)
 		idtab_free(&p->thread_tab);
 		free(p->maps_text);
 		free(p->exe);
+		for (j = 0; j < p->images.n; j++) {
+			free(p->images.v[j].maps_text);
+			free(p->images.v[j].exe);
+		}
+		VEC_FREE(p->images);
 		if (p->uw)
 			unwinder_free(p->uw);
 		free(p->hints);

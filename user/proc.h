@@ -66,6 +66,14 @@ struct thread {
 	uint64_t nsamples;
 };
 
+/* A program the process ran before an exec: its maps and program path, and
+ * where its samples end (samples are kept in order, one by one, whenever a
+ * per-process file is written). */
+struct image {
+	char *maps_text, *exe;
+	size_t samples_end;
+};
+
 struct proc {
 	pid_t pid;
 	char comm[COMM_TEXT_LEN]; /* sanitized, as every name from outside */
@@ -100,6 +108,7 @@ struct proc {
 	struct fdr *exact;			 /* XRay trace of -t calls */
 	struct jit_state *jit;			 /* its jitdump and perf map */
 	VEC(struct migration) migrations;	 /* for the sampled timelines */
+	VEC(struct image) images;		 /* before each exec, oldest first */
 };
 
 /* A leaf_need entry sent to BPF (see proc_leaf_hint_hook). */

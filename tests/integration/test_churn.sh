@@ -12,9 +12,10 @@ ALL=(churn_completes churn_no_emfile churn_fds_bounded churn_frames_named churn_
 require_bpf "${ALL[@]}"
 
 DUR=20
-# RSS at the end of the recording (before the files are built), KiB. Measured on a 2-CPU VM at this churn: 40-50 MiB with
-# compaction, ~100 MiB before (docs/benchmarks.md); the bound leaves room for
-# other load on the machine, whose processes are recorded too.
+# RSS at the end of the recording (before the files are built), KiB: about
+# twice what this run reaches with exited processes compacted, below what it
+# reached before (docs/benchmarks.md has the figures); room for the other
+# load on the machine, whose processes are recorded too.
 RSS_MAX=$((80 * 1024))
 
 (while :; do /bin/true; sleep 0.01; done) & churn=$!
