@@ -181,7 +181,7 @@ clean:
 # Test and demo workloads: frame pointers on, as the sampler walks them.
 WL_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Wall -Werror
 WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/calls $(OUT)/workloads/leafy $(OUT)/workloads/spin \
-	     $(OUT)/workloads/deep $(OUT)/workloads/jitspin
+	     $(OUT)/workloads/deep $(OUT)/workloads/jitspin $(OUT)/workloads/execspin
 workloads: $(WORKLOADS)
 all: workloads
 $(OUT)/workloads/libwork.so: tests/workloads/libwork.c tests/workloads/work.h
@@ -204,6 +204,9 @@ $(OUT)/workloads/leafy: tests/workloads/leafy.c
 	@mkdir -p $(@D)
 	gcc -O2 -g -fno-omit-frame-pointer -Wall -Werror -o $@ $<
 $(OUT)/workloads/deep: tests/workloads/deep.c
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -o $@ $<
+$(OUT)/workloads/execspin: tests/workloads/execspin.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $<
 $(OUT)/workloads/jitspin: tests/workloads/jitspin.c

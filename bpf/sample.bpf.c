@@ -571,7 +571,13 @@ int BPF_PROG(on_exit, struct task_struct *p)
 		else
 			count(STAT_EXIT_NO_MM);
 	}
-	if ((__u32)id == tgid && filter_pids)
+	if ((__u32)id == tgid && filter_pids) {
 		task_event(EV_EXIT, tgid, 0);
+	} else if (!filter_pids && tgid && !BPF_CORE_READ(p, signal, live.counter)) {
+		/* Under -a, at the last thread (the leader may exit first): the
+		 * loader then frees what it kept for the process (the unwinder
+		 * and its fds). task_event sends it without a wakeup. */
+		task_event(EV_EXIT, tgid, 0);
+	}
 	return 0;
 }

@@ -303,7 +303,7 @@ static void load_explicit(void)
 	if (pread(fd, hdr, sizeof(hdr), 0) == sizeof(hdr))
 		memcpy(&pid, hdr + 20, 4);
 	for (i = 0; i < procs.v.n; i++) {
-		if (procs.v.v[i]->samples.n)
+		if (procs.v.v[i]->nsamples)
 			n++, p = p ? p : procs.v.v[i];
 		if (procs.v.v[i]->pid == (pid_t)pid) {
 			p = procs.v.v[i];
@@ -336,7 +336,7 @@ void jit_load_all(void)
 	for (i = 0; i < procs.v.n; i++) {
 		struct proc *p = procs.v.v[i];
 
-		if (!p->samples.n)
+		if (!p->nsamples)
 			continue;
 		if (!p->exited)
 			jit_scan(p); /* still running: its files may have appeared */
@@ -392,6 +392,11 @@ bool jit_find(struct proc *p, uint64_t pc, uint64_t t, struct jit_hit *hit)
 		}
 	}
 	return false;
+}
+
+bool jit_has_files(const struct proc *p)
+{
+	return p->jit && (p->jit->dump_fd >= 0 || p->jit->map_fd >= 0);
 }
 
 void jit_proc_free(struct proc *p)

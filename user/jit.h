@@ -30,6 +30,9 @@ struct jit_hit {
 /* The JIT function at pc at time t (CLOCK_MONOTONIC ns): true when the
  * runtime's files name it. */
 bool jit_find(struct proc *p, uint64_t pc, uint64_t t, struct jit_hit *hit);
+/* Whether the process has a jitdump or perf map: its unnamed code is named
+ * by the time of each sample. */
+bool jit_has_files(const struct proc *p);
 void jit_proc_free(struct proc *p);
 
 #endif

@@ -380,9 +380,9 @@ static void main_mapping_first(struct pprof *pp)
 	size_t i;
 
 	for (i = 0; i < procs.v.n; i++)
-		if (!top || procs.v.v[i]->samples.n > top->samples.n)
+		if (!top || procs.v.v[i]->nsamples > top->nsamples)
 			top = procs.v.v[i];
-	if (!top || !top->exe || !top->samples.n)
+	if (!top || !top->exe || !top->nsamples)
 		return;
 	for (i = 0; i < top->maps_all.n; i++) {
 		const struct mapping *m = top->maps_all.v[i];
@@ -420,7 +420,7 @@ static int fill_pprof(void *ctx, FILE *out, int fd)
 			const struct sample *s = &p->samples.v[j];
 			uint32_t nk, nu, k, n;
 			const uint32_t *ids = proc_stack(p, s->stack, &nk, &nu);
-			struct thread *t = proc_thread(p, s->tid);
+			const struct thread *t = proc_thread_find(p, s->tid);
 			struct pprof_label labels[4] = {
 			    /* Units keep value 0 (cpu 0, pid 0): pprof drops a
 			     * numeric label that is 0 and has no unit. */
@@ -454,7 +454,7 @@ static int fill_pprof(void *ctx, FILE *out, int fd)
 					err = -ENOMEM;
 			}
 			if (!err)
-				err = pprof_add_sample(pp, locs, n, 1, labels, 4);
+				err = pprof_add_sample(pp, locs, n, s->count, labels, 4);
 		}
 	}
 	if (!err) {
@@ -465,16 +465,17 @@ static int fill_pprof(void *ctx, FILE *out, int fd)
 	return err;
 }
 
-/* The program's path, for the command that opens its gperftools file. */
-static void exe_path(const struct proc *p, char *buf, size_t len)
+/* The program's path (exe: the process's, or an earlier image's), for the
+ * command that opens its gperftools file. */
+static void exe_path(const struct proc *p, const char *exe, char *buf, size_t len)
 {
 	size_t n;
 
-	if (!p->exe) {
+	if (!exe) {
 		snprintf(buf, len, "/proc/%d/exe", p->pid);
 		return;
 	}
-	snprintf(buf, len, "%s", p->exe);
+	snprintf(buf, len, "%s", exe);
 	n = strlen(buf);
 	if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
 		buf[n - 10] = 0;
@@ -548,6 +549,8 @@ struct cpuprof_ctx {
 	const struct run_info *ri;
 	struct proc *p;
 	const struct jit_image *jit; /* NULL: no JIT image */
+	size_t first, end;	     /* the image's samples */
+	const char *maps;	     /* the image's maps */
 };
 
 /* The process's mapping lines, with the anonymous ones that the JIT image
@@ -606,9 +609,10 @@ static int fill_cpuprofile(void *ctx, FILE *f, int fd)
 	c = cpuprof_new(1000000 / ri->freq ? 1000000 / ri->freq : 1);
 	if (!c)
 		return -ENOMEM;
-	for (j = 0; j < p->samples.n && !err; j++) {
+	for (j = cc->first; j < cc->end && !err; j++) {
 		uint32_t nk, nu, k;
-		const uint32_t *ids = proc_stack(p, p->samples.v[j].stack, &nk, &nu);
+		const struct sample *s = &p->samples.v[j];
+		const uint32_t *ids = proc_stack(p, s->stack, &nk, &nu);
 
 		/* Stored verbatim: the readers subtract 1 from callers themselves. */
 		for (k = 0; k < nu; k++) {
@@ -618,15 +622,15 @@ static int fill_cpuprofile(void *ctx, FILE *f, int fd)
 		}
 		if (nu) {
 			users++;
-			err = cpuprof_add(c, pcs, nu, 1);
+			err = cpuprof_add(c, pcs, nu, s->count);
 		}
 	}
 	if (!err && !users)
 		err = -ENODATA;
 	if (!err) {
-		char *maps = cc->jit && p->maps_text ? maps_with_jit(p->maps_text, cc->jit) : NULL;
+		char *maps = cc->jit && cc->maps ? maps_with_jit(cc->maps, cc->jit) : NULL;
 
-		err = cpuprof_write(c, f, maps ? maps : p->maps_text);
+		err = cpuprof_write(c, f, maps ? maps : cc->maps);
 		free(maps);
 	}
 	cpuprof_free(c);
@@ -648,13 +652,30 @@ static bool outdir_realpath(const struct outdir *od, char *buf, size_t len)
 	return true;
 }
 
-/* The per-process gperftools file, with the image of its JIT code. */
+/* The per-process gperftools file, with the image of its JIT code; one
+ * more for each program it ran before an exec (cpu-PID.N.prof, N from 0,
+ * oldest first): a file has one maps section, and the readers could not
+ * name an earlier program's addresses with the last one's. */
 static int write_cpuprofile(const struct run_info *ri, struct proc *p)
 {
 	struct jit_image ji = {0};
-	struct cpuprof_ctx cc = {ri, p, NULL};
+	struct cpuprof_ctx cc = {ri, p, NULL, 0, p->samples.n, p->maps_text};
 	char name[64], cmd[3 * PATH_MAX], exe[PATH_MAX], dir[PATH_MAX];
 	int first = 0;
+	size_t i;
+
+	for (i = 0; i < p->images.n; i++) {
+		struct cpuprof_ctx ic = {
+		    ri, p, NULL, cc.first, p->images.v[i].samples_end, p->images.v[i].maps_text};
+
+		cc.first = ic.end;
+		if (!ic.maps || ic.end <= ic.first)
+			continue;
+		snprintf(name, sizeof(name), "cpu-%d.%zu.prof", p->pid, i);
+		exe_path(p, p->images.v[i].exe, exe, sizeof(exe));
+		snprintf(cmd, sizeof(cmd), "google-pprof --text %s %s/%s", exe, ri->outdir, name);
+		FIRST(first, emit_file(ri->out, name, p->pid, cmd, fill_cpuprofile, &ic));
+	}
 
 	FIRST(first, collect_jit(p, &ji));
 	if (ji.funcs.n && outdir_realpath(ri->out, dir, sizeof(dir))) {
@@ -669,10 +690,10 @@ static int write_cpuprofile(const struct run_info *ri, struct proc *p)
 		}
 	}
 	snprintf(name, sizeof(name), "cpu-%d.prof", p->pid);
-	exe_path(p, exe, sizeof(exe));
+	exe_path(p, p->exe, exe, sizeof(exe));
 	snprintf(cmd, sizeof(cmd), "google-pprof --text %s %s/%s", exe, ri->outdir, name);
 	FIRST(first, emit_file(ri->out, name, p->pid, cmd, fill_cpuprofile, &cc));
-	for (size_t i = 0; i < ji.funcs.n; i++)
+	for (i = 0; i < ji.funcs.n; i++)
 		free((void *)ji.funcs.v[i].lines);
 	VEC_FREE(ji.funcs);
 	return first;
@@ -739,18 +760,18 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 	for (i = 0, k = 0; i < procs.v.n; i++) {
 		const struct proc *p = procs.v.v[i];
 
-		if (!p->samples.n && !p->lost && !p->exact)
+		if (!p->nsamples && !p->lost && !p->exact)
 			continue;
 		fprintf(f, "%s\n    {\"pid\": %d, \"comm\": ", k++ ? "," : "", p->pid);
 		json_str(f, p->comm);
 		fprintf(f,
-			", \"samples\": %zu, \"lost_samples\": %" PRIu64 ", \"threads\": %zu"
+			", \"samples\": %" PRIu64 ", \"lost_samples\": %" PRIu64
+			", \"threads\": %zu"
 			", \"unwinding\": \"%s\", \"dwarf_unwound\": %" PRIu64
 			", \"dwarf_truncated\": %" PRIu64 ", \"leaf_callers_added\": %" PRIu64
 			", \"dwarf_unwind_ns\": %" PRIu64 "}",
-			p->samples.n, p->lost, p->threads.n,
-			p->dwarf || p->unwound ? "dwarf" : "fp", p->unwound, p->truncated,
-			p->leaf_fixed, p->unwind_ns);
+			p->nsamples, p->lost, p->threads.n, p->dwarf || p->unwound ? "dwarf" : "fp",
+			p->unwound, p->truncated, p->leaf_fixed, p->unwind_ns);
 	}
 	fprintf(f, "\n  ],\n  \"files\": [");
 	for (i = 0; i < written.n; i++) {

@@ -18,6 +18,7 @@
 #include "user/xray.h"
 
 struct procs procs;
+bool proc_aggregate;
 void (*proc_maps_hook)(struct proc *p);
 void (*proc_exec_hook)(struct proc *p);
 void (*proc_leaf_hint_hook)(pid_t pid, uint64_t ip, uint32_t need);
@@ -29,11 +30,20 @@ void (*proc_leaf_hint_hook)(pid_t pid, uint64_t ip, uint32_t need);
 #define MAPS_MAX_BYTES (64u << 20)
 
 /* Every file mapped by a process seen, by device and inode: the path of a
- * file that an exited process had mapped, known from another process. */
+ * file that an exited process had mapped, known from another process. Copies:
+ * the mappings of exited processes are freed (procs_compact). */
+struct known_file {
+	uint64_t inode;
+	unsigned dev_major, dev_minor;
+	char *path;
+};
 static struct {
-	VEC(const struct mapping *) v;
+	VEC(struct known_file) v;
 	struct idtab tab;
 } files;
+
+/* Exited processes not compacted yet, in order of exit. */
+static VEC(struct proc *) exited;
 
 static uint64_t file_hash(unsigned major, unsigned minor, uint64_t ino)
 {
@@ -42,29 +52,37 @@ static uint64_t file_hash(unsigned major, unsigned minor, uint64_t ino)
 
 static bool file_eq(const void *ctx, uint32_t id, const void *key)
 {
-	const struct mapping *m = files.v.v[id], *k = key;
+	const struct known_file *m = &files.v.v[id];
+	const struct mapping *k = key;
 
 	(void)ctx;
 	return m->inode == k->inode && m->dev_major == k->dev_major && m->dev_minor == k->dev_minor;
 }
 
-static const struct mapping *known_file(const struct mapping *k)
+static const struct known_file *known_file(const struct mapping *k)
 {
 	uint32_t id = idtab_find(&files.tab, file_hash(k->dev_major, k->dev_minor, k->inode),
 				 file_eq, NULL, k);
 
-	return id == UINT32_MAX ? NULL : files.v.v[id];
+	return id == UINT32_MAX ? NULL : &files.v.v[id];
 }
 
 static void add_known_file(const struct mapping *m)
 {
+	struct known_file kf = {m->inode, m->dev_major, m->dev_minor, NULL};
+
 	if (m->path[0] != '/' || m->deleted || !m->inode || known_file(m))
 		return;
 	/* Only a lookup aid: on failure the name is just not found later. */
-	if (!VEC_PUSH(files.v, m) &&
-	    idtab_insert(&files.tab, file_hash(m->dev_major, m->dev_minor, m->inode),
+	if (!(kf.path = strdup(m->path)))
+		return;
+	if (VEC_PUSH(files.v, kf)) {
+		free(kf.path);
+		return;
+	}
+	if (idtab_insert(&files.tab, file_hash(m->dev_major, m->dev_minor, m->inode),
 			 files.v.n - 1))
-		files.v.n--;
+		free(files.v.v[--files.v.n].path);
 }
 
 static bool proc_eq(const void *ctx, uint32_t id, const void *key)
@@ -398,10 +416,15 @@ static bool frame_eq(const void *ctx, uint32_t id, const void *key)
 	return f->pc == k->pc && f->kind == k->kind && f->caller == k->caller;
 }
 
+static uint64_t frame_hash(uint64_t pc, uint8_t kind, bool caller)
+{
+	return hash_u64(pc ^ ((uint64_t)kind << 62) ^ ((uint64_t)caller << 61));
+}
+
 static uint32_t intern_frame(struct proc *p, uint64_t ip, uint8_t kind, bool caller)
 {
 	struct frame_key k = {caller ? ip - 1 : ip, kind, caller};
-	uint64_t h = hash_u64(k.pc ^ ((uint64_t)kind << 62) ^ ((uint64_t)caller << 61));
+	uint64_t h = frame_hash(k.pc, kind, caller);
 	uint32_t id = idtab_find(&p->frame_tab, h, frame_eq, p, &k);
 	struct frame f = {0};
 
@@ -474,6 +497,54 @@ struct thread *proc_thread(struct proc *p, uint32_t tid)
 	return &p->threads.v[p->threads.n - 1];
 }
 
+const struct thread *proc_thread_find(const struct proc *p, uint32_t tid)
+{
+	uint32_t id = idtab_find(&p->thread_tab, hash_u64(tid), thread_eq, p, &tid);
+	size_t i;
+
+	if (id != UINT32_MAX)
+		return &p->threads.v[id];
+	/* Compacted: no table, and a process has few threads. */
+	for (i = 0; p->compacted && i < p->threads.n; i++)
+		if (p->threads.v[i].tid == tid)
+			return &p->threads.v[i];
+	return NULL;
+}
+
+static uint64_t sample_hash(const struct sample *s)
+{
+	return hash_u64(s->stack ^ ((uint64_t)s->tid << 32) ^ ((uint64_t)s->cpu << 20));
+}
+
+static bool sample_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct sample *a = &((const struct proc *)ctx)->samples.v[id], *b = key;
+
+	return a->stack == b->stack && a->tid == b->tid && a->cpu == b->cpu;
+}
+
+/* Stores a sample: under proc_aggregate, as one more of an equal one. JIT
+ * code is named by the time of its sample (the runtime reuses addresses):
+ * those processes keep each sample. */
+static int store_sample(struct proc *p, const struct sample *smp)
+{
+	uint64_t h;
+	uint32_t id;
+
+	p->nsamples++;
+	if (!proc_aggregate || jit_has_files(p))
+		return VEC_PUSH(p->samples, *smp);
+	h = sample_hash(smp);
+	id = idtab_find(&p->sample_tab, h, sample_eq, p, smp);
+	if (id != UINT32_MAX) {
+		p->samples.v[id].count++;
+		return 0;
+	}
+	if (VEC_PUSH(p->samples, *smp))
+		return -ENOMEM;
+	return idtab_insert(&p->sample_tab, h, p->samples.n - 1);
+}
+
 /* Tells BPF what the leaf-caller fix needs at this sample's ip, once: unless
  * BPF already sent exactly that (a hint from an earlier image of this pid is
  * corrected), or the sample was taken before the hint was sent. */
@@ -544,6 +615,35 @@ static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs)
 	return n;
 }
 
+/* A sample of a compacted process (the pid was reused, or a late sample):
+ * its tables again, from what it kept. 0 or -ENOMEM. */
+static int uncompact(struct proc *p)
+{
+	uint32_t nk, nu, i;
+	const uint32_t *st;
+
+	for (i = p->image_frames; i < p->frames.n; i++) {
+		const struct frame *f = &p->frames.v[i];
+
+		if (idtab_insert(&p->frame_tab, frame_hash(f->pc, f->kind, f->caller), i))
+			return -ENOMEM;
+	}
+	for (i = 0; i < p->stack_off.n; i++) {
+		st = proc_stack(p, i, &nk, &nu);
+		if (idtab_insert(&p->stack_tab, hash_bytes(st - 2, (2 + nk + nu) * 4), i))
+			return -ENOMEM;
+	}
+	for (i = 0; i < p->threads.n; i++)
+		if (idtab_insert(&p->thread_tab, hash_u64(p->threads.v[i].tid), i))
+			return -ENOMEM;
+	for (i = 0; proc_aggregate && !jit_has_files(p) && i < p->samples.n; i++)
+		if (idtab_insert(&p->sample_tab, sample_hash(&p->samples.v[i]), i))
+			return -ENOMEM;
+	p->compacted = false;
+	p->exited = false; /* it runs */
+	return 0;
+}
+
 int proc_add_sample(const struct ev_sample *s)
 {
 	uint32_t st[2 + MAX_STACK_FRAMES], i, n = 0, id;
@@ -553,7 +653,7 @@ int proc_add_sample(const struct ev_sample *s)
 	struct sample smp;
 	int nu;
 
-	if (!p)
+	if (!p || (p->compacted && uncompact(p)))
 		return -ENOMEM;
 	if (!p->comm[0])
 		proc_set_comm(p->comm, s->comm, COMM_LEN);
@@ -579,12 +679,13 @@ int proc_add_sample(const struct ev_sample *s)
 	smp.tid = s->hdr.tid;
 	smp.cpu = s->hdr.cpu;
 	smp.time_ns = s->hdr.time_ns;
+	smp.count = 1;
 	t = proc_thread(p, s->hdr.tid);
 	if (!t)
 		return -ENOMEM;
 	proc_set_comm(t->comm, s->comm, COMM_LEN);
 	t->nsamples++;
-	return VEC_PUSH(p->samples, smp);
+	return store_sample(p, &smp);
 }
 
 static const char *basename_of(const char *path)
@@ -656,6 +757,12 @@ void proc_on_exec(pid_t pid, const char *comm)
 	/* A new address space: old frames keep their names, new addresses
 	 * resolve against the new mappings. */
 	proc_set_comm(p->comm, comm, COMM_LEN);
+	/* The old program's samples are read with its maps (the gperftools
+	 * file of each image); on ENOMEM they are only left with the new. */
+	if (!VEC_PUSH(p->images, ((struct image){p->maps_text, p->exe, p->samples.n}))) {
+		p->maps_text = NULL;
+		p->exe = NULL;
+	}
 	idtab_free(&p->frame_tab); /* frames interned from here on are the new image's */
 	p->image_frames = p->frames.n;
 	p->unmapped = 0;
@@ -671,18 +778,113 @@ void proc_on_exec(pid_t pid, const char *comm)
 		proc_exec_hook(p);
 }
 
-void proc_on_exit(pid_t pid)
+void proc_on_exit(pid_t pid, uint64_t time_ns)
 {
 	struct proc *p = proc_find(pid);
 
-	if (p)
-		p->exited = true;
+	if (!p)
+		return;
+	/* Its samples so far are named: frames are named as they are
+	 * interned, and the exit-time mappings (EV_VMA) came before this. */
+	if (p->uw) { /* it keeps an fd per module */
+		unwinder_free(p->uw);
+		p->uw = NULL;
+	}
+	free(p->hints);
+	p->hints = NULL;
+	if (!p->exited && proc_aggregate)
+		VEC_PUSH(exited, p); /* on ENOMEM it is only not compacted */
+	p->exited = true;
+	p->exit_ns = time_ns;
+}
+
+/* Gives back a vector's unused capacity (doubling leaves up to half). */
+static void vec_fit(void **v, size_t *cap, size_t n, size_t elsz)
+{
+	void *nv;
+
+	if (*cap == n)
+		return;
+	if (!n) {
+		free(*v);
+		*v = NULL;
+		*cap = 0;
+		return;
+	}
+	if ((nv = realloc(*v, n * elsz))) {
+		*v = nv;
+		*cap = n;
+	}
+}
+#define VEC_FIT(a) vec_fit((void **)&(a).v, &(a).cap, (a).n, sizeof(*(a).v))
+
+/* Keeps what the profile and the summary read of an exited process: its
+ * frames, stacks, samples, threads, and the mappings its frames name. */
+static void compact(struct proc *p)
+{
+	size_t i, n;
+
+	idtab_free(&p->frame_tab);
+	idtab_free(&p->stack_tab);
+	idtab_free(&p->thread_tab);
+	idtab_free(&p->sample_tab);
+	free(p->maps_text);
+	p->maps_text = NULL;
+	for (i = 0; i < p->images.n; i++) { /* for the per-process files only */
+		free(p->images.v[i].maps_text);
+		p->images.v[i].maps_text = NULL;
+	}
+	VEC_FREE(p->maps);
+	p->unmapped = 0;
+	/* out_id is the writers' scratch, zeroed before each use: here it
+	 * marks the mappings a frame refers to. */
+	for (i = 0; i < p->maps_all.n; i++)
+		p->maps_all.v[i]->out_id = 0;
+	for (i = 0; i < p->frames.n; i++)
+		if (p->frames.v[i].map)
+			p->frames.v[i].map->out_id = 1;
+	for (i = 0, n = 0; i < p->maps_all.n; i++) {
+		struct mapping *m = p->maps_all.v[i];
+
+		if (m->out_id) {
+			m->out_id = 0;
+			p->maps_all.v[n++] = m;
+		} else {
+			free(m->path);
+			free(m);
+		}
+	}
+	p->maps_all.n = n;
+	VEC_FIT(p->maps_all);
+	VEC_FIT(p->frames);
+	VEC_FIT(p->stack_data);
+	VEC_FIT(p->stack_off);
+	VEC_FIT(p->samples);
+	VEC_FIT(p->threads);
+	p->compacted = true;
+}
+
+void procs_compact(uint64_t time_ns)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < exited.n; i++) {
+		struct proc *p = exited.v[i];
+
+		if (!p->exited) /* it ran again (a reused pid): not done */
+			continue;
+		if (p->exit_ns + PROC_COMPACT_NS > time_ns)
+			exited.v[n++] = p;
+		else
+			compact(p);
+	}
+	exited.n = n;
 }
 
 void proc_on_vma(pid_t pid, const struct ev_vma *v)
 {
 	struct proc *p = proc_find(pid);
-	const struct mapping *known;
+	const struct known_file *known;
 	struct mapping *m;
 	char name[4 * VMA_NAME_LEN + 1]; /* sanitized: a byte may become an escape */
 	size_t i;
@@ -739,10 +941,16 @@ void procs_free(void)
 		VEC_FREE(p->stack_off);
 		idtab_free(&p->stack_tab);
 		VEC_FREE(p->samples);
+		idtab_free(&p->sample_tab);
 		VEC_FREE(p->threads);
 		idtab_free(&p->thread_tab);
 		free(p->maps_text);
 		free(p->exe);
+		for (j = 0; j < p->images.n; j++) {
+			free(p->images.v[j].maps_text);
+			free(p->images.v[j].exe);
+		}
+		VEC_FREE(p->images);
 		if (p->uw)
 			unwinder_free(p->uw);
 		free(p->hints);
@@ -752,6 +960,9 @@ void procs_free(void)
 	}
 	VEC_FREE(procs.v);
 	idtab_free(&procs.tab);
+	for (i = 0; i < files.v.n; i++)
+		free(files.v.v[i].path);
 	VEC_FREE(files.v);
 	idtab_free(&files.tab);
+	VEC_FREE(exited);
 }

@@ -51,7 +51,8 @@ struct sample {
 	uint32_t stack; /* index into proc.stack_off */
 	uint32_t tid;
 	uint32_t cpu;
-	uint64_t time_ns;
+	uint32_t count;	  /* 1, or more where proc_aggregate merged samples */
+	uint64_t time_ns; /* merged: the first one's */
 };
 
 struct migration {
@@ -65,12 +66,22 @@ struct thread {
 	uint64_t nsamples;
 };
 
+/* A program the process ran before an exec: its maps and program path, and
+ * where its samples end (samples are kept in order, one by one, whenever a
+ * per-process file is written). */
+struct image {
+	char *maps_text, *exe;
+	size_t samples_end;
+};
+
 struct proc {
 	pid_t pid;
 	char comm[COMM_TEXT_LEN]; /* sanitized, as every name from outside */
 	char *exe;		  /* the program's path, read when first seen; sanitized */
 	uid_t uid;
 	bool exited, gone; /* gone: /proc/PID vanished before we could read it */
+	bool compacted;	   /* exited, and its lookup state freed (procs_compact) */
+	uint64_t exit_ns;  /* CLOCK_MONOTONIC of its exit event */
 	char *maps_text;   /* the latest /proc/PID/maps, each line sanitized */
 	uint64_t maps_read_ns;
 	VEC(struct mapping *) maps_all; /* owned, never freed while recording */
@@ -84,6 +95,8 @@ struct proc {
 	VEC(uint32_t) stack_off;
 	struct idtab stack_tab;
 	VEC(struct sample) samples;
+	struct idtab sample_tab; /* proc_aggregate: samples by stack, tid and cpu */
+	uint64_t nsamples;	 /* the sum of their counts */
 	VEC(struct thread) threads;
 	struct idtab thread_tab;
 	uint64_t lost;	     /* from BPF's per-process counter */
@@ -95,6 +108,7 @@ struct proc {
 	struct fdr *exact;			 /* XRay trace of -t calls */
 	struct jit_state *jit;			 /* its jitdump and perf map */
 	VEC(struct migration) migrations;	 /* for the sampled timelines */
+	VEC(struct image) images;		 /* before each exec, oldest first */
 };
 
 /* A leaf_need entry sent to BPF (see proc_leaf_hint_hook). */
@@ -118,6 +132,12 @@ extern void (*proc_exec_hook)(struct proc *p);
 /* Tells BPF how many stack bytes the leaf-caller fix needs at ip in pid. */
 extern void (*proc_leaf_hint_hook)(pid_t pid, uint64_t ip, uint32_t need);
 
+/* Set before the first sample when no writer needs samples one by one (no
+ * per-sample timeline, no per-process file): samples of the same stack,
+ * thread and CPU are then kept as one with a count, and an exited process
+ * keeps only what the profile and the summary read (procs_compact). */
+extern bool proc_aggregate;
+
 struct proc *proc_get(pid_t pid, const char *comm);
 /* Stores a comm from outside (at most COMM_LEN bytes, up to a NUL) into a
  * comm field, sanitized: it reaches terminals and files. */
@@ -125,10 +145,22 @@ void proc_set_comm(char dst[COMM_TEXT_LEN], const char *src, size_t n);
 struct proc *proc_find(pid_t pid);
 int proc_add_sample(const struct ev_sample *s);
 void proc_on_exec(pid_t pid, const char *comm);
-void proc_on_exit(pid_t pid);
+/* The process exited (time: its event's): what only a live process needs
+ * goes now (the unwinder and its open files, the leaf hints). */
+void proc_on_exit(pid_t pid, uint64_t time_ns);
+/* Under proc_aggregate, processes that exited before time_ns - PROC_COMPACT_NS
+ * drop their lookup tables, maps text and the mappings no frame refers to.
+ * Later samples of such a
+ * process (a reused pid) rebuild the tables. The grace: the kernel still
+ * samples a task in do_exit after its exit event. */
+#define PROC_COMPACT_NS (1000 * 1000 * 1000ULL)
+void procs_compact(uint64_t time_ns);
 /* An executable mapping the process had as it exited (EV_VMA). */
 void proc_on_vma(pid_t pid, const struct ev_vma *v);
 struct thread *proc_thread(struct proc *p, uint32_t tid);
+/* The thread, without adding it (works on compacted processes too); NULL
+ * when it was never seen. */
+const struct thread *proc_thread_find(const struct proc *p, uint32_t tid);
 /* The mapping at addr (the maps read again, within their rate limit, when
  * none is), or NULL. */
 struct mapping *proc_mapping_at(struct proc *p, uint64_t addr);

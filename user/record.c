@@ -324,9 +324,16 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		if (size >= sizeof(struct ev_task))
 			proc_get(((const struct ev_task *)data)->child_pid, NULL);
 		break;
-	case EV_EXIT:
-		proc_on_exit(h->pid);
+	case EV_EXIT: {
+		struct proc *p = proc_find(h->pid);
+
+		proc_on_exit(h->pid, h->time_ns);
+		/* No JIT files found while it ran: none will be (jit_load_all
+		 * looks again only for live processes). */
+		if (p && !jit_has_files(p))
+			jit_proc_free(p);
 		break;
+	}
 	case EV_VMA:
 		if (size >= sizeof(struct ev_vma))
 			proc_on_vma(h->pid, data);
@@ -520,7 +527,7 @@ static void read_lost_by_pid(struct sample_bpf *skel)
 		p->lost = v.count;
 		/* A process that only lost samples has no comm from a sample:
 		 * BPF's, else /proc/PID/comm's (proc_get read it if it lives). */
-		if (!p->samples.n && v.comm[0])
+		if (!p->nsamples && v.comm[0])
 			proc_set_comm(p->comm, v.comm, sizeof(v.comm));
 		if (!p->comm[0])
 			snprintf(p->comm, sizeof(p->comm), "[unknown]");
@@ -665,6 +672,9 @@ static int rec_load(struct recorder *r)
 	}
 	if (env.npids && add_targets(skel, env.pids, env.npids))
 		return -1;
+	/* No per-sample timeline and no per-process file: samples are
+	 * counted as they come, and exited processes compacted. */
+	proc_aggregate = env.all && !env.per_process;
 	dwarf_pids_fd = bpf_map__fd(skel->maps.dwarf_pids);
 	proc_maps_hook = decide_unwinding;
 	proc_exec_hook = decide_after_exec;
@@ -787,6 +797,7 @@ static void rec_drain(struct recorder *r)
 			break;
 		}
 		now = now_ns(CLOCK_MONOTONIC);
+		procs_compact(now);
 		if (stop_sig)
 			r->stop = STOP_SIGNAL;
 		else if (env.duration > 0 && now - r->start_ns >= env.duration * 1e9)

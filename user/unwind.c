@@ -180,8 +180,31 @@ static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, 
 	return -1;
 }
 
+/* libdwfl's, without the fd it would keep per module for the Dwfl's life:
+ * one per module per process, and under -a with process churn that ran out
+ * of fds (EMFILE) within seconds. The file is mapped whole (READ_MMAP), and
+ * FDREAD reads in what a failed mapping left, so the fd is not needed. */
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+		    char **file_name, Elf **elfp)
+{
+	int fd = dwfl_linux_proc_find_elf(mod, userdata, modname, base, file_name, elfp);
+
+	if (fd < 0 || *elfp)
+		return fd;
+	*elfp = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!*elfp)
+		return fd; /* libdwfl tries itself, and says why */
+	if (elf_cntl(*elfp, ELF_C_FDREAD)) {
+		elf_end(*elfp);
+		*elfp = NULL;
+		return fd;
+	}
+	close(fd);
+	return -1;
+}
+
 static const Dwfl_Callbacks proc_callbacks = {
-    .find_elf = dwfl_linux_proc_find_elf,
+    .find_elf = find_elf,
     .find_debuginfo = no_debuginfo,
 };
 

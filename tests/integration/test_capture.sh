@@ -3,12 +3,13 @@
 # construction and reads the files back with the real readers.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(cli_errors not_privileged cmd_split_pprof cmd_split_gperftools cmd_exit_code
+ALL=(exec_images_gperftools cli_errors not_privileged cmd_split_pprof cmd_split_gperftools cmd_exit_code
 	cmd_main_binary pid_split_pprof pid_split_gperftools pid_late_thread labels_numeric summary_json
 	system_wide_processes kernel_frames_named short_lived_named short_lived_libc_named stops_on_target_exit sigint_writes_files
 	sudo_owner idle_samples)
 require_bpf "${ALL[@]}"
 require_tool google-pprof cmd_split_gperftools || true
+require_tool google-pprof exec_images_gperftools || true
 
 # --- errors: one line, naming the input and the reason, non-zero exit -------
 t=cli_errors
@@ -187,4 +188,33 @@ if python3 -c "import json,sys; s=json.load(open(sys.argv[1])); assert any(p['pi
 	pass $t
 else
 	fail $t
+fi
+
+# --- exec: each program's samples in a gperftools file with its own maps --------
+# A file has one maps section: before, the samples of the program that ran
+# before the exec were in cpu-PID.prof with the new program's maps, and read
+# as raw addresses. Now they are in cpu-PID.0.prof, with the old maps.
+t=exec_images_gperftools
+if command -v google-pprof >/dev/null; then
+	"$WL/execspin" 1.5 "$WL/split" 1.5 > /dev/null & pid=$!
+	sleep 0.3
+	"$REC" -q -F 999 -p $pid -d 10 -o "$TMP/exec" 2>/dev/null
+	wait $pid 2>/dev/null
+	# hex FILE: flat % of the rows google-pprof could not name
+	hex() { awk '$2 ~ /%$/ && $NF ~ /^0x/ { sub("%", "", $2); s += $2 } END { print s + 0 }' "$1"; }
+	gtext() { # NAME: google-pprof --text, by the file's open command in summary.json
+		local cmd
+		cmd=$(python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print(next(f['open'] for f in s['files'] if f['file'] == sys.argv[2]))" "$TMP/exec/summary.json" "$1" 2>/dev/null) || return 1
+		$cmd > "$TMP/exec.$1.txt" 2>/dev/null
+	}
+	if gtext "cpu-$pid.0.prof" && gtext "cpu-$pid.prof" &&
+		[ "$(gpprof_flat before_exec < "$TMP/exec.cpu-$pid.0.prof.txt")" != 0 ] &&
+		[ "$(gpprof_flat func_six < "$TMP/exec.cpu-$pid.prof.txt")" != 0 ] &&
+		within "$(hex "$TMP/exec.cpu-$pid.0.prof.txt")" 0 5 && within "$(hex "$TMP/exec.cpu-$pid.prof.txt")" 0 5; then
+		pass $t
+	else
+		fail $t "want before_exec in cpu-$pid.0.prof, func_six in cpu-$pid.prof, raw hex rows <= 5% in each"
+		ls "$TMP/exec" >&2
+		head -5 "$TMP"/exec.*.txt >&2
+	fi
 fi
