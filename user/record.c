@@ -66,6 +66,7 @@ struct recorder {
 	unsigned nsnapshots;
 	bool tty, started;
 	bool cmd_stopped; /* the command was still running at -d: signalled */
+	bool child_execd; /* the command has exec'd: its samples are its own */
 	int exec_status;  /* the command could not exec: 127 or 126, as a shell */
 	struct outdir out;
 };
@@ -310,6 +311,10 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		    size <
 			sizeof(*s) + ((size_t)s->nkernel + s->nuser) * sizeof(__u64) + s->stack_len)
 			return 0;
+		/* The command of `--` before its exec is our own fork, waiting
+		 * to be let go: not what was asked for. */
+		if (r->target.child > 0 && s->hdr.pid == (__u32)r->target.child && !r->child_execd)
+			return 0;
 		r->samples++;
 		r->sample_bytes += size;
 		if (proc_add_sample(s))
@@ -317,6 +322,8 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		break;
 	}
 	case EV_EXEC:
+		if (r->target.child > 0 && h->pid == (__u32)r->target.child)
+			r->child_execd = true;
 		if (size >= sizeof(struct ev_task) && (!env.all || proc_find(h->pid)))
 			proc_on_exec(h->pid, ((const struct ev_task *)data)->comm);
 		break;

@@ -40,7 +40,9 @@ fi
 cmd_rc=$?
 "$PPROF" -top -nodecount=30 "$TMP/cmd/profile.pb.gz" > "$TMP/cmd.top" 2>&1
 check_split cmd_split_pprof "$TMP/cmd.top" pprof_flat
-prof=$(ls "$TMP"/cmd/cpu-*.prof 2>/dev/null | head -1)
+# The command's own image: cpu-PID.prof (cpu-PID.N.prof would hold an earlier
+# image's samples).
+prof=$(ls "$TMP"/cmd/cpu-*.prof 2>/dev/null | grep -E '/cpu-[0-9]+\.prof$' | head -1)
 if [ -z "$prof" ]; then
 	fail cmd_split_gperftools "no cpu-PID.prof written"
 elif command -v google-pprof >/dev/null; then
