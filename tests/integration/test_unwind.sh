@@ -121,7 +121,7 @@ if [ -z "$bad" ] && [ "$calls" -ge 2 ]; then pass $t; else fail $t "lines:$bad; 
 
 # The legacy file keeps deep DWARF stacks: gzip's frames under libc's root.
 t=unwind_gperftools_deep
-prof=$(ls "$TMP"/gz/cpu-*.prof | head -1)
+prof=$(ls "$TMP"/gz/cpu-*.prof | grep -E '/cpu-[0-9]+\.prof$' | head -1) # the command's image, not an earlier one's
 n=$("$PPROF" -traces /usr/bin/gzip "$prof" 2>/dev/null | grep -c "__libc_start_call_main")
 total=$(python3 -c 'import json,sys; print([p["samples"] for p in json.load(open(sys.argv[1]))["processes"] if p["comm"]=="gzip"][0])' "$TMP/gz/summary.json")
 if [ "$n" -gt 0 ]; then pass $t; else fail $t "no stack in cpu-PID.prof reaches __libc_start_call_main ($total samples)"; fi
