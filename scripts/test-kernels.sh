@@ -232,7 +232,8 @@ STAGE2='#!/ktest/busybox sh
 bb=/ktest/busybox
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
 mnt() { $bb mount "$@" || echo "KTEST WARN mount $*"; }
-mnt -t tmpfs -o mode=1777 tmpfs /tmp
+# No tmpfs on /tmp: the overlay'"'"'s upper layer is a tmpfs already, and a
+# tree under the host'"'"'s /tmp (a CI clone) must stay visible.
 mnt -t tmpfs -o mode=755 tmpfs /run
 mnt -t bpf bpf /sys/fs/bpf
 mnt -t debugfs debugfs /sys/kernel/debug
