@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "check.h"
+#include "capture.h"
 #include "user/cfi_table.h"
 #include "user/unwind.h"
 
@@ -35,19 +36,9 @@
 #define OMIT_FP __attribute__((optimize("omit-frame-pointer")))
 #define KEEP_FP __attribute__((optimize("no-omit-frame-pointer")))
 #endif
-#define NOINLINE __attribute__((noinline, noclone))
 
 #define MAXPCS	128
 #define MAXOBJS 64
-
-/* A sample as BPF records it: registers and bytes of stack copied from sp. */
-struct sample {
-	uint64_t regs[3];
-	unsigned char *stack;
-	size_t len;
-};
-
-static uint64_t stack_end; /* of the main thread's stack */
 
 /* The tables of the files this process maps, and its executable mappings. */
 static struct obj {
@@ -60,53 +51,6 @@ static struct cfi_map maps[MAXOBJS * 2];
 static size_t nmaps;
 static struct unwinder *uw;
 static long frames_compared, samples_compared;
-
-static uint64_t find_stack_end(uint64_t addr)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
-	unsigned long long lo, hi, end = 0;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%llx-%llx", &lo, &hi) == 2 && addr >= lo && addr < hi)
-			end = hi;
-	if (f)
-		fclose(f);
-	return end;
-}
-
-/* Copies up to 16 KiB from sp, clamped to the stack's end as BPF clamps it. */
-NOINLINE void take_sample(struct sample *s, uint64_t ip, uint64_t sp, uint64_t bp)
-{
-	size_t len = 16384;
-
-	if (sp >= stack_end)
-		len = 0;
-	else if (stack_end - sp < len)
-		len = stack_end - sp;
-	s->regs[UNWIND_IP] = ip;
-	s->regs[UNWIND_SP] = sp;
-	s->regs[UNWIND_BP] = bp;
-	s->stack = malloc(len ? len : 1);
-	s->len = s->stack ? len : 0;
-	if (s->stack)
-		memcpy(s->stack, (const void *)(uintptr_t)sp, len);
-}
-
-/* rip, rsp and rbp at one instruction, as a sample interrupting it sees them. */
-#define CAPTURE(s)                                                                                 \
-	do {                                                                                       \
-		uint64_t ip_, sp_, bp_;                                                            \
-		__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"              \
-				 : "=r"(ip_), "=r"(sp_), "=r"(bp_));                               \
-		take_sample((s), ip_, sp_, bp_);                                                   \
-	} while (0)
-
-static void sample_free(struct sample *s)
-{
-	free(s->stack);
-	memset(s, 0, sizeof(*s));
-}
 
 static double now_ms(void)
 {
@@ -671,36 +615,6 @@ static void test_walk_noreturn(void)
 			       (unsigned long long)ra, at.kind, at.cfa_off);
 		}
 	}
-}
-
-/* The run-time address of this program's .plt, or 0. */
-static uint64_t find_plt(size_t *size)
-{
-	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-	Elf *e;
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	size_t shstr;
-	uint64_t addr = 0;
-	Dl_info di;
-
-	if (fd < 0)
-		return 0;
-	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	if (e && !elf_getshdrstrndx(e, &shstr) && dladdr((void *)(uintptr_t)take_sample, &di)) {
-		while ((scn = elf_nextscn(e, scn)) && gelf_getshdr(scn, &sh)) {
-			const char *name = elf_strptr(e, shstr, sh.sh_name);
-
-			if (name && !strcmp(name, ".plt")) {
-				addr = (uint64_t)(uintptr_t)di.dli_fbase + sh.sh_addr;
-				*size = sh.sh_size;
-			}
-		}
-	}
-	elf_end(e);
-	close(fd);
-	return addr;
 }
 
 /* A .plt entry "called" from the chain's sampled instruction: the chain's
