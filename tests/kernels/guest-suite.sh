@@ -112,13 +112,16 @@ why=
 for x in "$REC" "$PPROF" "$WL/split"; do [ -x "$x" ] || why="$why $x missing;"; done
 [ "$(id -u)" = 0 ] || why="$why not root;"
 mounts=
-for m in /proc:proc /sys/fs/bpf:bpf /sys/kernel/debug:debugfs /sys/kernel/tracing:tracefs /tmp:tmpfs; do
+for m in /proc:proc /sys/fs/bpf:bpf /sys/kernel/debug:debugfs /sys/kernel/tracing:tracefs; do
 	if awk -v d="${m%%:*}" -v f="${m#*:}" '$2 == d && $3 == f { found = 1 } END { exit !found }' /proc/mounts; then
 		mounts="$mounts ${m#*:}"
 	elif [ -x /ktest/stage2 ]; then
 		why="$why ${m#*:} not on ${m%%:*};"
 	fi
 done
+# /tmp is the guest root's (an overlay whose upper layer is a tmpfs), so
+# that a tree under the host's /tmp stays visible: it must take files.
+tf=$(mktemp /tmp/ktest-env.XXXXXX 2>/dev/null) && rm -f "$tf" || why="$why /tmp not writable;"
 info "mounted:$mounts"
 if [ -z "$why" ]; then pass $t; else why=${why# }; fail $t "${why%;}"; fi
 
