@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/cfi_table.h"
+#include "user/unwind.h"
 
 /* x86-64 DWARF register numbers. */
 #define REG_RBP 6
@@ -628,15 +629,6 @@ struct cfi_row cfi_table_lookup(const struct cfi_table *t, uint64_t vaddr)
 
 /* ---- The reference walker. ---- */
 
-static bool read_word(const unsigned char *stack, size_t stack_len, uint64_t sp, uint64_t addr,
-		      uint64_t *val)
-{
-	if (addr < sp || addr - sp > stack_len || stack_len - (addr - sp) < 8)
-		return false;
-	memcpy(val, stack + (addr - sp), 8);
-	return true;
-}
-
 static const struct cfi_map *find_map(const struct cfi_map *maps, size_t nmaps, uint64_t addr)
 {
 	size_t lo = 0, hi = nmaps;
@@ -690,9 +682,9 @@ int cfi_walk(const struct cfi_map *maps, size_t nmaps, const uint64_t regs[3], c
 			cfa = sp + (int64_t)row.cfa_off * 8 + ((pc & 15) >= CFI_PLT_SPLIT ? 8 : 0);
 			break;
 		case CFI_ROW_SIGNAL:
-			if (!read_word(s, stack_len, regs[1], sp + CFI_SIG_RIP, &ra) ||
-			    !read_word(s, stack_len, regs[1], sp + CFI_SIG_RBP, &bp) ||
-			    !read_word(s, stack_len, regs[1], sp + CFI_SIG_RSP, &sp)) {
+			if (!unwind_stack_word(s, stack_len, regs[1], sp + CFI_SIG_RIP, &ra) ||
+			    !unwind_stack_word(s, stack_len, regs[1], sp + CFI_SIG_RBP, &bp) ||
+			    !unwind_stack_word(s, stack_len, regs[1], sp + CFI_SIG_RSP, &sp)) {
 				*stop = CFI_STOP_READ;
 				return n;
 			}
@@ -713,9 +705,9 @@ int cfi_walk(const struct cfi_map *maps, size_t nmaps, const uint64_t regs[3], c
 			*stop = CFI_STOP_NONE;
 			return n;
 		}
-		if (!read_word(s, stack_len, regs[1], cfa - 8, &ra) ||
-		    (row.rbp_off &&
-		     !read_word(s, stack_len, regs[1], cfa + (int64_t)row.rbp_off * 8, &bp))) {
+		if (!unwind_stack_word(s, stack_len, regs[1], cfa - 8, &ra) ||
+		    (row.rbp_off && !unwind_stack_word(s, stack_len, regs[1],
+						       cfa + (int64_t)row.rbp_off * 8, &bp))) {
 			*stop = CFI_STOP_READ;
 			return n;
 		}

@@ -208,16 +208,6 @@ static const Dwfl_Callbacks proc_callbacks = {
     .find_debuginfo = no_debuginfo,
 };
 
-/* A word of the copied stack: [sp, sp + stack_len) is all we know. */
-static bool read_word(const unsigned char *stack, size_t stack_len, uint64_t sp, uint64_t addr,
-		      uint64_t *val)
-{
-	if (addr < sp || addr - sp > stack_len || stack_len - (addr - sp) < 8)
-		return false;
-	memcpy(val, stack + (addr - sp), 8);
-	return true;
-}
-
 static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
 {
 	struct unwinder *u = arg;
@@ -243,7 +233,7 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *a
 	uint64_t v;
 
 	(void)dwfl;
-	if (!read_word(u->stack, u->stack_len, u->sp, addr, &v)) {
+	if (!unwind_stack_word(u->stack, u->stack_len, u->sp, addr, &v)) {
 		u->read_failed = true;
 		return false;
 	}
@@ -615,8 +605,8 @@ int unwind_dwarf(struct unwinder *u, const uint64_t regs[3], const void *stack, 
 		return u->n;
 	}
 	for (steps = 0; u->n < max && steps < FP_MAX_STEPS; steps++) {
-		if (!read_word(u->stack, u->stack_len, u->sp, bp + 8, &ra) ||
-		    !read_word(u->stack, u->stack_len, u->sp, bp, &next) || !ra)
+		if (!unwind_stack_word(u->stack, u->stack_len, u->sp, bp + 8, &ra) ||
+		    !unwind_stack_word(u->stack, u->stack_len, u->sp, bp, &next) || !ra)
 			break;
 		pcs[u->n++] = ra;
 		if (next <= bp) /* frames go up the stack */
@@ -638,7 +628,7 @@ uint64_t unwind_leaf_caller(struct unwinder *u, uint64_t ip, uint64_t sp, const 
 	 * in a frameless leaf, a prologue or an epilogue. With a frame (CFA =
 	 * rbp + 16) the frame-pointer walk finds the caller itself. */
 	if (c.kind != CFI_SP || !stack ||
-	    !read_word(stack, stack_len, sp, sp + (int64_t)c.cfa_off + c.ra_off, &ra))
+	    !unwind_stack_word(stack, stack_len, sp, sp + (int64_t)c.cfa_off + c.ra_off, &ra))
 		return 0;
 	return ra;
 }

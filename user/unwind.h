@@ -3,8 +3,10 @@
 #ifndef USER_UNWIND_H
 #define USER_UNWIND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 struct unwinder;
@@ -42,5 +44,16 @@ uint64_t unwind_leaf_caller(struct unwinder *u, uint64_t ip, uint64_t sp, const 
  * there says the frame is set up (or there is no CFI), -1 while the address
  * is in no known module. */
 int unwind_leaf_need(struct unwinder *u, uint64_t ip);
+
+/* A word of a copied stack (the BPF sample's copy): [sp, sp + stack_len)
+ * is all we know. Shared by the libdwfl unwinder and the CFI table walker. */
+static inline bool unwind_stack_word(const unsigned char *stack, size_t stack_len, uint64_t sp,
+				     uint64_t addr, uint64_t *val)
+{
+	if (addr < sp || addr - sp > stack_len || stack_len - (addr - sp) < 8)
+		return false;
+	memcpy(val, stack + (addr - sp), 8);
+	return true;
+}
 
 #endif

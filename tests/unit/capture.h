@@ -20,6 +20,16 @@
 
 #endif
 
+/* Functions built without or with a frame pointer, whatever the flags (gcc;
+ * clang has no such attribute). */
+#ifdef __clang__
+#define OMIT_FP
+#define KEEP_FP
+#else
+#define OMIT_FP __attribute__((optimize("omit-frame-pointer")))
+#define KEEP_FP __attribute__((optimize("no-omit-frame-pointer")))
+#endif
+
 struct sample {
 	uint64_t regs[3];
 	unsigned char *stack;
@@ -71,6 +81,17 @@ static NOINLINE void take_sample(struct sample *s, uint64_t ip, uint64_t sp, uin
 				 : "=r"(ip_), "=r"(sp_), "=r"(bp_));                               \
 		take_sample((s), ip_, sp_, bp_);                                                   \
 	} while (0)
+
+/* A stack's pcs on stderr, for a failed comparison. */
+static void print_pcs(const char *what, const uint64_t *pcs, int n)
+{
+	int i;
+
+	fprintf(stderr, "%s:", what);
+	for (i = 0; i < n; i++)
+		fprintf(stderr, " %#llx", (unsigned long long)pcs[i]);
+	fputc('\n', stderr);
+}
 
 static void sample_free(struct sample *s)
 {

@@ -29,14 +29,6 @@
 #include "user/cfi_table.h"
 #include "user/unwind.h"
 
-#ifdef __clang__
-#define OMIT_FP
-#define KEEP_FP
-#else
-#define OMIT_FP __attribute__((optimize("omit-frame-pointer")))
-#define KEEP_FP __attribute__((optimize("no-omit-frame-pointer")))
-#endif
-
 #define MAXPCS	128
 #define MAXOBJS 64
 
@@ -67,16 +59,6 @@ static int under_valgrind(void)
 	const char *p = getenv("LD_PRELOAD");
 
 	return p && strstr(p, "vgpreload");
-}
-
-static void print_pcs(const char *what, const uint64_t *pcs, int n)
-{
-	int i;
-
-	fprintf(stderr, "%s:", what);
-	for (i = 0; i < n; i++)
-		fprintf(stderr, " %#llx", (unsigned long long)pcs[i]);
-	fputc('\n', stderr);
 }
 
 /* ---- The tables of this process's files, from dl_iterate_phdr. ---- */

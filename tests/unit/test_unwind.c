@@ -20,13 +20,6 @@
 #include "capture.h"
 #include "user/unwind.h"
 
-#ifdef __clang__
-#define OMIT_FP
-#define KEEP_FP
-#else
-#define OMIT_FP __attribute__((optimize("omit-frame-pointer")))
-#define KEEP_FP __attribute__((optimize("no-omit-frame-pointer")))
-#endif
 #define RA() ((uint64_t)(uintptr_t)__builtin_return_address(0))
 
 #define MAXPCS 128
@@ -93,16 +86,6 @@ static void check_root(const uint64_t *pcs, int n, int main_ra_at)
 		if (!(u) || (s).len <= 256)                                                        \
 			goto out;                                                                  \
 	} while (0)
-
-static void print_pcs(const char *what, const uint64_t *pcs, int n)
-{
-	int i;
-
-	fprintf(stderr, "%s:", what);
-	for (i = 0; i < n; i++)
-		fprintf(stderr, " %#llx", (unsigned long long)pcs[i]);
-	fputc('\n', stderr);
-}
 
 /* ---- main -> test_chain -> fa -> fb -> fc: the sample is in fc. ---- */
 
