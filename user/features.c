@@ -70,7 +70,6 @@ int features_probe(struct features *f)
 	PROBE(task_btf, helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_get_current_task_btf));
 	PROBE(task_pt_regs, helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs));
 	PROBE(attach_cookie, helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie));
-	PROBE(uprobe_multi, true); /* known only when a link is made */
 	PROBE(iter_task_vma, kfunc(btf, "bpf_iter_task_vma_new"));
 	btf__free(btf);
 #undef PROBE

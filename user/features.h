@@ -15,8 +15,8 @@ struct features {
 	bool task_btf;	     /* bpf_get_current_task_btf (5.11) */
 	bool task_pt_regs;   /* bpf_task_pt_regs (5.15) */
 	bool attach_cookie;  /* bpf_get_attach_cookie for uprobes (5.15) */
-	bool uprobe_multi;   /* BPF_TRACE_UPROBE_MULTI links (6.6): found at attach */
-	bool iter_task_vma;  /* bpf_iter_task_vma_* kfuncs (6.7) */
+	/* uprobe_multi links (6.6) are found out at attach: trace.c falls back. */
+	bool iter_task_vma; /* bpf_iter_task_vma_* kfuncs (6.7) */
 	/* The sampler's variant: on_sample needs the first four. */
 	bool compat_sampler;
 };
