@@ -57,21 +57,19 @@ struct index {
 	size_t cap, n;
 };
 
-typedef int (*eq_fn)(const struct pprof *p, uint32_t id, const void *key);
+typedef int (*eq_fn)(const void *ctx, uint32_t id, const void *key);
 
-static uint32_t index_find(const struct index *ix, uint64_t h, eq_fn eq, const struct pprof *p,
-			   const void *key, size_t *pos)
+/* The id, or 0 when absent. */
+static uint32_t index_find(const struct index *ix, uint64_t h, eq_fn eq, const void *ctx,
+			   const void *key)
 {
 	size_t i, mask = ix->cap - 1;
 
-	if (!ix->cap) {
-		*pos = 0;
+	if (!ix->cap)
 		return 0;
-	}
 	for (i = h & mask; ix->slot[i]; i = (i + 1) & mask)
-		if (ix->hash[i] == h && eq(p, ix->slot[i], key))
+		if (ix->hash[i] == h && eq(ctx, ix->slot[i], key))
 			return ix->slot[i];
-	*pos = i;
 	return 0;
 }
 
@@ -117,6 +115,20 @@ static void index_free(struct index *ix)
 {
 	free(ix->slot);
 	free(ix->hash);
+	*ix = (struct index){0};
+}
+
+/* Emptied for the next scope: a small index is kept, a large one (one big
+ * process's) given back rather than cleared slot by slot every time. */
+static void index_clear(struct index *ix)
+{
+	if (ix->cap > 4096) {
+		index_free(ix);
+		return;
+	}
+	if (ix->cap)
+		memset(ix->slot, 0, ix->cap * sizeof(*ix->slot));
+	ix->n = 0;
 }
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -180,21 +192,41 @@ struct sample {
 	     ? -ENOMEM                                                                             \
 	     : ((a).v[(a).n++] = (x), 0))
 
-struct pprof {
-	int64_t period, time_nanos, duration_nanos;
-	ARRAY(char *) strings;
+/* Mappings, locations and samples: those kept to the end, or a scope's.
+ * Their ids are map_id0 / loc_id0 + index + 1; the indexes hold index + 1. */
+struct table {
+	uint64_t map_id0, loc_id0;
 	ARRAY(struct mapping) mappings;
 	ARRAY(struct location) locations;
 	ARRAY(struct line) lines;
-	ARRAY(struct function) functions;
 	ARRAY(struct sample) samples;
 	ARRAY(uint64_t) sample_locs;
 	ARRAY(struct label) sample_labels;
-	struct index str_ix, map_ix, loc_ix, fn_ix, sample_ix;
+	struct index map_ix, loc_ix, sample_ix;
 };
 
-static int str_eq(const struct pprof *p, uint32_t id, const void *key)
+/* A scope's mapping and location ids lie above every kept one's (a varint
+ * one byte longer), so that they never meet however many scopes go by. */
+#define SCOPE_ID0 (1ULL << 28)
+
+struct pprof {
+	int64_t period, time_nanos, duration_nanos;
+	ARRAY(char *) strings;
+	ARRAY(struct function) functions;
+	struct index str_ix, fn_ix;
+	struct table keep, scope;
+	bool in_scope;
+	int spill_fd;		/* -1: none */
+	bool spill_failed;	/* scopes stay in memory from then on */
+	uint64_t spilled;	/* bytes in spill_fd */
+	size_t spilled_samples; /* for pprof_nsamples */
+	uint64_t main_mapping;
+};
+
+static int str_eq(const void *ctx, uint32_t id, const void *key)
 {
+	const struct pprof *p = ctx;
+
 	return !strcmp(p->strings.v[id - 1], key);
 }
 
@@ -203,13 +235,12 @@ static uint32_t intern(struct pprof *p, const char *s)
 {
 	uint64_t h;
 	uint32_t id;
-	size_t pos;
 	char *d;
 
 	if (!s || !*s)
 		return 0;
 	h = hash_str(s);
-	id = index_find(&p->str_ix, h, str_eq, p, s, &pos);
+	id = index_find(&p->str_ix, h, str_eq, p, s);
 	if (id)
 		return id;
 	d = strdup(s);
@@ -229,7 +260,22 @@ struct pprof *pprof_new(int64_t period_ns, int64_t time_nanos, int64_t duration_
 	p->period = period_ns;
 	p->time_nanos = time_nanos;
 	p->duration_nanos = duration_nanos;
+	p->spill_fd = -1;
+	p->scope.map_id0 = p->scope.loc_id0 = SCOPE_ID0;
 	return p;
+}
+
+static void table_free(struct table *t)
+{
+	free(t->mappings.v);
+	free(t->locations.v);
+	free(t->lines.v);
+	free(t->samples.v);
+	free(t->sample_locs.v);
+	free(t->sample_labels.v);
+	index_free(&t->map_ix);
+	index_free(&t->loc_ix);
+	index_free(&t->sample_ix);
 }
 
 void pprof_free(struct pprof *p)
@@ -241,24 +287,23 @@ void pprof_free(struct pprof *p)
 	for (i = 0; i < p->strings.n; i++)
 		free(p->strings.v[i]);
 	free(p->strings.v);
-	free(p->mappings.v);
-	free(p->locations.v);
-	free(p->lines.v);
 	free(p->functions.v);
-	free(p->samples.v);
-	free(p->sample_locs.v);
-	free(p->sample_labels.v);
 	index_free(&p->str_ix);
-	index_free(&p->map_ix);
-	index_free(&p->loc_ix);
 	index_free(&p->fn_ix);
-	index_free(&p->sample_ix);
+	table_free(&p->keep);
+	table_free(&p->scope);
 	free(p);
 }
 
-static int map_eq(const struct pprof *p, uint32_t id, const void *key)
+void pprof_set_duration(struct pprof *p, int64_t duration_nanos)
 {
-	const struct mapping *a = &p->mappings.v[id - 1], *b = key;
+	p->duration_nanos = duration_nanos;
+}
+
+static int map_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct table *t = ctx;
+	const struct mapping *a = &t->mappings.v[id - 1], *b = key;
 
 	return a->start == b->start && a->limit == b->limit && a->offset == b->offset &&
 	       a->file == b->file;
@@ -270,21 +315,35 @@ uint64_t pprof_mapping(struct pprof *p, uint64_t start, uint64_t limit, uint64_t
 	struct mapping m = {start,	  limit, offset, intern(p, file), intern(p, build_id),
 			    has_functions};
 	uint64_t h = mix(mix(mix(mix(0, start), limit), offset), m.file);
+	struct table *t = &p->keep;
 	uint32_t id;
-	size_t pos;
 
 	if (m.file == UINT32_MAX || m.build_id == UINT32_MAX)
 		return 0;
-	id = index_find(&p->map_ix, h, map_eq, p, &m, &pos);
-	if (id)
-		return id;
-	if (PUSH(p->mappings, m) || index_add(&p->map_ix, h, p->mappings.n))
-		return 0;
-	return p->mappings.n;
+	id = index_find(&t->map_ix, h, map_eq, t, &m);
+	if (!id && p->in_scope) {
+		t = &p->scope;
+		id = index_find(&t->map_ix, h, map_eq, t, &m);
+	}
+	if (!id) {
+		if (PUSH(t->mappings, m) || index_add(&t->map_ix, h, t->mappings.n))
+			return 0;
+		id = t->mappings.n;
+	}
+	return t->map_id0 + id;
 }
 
-static int fn_eq(const struct pprof *p, uint32_t id, const void *key)
+int pprof_set_main_mapping(struct pprof *p, uint64_t mapping_id)
 {
+	if (!mapping_id || mapping_id > p->keep.mappings.n)
+		return -EINVAL;
+	p->main_mapping = mapping_id;
+	return 0;
+}
+
+static int fn_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct pprof *p = ctx;
 	const struct function *a = &p->functions.v[id - 1], *b = key;
 
 	return a->name == b->name && a->system_name == b->system_name && a->filename == b->filename;
@@ -297,11 +356,10 @@ static uint32_t function_id(struct pprof *p, const struct pprof_line *l)
 			     intern(p, l->filename)};
 	uint64_t h = mix(mix(mix(1, f.name), f.system_name), f.filename);
 	uint32_t id;
-	size_t pos;
 
 	if (f.name == UINT32_MAX || f.system_name == UINT32_MAX || f.filename == UINT32_MAX)
 		return 0;
-	id = index_find(&p->fn_ix, h, fn_eq, p, &f, &pos);
+	id = index_find(&p->fn_ix, h, fn_eq, p, &f);
 	if (id)
 		return id;
 	if (PUSH(p->functions, f) || index_add(&p->fn_ix, h, p->functions.n))
@@ -314,9 +372,10 @@ struct loc_key {
 	uint32_t fn0;
 };
 
-static int loc_eq(const struct pprof *p, uint32_t id, const void *key)
+static int loc_eq(const void *ctx, uint32_t id, const void *key)
 {
-	const struct location *a = &p->locations.v[id - 1];
+	const struct table *t = ctx;
+	const struct location *a = &t->locations.v[id - 1];
 	const struct loc_key *k = key;
 
 	return a->mapping == k->mapping && a->address == k->address && a->fn0 == k->fn0;
@@ -325,11 +384,14 @@ static int loc_eq(const struct pprof *p, uint32_t id, const void *key)
 uint64_t pprof_location(struct pprof *p, uint64_t mapping_id, uint64_t address,
 			const struct pprof_line *lines, size_t nlines)
 {
+	/* A scope's locations: those in its mappings, or in none. */
+	struct table *t =
+	    mapping_id > SCOPE_ID0 || (p->in_scope && !mapping_id) ? &p->scope : &p->keep;
 	struct loc_key k = {mapping_id, address, 0};
-	struct location l = {mapping_id, address, 0, p->lines.n, 0};
+	struct location l = {mapping_id, address, 0, t->lines.n, 0};
 	uint64_t h;
 	uint32_t id;
-	size_t pos, i;
+	size_t i;
 
 	/* JIT code reuses addresses: the function is part of the key. */
 	if (nlines && (lines[0].function || lines[0].filename) &&
@@ -337,22 +399,22 @@ uint64_t pprof_location(struct pprof *p, uint64_t mapping_id, uint64_t address,
 		return 0;
 	l.fn0 = k.fn0;
 	h = mix(mix(mix(2, mapping_id), address), k.fn0);
-	id = index_find(&p->loc_ix, h, loc_eq, p, &k, &pos);
+	id = index_find(&t->loc_ix, h, loc_eq, t, &k);
 	if (id)
-		return id;
+		return t->loc_id0 + id;
 	for (i = 0; i < nlines; i++) {
 		struct line ln = {0, lines[i].line};
 
 		if (!lines[i].function && !lines[i].filename)
 			continue;
 		ln.function = function_id(p, &lines[i]);
-		if (!ln.function || PUSH(p->lines, ln))
+		if (!ln.function || PUSH(t->lines, ln))
 			return 0;
 		l.nlines++;
 	}
-	if (PUSH(p->locations, l) || index_add(&p->loc_ix, h, p->locations.n))
+	if (PUSH(t->locations, l) || index_add(&t->loc_ix, h, t->locations.n))
 		return 0;
-	return p->locations.n;
+	return t->loc_id0 + t->locations.n;
 }
 
 struct sample_key {
@@ -362,18 +424,19 @@ struct sample_key {
 	size_t nlabels;
 };
 
-static int sample_eq(const struct pprof *p, uint32_t id, const void *key)
+static int sample_eq(const void *ctx, uint32_t id, const void *key)
 {
-	const struct sample *s = &p->samples.v[id - 1];
+	const struct table *t = ctx;
+	const struct sample *s = &t->samples.v[id - 1];
 	const struct sample_key *k = key;
 	size_t i;
 
 	if (s->nlocs != k->nlocs || s->nlabels != k->nlabels)
 		return 0;
-	if (memcmp(&p->sample_locs.v[s->loc0], k->locs, k->nlocs * sizeof(*k->locs)))
+	if (memcmp(&t->sample_locs.v[s->loc0], k->locs, k->nlocs * sizeof(*k->locs)))
 		return 0;
 	for (i = 0; i < k->nlabels; i++) {
-		const struct label *a = &p->sample_labels.v[s->lab0 + i], *b = &k->labels[i];
+		const struct label *a = &t->sample_labels.v[s->lab0 + i], *b = &k->labels[i];
 
 		if (a->key != b->key || a->str != b->str || a->num != b->num || a->unit != b->unit)
 			return 0;
@@ -384,12 +447,13 @@ static int sample_eq(const struct pprof *p, uint32_t id, const void *key)
 int pprof_add_sample(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_t count,
 		     const struct pprof_label *labels, size_t nlabels)
 {
+	struct table *t = p->in_scope ? &p->scope : &p->keep;
 	struct label lab[16];
 	struct sample_key k = {locs, nlocs, lab, nlabels};
 	struct sample s;
 	uint64_t h = 3;
 	uint32_t id;
-	size_t i, pos;
+	size_t i;
 
 	if (nlabels > sizeof(lab) / sizeof(lab[0]))
 		return -EINVAL;
@@ -406,30 +470,30 @@ int pprof_add_sample(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_
 	}
 	for (i = 0; i < nlocs; i++)
 		h = mix(h, locs[i]);
-	id = index_find(&p->sample_ix, h, sample_eq, p, &k, &pos);
+	id = index_find(&t->sample_ix, h, sample_eq, t, &k);
 	if (id) {
-		p->samples.v[id - 1].count += count;
+		t->samples.v[id - 1].count += count;
 		return 0;
 	}
-	s.loc0 = p->sample_locs.n;
-	s.lab0 = p->sample_labels.n;
+	s.loc0 = t->sample_locs.n;
+	s.lab0 = t->sample_labels.n;
 	s.nlocs = nlocs;
 	s.nlabels = nlabels;
 	s.count = count;
 	for (i = 0; i < nlocs; i++)
-		if (PUSH(p->sample_locs, locs[i]))
+		if (PUSH(t->sample_locs, locs[i]))
 			return -ENOMEM;
 	for (i = 0; i < nlabels; i++)
-		if (PUSH(p->sample_labels, lab[i]))
+		if (PUSH(t->sample_labels, lab[i]))
 			return -ENOMEM;
-	if (PUSH(p->samples, s) || index_add(&p->sample_ix, h, p->samples.n))
+	if (PUSH(t->samples, s) || index_add(&t->sample_ix, h, t->samples.n))
 		return -ENOMEM;
 	return 0;
 }
 
 size_t pprof_nsamples(const struct pprof *p)
 {
-	return p->samples.n;
+	return p->keep.samples.n + p->scope.samples.n + p->spilled_samples;
 }
 
 static void put_value_type(struct fmt_buf *b, unsigned field, struct pprof *p, const char *type,
@@ -440,61 +504,88 @@ static void put_value_type(struct fmt_buf *b, unsigned field, struct pprof *p, c
 	put_msg(b, field, sub);
 }
 
-/* The whole Profile message. Every string is interned before the string
- * table is written: the value types' come first. */
+static void encode_samples(const struct pprof *p, const struct table *t, struct fmt_buf *b,
+			   struct fmt_buf *sub, struct fmt_buf *sub2)
+{
+	size_t i, j;
+
+	for (i = 0; i < t->samples.n; i++) {
+		const struct sample *s = &t->samples.v[i];
+		uint64_t v[2] = {(uint64_t)s->count, (uint64_t)(s->count * p->period)};
+
+		put_packed(sub, 1, &t->sample_locs.v[s->loc0], s->nlocs, sub2);
+		put_packed(sub, 2, v, 2, sub2);
+		for (j = 0; j < s->nlabels; j++) {
+			const struct label *l = &t->sample_labels.v[s->lab0 + j];
+
+			put_uint(sub2, 1, l->key);
+			put_uint(sub2, 2, l->str);
+			put_uint(sub2, 3, (uint64_t)l->num);
+			put_uint(sub2, 4, l->unit);
+			put_msg(sub, 3, sub2);
+		}
+		put_msg(b, 2, sub);
+	}
+}
+
+static void encode_mapping(const struct mapping *m, uint64_t id, struct fmt_buf *b,
+			   struct fmt_buf *sub)
+{
+	put_uint(sub, 1, id);
+	put_uint(sub, 2, m->start);
+	put_uint(sub, 3, m->limit);
+	put_uint(sub, 4, m->offset);
+	put_uint(sub, 5, m->file);
+	put_uint(sub, 6, m->build_id);
+	/* Without has_functions pprof re-symbolizes from the binaries and
+	 * overwrites the names written here. */
+	put_uint(sub, 7, m->has_functions);
+	put_uint(sub, 8, m->has_functions);
+	put_uint(sub, 9, m->has_functions);
+	put_msg(b, 3, sub);
+}
+
+/* Mappings (but main_mapping, written first) and locations. */
+static void encode_places(const struct pprof *p, const struct table *t, struct fmt_buf *b,
+			  struct fmt_buf *sub, struct fmt_buf *sub2)
+{
+	size_t i, j;
+
+	for (i = 0; i < t->mappings.n; i++)
+		if (t->map_id0 + i + 1 != p->main_mapping)
+			encode_mapping(&t->mappings.v[i], t->map_id0 + i + 1, b, sub);
+	for (i = 0; i < t->locations.n; i++) {
+		const struct location *l = &t->locations.v[i];
+
+		put_uint(sub, 1, t->loc_id0 + i + 1);
+		put_uint(sub, 2, l->mapping);
+		put_uint(sub, 3, l->address);
+		for (j = 0; j < l->nlines; j++) {
+			put_uint(sub2, 1, t->lines.v[l->line0 + j].function);
+			put_uint(sub2, 2, (uint64_t)t->lines.v[l->line0 + j].line);
+			put_msg(sub, 4, sub2);
+		}
+		put_msg(b, 4, sub);
+	}
+}
+
+/* The Profile message but what was spilled, which follows it (a message's
+ * fields may come in any order; repeated ones add up). Every string is
+ * interned before the string table is written: the value types' come
+ * first. pprof shows the first mapping as the program ("File:"). */
 static int encode(struct pprof *p, struct fmt_buf *b)
 {
 	struct fmt_buf sub = {0}, sub2 = {0};
-	size_t i, j;
+	size_t i;
 
 	put_value_type(b, 1, p, "samples", "count", &sub);
 	put_value_type(b, 1, p, "cpu", "nanoseconds", &sub);
-	for (i = 0; i < p->samples.n; i++) {
-		const struct sample *s = &p->samples.v[i];
-		uint64_t v[2] = {(uint64_t)s->count, (uint64_t)(s->count * p->period)};
-
-		put_packed(&sub, 1, &p->sample_locs.v[s->loc0], s->nlocs, &sub2);
-		put_packed(&sub, 2, v, 2, &sub2);
-		for (j = 0; j < s->nlabels; j++) {
-			const struct label *l = &p->sample_labels.v[s->lab0 + j];
-
-			put_uint(&sub2, 1, l->key);
-			put_uint(&sub2, 2, l->str);
-			put_uint(&sub2, 3, (uint64_t)l->num);
-			put_uint(&sub2, 4, l->unit);
-			put_msg(&sub, 3, &sub2);
-		}
-		put_msg(b, 2, &sub);
-	}
-	for (i = 0; i < p->mappings.n; i++) {
-		const struct mapping *m = &p->mappings.v[i];
-
-		put_uint(&sub, 1, i + 1);
-		put_uint(&sub, 2, m->start);
-		put_uint(&sub, 3, m->limit);
-		put_uint(&sub, 4, m->offset);
-		put_uint(&sub, 5, m->file);
-		put_uint(&sub, 6, m->build_id);
-		/* Without has_functions pprof re-symbolizes from the binaries
-		 * and overwrites the names written here. */
-		put_uint(&sub, 7, m->has_functions);
-		put_uint(&sub, 8, m->has_functions);
-		put_uint(&sub, 9, m->has_functions);
-		put_msg(b, 3, &sub);
-	}
-	for (i = 0; i < p->locations.n; i++) {
-		const struct location *l = &p->locations.v[i];
-
-		put_uint(&sub, 1, i + 1);
-		put_uint(&sub, 2, l->mapping);
-		put_uint(&sub, 3, l->address);
-		for (j = 0; j < l->nlines; j++) {
-			put_uint(&sub2, 1, p->lines.v[l->line0 + j].function);
-			put_uint(&sub2, 2, (uint64_t)p->lines.v[l->line0 + j].line);
-			put_msg(&sub, 4, &sub2);
-		}
-		put_msg(b, 4, &sub);
-	}
+	if (p->main_mapping)
+		encode_mapping(&p->keep.mappings.v[p->main_mapping - 1], p->main_mapping, b, &sub);
+	encode_samples(p, &p->keep, b, &sub, &sub2);
+	encode_places(p, &p->keep, b, &sub, &sub2);
+	encode_samples(p, &p->scope, b, &sub, &sub2); /* not spilled */
+	encode_places(p, &p->scope, b, &sub, &sub2);
 	for (i = 0; i < p->functions.n; i++) {
 		put_uint(&sub, 1, i + 1);
 		put_uint(&sub, 2, p->functions.v[i].name);
@@ -531,12 +622,78 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 	return 0;
 }
 
+void pprof_spill_to(struct pprof *p, int fd)
+{
+	p->spill_fd = fd;
+}
+
+void pprof_scope_begin(struct pprof *p)
+{
+	p->in_scope = true;
+}
+
+int pprof_scope_end(struct pprof *p)
+{
+	struct table *t = &p->scope;
+	struct fmt_buf b = {0}, sub = {0}, sub2 = {0};
+	int err;
+
+	p->in_scope = false;
+	if (p->spill_fd < 0 || p->spill_failed)
+		return 0; /* kept in memory, written at the end */
+	encode_samples(p, t, &b, &sub, &sub2);
+	encode_places(p, t, &b, &sub, &sub2);
+	err = sub.err ? sub.err : sub2.err ? sub2.err : b.err;
+	if (!err)
+		err = write_all(p->spill_fd, b.p, b.n);
+	free(b.p);
+	free(sub.p);
+	free(sub2.p);
+	if (err) {
+		/* A part written stays out of the profile (only the first
+		 * `spilled` bytes are read back); the scope stays in memory,
+		 * and so do the later ones. */
+		p->spill_failed = true;
+		return err;
+	}
+	p->spilled += b.n;
+	p->spilled_samples += t->samples.n;
+	t->map_id0 += t->mappings.n;
+	t->loc_id0 += t->locations.n;
+	t->mappings.n = t->locations.n = t->lines.n = 0;
+	t->samples.n = t->sample_locs.n = t->sample_labels.n = 0;
+	index_clear(&t->map_ix);
+	index_clear(&t->loc_ix);
+	index_clear(&t->sample_ix);
+	return 0;
+}
+
+/* Feeds n bytes to the compressor, writing what it gives out. */
+static int deflate_to(z_stream *z, int fd, const void *in, size_t n, int flush)
+{
+	unsigned char out[65536];
+	int zr, err = 0;
+
+	z->next_in = (unsigned char *)in;
+	z->avail_in = n;
+	do {
+		z->next_out = out;
+		z->avail_out = sizeof(out);
+		zr = deflate(z, flush);
+		if (zr == Z_STREAM_ERROR)
+			return -EIO;
+		err = write_all(fd, out, sizeof(out) - z->avail_out);
+	} while (!err && (z->avail_out == 0 || (flush == Z_FINISH && zr != Z_STREAM_END)));
+	return err;
+}
+
 int pprof_write_fd(struct pprof *p, int fd)
 {
 	struct fmt_buf b = {0};
-	unsigned char out[65536];
+	unsigned char buf[65536];
 	z_stream z = {0};
-	int err, zr;
+	uint64_t off;
+	int err;
 
 	err = encode(p, &b);
 	if (err) {
@@ -548,18 +705,22 @@ int pprof_write_fd(struct pprof *p, int fd)
 		free(b.p);
 		return -ENOMEM;
 	}
-	z.next_in = b.p;
-	z.avail_in = b.n;
-	do {
-		z.next_out = out;
-		z.avail_out = sizeof(out);
-		zr = deflate(&z, Z_FINISH);
-		if (zr == Z_STREAM_ERROR) {
-			err = -EIO;
+	err = deflate_to(&z, fd, b.p, b.n, Z_NO_FLUSH);
+	for (off = 0; !err && off < p->spilled;) {
+		size_t want = p->spilled - off < sizeof(buf) ? p->spilled - off : sizeof(buf);
+		ssize_t r = pread(p->spill_fd, buf, want, (off_t)off);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			err = r < 0 ? -errno : -EIO; /* the spill file shrank */
 			break;
 		}
-		err = write_all(fd, out, sizeof(out) - z.avail_out);
-	} while (!err && zr != Z_STREAM_END);
+		err = deflate_to(&z, fd, buf, (size_t)r, Z_NO_FLUSH);
+		off += r;
+	}
+	if (!err)
+		err = deflate_to(&z, fd, NULL, 0, Z_FINISH);
 	deflateEnd(&z);
 	free(b.p);
 	return err;

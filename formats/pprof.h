@@ -48,6 +48,26 @@ uint64_t pprof_location(struct pprof *p, uint64_t mapping_id, uint64_t address,
 int pprof_add_sample(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_t count,
 		     const struct pprof_label *labels, size_t nlabels);
 
+/* The first mapping written: pprof shows it as the profile's program
+ * ("File:"). A kept mapping (not a scope's). 0 or -EINVAL. */
+int pprof_set_main_mapping(struct pprof *p, uint64_t mapping_id);
+void pprof_set_duration(struct pprof *p, int64_t duration_nanos);
+
+/* Scopes, for a profile of a long run that must not hold every process to
+ * the end. Between pprof_scope_begin and pprof_scope_end, new mappings, the
+ * locations in them or in no mapping, and every sample belong to the scope:
+ * at its end they are encoded to the spill file (pprof_spill_to: an empty
+ * file open for reading and writing, the caller's to close after
+ * pprof_write_fd) and forgotten. Strings, functions and the locations of
+ * mappings made outside scopes (the kernel's) are kept and shared. A scope
+ * mapping or location id is only valid within its scope. Without a spill
+ * file, or once writing it failed, scopes stay in memory as if there were
+ * none. pprof_scope_end: 0, or -errno when the spill file could not be
+ * written (nothing is lost: the scope stays in memory). */
+void pprof_spill_to(struct pprof *p, int fd);
+void pprof_scope_begin(struct pprof *p);
+int pprof_scope_end(struct pprof *p);
+
 /* Serialize and gzip to an open file descriptor / a path. 0 or -errno. */
 int pprof_write_fd(struct pprof *p, int fd);
 

@@ -145,6 +145,82 @@ static void test_deep_and_reuse(void)
 	pprof_free(p);
 }
 
+/* Scopes spilled to a file: 50 processes of one program, each at its own
+ * address (ASLR), folded one by one around a kept kernel mapping; the real
+ * pprof reads every process's samples back, names them, and shows the main
+ * mapping set at the end as the program. One scope written while the spill
+ * file could not take it stays in memory: nothing is lost. */
+static void test_scopes(void)
+{
+	struct pprof *p = pprof_new(1000000, 0, 0);
+	uint64_t km = pprof_mapping(p, 0xffff800000000000ULL, UINT64_MAX, 0, "[kernel.kallsyms]",
+				    NULL, true),
+		 kexec = pprof_location(p, km, 0xffffffff81000100ULL,
+					&(struct pprof_line){.function = "do_execve"}, 1);
+	struct pprof_line lmain = {.function = "main"}, lspin = {"spin", NULL, "spin.c", 7};
+	char spill[256], *path, *out;
+	int fd, i;
+
+	snprintf(spill, sizeof(spill), "%s/spill", dir);
+	fd = open(spill, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0 && km && kexec);
+	pprof_spill_to(p, fd);
+	for (i = 0; i < 50; i++) {
+		uint64_t base = 0x550000000000ULL + (uint64_t)i * 0x100000, m, locs[3];
+		struct pprof_label lab[2] = {{"pid", NULL, 1000 + i, "pid"},
+					     {.key = "comm", .str = "spin"}};
+
+		pprof_scope_begin(p);
+		m = pprof_mapping(p, base, base + 0x10000, 0, "/usr/bin/spin", NULL, true);
+		CHECK(m > km);
+		locs[0] = pprof_location(p, m, base + 0x1100, &lspin, 1);
+		locs[1] = pprof_location(p, m, base + 0x1200, &lmain, 1);
+		CHECK(pprof_add_sample(p, locs, 2, 3, lab, 2) == 0);
+		locs[0] = kexec;
+		locs[1] = locs[0] ? pprof_location(p, m, base + 0x1000, &lmain, 1) : 0;
+		CHECK(pprof_add_sample(p, locs, 2, 1, lab, 2) == 0);
+		if (i == 30) { /* the disk is full: this scope and the later ones stay */
+			int full = open("/dev/full", O_WRONLY);
+
+			CHECK(full >= 0);
+			pprof_spill_to(p, full);
+			CHECK(pprof_scope_end(p) == -ENOSPC);
+			close(full);
+		} else {
+			CHECK(pprof_scope_end(p) == 0);
+		}
+	}
+	CHECK(pprof_nsamples(p) == 100);
+	/* A live process's, outside any scope: kept, and the program. */
+	{
+		uint64_t m = pprof_mapping(p, 0x400000, 0x500000, 0, "/usr/bin/main", "ab12", true),
+			 loc = pprof_location(p, m, 0x401000, &lmain, 1);
+		struct pprof_label lab = {"pid", NULL, 7, "pid"};
+
+		CHECK(pprof_add_sample(p, &loc, 1, 50, &lab, 1) == 0);
+		CHECK(pprof_set_main_mapping(p, m) == 0);
+	}
+	pprof_spill_to(p, fd); /* read back as it was before the disk filled */
+	path = write_profile(p, "scopes.pb.gz");
+	close(fd);
+	out = run_cmd("%s -top -nodecount=10 %s 2>&1", pprof_bin, path);
+	/* 50 processes: 150 spin, 50 do_execve; 50 main */
+	CHECKF(strstr(out, "File: main") && top_pct(out, "spin") == 60.0 &&
+		   top_pct(out, "do_execve") == 20.0 && top_pct(out, "main") == 20.0,
+	       "%s", out);
+	free(out);
+	out = run_cmd("%s -top -tagfocus=pid=1049 %s 2>&1", pprof_bin, path);
+	CHECKF(top_pct(out, "spin") == 1.2 && top_pct(out, "do_execve") == 0.4, "%s", out);
+	free(out);
+	out = run_cmd("%s -top -tagfocus=pid=1007 %s 2>&1", pprof_bin, path);
+	CHECKF(top_pct(out, "spin") == 1.2 && top_pct(out, "do_execve") == 0.4, "%s", out);
+	free(out);
+	out = run_cmd("%s -list=spin %s 2>&1", pprof_bin, path);
+	CHECKF(strstr(out, "spin.c"), "%s", out);
+	free(out);
+	pprof_free(p);
+}
+
 int main(void)
 {
 	pprof_bin = getenv("PPROF") ? getenv("PPROF") : "tools/pprof";
@@ -154,9 +230,11 @@ int main(void)
 	if (access(pprof_bin, X_OK) == 0) {
 		RUN_TEST(test_real_pprof);
 		RUN_TEST(test_deep_and_reuse);
+		RUN_TEST(test_scopes);
 	} else {
 		SKIP_TEST(test_real_pprof, "tools/pprof not built (make deps)");
 		SKIP_TEST(test_deep_and_reuse, "tools/pprof not built (make deps)");
+		SKIP_TEST(test_scopes, "tools/pprof not built (make deps)");
 	}
 	{
 		char cmd[300];
