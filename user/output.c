@@ -345,6 +345,12 @@ fail:
 	return err;
 }
 
+static uint64_t kernel_mapping(struct pprof *pp)
+{
+	return pprof_mapping(pp, 0xffff800000000000ULL, UINT64_MAX, 0, "[kernel.kallsyms]", NULL,
+			     true);
+}
+
 static uint64_t frame_location(struct pprof *pp, const struct frame *f, const char *name,
 			       const char *file, int line, uint64_t *kmap)
 {
@@ -352,10 +358,8 @@ static uint64_t frame_location(struct pprof *pp, const struct frame *f, const ch
 	uint64_t mapping = 0;
 
 	if (f->kind == FRAME_KERNEL) {
-		/* Made on first use: pprof takes the first mapping as the main program. */
 		if (!*kmap)
-			*kmap = pprof_mapping(pp, 0xffff800000000000ULL, UINT64_MAX, 0,
-					      "[kernel.kallsyms]", NULL, true);
+			*kmap = kernel_mapping(pp);
 		mapping = *kmap;
 		if (f->module)
 			l.filename = f->module;
@@ -371,97 +375,159 @@ static uint64_t frame_location(struct pprof *pp, const struct frame *f, const ch
 	return pprof_location(pp, mapping, f->pc, &l, 1);
 }
 
-/* pprof shows the first mapping as the profile's program ("File:"): make it
- * the code of the program with the most samples, not whatever the first
- * sample touched (often the kernel, in exec). */
-static void main_mapping_first(struct pprof *pp)
+/* A program's mapping, kept for the profile's "File:" (set_program). */
+struct program {
+	uint64_t nsamples, start, end, offset;
+	char *path, *build_id;
+};
+
+/* Under -a without per-process files, exited processes are written into
+ * the profile and the summary as they are done with (output_fold): the
+ * profile's part to a spill file, the summary's rows to another, both
+ * nameless files in the output directory. Memory then stays flat however
+ * many processes come and go; the files grow on disk instead. Frames get no
+ * source lines then: reading a program's DWARF for them took 0.1 s and more
+ * per program with debug info, in the middle of the drain (short-lived
+ * processes then exited before their maps were read), and kept it all in
+ * memory, so that the recorder grew with every program the host ran. */
+struct fold {
+	struct pprof *pp;
+	uint64_t kmap;		/* the kernel's mapping in pp */
+	int spill_fd;		/* pp's spill file */
+	FILE *rows;		/* summary rows, a line each */
+	long rows_end;		/* where the last complete row ends */
+	struct program program; /* of the folded process with the most samples */
+	const char *dir;	/* for messages */
+	bool broken;		/* rows could not be written: fold no more */
+	bool warned;
+};
+
+/* A process's samples into the profile, each frame a location; with their
+ * source lines when lines is set. */
+static int add_proc(struct pprof *pp, struct proc *p, uint64_t *kmap, bool lines)
 {
-	const struct proc *top = NULL;
+	uint64_t locs[MAX_STACK_FRAMES];
+	size_t j;
+	int err = 0;
+
+	for (j = 0; j < p->maps_all.n; j++)
+		p->maps_all.v[j]->out_id = 0;
+	for (j = 0; j < p->frames.n; j++)
+		p->frames.v[j].out_id = 0;
+	for (j = 0; j < p->samples.n && !err; j++) {
+		const struct sample *s = &p->samples.v[j];
+		uint32_t nk, nu, k, n;
+		const uint32_t *ids = proc_stack(p, s->stack, &nk, &nu);
+		const struct thread *t = proc_thread_find(p, s->tid);
+		struct pprof_label labels[4] = {
+		    /* Units keep value 0 (cpu 0, pid 0): pprof drops a
+		     * numeric label that is 0 and has no unit. */
+		    {.key = "pid", .num = p->pid, .num_unit = "pid"},
+		    {.key = "tid", .num = s->tid, .num_unit = "tid"},
+		    {.key = "comm", .str = t && t->comm[0] ? t->comm : p->comm},
+		    {.key = "cpu", .num = s->cpu, .num_unit = "cpu"},
+		};
+
+		n = nk + nu;
+		for (k = 0; k < n; k++) {
+			struct frame *f = &p->frames.v[ids[k]];
+			char buf[PATH_MAX + 4];
+			const char *name, *file = NULL;
+			int line = 0;
+
+			if (f->name || f->kind != FRAME_USER) {
+				if (!f->out_id) {
+					if (lines)
+						proc_srcline(f, &file, &line);
+					f->out_id =
+					    frame_location(pp, f, frame_name(f, buf, sizeof(buf)),
+							   file, line, kmap);
+				}
+				locs[k] = f->out_id;
+			} else { /* maybe JIT code: named as it was at the sample's time */
+				name = frame_name_at(p, f, s->time_ns, buf, sizeof(buf),
+						     lines ? &file : NULL, &line);
+				locs[k] = frame_location(pp, f, name, file, line, kmap);
+			}
+			if (!locs[k])
+				err = -ENOMEM;
+		}
+		if (!err)
+			err = pprof_add_sample(pp, locs, n, s->count, labels, 4);
+	}
+	return err;
+}
+
+/* The program of the process with the most samples: pprof shows the first
+ * mapping as the profile's ("File:"), which would otherwise be whatever
+ * came first (often the kernel, in exec). Its mapping of the program, with
+ * symbols loaded (its frames were named, and the build id is known). */
+static const struct mapping *program_mapping(const struct proc *p)
+{
+	size_t i;
+
+	for (i = 0; p->exe && i < p->maps_all.n; i++) {
+		const struct mapping *m = p->maps_all.v[i];
+
+		if (m->exec && m->sym && !strcmp(m->path, p->exe))
+			return m;
+	}
+	return NULL;
+}
+
+static void note_program(struct program *best, const struct proc *p)
+{
+	const struct mapping *m = program_mapping(p);
+	const char *bid;
+
+	if (!m || p->nsamples <= best->nsamples)
+		return;
+	bid = symfile_build_id(m->sym);
+	free(best->path);
+	free(best->build_id);
+	*best = (struct program){p->nsamples, m->start,	       m->end,
+				 m->offset,   strdup(m->path), bid ? strdup(bid) : NULL};
+}
+
+static void set_program(struct pprof *pp, const struct program *folded)
+{
+	struct program live = {0};
+	const struct program *best;
+	uint64_t id;
 	size_t i;
 
 	for (i = 0; i < procs.v.n; i++)
-		if (!top || procs.v.v[i]->nsamples > top->nsamples)
-			top = procs.v.v[i];
-	if (!top || !top->exe || !top->nsamples)
-		return;
-	for (i = 0; i < top->maps_all.n; i++) {
-		const struct mapping *m = top->maps_all.v[i];
-
-		/* Loaded symbols: its frames were named, and the build id is known. */
-		if (m->exec && m->sym && !strcmp(m->path, top->exe)) {
-			pprof_mapping(pp, m->start, m->end, m->offset, m->path,
-				      symfile_build_id(m->sym), true);
-			return;
-		}
-	}
+		note_program(&live, procs.v.v[i]);
+	best = folded && folded->nsamples > live.nsamples ? folded : &live;
+	if (best->path && (id = pprof_mapping(pp, best->start, best->end, best->offset, best->path,
+					      best->build_id, true)))
+		pprof_set_main_mapping(pp, id);
+	free(live.path);
+	free(live.build_id);
 }
 
 static int fill_pprof(void *ctx, FILE *out, int fd)
 {
 	const struct run_info *ri = ctx;
+	struct fold *fo = ri->fold;
 	struct pprof *pp;
-	uint64_t kmap, locs[MAX_STACK_FRAMES];
-	size_t i, j;
+	uint64_t kmap = 0, *km = fo ? &fo->kmap : &kmap;
+	size_t i;
 	int err = 0;
 
-	pp = pprof_new(1000000000LL / ri->freq, ri->start_realtime_ns, ri->duration_ns);
+	pp = fo ? fo->pp : pprof_new(1000000000LL / ri->freq, ri->start_realtime_ns, 0);
 	if (!pp)
 		return -ENOMEM;
-	kmap = 0;
-	main_mapping_first(pp);
-	for (i = 0; i < procs.v.n && !err; i++) {
-		struct proc *p = procs.v.v[i];
-
-		for (j = 0; j < p->maps_all.n; j++)
-			p->maps_all.v[j]->out_id = 0;
-		for (j = 0; j < p->frames.n; j++)
-			p->frames.v[j].out_id = 0;
-		for (j = 0; j < p->samples.n && !err; j++) {
-			const struct sample *s = &p->samples.v[j];
-			uint32_t nk, nu, k, n;
-			const uint32_t *ids = proc_stack(p, s->stack, &nk, &nu);
-			const struct thread *t = proc_thread_find(p, s->tid);
-			struct pprof_label labels[4] = {
-			    /* Units keep value 0 (cpu 0, pid 0): pprof drops a
-			     * numeric label that is 0 and has no unit. */
-			    {.key = "pid", .num = p->pid, .num_unit = "pid"},
-			    {.key = "tid", .num = s->tid, .num_unit = "tid"},
-			    {.key = "comm", .str = t && t->comm[0] ? t->comm : p->comm},
-			    {.key = "cpu", .num = s->cpu, .num_unit = "cpu"},
-			};
-
-			n = nk + nu;
-			for (k = 0; k < n; k++) {
-				struct frame *f = &p->frames.v[ids[k]];
-				char buf[PATH_MAX + 4];
-				const char *name, *file;
-				int line;
-
-				if (f->name || f->kind != FRAME_USER) {
-					if (!f->out_id) {
-						proc_srcline(f, &file, &line);
-						f->out_id = frame_location(
-						    pp, f, frame_name(f, buf, sizeof(buf)), file,
-						    line, &kmap);
-					}
-					locs[k] = f->out_id;
-				} else { /* maybe JIT code: named as it was at the sample's time */
-					name = frame_name_at(p, f, s->time_ns, buf, sizeof(buf),
-							     &file, &line);
-					locs[k] = frame_location(pp, f, name, file, line, &kmap);
-				}
-				if (!locs[k])
-					err = -ENOMEM;
-			}
-			if (!err)
-				err = pprof_add_sample(pp, locs, n, s->count, labels, 4);
-		}
-	}
+	pprof_set_duration(pp, ri->duration_ns);
+	set_program(pp, fo ? &fo->program : NULL);
+	for (i = 0; i < procs.v.n && !err; i++)
+		err = add_proc(pp, procs.v.v[i], km, !fo);
 	if (!err) {
 		fflush(out);
 		err = pprof_write_fd(pp, fd);
 	}
-	pprof_free(pp);
+	if (!fo)
+		pprof_free(pp);
 	return err;
 }
 
@@ -722,6 +788,20 @@ static void json_str(FILE *f, const char *raw)
 	free(clean);
 }
 
+/* A process's row of summary.json, on one line. */
+static void summary_row(FILE *f, const struct proc *p)
+{
+	fprintf(f, "{\"pid\": %d, \"comm\": ", p->pid);
+	json_str(f, p->comm);
+	fprintf(f,
+		", \"samples\": %" PRIu64 ", \"lost_samples\": %" PRIu64 ", \"threads\": %zu"
+		", \"unwinding\": \"%s\", \"dwarf_unwound\": %" PRIu64
+		", \"dwarf_truncated\": %" PRIu64 ", \"leaf_callers_added\": %" PRIu64
+		", \"dwarf_unwind_ns\": %" PRIu64 "}",
+		p->nsamples, p->lost, p->threads.n, p->dwarf || p->unwound ? "dwarf" : "fp",
+		p->unwound, p->truncated, p->leaf_fixed, p->unwind_ns);
+}
+
 static int fill_summary(void *ctx, FILE *f, int fd)
 {
 	const struct run_info *ri = ctx;
@@ -757,21 +837,31 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 		fputc('}', f);
 	}
 	fprintf(f, "%s],\n  \"processes\": [", i ? "\n  " : "");
-	for (i = 0, k = 0; i < procs.v.n; i++) {
+	k = 0;
+	if (ri->fold && !fseek(ri->fold->rows, 0, SEEK_SET)) {
+		char *line = NULL;
+		size_t cap = 0;
+		ssize_t n;
+		long at = 0;
+
+		/* Complete rows only: a failed write may have left part of one. */
+		while (at < ri->fold->rows_end && (n = getline(&line, &cap, ri->fold->rows)) > 0) {
+			fprintf(f, "%s\n    %.*s", k++ ? "," : "", (int)(n - 1), line);
+			at += n;
+		}
+		free(line);
+		if (ferror(ri->fold->rows))
+			warn("summary.json: the rows of exited processes set aside in %s could "
+			     "not be read back: some are missing",
+			     ri->out->path);
+	}
+	for (i = 0; i < procs.v.n; i++) {
 		const struct proc *p = procs.v.v[i];
 
 		if (!p->nsamples && !p->lost && !p->exact)
 			continue;
-		fprintf(f, "%s\n    {\"pid\": %d, \"comm\": ", k++ ? "," : "", p->pid);
-		json_str(f, p->comm);
-		fprintf(f,
-			", \"samples\": %" PRIu64 ", \"lost_samples\": %" PRIu64
-			", \"threads\": %zu"
-			", \"unwinding\": \"%s\", \"dwarf_unwound\": %" PRIu64
-			", \"dwarf_truncated\": %" PRIu64 ", \"leaf_callers_added\": %" PRIu64
-			", \"dwarf_unwind_ns\": %" PRIu64 "}",
-			p->nsamples, p->lost, p->threads.n, p->dwarf || p->unwound ? "dwarf" : "fp",
-			p->unwound, p->truncated, p->leaf_fixed, p->unwind_ns);
+		fprintf(f, "%s\n    ", k++ ? "," : "");
+		summary_row(f, p);
 	}
 	fprintf(f, "\n  ],\n  \"files\": [");
 	for (i = 0; i < written.n; i++) {
@@ -785,6 +875,113 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 	}
 	fprintf(f, "\n  ]\n}\n");
 	return 0;
+}
+
+/* A file in the output directory with no name, for what the run sets aside
+ * until the end: O_TMPFILE, or where the file system has none, a random
+ * name removed at once (signals blocked between: none is left behind).
+ * The fd, or -errno. */
+static int open_unnamed(struct outdir *od)
+{
+	sigset_t all, old;
+	char name[32], sfx[7];
+	int fd, e, tries;
+
+	fd = openat(od->fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+		return fd >= 0 ? fd : -errno;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	for (tries = 0, e = EEXIST; tries < 100 && e == EEXIST; tries++) {
+		random_suffix(sfx);
+		snprintf(name, sizeof(name), ".spill.%s", sfx);
+		fd = openat(od->fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		e = fd < 0 ? errno : 0;
+	}
+	if (fd >= 0)
+		unlinkat(od->fd, name, 0);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return fd >= 0 ? fd : -e;
+}
+
+struct fold *output_fold_new(const struct run_info *ri)
+{
+	struct fold *fo = calloc(1, sizeof(*fo));
+	int rows_fd = -1;
+
+	if (!fo)
+		return NULL;
+	fo->spill_fd = open_unnamed(ri->out);
+	if (fo->spill_fd >= 0)
+		rows_fd = open_unnamed(ri->out);
+	if (rows_fd >= 0 && !(fo->rows = fdopen(rows_fd, "w+")))
+		close(rows_fd);
+	fo->pp = pprof_new(1000000000LL / ri->freq, ri->start_realtime_ns, 0);
+	if (fo->pp)
+		fo->kmap = kernel_mapping(fo->pp);
+	if (fo->spill_fd < 0 || !fo->rows || !fo->pp || !fo->kmap) {
+		warn("cannot set aside exited processes in %s (%s): they stay in memory to "
+		     "the end",
+		     ri->out->path, strerror(fo->spill_fd < 0 ? -fo->spill_fd : errno));
+		output_fold_free(fo);
+		return NULL;
+	}
+	pprof_spill_to(fo->pp, fo->spill_fd);
+	fo->dir = ri->out->path;
+	return fo;
+}
+
+bool output_fold(void *ctx, struct proc *p)
+{
+	struct fold *fo = ctx;
+	int err;
+
+	/* JIT frames are named from the runtime's files at the end; -t
+	 * traces are written at the end. */
+	if (p->exact || jit_has_files(p))
+		return false;
+	if (!p->nsamples && !p->lost)
+		return true; /* nothing to write */
+	if (fo->broken)
+		return false;
+	summary_row(fo->rows, p);
+	if (fputc('\n', fo->rows) == EOF || fflush(fo->rows)) {
+		if (!fo->warned)
+			warn("cannot set aside exited processes in %s (%s): they stay in "
+			     "memory to the end",
+			     fo->dir, strerror(errno));
+		fo->warned = fo->broken = true;
+		return false;
+	}
+	fo->rows_end = ftell(fo->rows);
+	note_program(&fo->program, p);
+	pprof_scope_begin(fo->pp);
+	err = add_proc(fo->pp, p, &fo->kmap, false);
+	if (err) /* ENOMEM: what is in the scope goes; the rest is lost */
+		warn("pid %d: %s; some of its samples are not in the profile", p->pid,
+		     strerror(-err));
+	err = pprof_scope_end(fo->pp);
+	if (err && !fo->warned) {
+		warn("cannot set aside exited processes' samples (%s): they stay in memory "
+		     "to the end",
+		     strerror(-err));
+		fo->warned = true;
+	}
+	return true;
+}
+
+void output_fold_free(struct fold *fo)
+{
+	if (!fo)
+		return;
+	pprof_free(fo->pp);
+	if (fo->spill_fd >= 0)
+		close(fo->spill_fd);
+	if (fo->rows)
+		fclose(fo->rows);
+	free(fo->program.path);
+	free(fo->program.build_id);
+	free(fo);
 }
 
 static int fill_map(void *ctx, FILE *f, int fd)

@@ -40,6 +40,7 @@ struct run_info {
 	bool per_process;   /* cpu-PID.prof and the XRay files of each process */
 	const char *outdir; /* the path, for the commands that open the files */
 	struct outdir *out; /* where the files are written */
+	struct fold *fold;  /* exited processes written as they go, or NULL */
 	int argc;
 	char **argv;
 };
@@ -52,6 +53,16 @@ int outdir_open(struct outdir *od, const char *path);
 /* Async-signal-safe: removes the temporary file being written, if any. For
  * a signal handler about to _exit, so that no temporary file is left. */
 void output_abort(void);
+
+/* Under -a without per-process files: the profile and the summary take in
+ * each exited process as it is done with (output_fold, a proc_done_fn for
+ * procs_retire), set aside in nameless files in the output directory, so
+ * that memory stays flat however many processes come and go. NULL after a
+ * warning when those files cannot be made: processes then stay in memory. */
+struct fold *output_fold_new(const struct run_info *ri);
+struct proc;
+bool output_fold(void *fold, struct proc *p);
+void output_fold_free(struct fold *fo);
 
 /* 0, or -errno after reporting; files already written stay. */
 int output_write(const struct run_info *ri);

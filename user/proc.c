@@ -31,7 +31,7 @@ void (*proc_leaf_hint_hook)(pid_t pid, uint64_t ip, uint32_t need);
 
 /* Every file mapped by a process seen, by device and inode: the path of a
  * file that an exited process had mapped, known from another process. Copies:
- * the mappings of exited processes are freed (procs_compact). */
+ * the mappings of exited processes are freed (procs_retire). */
 struct known_file {
 	uint64_t inode;
 	unsigned dev_major, dev_minor;
@@ -329,6 +329,14 @@ void proc_set_comm(char dst[COMM_TEXT_LEN], const char *src, size_t n)
 	fmt_sanitize(dst, COMM_TEXT_LEN, src, strnlen(src, n < COMM_LEN ? n : COMM_LEN - 1));
 }
 
+static void mark_exited(struct proc *p, uint64_t time_ns)
+{
+	if (!p->exited && proc_aggregate)
+		VEC_PUSH(exited, p); /* on ENOMEM it is only not retired */
+	p->exited = true;
+	p->exit_ns = time_ns;
+}
+
 struct proc *proc_get(pid_t pid, const char *comm)
 {
 	struct proc *p = proc_find(pid);
@@ -348,6 +356,11 @@ struct proc *proc_get(pid_t pid, const char *comm)
 	}
 	proc_read_identity(p);
 	read_maps(p);
+	/* Gone already: its exit event came before this first sight (a
+	 * sample the kernel took in do_exit, drained after the exit), and no
+	 * other will come. */
+	if (p->gone)
+		mark_exited(p, now_ns(CLOCK_MONOTONIC));
 	return p;
 }
 
@@ -728,14 +741,19 @@ const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, cha
 {
 	struct jit_hit hit;
 
-	*file = NULL;
-	*line = 0;
+	if (file) {
+		*file = NULL;
+		*line = 0;
+	}
 	if (!f->name && f->kind == FRAME_USER && jit_find(p, f->pc, t, &hit)) {
-		*file = hit.file;
-		*line = hit.line;
+		if (file) {
+			*file = hit.file;
+			*line = hit.line;
+		}
 		return hit.name;
 	}
-	proc_srcline(f, file, line);
+	if (file)
+		proc_srcline(f, file, line);
 	return frame_name(f, buf, len);
 }
 
@@ -792,10 +810,7 @@ void proc_on_exit(pid_t pid, uint64_t time_ns)
 	}
 	free(p->hints);
 	p->hints = NULL;
-	if (!p->exited && proc_aggregate)
-		VEC_PUSH(exited, p); /* on ENOMEM it is only not compacted */
-	p->exited = true;
-	p->exit_ns = time_ns;
+	mark_exited(p, time_ns);
 }
 
 /* Gives back a vector's unused capacity (doubling leaves up to half). */
@@ -864,21 +879,87 @@ static void compact(struct proc *p)
 	p->compacted = true;
 }
 
-void procs_compact(uint64_t time_ns)
+static void proc_free(struct proc *p)
+{
+	size_t j;
+
+	for (j = 0; j < p->maps_all.n; j++) {
+		free(p->maps_all.v[j]->path);
+		free(p->maps_all.v[j]);
+	}
+	VEC_FREE(p->maps_all);
+	VEC_FREE(p->maps);
+	VEC_FREE(p->frames);
+	idtab_free(&p->frame_tab);
+	VEC_FREE(p->stack_data);
+	VEC_FREE(p->stack_off);
+	idtab_free(&p->stack_tab);
+	VEC_FREE(p->samples);
+	idtab_free(&p->sample_tab);
+	VEC_FREE(p->threads);
+	idtab_free(&p->thread_tab);
+	free(p->maps_text);
+	free(p->exe);
+	for (j = 0; j < p->images.n; j++) {
+		free(p->images.v[j].maps_text);
+		free(p->images.v[j].exe);
+	}
+	VEC_FREE(p->images);
+	if (p->uw)
+		unwinder_free(p->uw);
+	free(p->hints);
+	xray_proc_free(p);
+	jit_proc_free(p);
+	free(p);
+}
+
+/* Frees the retired processes and indexes the others again. */
+static void remove_retired(void)
 {
 	size_t i, n = 0;
+
+	idtab_free(&procs.tab);
+	for (i = 0; i < procs.v.n; i++) {
+		struct proc *p = procs.v.v[i];
+
+		if (p->retired) {
+			proc_free(p);
+			continue;
+		}
+		procs.v.v[n] = p;
+		/* The table had room for these: this only fails on ENOMEM,
+		 * and then the process is only not found again. */
+		idtab_insert(&procs.tab, hash_u64(p->pid), n);
+		n++;
+	}
+	procs.v.n = n;
+}
+
+void procs_retire(uint64_t time_ns, uint64_t until_ns, proc_done_fn done, void *ctx)
+{
+	size_t i, n = 0;
+	bool removed = false;
 
 	for (i = 0; i < exited.n; i++) {
 		struct proc *p = exited.v[i];
 
 		if (!p->exited) /* it ran again (a reused pid): not done */
 			continue;
-		if (p->exit_ns + PROC_COMPACT_NS > time_ns)
+		/* Later ones wait for the next call once until_ns has passed
+		 * (checked every 16: a clock read costs more than some). */
+		if (p->exit_ns + PROC_COMPACT_NS > time_ns ||
+		    (!(i & 15) && i && now_ns(CLOCK_MONOTONIC) > until_ns)) {
 			exited.v[n++] = p;
-		else
+		} else if (done && done(ctx, p)) {
+			p->retired = true;
+			removed = true;
+		} else {
 			compact(p);
+		}
 	}
 	exited.n = n;
+	if (removed)
+		remove_retired();
 }
 
 void proc_on_vma(pid_t pid, const struct ev_vma *v)
@@ -924,40 +1005,10 @@ void proc_on_vma(pid_t pid, const struct ev_vma *v)
 
 void procs_free(void)
 {
-	size_t i, j;
+	size_t i;
 
-	for (i = 0; i < procs.v.n; i++) {
-		struct proc *p = procs.v.v[i];
-
-		for (j = 0; j < p->maps_all.n; j++) {
-			free(p->maps_all.v[j]->path);
-			free(p->maps_all.v[j]);
-		}
-		VEC_FREE(p->maps_all);
-		VEC_FREE(p->maps);
-		VEC_FREE(p->frames);
-		idtab_free(&p->frame_tab);
-		VEC_FREE(p->stack_data);
-		VEC_FREE(p->stack_off);
-		idtab_free(&p->stack_tab);
-		VEC_FREE(p->samples);
-		idtab_free(&p->sample_tab);
-		VEC_FREE(p->threads);
-		idtab_free(&p->thread_tab);
-		free(p->maps_text);
-		free(p->exe);
-		for (j = 0; j < p->images.n; j++) {
-			free(p->images.v[j].maps_text);
-			free(p->images.v[j].exe);
-		}
-		VEC_FREE(p->images);
-		if (p->uw)
-			unwinder_free(p->uw);
-		free(p->hints);
-		xray_proc_free(p);
-		jit_proc_free(p);
-		free(p);
-	}
+	for (i = 0; i < procs.v.n; i++)
+		proc_free(procs.v.v[i]);
 	VEC_FREE(procs.v);
 	idtab_free(&procs.tab);
 	for (i = 0; i < files.v.n; i++)

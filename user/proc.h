@@ -80,7 +80,8 @@ struct proc {
 	char *exe;		  /* the program's path, read when first seen; sanitized */
 	uid_t uid;
 	bool exited, gone; /* gone: /proc/PID vanished before we could read it */
-	bool compacted;	   /* exited, and its lookup state freed (procs_compact) */
+	bool compacted;	   /* exited, and its lookup state freed (procs_retire) */
+	bool retired;	   /* exited and given away: freed (procs_retire) */
 	uint64_t exit_ns;  /* CLOCK_MONOTONIC of its exit event */
 	char *maps_text;   /* the latest /proc/PID/maps, each line sanitized */
 	uint64_t maps_read_ns;
@@ -135,7 +136,7 @@ extern void (*proc_leaf_hint_hook)(pid_t pid, uint64_t ip, uint32_t need);
 /* Set before the first sample when no writer needs samples one by one (no
  * per-sample timeline, no per-process file): samples of the same stack,
  * thread and CPU are then kept as one with a count, and an exited process
- * keeps only what the profile and the summary read (procs_compact). */
+ * is given to the writers or compacted (procs_retire). */
 extern bool proc_aggregate;
 
 struct proc *proc_get(pid_t pid, const char *comm);
@@ -148,13 +149,18 @@ void proc_on_exec(pid_t pid, const char *comm);
 /* The process exited (time: its event's): what only a live process needs
  * goes now (the unwinder and its open files, the leaf hints). */
 void proc_on_exit(pid_t pid, uint64_t time_ns);
-/* Under proc_aggregate, processes that exited before time_ns - PROC_COMPACT_NS
- * drop their lookup tables, maps text and the mappings no frame refers to.
- * Later samples of such a
- * process (a reused pid) rebuild the tables. The grace: the kernel still
- * samples a task in do_exit after its exit event. */
+/* Under proc_aggregate, processes that exited before time_ns -
+ * PROC_COMPACT_NS are done with: each is given to done(ctx, p), and freed
+ * when it returns true (it took what it needs: the writers fold it into
+ * their files as they go); otherwise, or without done, it drops its lookup
+ * tables, maps text and the mappings no frame refers to, and stays. Later
+ * samples of such a pid (a reused one) make or rebuild its state. The
+ * grace: the kernel still samples a task in do_exit after its exit event. */
 #define PROC_COMPACT_NS (1000 * 1000 * 1000ULL)
-void procs_compact(uint64_t time_ns);
+typedef bool (*proc_done_fn)(void *ctx, struct proc *p);
+/* Those left when CLOCK_MONOTONIC passes until_ns wait for the next call:
+ * done() names frames, which may read a file's debug info. */
+void procs_retire(uint64_t time_ns, uint64_t until_ns, proc_done_fn done, void *ctx);
 /* An executable mapping the process had as it exited (EV_VMA). */
 void proc_on_vma(pid_t pid, const struct ev_vma *v);
 struct thread *proc_thread(struct proc *p, uint32_t tid);
@@ -170,7 +176,8 @@ const char *frame_name(const struct frame *f, char *buf, size_t len);
 /* Source file and line of a user frame where its file has debug info. */
 bool proc_srcline(const struct frame *f, const char **file, int *line);
 /* The same for a frame seen at time t: JIT code is named by the runtime's
- * files, as it was at that time; *file and *line where known. */
+ * files, as it was at that time; *file and *line where known (file NULL:
+ * no source line wanted, and no debug info read for one). */
 const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, char *buf, size_t len,
 			  const char **file, int *line);
 /* Frames of a stack: *nk kernel then *nu user ids, leaf first. */

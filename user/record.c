@@ -75,6 +75,14 @@ struct recorder {
  * arrive: stop conditions are checked between. */
 #define DRAIN_SLICE_NS 50000000ULL
 
+/* Exited processes are written into the files as they go, for at most this
+ * long per turn of the drain: the ring buffer fills meanwhile. */
+#define RETIRE_BUDGET_NS (10 * 1000000ULL)
+
+/* The debug info of a program not named for this long is freed (read again
+ * when needed): what stays is that of the programs that run. */
+#define SYMFILE_IDLE_NS (10 * 1000000000ULL)
+
 /* What this kernel's missing features cost this recording (features.h);
  * said once at the start, and listed in the summary. */
 static void note_degraded(struct recorder *r)
@@ -750,6 +758,8 @@ static int rec_attach(struct recorder *r)
 	ri->argv = env.argv;
 	ri->kernel = r->feat.kernel;
 	ri->degraded = &r->degraded;
+	if (proc_aggregate)
+		ri->fold = output_fold_new(ri);
 	xray_configure(&(struct xray_cfg){
 	    .version = env.xray_version,
 	    .buffer_size = env.fdr_buffer_size,
@@ -804,7 +814,9 @@ static void rec_drain(struct recorder *r)
 			break;
 		}
 		now = now_ns(CLOCK_MONOTONIC);
-		procs_compact(now);
+		procs_retire(now, now + RETIRE_BUDGET_NS, r->ri.fold ? output_fold : NULL,
+			     r->ri.fold);
+		symfiles_trim(now, SYMFILE_IDLE_NS);
 		if (stop_sig)
 			r->stop = STOP_SIGNAL;
 		else if (env.duration > 0 && now - r->start_ns >= env.duration * 1e9)
@@ -946,6 +958,7 @@ static int rec_finish(struct recorder *r, int code)
 		close(r->out.fd);
 	if (r->exec_status)
 		code = r->exec_status;
+	output_fold_free(r->ri.fold);
 	procs_free();
 	xray_free();
 	symfiles_free();

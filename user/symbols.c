@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "formats/util.h"
@@ -46,10 +47,11 @@ struct symfile {
 	 * process may be gone when the files are written); libdw reads its
 	 * DWARF, or its separate debug file's, on the first lookup of a line.
 	 * One per file, whatever the processes. */
-	int dw_fd;
+	int dw_fd; /* ours: libdwfl gets a copy, so the Dwfl can go and come back */
 	char *path;
 	Dwfl *dwfl;
 	bool dwfl_tried;
+	uint64_t dwfl_used_ns; /* CLOCK_MONOTONIC: symfiles_trim frees an idle Dwfl */
 };
 
 static VEC(struct symfile *) files;
@@ -338,8 +340,8 @@ static void symfile_free(struct symfile *f)
 	free(f->fstarts);
 	free(f->path);
 	if (f->dwfl)
-		dwfl_end(f->dwfl); /* it owns dw_fd by then */
-	else if (f->dw_fd >= 0)
+		dwfl_end(f->dwfl);
+	if (f->dw_fd >= 0)
 		close(f->dw_fd);
 	free(f);
 }
@@ -434,15 +436,18 @@ static const Dwfl_Callbacks file_callbacks = {
  * own vaddrs), opened on first use; NULL when that failed. */
 static Dwfl *symfile_dwfl(struct symfile *f)
 {
+	int fd;
+
+	f->dwfl_used_ns = now_ns(CLOCK_MONOTONIC);
 	if (!f->dwfl_tried) {
 		f->dwfl_tried = true;
 		if (f->dw_fd < 0 || !f->path || !(f->dwfl = dwfl_begin(&file_callbacks)))
 			return NULL;
+		/* libdwfl owns the copy from here on, failure or not. */
+		fd = fcntl(f->dw_fd, F_DUPFD_CLOEXEC, 3);
 		dwfl_report_begin(f->dwfl);
-		/* libdwfl owns the fd from here on, failure or not. */
-		if (!dwfl_report_elf(f->dwfl, f->path, f->path, f->dw_fd, 0, false))
-			debug("dwfl: %s: %s", f->path, dwfl_errmsg(-1));
-		f->dw_fd = -1;
+		if (fd < 0 || !dwfl_report_elf(f->dwfl, f->path, f->path, fd, 0, false))
+			debug("dwfl: %s: %s", f->path, fd < 0 ? strerror(errno) : dwfl_errmsg(-1));
 		dwfl_report_end(f->dwfl, NULL, NULL);
 	}
 	return f->dwfl;
@@ -486,6 +491,37 @@ static const char *clean_file(const char *s)
 	return c;
 }
 
+static void dirty_files_clear(void)
+{
+	size_t i;
+
+	for (i = 0; i < dirty_files.clean.n; i++)
+		free(dirty_files.clean.v[i]);
+	VEC_FREE(dirty_files.raw);
+	VEC_FREE(dirty_files.clean);
+	idtab_free(&dirty_files.tab);
+}
+
+void symfiles_trim(uint64_t now, uint64_t idle_ns)
+{
+	bool freed = false;
+	size_t i;
+
+	for (i = 0; i < files.n; i++) {
+		struct symfile *f = files.v[i];
+
+		if (!f->dwfl || now - f->dwfl_used_ns < idle_ns)
+			continue;
+		dwfl_end(f->dwfl);
+		f->dwfl = NULL;
+		f->dwfl_tried = false;
+		freed = true;
+	}
+	/* Their file names were libdw's strings, keys of the cache. */
+	if (freed)
+		dirty_files_clear();
+}
+
 int symfile_srcline(struct symfile *f, uint64_t file_off, const char **file, int *line)
 {
 	Dwfl *dwfl = symfile_dwfl(f);
@@ -497,7 +533,7 @@ int symfile_srcline(struct symfile *f, uint64_t file_off, const char **file, int
 	s = dwfl_lineinfo(dl, NULL, line, NULL, NULL, NULL);
 	if (!s || !(s = clean_file(s)))
 		return -ENOENT;
-	*file = s; /* valid until symfiles_free */
+	*file = s; /* valid until symfiles_trim or symfiles_free */
 	return 0;
 }
 
@@ -643,38 +679,31 @@ void symfiles_free(void)
 		symfile_free(files.v[i]);
 	VEC_FREE(files);
 	idtab_free(&files_tab);
-	for (i = 0; i < dirty_files.clean.n; i++)
-		free(dirty_files.clean.v[i]);
-	VEC_FREE(dirty_files.clean);
-	VEC_FREE(dirty_files.raw);
-	idtab_free(&dirty_files.tab);
+	dirty_files_clear();
 }
 
-/* Kernel symbols: text symbols of /proc/kallsyms, sorted. */
+/* Kernel symbols: text symbols of /proc/kallsyms, sorted. Their names,
+ * sanitized like every name from outside, are packed in one buffer: the
+ * file's text is several times larger (data symbols, addresses), and was
+ * kept whole before. */
 struct ksym {
 	uint64_t addr;
 	const char *name;
 	const char *module;
 };
 static VEC(struct ksym) ksyms;
-static char *kallsyms_text;
-static VEC(char *) kallsyms_clean; /* sanitized copies of the names that needed one */
+static VEC(char) ksym_names;
 
-/* Kernel and module symbol names, sanitized like every name from outside;
- * NULL on ENOMEM. */
-static const char *clean_ksym(const char *s)
+/* Appends a sanitized name; its offset, or SIZE_MAX on ENOMEM. */
+static size_t add_ksym_name(const char *s)
 {
-	size_t n = strlen(s);
-	char *c;
+	size_t n = strlen(s), need = fmt_sanitize(NULL, 0, s, n) + 1, off = ksym_names.n;
 
-	if (fmt_sanitize(NULL, 0, s, n) == n)
-		return s;
-	c = fmt_sanitize_dup(s, n);
-	if (!c || VEC_PUSH(kallsyms_clean, c)) {
-		free(c);
-		return NULL;
-	}
-	return c;
+	if (VEC_RESERVE(ksym_names, off + need))
+		return SIZE_MAX;
+	fmt_sanitize(ksym_names.v + off, need, s, n);
+	ksym_names.n += need;
+	return off;
 }
 
 static int cmp_ksym(const void *a, const void *b)
@@ -698,17 +727,15 @@ int kallsyms_load(void)
 	return kallsyms_parse(text, len);
 }
 
-int kallsyms_parse(char *text, size_t len)
+static int parse_ksyms(char *text)
 {
-	char *p, *line, *save = NULL;
-	size_t zero = 0;
+	char *p, *line, *save = NULL, *last_mod = NULL;
+	size_t zero = 0, i, mod_off = SIZE_MAX;
 
-	(void)len; /* text ends at its NUL, text[len] */
-	kallsyms_text = text;
-	for (line = strtok_r(kallsyms_text, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		struct ksym k;
 		char type, *name, *mod;
+		size_t name_off;
 
 		k.addr = strtoull(line, &p, 16);
 		if (*p != ' ')
@@ -726,24 +753,45 @@ int kallsyms_parse(char *text, size_t len)
 				mod++;
 				mod[strcspn(mod, "]")] = 0;
 			}
+			/* A module's symbols come together: its name once. */
+			if (!last_mod || strcmp(mod, last_mod))
+				mod_off = add_ksym_name(mod);
+			last_mod = mod;
+			if (mod_off == SIZE_MAX)
+				return -ENOMEM;
 		}
-		k.name = clean_ksym(name);
-		k.module = mod ? clean_ksym(mod) : NULL;
-		if (!k.name || (mod && !k.module))
+		if ((name_off = add_ksym_name(name)) == SIZE_MAX)
 			return -ENOMEM;
+		/* Offsets until the buffer stops moving. */
+		k.name = (const char *)(uintptr_t)name_off;
+		k.module = mod ? (const char *)(uintptr_t)mod_off : NULL;
 		if (!k.addr)
 			zero++;
 		if (VEC_PUSH(ksyms, k))
 			return -ENOMEM;
 	}
-	if (ksyms.n && zero == ksyms.n) {
-		/* kptr_restrict hides the addresses from this process. */
-		VEC_FREE(ksyms);
-		return -EPERM;
+	if (ksyms.n && zero == ksyms.n)
+		return -EPERM; /* kptr_restrict hides the addresses from this process */
+	for (i = 0; i < ksyms.n; i++) {
+		ksyms.v[i].name = ksym_names.v + (uintptr_t)ksyms.v[i].name;
+		if (ksyms.v[i].module)
+			ksyms.v[i].module = ksym_names.v + (uintptr_t)ksyms.v[i].module;
 	}
 	if (ksyms.n) /* ksyms.v is NULL with no text symbol; qsort wants a pointer */
 		qsort(ksyms.v, ksyms.n, sizeof(*ksyms.v), cmp_ksym);
 	return 0;
+}
+
+int kallsyms_parse(char *text, size_t len)
+{
+	int err;
+
+	(void)len; /* text ends at its NUL, text[len] */
+	err = parse_ksyms(text);
+	free(text);
+	if (err)
+		kallsyms_free();
+	return err;
 }
 
 const char *kallsyms_lookup(uint64_t addr, const char **module)
@@ -767,12 +815,6 @@ const char *kallsyms_lookup(uint64_t addr, const char **module)
 
 void kallsyms_free(void)
 {
-	size_t i;
-
 	VEC_FREE(ksyms);
-	free(kallsyms_text);
-	kallsyms_text = NULL;
-	for (i = 0; i < kallsyms_clean.n; i++)
-		free(kallsyms_clean.v[i]);
-	VEC_FREE(kallsyms_clean);
+	VEC_FREE(ksym_names);
 }

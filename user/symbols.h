@@ -33,8 +33,13 @@ int symfile_fp_percent(const struct symfile *f, int fd);
 const char *symfile_build_id(const struct symfile *f); /* hex, or NULL */
 /* Source file and line at a file offset (as symfile_lookup takes it) where
  * the file or its build-id debug file has DWARF (libdw, loaded on the first
- * call): 0, or -ENOENT. *file stays valid until symfiles_free. */
+ * call): 0, or -ENOENT. *file stays valid until symfiles_trim or symfiles_free. */
 int symfile_srcline(struct symfile *f, uint64_t file_off, const char **file, int *line);
+/* Frees the debug info (source lines, .eh_frame ranges) of files not looked
+ * up for idle_ns before now (CLOCK_MONOTONIC): a long -a run meets ever new
+ * programs, and each one's DWARF would otherwise stay to the end. Read
+ * again on the next lookup. */
+void symfiles_trim(uint64_t now, uint64_t idle_ns);
 /* The ELF vaddr where the function at a file offset starts, by its
  * .eh_frame FDE: what names a function of a stripped binary, which has no
  * symbol (gzip, coreutils); 0 when no FDE covers it. */
@@ -44,9 +49,9 @@ void symfiles_free(void);
 /* Kernel symbols. kallsyms_lookup returns NULL before a successful load. */
 int kallsyms_load(void);
 /* What kallsyms_load does with the file's text: parses text (NUL-terminated
- * at text[len], changed in place) into the table, which points into it and
- * owns it from then on, error or not (kallsyms_free frees it). 0, -EPERM when
- * every address is 0 (kptr_restrict), or -ENOMEM. */
+ * at text[len], changed in place) into the table, which copies the names it
+ * keeps, and frees text, error or not. 0, -EPERM when every address is 0
+ * (kptr_restrict), or -ENOMEM (the table is then empty). */
 int kallsyms_parse(char *text, size_t len);
 const char *kallsyms_lookup(uint64_t addr, const char **module);
 void kallsyms_free(void);

@@ -8,7 +8,8 @@
 # from then on frames in ld.so were unnamed.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(churn_completes churn_no_emfile churn_fds_bounded churn_frames_named churn_rss_bounded)
+ALL=(churn_completes churn_no_emfile churn_fds_bounded churn_frames_named churn_rss_bounded
+	churn_exited_whole churn_totals_agree)
 require_bpf "${ALL[@]}"
 
 DUR=20
@@ -20,6 +21,10 @@ RSS_MAX=$((128 * 1024))
 
 (while :; do /bin/true; sleep 0.01; done) & churn=$!
 (ulimit -n 200 && exec "$REC" -q -a -F 999 -d $DUR -o "$TMP/churn") 2>"$TMP/churn.err" & rec=$!
+# A process of known work (two threads in chunk() and step(), ~0.5 s) that
+# exits early in the run: it is written into the profile and the summary as
+# it goes, long before the end, and must read back whole.
+(sleep 3 && exec "$WL/spin" 200000000) & known=$!
 peak_fd=0 rss=0
 for ((s = 1; s <= DUR + 5; s++)); do
 	sleep 1
@@ -58,3 +63,23 @@ if ! frames_ok; then sed -n 1,20p "$TMP/true.top" >&2; fi
 rss_ok() { ((rss > 0 && rss < RSS_MAX)); }
 fault_case churn_rss_bounded "the same, RSS at the end of the recording" \
 	"below $((RSS_MAX / 1024)) MiB (exited processes keep only what the files need): ${rss} KiB" rss_ok
+
+# The known process: its summary row, and its samples in the profile by its
+# pid, as many as the row says, in its own functions.
+wait $known 2>/dev/null
+row=$(python3 -c 'import json,sys
+s = json.load(open(sys.argv[1]))
+print(sum(p["samples"] for p in s["processes"] if p["pid"] == int(sys.argv[2])), sum(p["samples"] for p in s["processes"]), s["samples"])' "$TMP/churn/summary.json" $known 2>/dev/null)
+read -r known_n rows_n total_n <<<"${row:-0 0 0}"
+"$PPROF" -top -nodefraction=0 -sample_index=samples -tagfocus=pid=$known "$TMP/churn/profile.pb.gz" > "$TMP/known.top" 2>&1
+known_pp=$(awk '/accounting for/ { sub(",", "", $5); print $5; exit }' "$TMP/known.top")
+known_own=$(awk '$NF ~ /^(chunk|step)([.]|$)/ { s += $1 } END { print s + 0 }' "$TMP/known.top")
+exited_ok() { ((known_n > 200)) && [ "$known_pp" = "$known_n" ] && ((known_own * 100 >= known_n * 80)); }
+fault_case churn_exited_whole "a process of known work (~0.5 s on two threads) that exits 16 s before the end of -a" \
+	"its samples read back whole by its pid ($known_pp in the profile, $known_n in its summary row, $known_own in its own functions)" exited_ok
+if ! exited_ok; then sed -n 1,15p "$TMP/known.top" >&2; fi
+"$PPROF" -top -sample_index=samples "$TMP/churn/profile.pb.gz" > "$TMP/all.top" 2>&1
+all_pp=$(awk '/accounting for/ { print $(NF - 1); exit }' "$TMP/all.top")
+totals_ok() { ((total_n > 0)) && [ "$all_pp" = "$total_n" ] && [ "$rows_n" = "$total_n" ]; }
+fault_case churn_totals_agree "the same run: thousands of processes exited and set aside as it went" \
+	"every sample is in the profile and in a summary row once (profile $all_pp, rows $rows_n, recorded $total_n)" totals_ok
