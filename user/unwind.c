@@ -12,15 +12,18 @@
  * - When the return address lies beyond the copied bytes, libdwfl ends the
  *   unwinding as if it had reached the root (return 0, pc undefined). A
  *   failed memory read in the last step tells the two apart. */
+#include <dirent.h>
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libelf.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "user/unwind.h"
@@ -68,6 +71,7 @@ struct unwinder {
 	Elf *arch;
 	pid_t pid;
 	bool attached;
+	bool own_root;		/* the process's root is ours: a module's path opens here too */
 	uint64_t reported_ns;	/* last dwfl_linux_proc_report */
 	uint64_t report_gap_ns; /* before the next one: doubles up to REPORT_EVERY_NS */
 	uint64_t modules_sig;	/* of the modules it reported */
@@ -180,15 +184,76 @@ static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, 
 	return -1;
 }
 
-/* libdwfl's, without the fd it would keep per module for the Dwfl's life:
- * one per module per process, and under -a with process churn that ran out
- * of fds (EMFILE) within seconds. The file is mapped whole (READ_MMAP), and
- * FDREAD reads in what a failed mapping left, so the fd is not needed. */
+/* A regular file's fd, and its name for libdwfl (which frees it); or -1. */
+static int open_regular_named(const char *path, char **file_name)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || !(*file_name = strdup(path)))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* The module's file as the process mapped it: its mapping at base (the
+ * module's first) in /proc/PID/map_files, the very file whatever its path
+ * says here. In a container the path in /proc/PID/maps is the one in the
+ * container's mount namespace (under its root, or not even that after a
+ * chroot), so opening it here finds nothing, or another file. */
+static int open_mapped_module(const struct unwinder *u, Dwarf_Addr base, char **file_name)
+{
+	struct dirent *e;
+	char dir[48], path[48 + sizeof(e->d_name)], prefix[24];
+	size_t n;
+	DIR *d;
+	int fd = -1;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/map_files", (int)u->pid);
+	n = snprintf(prefix, sizeof(prefix), "%llx-", (unsigned long long)base);
+	if (!(d = opendir(dir)))
+		return -1;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, prefix, n)) {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			fd = open_regular_named(path, file_name);
+			break;
+		}
+	closedir(d);
+	return fd;
+}
+
+/* libdwfl's, with two changes. The file is the one the process mapped
+ * (open_mapped_module), else its path in the process's root; libdwfl's own
+ * opens the path here, and every stack of a containerized program without
+ * frame pointers ended at its first frame. And no fd is kept per module for
+ * the Dwfl's life: one per module per process, and under -a with process
+ * churn that ran out of fds (EMFILE) within seconds. The file is mapped
+ * whole (READ_MMAP), and FDREAD reads in what a failed mapping left, so the
+ * fd is not needed. userdata is the unwinder (report() sets it on every
+ * module). */
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 		    char **file_name, Elf **elfp)
 {
-	int fd = dwfl_linux_proc_find_elf(mod, userdata, modname, base, file_name, elfp);
+	const struct unwinder *u = *userdata;
+	char path[PATH_MAX + 32];
+	int fd = -1;
 
+	if (u && modname[0] == '/') {
+		fd = open_mapped_module(u, base, file_name);
+		if (fd < 0) {
+			snprintf(path, sizeof(path), "/proc/%d/root%s", (int)u->pid, modname);
+			fd = open_regular_named(path, file_name);
+		}
+		/* The process is gone, or the file deleted: the path here is
+		 * the same file only when the root is ours (libdwfl reads a
+		 * deleted file from the process's memory). */
+		if (fd < 0 && !u->own_root && !strstr(modname, " (deleted)"))
+			return -1;
+	}
+	if (fd < 0)
+		fd = dwfl_linux_proc_find_elf(mod, userdata, modname, base, file_name, elfp);
 	if (fd < 0 || *elfp)
 		return fd;
 	*elfp = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -272,13 +337,19 @@ static uint64_t hash_str(const char *s)
 	return h | 1; /* nonzero: a key */
 }
 
+struct report_ctx {
+	struct unwinder *u;
+	uint64_t sig;
+};
+
 static int module_sig_cb(Dwfl_Module *m, void **userdata, const char *name, Dwarf_Addr start,
 			 void *arg)
 {
+	struct report_ctx *rc = arg;
+	uint64_t *sig = &rc->sig, h;
 	Dwarf_Addr end;
-	uint64_t *sig = arg, h;
 
-	(void)userdata;
+	*userdata = rc->u; /* for find_elf */
 	dwfl_module_info(m, NULL, NULL, &end, NULL, NULL, NULL, NULL);
 	h = hash_str(name ? name : "") ^ (start * 0x9e3779b97f4a7c15ULL) ^ (end << 17 | end >> 47);
 	*sig += h * 0xff51afd7ed558ccdULL + 1; /* order-independent */
@@ -290,17 +361,17 @@ static int module_sig_cb(Dwfl_Module *m, void **userdata, const char *name, Dwar
  * 0, an errno or -1 (libdwfl error); *changed says whether they changed. */
 static int report(struct unwinder *u, bool *changed)
 {
-	uint64_t sig = 0;
+	struct report_ctx rc = {u, 0};
 	int err;
 
 	dwfl_report_begin(u->dwfl);
 	err = dwfl_linux_proc_report(u->dwfl, u->pid);
 	dwfl_report_end(u->dwfl, NULL, NULL);
 	u->reported_ns = now_mono_ns();
-	dwfl_getmodules(u->dwfl, module_sig_cb, &sig, 0);
-	*changed = sig != u->modules_sig;
+	dwfl_getmodules(u->dwfl, module_sig_cb, &rc, 0);
+	*changed = rc.sig != u->modules_sig;
 	if (*changed) {
-		u->modules_sig = sig;
+		u->modules_sig = rc.sig;
 		htab_clear(&u->cfi);
 	}
 	return err;
@@ -350,6 +421,14 @@ struct unwinder *unwinder_new(pid_t pid)
 		return NULL;
 	u->pid = pid;
 	u->report_gap_ns = REPORT_FIRST_GAP_NS;
+	{
+		char root[48];
+		struct stat a, b;
+
+		snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+		u->own_root = !stat(root, &a) && !stat("/", &b) && a.st_dev == b.st_dev &&
+			      a.st_ino == b.st_ino;
+	}
 	u->cfi.esz = sizeof(struct cfi_ent);
 	u->dwfl = dwfl_begin(&proc_callbacks);
 	if (!u->dwfl) {
