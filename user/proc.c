@@ -865,6 +865,7 @@ static void compact(struct proc *p)
 			m->out_id = 0;
 			p->maps_all.v[n++] = m;
 		} else {
+			symfile_put(m->sym);
 			free(m->path);
 			free(m);
 		}
@@ -884,6 +885,7 @@ static void proc_free(struct proc *p)
 	size_t j;
 
 	for (j = 0; j < p->maps_all.n; j++) {
+		symfile_put(p->maps_all.v[j]->sym);
 		free(p->maps_all.v[j]->path);
 		free(p->maps_all.v[j]);
 	}

@@ -431,6 +431,7 @@ static int fp_percent(const char *path)
 		return -1;
 	sf = symfile_get(fd, path);
 	pct = sf ? symfile_fp_percent(sf, fd) : -1;
+	symfile_put(sf);
 	close(fd);
 	return pct;
 }

@@ -52,6 +52,10 @@ struct symfile {
 	Dwfl *dwfl;
 	bool dwfl_tried;
 	uint64_t dwfl_used_ns; /* CLOCK_MONOTONIC: symfiles_trim frees an idle Dwfl */
+	/* Holders (symfile_get .. symfile_put), and when the last one let go:
+	 * symfiles_trim frees a file nobody has held for a while. */
+	unsigned refs;
+	uint64_t released_ns;
 };
 
 static VEC(struct symfile *) files;
@@ -356,8 +360,10 @@ struct symfile *symfile_get(int fd, const char *path)
 	if (fstat(fd, &st))
 		return NULL;
 	id = idtab_find(&files_tab, file_hash(&st), file_eq, NULL, &st);
-	if (id != UINT32_MAX)
+	if (id != UINT32_MAX) {
+		files.v[id]->refs++;
 		return files.v[id];
+	}
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return NULL;
 	f = calloc(1, sizeof(*f));
@@ -385,7 +391,14 @@ struct symfile *symfile_get(int fd, const char *path)
 		symfile_free(f);
 		return NULL;
 	}
+	f->refs = 1;
 	return f;
+}
+
+void symfile_put(struct symfile *f)
+{
+	if (f && f->refs && !--f->refs)
+		f->released_ns = now_ns(CLOCK_MONOTONIC);
 }
 
 /* The ELF vaddr of a file offset, or the offset itself when no PT_LOAD has it. */
@@ -504,18 +517,35 @@ static void dirty_files_clear(void)
 
 void symfiles_trim(uint64_t now, uint64_t idle_ns)
 {
-	bool freed = false;
-	size_t i;
+	bool freed = false, dropped = false;
+	size_t i, n = 0;
 
 	for (i = 0; i < files.n; i++) {
 		struct symfile *f = files.v[i];
 
+		if (!f->refs && now - f->released_ns >= idle_ns) {
+			freed |= f->dwfl != NULL;
+			symfile_free(f);
+			dropped = true;
+			continue;
+		}
+		files.v[n++] = f;
 		if (!f->dwfl || now - f->dwfl_used_ns < idle_ns)
 			continue;
 		dwfl_end(f->dwfl);
 		f->dwfl = NULL;
 		f->dwfl_tried = false;
 		freed = true;
+	}
+	files.n = n;
+	if (dropped) { /* index the others again */
+		idtab_free(&files_tab);
+		for (i = 0; i < files.n; i++) {
+			struct stat st = {.st_dev = files.v[i]->dev, .st_ino = files.v[i]->ino};
+
+			/* Fails only on ENOMEM: the file is then read again. */
+			idtab_insert(&files_tab, file_hash(&st), i);
+		}
 	}
 	/* Their file names were libdw's strings, keys of the cache. */
 	if (freed)

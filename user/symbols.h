@@ -12,8 +12,10 @@ struct symfile;
 
 /* Returns the cached symbol table of the file open at fd (the caller keeps
  * fd), reading it on first use; never NULL for a readable file: a file with no
- * symbols gives an empty table. NULL only on ENOMEM or a non-ELF file. */
+ * symbols gives an empty table. NULL only on ENOMEM or a non-ELF file. The
+ * caller holds it (names it returns stay valid) until symfile_put. */
 struct symfile *symfile_get(int fd, const char *path);
+void symfile_put(struct symfile *f);
 
 /* Name of the function at a file offset (as in /proc/PID/maps: address -
  * start + offset); NULL when no symbol covers it. *vaddr gets the ELF virtual
@@ -35,9 +37,9 @@ const char *symfile_build_id(const struct symfile *f); /* hex, or NULL */
  * the file or its build-id debug file has DWARF (libdw, loaded on the first
  * call): 0, or -ENOENT. *file stays valid until symfiles_trim or symfiles_free. */
 int symfile_srcline(struct symfile *f, uint64_t file_off, const char **file, int *line);
-/* Frees the debug info (source lines, .eh_frame ranges) of files not looked
- * up for idle_ns before now (CLOCK_MONOTONIC): a long -a run meets ever new
- * programs, and each one's DWARF would otherwise stay to the end. Read
+/* A long -a run meets ever new programs: frees the files nobody has held
+ * for idle_ns before now (CLOCK_MONOTONIC), and the debug info (source
+ * lines, .eh_frame ranges) of the others not looked up for as long, read
  * again on the next lookup. */
 void symfiles_trim(uint64_t now, uint64_t idle_ns);
 /* The ELF vaddr where the function at a file offset starts, by its
