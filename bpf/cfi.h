@@ -2,7 +2,8 @@
  * .debug_frame where it is the only CFI), shared by user/ (which builds them:
  * user/cfi_table.c) and by the BPF unwinder that will walk user stacks with
  * them at sample time, as the OpenTelemetry profiler's stack deltas and Parca
- * Agent's DWARF unwinder do. No BPF program uses this header yet.
+ * Agent's DWARF unwinder do. bpf/cfi_walk.bpf.h is that unwinder; the
+ * maps are filled by user/cfi_maps.c.
  *
  * A table is one binary's: a sorted array of struct cfi_row. Row i covers
  * the ELF vaddrs [base + rows[i].pc_off, base + rows[i + 1].pc_off); the
@@ -124,7 +125,18 @@ struct cfi_table_info {
 	__u64 base;	 /* ELF vaddr that pc_off counts from */
 };
 
-/* Value of cfi_mappings: an executable mapping of a process. */
+/* Key of cfi_mappings (an LPM trie: prefixlen counts bits of tgid, then
+ * pc, both big-endian so that a prefix is a range of pcs of one process). */
+struct cfi_mapping_key {
+	__u32 prefixlen; /* 32 + bits of pc; a lookup uses 96 */
+	__u32 tgid_be;
+	__u64 pc_be;
+};
+
+/* Value of cfi_mappings: an executable mapping of a process. table 0: a
+ * file-backed mapping whose table is not loaded (yet, or out of budget):
+ * the walk stops there and the sample takes the DWARF path (stack copy,
+ * SAMPLE_CFI_NOTABLE). */
 struct cfi_mapping {
 	__u64 bias;  /* pc - bias is the ELF vaddr (the load bias; 0 for ET_EXEC) */
 	__u32 table; /* key of cfi_tables */
