@@ -18,9 +18,11 @@
  *   big array rather than an array of maps: 5.10's inner maps of one outer
  *   map must agree on max_entries unless BPF_F_INNER_MAP, and the sizes of
  *   tables vary by four orders of magnitude.
- * - cfi_tables: BPF_MAP_TYPE_HASH, table id -> struct cfi_table_info (the
- *   slice: first row, row count, base). The key is user space's id of a
- *   (device, inode) or build id, so processes that map a binary share it.
+ * - cfi_tables: BPF_MAP_TYPE_ARRAY (not a hash: 5.10 allows perf_event
+ *   programs only preallocated hash maps), table id -> struct
+ *   cfi_table_info (the slice: first row, row count, base; nrows 0: free
+ *   id). The id is user space's for a (device, inode), so processes that
+ *   map a binary share it.
  * - cfi_mappings: BPF_MAP_TYPE_LPM_TRIE, key {prefixlen, tgid, pc} (tgid
  *   and pc big-endian) -> struct cfi_mapping: each executable mapping
  *   [start, end) of a process is stored as the ≤ 2 * 64 prefixes that cover

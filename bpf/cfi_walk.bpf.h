@@ -32,10 +32,12 @@ struct {
 	__type(value, struct cfi_row);
 } cfi_rows SEC(".maps");
 
+/* Table id -> slice. An array, not the hash bpf/cfi.h proposed: perf_event
+ * programs may only use preallocated hash maps (5.10's verifier: they run
+ * in NMI), and user space hands out small ids anyway. nrows 0: no table. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__uint(map_flags, BPF_F_NO_PREALLOC); /* nothing allocated while the walk is off */
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4096); /* resized by the loader */
 	__type(key, __u32);
 	__type(value, struct cfi_table_info);
 } cfi_tables SEC(".maps");
@@ -91,13 +93,13 @@ static __always_inline int cfi_lookup(__u32 tgid, __u64 addr, struct cfi_row *ro
 	if (!idx)
 		return CFI_LK_NOTABLE;
 	t = bpf_map_lookup_elem(&cfi_tables, &idx);
-	if (!t)
+	if (!t || !t->nrows)
 		return CFI_LK_NOTABLE; /* being replaced: as if not loaded */
 	off = addr - m->bias - t->base;
 	first = t->first_row;
 	hi = t->nrows;
 	/* Below base (wrapped) or beyond 4 GiB: no row covers it. */
-	if (off >= (1ULL << 32) || !hi) {
+	if (off >= (1ULL << 32)) {
 		row->kind = CFI_ROW_NONE;
 		return CFI_LK_ROW;
 	}

@@ -55,7 +55,8 @@ struct proc {
 
 struct cfi_maps {
 	int rows_fd, tables_fd, mappings_fd;
-	uint32_t rows_cap, next_id;
+	uint32_t rows_cap, ids_cap;
+	uint8_t *id_used;	/* [ids_cap]: ids of cfi_tables in use (0 never is) */
 	VEC(struct range) free; /* free slices of cfi_rows, sorted, merged */
 	VEC(struct table) tables;
 	VEC(struct proc) procs;
@@ -71,7 +72,8 @@ uint32_t cfi_maps_rows_for_budget(size_t budget_bytes)
 	return n ? (uint32_t)n : 1;
 }
 
-int cfi_maps_new(int rows_fd, int tables_fd, int mappings_fd, uint32_t rows, struct cfi_maps **out)
+int cfi_maps_new(int rows_fd, int tables_fd, int mappings_fd, uint32_t rows, uint32_t tables,
+		 struct cfi_maps **out)
 {
 	struct cfi_maps *m = calloc(1, sizeof(*m));
 	struct range all = {0, rows};
@@ -82,9 +84,11 @@ int cfi_maps_new(int rows_fd, int tables_fd, int mappings_fd, uint32_t rows, str
 	m->tables_fd = tables_fd;
 	m->mappings_fd = mappings_fd;
 	m->rows_cap = rows;
-	m->next_id = 1;
+	m->ids_cap = tables;
+	m->id_used = calloc(tables ? tables : 1, 1);
 	m->st.rows_cap = rows;
-	if (VEC_PUSH(m->free, all)) {
+	if (!m->id_used || VEC_PUSH(m->free, all)) {
+		free(m->id_used);
 		free(m);
 		return -ENOMEM;
 	}
@@ -195,12 +199,35 @@ static int read_segs(Elf *elf, struct table *t)
 	return 0;
 }
 
+static uint32_t id_alloc(struct cfi_maps *m)
+{
+	uint32_t id;
+
+	for (id = 1; id < m->ids_cap; id++)
+		if (!m->id_used[id]) {
+			m->id_used[id] = 1;
+			return id;
+		}
+	return 0;
+}
+
+/* Zeroes its cfi_tables entry (an array's entries cannot be deleted). */
+static void id_free(struct cfi_maps *m, uint32_t id)
+{
+	struct cfi_table_info none = {0};
+
+	if (!id || id >= m->ids_cap)
+		return;
+	bpf_map_update_elem(m->tables_fd, &id, &none, 0);
+	m->id_used[id] = 0;
+}
+
 static void table_unload(struct cfi_maps *m, struct table *t)
 {
 	uint32_t k;
 
 	for (k = 0; k < t->nslices; k++)
-		bpf_map_delete_elem(m->tables_fd, &t->ids[k]);
+		id_free(m, t->ids[k]);
 	if (t->nrows) {
 		slice_free(m, t->first_row, t->nrows);
 		m->st.rows_used -= t->nrows;
@@ -253,9 +280,11 @@ static int table_load(struct cfi_maps *m, struct table *t, int fd)
 		    .base = ct.base,
 		};
 
-		t->ids[k] = m->next_id++;
-		if (!m->next_id)
-			m->next_id = 1;
+		t->ids[k] = id_alloc(m);
+		if (!t->ids[k]) {
+			err = -ENOSPC; /* out of table ids: as out of budget */
+			goto fail;
+		}
 		t->lo[k] = k ? ct.base + ct.rows[r0].pc_off : 0;
 		/* A slice is searched alone: its first row must start at
 		 * its own range, the rows before it are not there. */
@@ -272,8 +301,7 @@ static int table_load(struct cfi_maps *m, struct table *t, int fd)
 	return 0;
 fail:
 	for (k = 0; t->ids && k < t->nslices; k++)
-		if (t->ids[k])
-			bpf_map_delete_elem(m->tables_fd, &t->ids[k]);
+		id_free(m, t->ids[k]);
 	slice_free(m, first, ct.nrows);
 	free(t->ids);
 	free(t->lo);
@@ -517,5 +545,6 @@ void cfi_maps_free(struct cfi_maps *m)
 	VEC_FREE(m->procs);
 	VEC_FREE(m->tables);
 	VEC_FREE(m->free);
+	free(m->id_used);
 	free(m);
 }

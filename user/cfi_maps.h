@@ -33,9 +33,12 @@ struct cfi_maps_stats {
  * before the skeleton is loaded. */
 uint32_t cfi_maps_rows_for_budget(size_t budget_bytes);
 
-/* The maps' fds (kept by the caller, which must outlive the result); rows:
- * cfi_rows' max_entries. 0 or -errno. */
-int cfi_maps_new(int rows_fd, int tables_fd, int mappings_fd, uint32_t rows, struct cfi_maps **out);
+/* The maps' fds (kept by the caller, which must outlive the result); rows
+ * and tables: cfi_rows' and cfi_tables' max_entries (table ids are 1 ..
+ * tables - 1; a table of more than CFI_TABLE_MAX_ROWS rows takes one per
+ * slice). 0 or -errno. */
+int cfi_maps_new(int rows_fd, int tables_fd, int mappings_fd, uint32_t rows, uint32_t tables,
+		 struct cfi_maps **out);
 /* Removes every process's entries and every table, and frees. */
 void cfi_maps_free(struct cfi_maps *m);
 
