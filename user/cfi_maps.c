@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/auxv.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -241,20 +242,15 @@ static void table_unload(struct cfi_maps *m, struct table *t)
 
 /* Builds and loads the table of a binary. nrows stays 0 when it has no
  * CFI or does not fit: segs is still read, for the bias. */
-static int table_load(struct cfi_maps *m, struct table *t, int fd)
+static int table_load(struct cfi_maps *m, struct table *t, Elf *elf)
 {
 	struct cfi_table ct = {0};
-	Elf *elf;
 	uint32_t k, first;
 	int err;
 
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf)
-		return -ENOEXEC;
 	err = read_segs(elf, t);
 	if (!err)
 		err = cfi_table_build(elf, &ct);
-	elf_end(elf);
 	if (err)
 		return err;
 	if (!ct.nrows || ct.nrows > m->rows_cap || slice_alloc(m, ct.nrows, &first)) {
@@ -355,8 +351,8 @@ static int add_range(struct cfi_maps *m, struct proc *p, uint64_t start, uint64_
 	return 0;
 }
 
-int cfi_maps_add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end,
-			 uint64_t offset, uint64_t dev, uint64_t ino, int fd)
+static int add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end, uint64_t offset,
+		       uint64_t dev, uint64_t ino, int fd, Elf *mem)
 {
 	struct table *t = NULL, fresh = {.dev = dev, .ino = ino};
 	struct proc *p;
@@ -377,7 +373,11 @@ int cfi_maps_add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t
 		t = &m->tables.v[ti];
 		*t = fresh;
 		t->live = true;
-		err = t->load_err = table_load(m, t, fd);
+		Elf *elf = mem ? mem : elf_begin(fd, ELF_C_READ_MMAP, NULL);
+
+		err = t->load_err = elf ? table_load(m, t, elf) : -ENOEXEC;
+		if (elf && !mem)
+			elf_end(elf);
 		if (err == -ENOSPC)
 			warn("cfi: a binary (dev %" PRIx64 ", inode %" PRIu64 ") does not fit in "
 			     "the unwind table budget: DWARF unwinding for it",
@@ -438,6 +438,39 @@ int cfi_maps_add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t
 	return 0;
 }
 
+int cfi_maps_add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end,
+			 uint64_t offset, uint64_t dev, uint64_t ino, int fd)
+{
+	if (!ino)
+		return -EINVAL; /* (0, 0) is the vdso's key */
+	return add_mapping(m, pid, start, end, offset, dev, ino, fd, NULL);
+}
+
+/* The vdso: the kernel's, the same image in every 64-bit process, so ours
+ * is read (from memory: it has no file) and keyed (0, 0). Its code (the
+ * clock_gettime a program calls in a loop) has CFI but, built without
+ * frame pointers, no frame-pointer fallback. */
+int cfi_maps_add_vdso(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)getauxval(AT_SYSINFO_EHDR);
+	size_t size;
+	Elf *elf;
+	int err;
+
+	if (!eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64)
+		return -ENOENT;
+	/* The image ends with its section headers. */
+	size = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+	if (size > end - start)
+		return -ENOEXEC;
+	elf = elf_memory((char *)eh, size);
+	if (!elf)
+		return -ENOEXEC;
+	err = add_mapping(m, pid, start, end, 0, 0, 0, -1, elf);
+	elf_end(elf);
+	return err;
+}
+
 static void drop_proc(struct cfi_maps *m, struct proc *p)
 {
 	size_t i;
@@ -489,6 +522,10 @@ int cfi_maps_add_process(struct cfi_maps *m, pid_t pid)
 		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
 			   &maj, &min, &ino, &n) < 7)
 			continue;
+		if (perms[2] == 'x' && !strcmp(line + n, "[vdso]")) {
+			cfi_maps_add_vdso(m, pid, start, end);
+			continue;
+		}
 		if (perms[2] != 'x' || !ino || line[n] != '/')
 			continue;
 		snprintf(file, sizeof(file), "%s", line + n);
