@@ -50,9 +50,11 @@
  *
  * The walk, per frame, from the sample's registers (pc, sp, bp) with
  * lookup address pc for the first frame:
- * 1. row = lookup(addr); NONE or FALLBACK: leave the rest to the frame
- *    pointer walk (or stop, marking the stack truncated); END: the
- *    outermost frame, done.
+ * 1. row = lookup(addr); NONE or FALLBACK, or a pc in no mapping (JIT
+ *    code, anonymous memory): one frame-pointer step (return address at
+ *    rbp + 8, next rbp at rbp, sp = rbp + 16; only for an rbp at or above
+ *    sp), then on with the CFI; a mapping of table 0 (not loaded): stop,
+ *    the sample goes to DWARF; END: the outermost frame, done.
  * 2. CFA: RSP: sp + 8 * cfa_off; RBP: bp + 8 * cfa_off; PLT: sp +
  *    8 * cfa_off + ((pc & 15) >= CFI_PLT_SPLIT ? 8 : 0) with the frame's
  *    own pc (not the lookup address). SIGNAL: see CFI_SIG_* below.
@@ -65,7 +67,9 @@
  *    address" is the exact interrupted pc.
  * Memory reads are bpf_probe_read_user of 8 bytes each (or reads from the
  * already copied stack when they fall in it); a failed read ends the walk
- * as truncated. The frame loop is bounded by MAX_FRAMES (bpf/events.h). */
+ * as truncated, and so does a CFA at or below sp (a caller's frame is
+ * always above). The frame loop is bounded by MAX_FRAMES (bpf/events.h).
+ * bpf/cfi_walk.bpf.h implements this. */
 #ifndef BPF_CFI_H
 #define BPF_CFI_H
 

@@ -539,12 +539,15 @@ int cfi_maps_add_process(struct cfi_maps *m, pid_t pid)
 
 			snprintf(rooted, sizeof(rooted), "/proc/%d/root%s", (int)pid, file);
 			fd = open_regular(rooted, 0);
-		}
-		/* The same file as mapped, not one put in its place since. */
-		if (fd >= 0 && (fstat(fd, &st) || st.st_ino != ino || major(st.st_dev) != maj ||
-				minor(st.st_dev) != min)) {
-			close(fd);
-			fd = -ESTALE;
+			/* By path: the same file as mapped, not one put in its
+			 * place since. (Not for map_files, which is the mapped
+			 * file itself: on overlayfs its fstat gives the overlay's
+			 * device while maps gives the layer's.) */
+			if (fd >= 0 && (fstat(fd, &st) || st.st_ino != ino ||
+					major(st.st_dev) != maj || minor(st.st_dev) != min)) {
+				close(fd);
+				fd = -ESTALE;
+			}
 		}
 		if (fd < 0) {
 			m->st.open_failed++;

@@ -26,6 +26,7 @@
 #include "bpf/events.h"
 #include "user/cfi_maps.h"
 #include "user/unwind.h"
+#include "user/util.h"
 
 struct tally {
 	pid_t pid;
@@ -123,7 +124,20 @@ static pid_t spawn(char *const argv[])
 			break;
 		usleep(1000);
 	}
-	usleep(30000); /* the dynamic loader */
+	/* The dynamic loader: until libc is mapped (slow in an emulated
+	 * guest), then a little more for the rest of its work. */
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	for (i = 0; i < 1000; i++) {
+		char *buf = NULL;
+		size_t len;
+		bool mapped = !read_path_all(path, 0, 1 << 20, &buf, &len) && strstr(buf, "/libc.");
+
+		free(buf);
+		if (mapped)
+			break;
+		usleep(2000);
+	}
+	usleep(20000);
 	return pid;
 }
 
@@ -227,7 +241,7 @@ static int run_case(const char *name, char *const argv[], bool compat, bool nota
 	       t.mismatches, t.beyond_copy, t.bpf_longer, t.dwfl_longer, t.dwfl_trunc);
 	printf("#   stats: walks %llu end %llu trunc %llu notable %llu fp-nomap %llu fp-none %llu "
 	       "fp-fallback %llu read-err %llu no-prog %llu lost %llu; tables %llu, %llu rows "
-	       "(%llu KiB), %llu prefixes, %llu without CFI\n",
+	       "(%llu KiB), %llu prefixes, %llu without CFI, %llu not opened\n",
 	       (unsigned long long)st[STAT_CFI_WALKS], (unsigned long long)st[STAT_CFI_END],
 	       (unsigned long long)st[STAT_CFI_TRUNC], (unsigned long long)st[STAT_CFI_NOTABLE],
 	       (unsigned long long)st[STAT_CFI_FP_NOMAP], (unsigned long long)st[STAT_CFI_FP_NONE],
@@ -235,7 +249,8 @@ static int run_case(const char *name, char *const argv[], bool compat, bool nota
 	       (unsigned long long)st[STAT_CFI_READ_ERR], (unsigned long long)st[STAT_CFI_NO_PROG],
 	       (unsigned long long)st[STAT_LOST], (unsigned long long)ms.tables,
 	       (unsigned long long)ms.rows_used, (unsigned long long)ms.bytes_used >> 10,
-	       (unsigned long long)ms.prefixes, (unsigned long long)ms.no_cfi);
+	       (unsigned long long)ms.prefixes, (unsigned long long)ms.no_cfi,
+	       (unsigned long long)ms.open_failed);
 	CHECKF(t.cfi >= 20, "%s: only %lu samples walked", name, t.cfi);
 	CHECKF(t.mismatches == 0, "%s: %lu mismatches", name, t.mismatches);
 	if (notable) {
