@@ -126,6 +126,35 @@ static __always_inline int cfi_lookup(__u32 tgid, __u64 addr, struct cfi_row *ro
 	return CFI_LK_ROW;
 }
 
+/* A return address that is the uretprobe trampoline (the "[uprobes]" page)
+ * stands for the one the kernel saved when the uretprobe hijacked the
+ * slot: the return_instance whose stack is that slot's address. The list
+ * (current->utask->return_instances) runs innermost first, as the walk
+ * does, so the search goes on from the last match; a few entries per frame
+ * (chained ones, of returns not on this walk) bound it. */
+#define CFI_URETPROBE_SCAN 4
+static __always_inline __u64 cfi_uretprobe(struct cfi_state *st, __u64 slot)
+{
+	struct return_instance *ri = (struct return_instance *)st->ri;
+	__u64 stack = 0, ra = 0;
+	__u32 i;
+
+	for (i = 0; i < CFI_URETPROBE_SCAN && ri; i++) {
+		struct return_instance *next = NULL;
+
+		bpf_core_read(&stack, sizeof(stack), &ri->stack);
+		bpf_core_read(&next, sizeof(next), &ri->next);
+		if (stack == slot) {
+			bpf_core_read(&ra, sizeof(ra), &ri->orig_ret_vaddr);
+			st->ri = (__u64)next;
+			return ra ? ra : st->tramp;
+		}
+		ri = next;
+	}
+	count(STAT_CFI_URETPROBE_MISS);
+	return st->tramp; /* not found: the trampoline stays, as today */
+}
+
 /* A word of user stack: from the copy when it holds it, else read. */
 static __always_inline int cfi_read(struct scratch *sc, __u64 addr, __u64 *val)
 {
@@ -173,6 +202,8 @@ static __always_inline int cfi_step(struct scratch *sc)
 			return CFI_DONE_TRUNC;
 		if (cfi_read(sc, bp + 8, &ra) || cfi_read(sc, bp, &st->bp))
 			return CFI_DONE_TRUNC;
+		if (ra == st->tramp && ra)
+			ra = cfi_uretprobe(st, bp + 8);
 		cfa = bp + 16;
 		addr = ra - 1;
 	} else if (row.kind == CFI_ROW_END) {
@@ -196,6 +227,8 @@ static __always_inline int cfi_step(struct scratch *sc)
 			return CFI_DONE_TRUNC;
 		if (cfi_read(sc, cfa - 8, &ra))
 			return CFI_DONE_TRUNC;
+		if (ra == st->tramp && ra)
+			ra = cfi_uretprobe(st, cfa - 8);
 		if (row.rbp_off && cfi_read(sc, cfa + (__s64)row.rbp_off * 8, &st->bp))
 			return CFI_DONE_TRUNC;
 		addr = ra - 1; /* the call: a noreturn call may end its function */
@@ -286,6 +319,16 @@ static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid,
 	st->nk = nk;
 	st->n = 1;
 	st->calls = 0;
+	st->tramp = st->ri = 0;
+	/* Only processes with uprobes have the page (kernels without
+	 * CONFIG_UPROBES have no utask). */
+	if (bpf_core_field_exists(((struct task_struct *)0)->utask)) {
+		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+		st->tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+		if (st->tramp)
+			st->ri = (__u64)BPF_CORE_READ(task, utask, return_instances);
+	}
 	if (nk < MAX_FRAMES)
 		s->ips[nk] = st->pc;
 	count(STAT_CFI_WALKS);

@@ -137,15 +137,16 @@ enum stat_idx {
 	STAT_KERNEL_WALKS, /* user stacks walked by bpf_get_stack (deep, compat or traced) */
 	STAT_EXIT_NO_MM,   /* last threads that exited with their memory map gone (< 6.16) */
 	/* The CFI walk: */
-	STAT_CFI_WALKS,	      /* samples walked by it */
-	STAT_CFI_END,	      /* ... that reached the root (SAMPLE_CFI_END) */
-	STAT_CFI_TRUNC,	      /* ... that stopped early (SAMPLE_CFI_TRUNC) */
-	STAT_CFI_NOTABLE,     /* ... that met a mapping without a table (SAMPLE_CFI_NOTABLE) */
-	STAT_CFI_FP_NOMAP,    /* frames stepped by frame pointer: pc in no mapping (JIT, anon) */
-	STAT_CFI_FP_NONE,     /* ... pc in a CFI_ROW_NONE row (no FDE) */
-	STAT_CFI_FP_FALLBACK, /* ... pc in a CFI_ROW_FALLBACK row */
-	STAT_CFI_READ_ERR,    /* walks stopped by an unreadable stack word */
-	STAT_CFI_NO_PROG,     /* the walker's tail call failed (cfi_progs not filled) */
+	STAT_CFI_WALKS,		 /* samples walked by it */
+	STAT_CFI_END,		 /* ... that reached the root (SAMPLE_CFI_END) */
+	STAT_CFI_TRUNC,		 /* ... that stopped early (SAMPLE_CFI_TRUNC) */
+	STAT_CFI_NOTABLE,	 /* ... that met a mapping without a table (SAMPLE_CFI_NOTABLE) */
+	STAT_CFI_FP_NOMAP,	 /* frames stepped by frame pointer: pc in no mapping (JIT, anon) */
+	STAT_CFI_FP_NONE,	 /* ... pc in a CFI_ROW_NONE row (no FDE) */
+	STAT_CFI_FP_FALLBACK,	 /* ... pc in a CFI_ROW_FALLBACK row */
+	STAT_CFI_READ_ERR,	 /* walks stopped by an unreadable stack word */
+	STAT_CFI_NO_PROG,	 /* the walker's tail call failed (cfi_progs not filled) */
+	STAT_CFI_URETPROBE_MISS, /* uretprobe trampolines found in no return_instance */
 	STAT_NR,
 };
 

@@ -74,6 +74,8 @@ struct cfi_state {
 	__u32 copied;	   /* bytes of stack copied from sp0 */
 	__u32 tgid, nk, n; /* n: user ips so far, after the nk kernel ones */
 	__u32 calls;	   /* tail calls so far */
+	__u64 tramp;	   /* the uretprobe trampoline's address, or 0 */
+	__u64 ri;	   /* the next struct return_instance to match against it */
 };
 
 struct scratch {

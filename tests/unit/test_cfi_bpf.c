@@ -9,6 +9,8 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <libgen.h>
 #include <linux/perf_event.h>
 #include <signal.h>
@@ -33,7 +35,15 @@ struct tally {
 	struct unwinder *u;
 	unsigned long samples, cfi, end, trunc, notable, compared, mismatches, beyond_copy;
 	unsigned long bpf_longer, dwfl_longer, dwfl_trunc, shown;
+	uint64_t tramp_lo, tramp_hi; /* the [uprobes] page, with a uretprobe on */
+	unsigned long tramp_left;    /* BPF return addresses still in it */
+	unsigned long tramp_ip;	     /* samples taken in it */
 };
+
+static bool in_tramp(const struct tally *t, uint64_t pc)
+{
+	return pc >= t->tramp_lo && pc < t->tramp_hi;
+}
 
 static int on_record(void *ctx, void *data, size_t len)
 {
@@ -61,6 +71,18 @@ static int on_record(void *ctx, void *data, size_t len)
 	nb = s->nuser;
 	ncmp = n < nb ? n : nb;
 	t->dwfl_trunc += !!(fl & UNWIND_TRUNCATED);
+	/* ips[0] may be in the trampoline: the code running. */
+	t->tramp_ip += nb && in_tramp(t, s->ips[s->nkernel]);
+	for (i = 1; i < nb; i++)
+		t->tramp_left += in_tramp(t, s->ips[s->nkernel + i]);
+	/* libdwfl knows no trampolines: it stops (or goes astray) at the
+	 * first; the frames before it are compared. */
+	for (i = 0; t->tramp_hi && i < n; i++)
+		if (in_tramp(t, pcs[i])) {
+			n = i + (i < nb && in_tramp(t, s->ips[s->nkernel + i]));
+			ncmp = n < nb ? n : nb;
+			break;
+		}
 	for (i = 0; i < ncmp; i++) {
 		uint64_t b = s->ips[s->nkernel + i];
 
@@ -141,10 +163,109 @@ static pid_t spawn(char *const argv[])
 	return pid;
 }
 
+/* The file offset of a function of an ELF file, or 0. */
+static uint64_t func_offset(const char *path, const char *name)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t vaddr = 0, off = 0;
+	Elf_Scn *scn = NULL;
+	size_t i, nph;
+	Elf *e;
+
+	if (fd < 0)
+		return 0;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	while (e && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *nm;
+
+			if (gelf_getsym(d, i, &sym) &&
+			    (nm = elf_strptr(e, sh.sh_link, sym.st_name)) && !strcmp(nm, name) &&
+			    GELF_ST_TYPE(sym.st_info) == STT_FUNC)
+				vaddr = sym.st_value;
+		}
+	}
+	for (i = 0; e && vaddr && !elf_getphdrnum(e, &nph) && i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(e, i, &ph) && ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr &&
+		    vaddr < ph.p_vaddr + ph.p_filesz)
+			off = vaddr - ph.p_vaddr + ph.p_offset;
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return off;
+}
+
+/* A uretprobe on path's function in pid, by the perf uprobe PMU (4.17+):
+ * no BPF program, the kernel's trampoline is what matters. An fd or -1. */
+static int uretprobe_on(pid_t pid, const char *path, const char *func)
+{
+	struct perf_event_attr a = {.size = sizeof(a)};
+	char buf[64] = "";
+	int type, bit = 0, fd;
+	FILE *f;
+
+	f = fopen("/sys/bus/event_source/devices/uprobe/type", "r");
+	if (!f || fscanf(f, "%d", &type) != 1) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	fclose(f);
+	f = fopen("/sys/bus/event_source/devices/uprobe/format/retprobe", "r");
+	if (f && fgets(buf, sizeof(buf), f))
+		sscanf(buf, "config:%d", &bit);
+	if (f)
+		fclose(f);
+	a.type = type;
+	a.config = 1ULL << bit;
+	a.uprobe_path = (uint64_t)(uintptr_t)path;
+	a.probe_offset = func_offset(path, func);
+	if (!a.probe_offset)
+		return -1;
+	fd = syscall(SYS_perf_event_open, &a, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd >= 0)
+		ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+	return fd;
+}
+
+/* The [uprobes] page of a process, once it has one. */
+static void find_tramp(struct tally *t)
+{
+	char path[64], *buf = NULL, *p;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)t->pid);
+	if (read_path_all(path, 0, 1 << 20, &buf, &len))
+		return;
+	p = strstr(buf, "[uprobes]");
+	if (p) {
+		unsigned long long lo, hi;
+
+		while (p > buf && p[-1] != '\n')
+			p--;
+		if (sscanf(p, "%llx-%llx", &lo, &hi) == 2) {
+			t->tramp_lo = lo;
+			t->tramp_hi = hi;
+		}
+	}
+	free(buf);
+}
+
 /* notable: a row budget too small for libc, and no stack copy of the
  * process's own: the walk must stop at libc (table 0) and copy the stack
  * for DWARF itself. */
-static int run_case(const char *name, char *const argv[], bool compat, bool notable)
+static int run_case(const char *name, char *const argv[], bool compat, bool notable, bool uret)
 {
 	struct sample_bpf *skel = sample_bpf__open();
 	struct perf_event_attr a = {
@@ -161,7 +282,7 @@ static int run_case(const char *name, char *const argv[], bool compat, bool nota
 	struct bpf_link *link = NULL;
 	uint32_t rows = cfi_maps_rows_for_budget(notable ? 16384 : CFI_MAPS_DEFAULT_BUDGET), key;
 	uint64_t st[STAT_NR] = {0};
-	int err, pfd = -1, fd, status, ncpu = libbpf_num_possible_cpus();
+	int err, pfd = -1, ufd = -1, fd, status, ncpu = libbpf_num_possible_cpus();
 	__u8 one = 1;
 
 	CHECK(skel);
@@ -201,6 +322,10 @@ static int run_case(const char *name, char *const argv[], bool compat, bool nota
 	if (notable && err == -ENOSPC)
 		err = 0;
 	CHECKF(!err, "%s: cfi_maps_add_process: %s", name, strerror(-err));
+	if (uret) {
+		ufd = uretprobe_on(t.pid, argv[0], "level");
+		CHECKF(ufd >= 0, "uretprobe: %s", strerror(errno));
+	}
 	t.u = unwinder_new(t.pid);
 	CHECK(t.u);
 	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_record, &t, NULL);
@@ -216,8 +341,11 @@ static int run_case(const char *name, char *const argv[], bool compat, bool nota
 	    compat ? skel->progs.on_sample_compat : skel->progs.on_sample, pfd);
 	CHECK(link);
 	ioctl(pfd, PERF_EVENT_IOC_ENABLE, 0);
-	while (waitpid(t.pid, &status, WNOHANG) == 0)
+	while (waitpid(t.pid, &status, WNOHANG) == 0) {
+		if (uret && !t.tramp_hi)
+			find_tramp(&t); /* mapped at the first hit */
 		ring_buffer__poll(rb, 50);
+	}
 	ring_buffer__consume(rb);
 
 	{
@@ -233,12 +361,13 @@ static int run_case(const char *name, char *const argv[], bool compat, bool nota
 		free(v);
 	}
 	cfi_maps_get_stats(cm, &ms);
-	printf("# %s%s%s: %lu samples, %lu walked by CFI with a copy: %lu reached END (%.1f%%), "
+	printf("# %s%s%s%s: %lu samples, %lu walked by CFI with a copy: %lu reached END (%.1f%%), "
 	       "%lu truncated, %lu no table; %lu frames compared, %lu mismatches, %lu beyond the "
 	       "copy; bpf longer %lu, dwfl longer %lu (dwfl truncated %lu)\n",
-	       name, compat ? " (compat)" : "", notable ? " (libc without table)" : "", t.samples,
-	       t.cfi, t.end, t.cfi ? 100.0 * t.end / t.cfi : 0.0, t.trunc, t.notable, t.compared,
-	       t.mismatches, t.beyond_copy, t.bpf_longer, t.dwfl_longer, t.dwfl_trunc);
+	       name, compat ? " (compat)" : "", notable ? " (libc without table)" : "",
+	       uret ? " (uretprobe on level)" : "", t.samples, t.cfi, t.end,
+	       t.cfi ? 100.0 * t.end / t.cfi : 0.0, t.trunc, t.notable, t.compared, t.mismatches,
+	       t.beyond_copy, t.bpf_longer, t.dwfl_longer, t.dwfl_trunc);
 	printf("#   stats: walks %llu end %llu trunc %llu notable %llu fp-nomap %llu fp-none %llu "
 	       "fp-fallback %llu read-err %llu no-prog %llu lost %llu; tables %llu, %llu rows "
 	       "(%llu KiB), %llu prefixes, %llu without CFI, %llu not opened\n",
@@ -253,6 +382,15 @@ static int run_case(const char *name, char *const argv[], bool compat, bool nota
 	       (unsigned long long)ms.open_failed);
 	CHECKF(t.cfi >= 20, "%s: only %lu samples walked", name, t.cfi);
 	CHECKF(t.mismatches == 0, "%s: %lu mismatches", name, t.mismatches);
+	if (uret) {
+		printf("#   uretprobe: trampolines left in BPF return addresses %lu (walker misses "
+		       "%llu), samples taken in the trampoline %lu\n",
+		       t.tramp_left, (unsigned long long)st[STAT_CFI_URETPROBE_MISS], t.tramp_ip);
+		CHECKF(t.tramp_hi, "%s: no [uprobes] page", name);
+		/* A sample in the trampoline (it is code) is walked by frame
+		 * pointer and may lose the next; rare. */
+		CHECKF(t.tramp_left * 100 <= t.cfi, "%s: %lu trampolines left", name, t.tramp_left);
+	}
 	if (notable) {
 		CHECKF(t.notable == t.cfi && ms.out_of_budget > 0, "%s: %lu of %lu without table",
 		       name, t.notable, t.cfi);
@@ -266,6 +404,8 @@ static int run_case(const char *name, char *const argv[], bool compat, bool nota
 	CHECK(ms.prefixes == 0 && ms.rows_used == 0);
 out:
 	bpf_link__destroy(link);
+	if (ufd >= 0)
+		close(ufd);
 	if (pfd >= 0)
 		close(pfd);
 	ring_buffer__free(rb);
@@ -284,13 +424,17 @@ static void test_cfi_bpf_nofp(void)
 
 	snprintf(path, sizeof(path), "%s/nofp", workload_dir);
 	if (modern_ok)
-		run_case("nofp", argv, false, false);
+		run_case("nofp", argv, false, false, false);
 	if (compat_ok)
-		run_case("nofp", argv, true, false);
+		run_case("nofp", argv, true, false, false);
 	if (modern_ok)
-		run_case("nofp", argv, false, true);
+		run_case("nofp", argv, false, true, false);
 	if (compat_ok)
-		run_case("nofp", argv, true, true);
+		run_case("nofp", argv, true, true, false);
+	if (modern_ok)
+		run_case("nofp", argv, false, false, true);
+	if (compat_ok)
+		run_case("nofp", argv, true, false, true);
 }
 
 static void test_cfi_bpf_gzip(void)
@@ -302,9 +446,9 @@ static void test_cfi_bpf_gzip(void)
 		return;
 	}
 	if (modern_ok)
-		run_case("gzip", argv, false, false);
+		run_case("gzip", argv, false, false, false);
 	if (compat_ok)
-		run_case("gzip", argv, true, false);
+		run_case("gzip", argv, true, false, false);
 }
 
 /* Compressible text that gzip -9 works on for about a second. */

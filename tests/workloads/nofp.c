@@ -22,8 +22,10 @@ __attribute__((noinline)) static void sort_some(int *v, int n)
 	qsort(v, n, sizeof(*v), cmp);
 }
 
-/* Not a tail call (the sum after it), so each level keeps a frame. */
-__attribute__((noinline)) static long level(int d, int *v, int n)
+/* Not a tail call (the sum after it), so each level keeps a frame. Global:
+ * the test puts a uretprobe on it by name. */
+long level(int d, int *v, int n);
+__attribute__((noinline)) long level(int d, int *v, int n)
 {
 	long r;
 
