@@ -500,17 +500,46 @@ int cfi_maps_remove_process(struct cfi_maps *m, pid_t pid)
 	return 0;
 }
 
+/* The entries a process had before cfi_maps_add_process re-read its maps:
+ * those not added again are deleted, and its old references to tables
+ * dropped only now, so that a table still mapped is not rebuilt. */
+static void release_old(struct cfi_maps *m, pid_t pid, struct proc *old)
+{
+	struct proc *p = find_proc(m, pid, false);
+	size_t i, j;
+
+	for (i = 0; i < old->keys.n; i++) {
+		bool again = false;
+
+		for (j = 0; p && j < p->keys.n && !again; j++)
+			again = !memcmp(&p->keys.v[j], &old->keys.v[i], sizeof(old->keys.v[i]));
+		if (!again)
+			bpf_map_delete_elem(m->mappings_fd, &old->keys.v[i]);
+	}
+	m->st.prefixes -= old->keys.n;
+	old->keys.n = 0;
+	drop_proc(m, old);
+}
+
 int cfi_maps_add_process(struct cfi_maps *m, pid_t pid)
 {
 	char path[64], *buf = NULL, *line, *save = NULL;
+	struct proc old = {.pid = pid}, *p;
 	size_t len;
 	int err;
 
-	cfi_maps_remove_process(m, pid);
+	p = find_proc(m, pid, false);
+	if (p) {
+		old = *p;
+		memset(&p->keys, 0, sizeof(p->keys));
+		memset(&p->tables, 0, sizeof(p->tables));
+	}
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	err = read_path_all(path, 0, 64 << 20, &buf, &len);
-	if (err)
+	if (err) {
+		release_old(m, pid, &old);
 		return err;
+	}
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		unsigned long long start, end, off, ino;
 		unsigned maj, min;
@@ -558,10 +587,12 @@ int cfi_maps_add_process(struct cfi_maps *m, pid_t pid)
 		close(fd);
 		if (err && err != -ENOSPC && err != -ENOENT && err != -ENOEXEC && err != -EIO) {
 			free(buf);
+			release_old(m, pid, &old);
 			return err;
 		}
 	}
 	free(buf);
+	release_old(m, pid, &old);
 	return 0;
 }
 

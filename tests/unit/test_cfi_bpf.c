@@ -325,6 +325,19 @@ static int run_case(const char *name, char *const argv[], bool compat, bool nota
 		err = cfi_maps_add_process(cm, t.pid);
 	if (notable && err == -ENOSPC)
 		err = 0;
+	if (!err) {
+		/* Again (as after a dlopen): the same entries, tables kept. */
+		struct cfi_maps_stats before;
+
+		cfi_maps_get_stats(cm, &before);
+		CHECK(!cfi_maps_add_process(cm, t.pid));
+		cfi_maps_get_stats(cm, &ms);
+		CHECKF(ms.prefixes == before.prefixes && ms.rows_used == before.rows_used &&
+			   ms.tables == before.tables,
+		       "%s: re-added: %llu prefixes, %llu rows (were %llu, %llu)", name,
+		       (unsigned long long)ms.prefixes, (unsigned long long)ms.rows_used,
+		       (unsigned long long)before.prefixes, (unsigned long long)before.rows_used);
+	}
 	CHECKF(!err, "%s: cfi_maps_add_process: %s", name, strerror(-err));
 	if (uret) {
 		ufd = uretprobe_on(t.pid, argv[0], "level");
