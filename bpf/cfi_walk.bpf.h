@@ -278,6 +278,12 @@ static __always_inline int cfi_finish(struct scratch *sc, int r, const bool comp
 		s->flags |= SAMPLE_CFI_TRUNC;
 		count(STAT_CFI_TRUNC);
 	}
+	/* The leaf-caller copy of frame-pointer samples: the CFI's ips need
+	 * no fix, so it is not sent. */
+	if (r != CFI_DONE_NOTABLE && !(s->flags & SAMPLE_DWARF)) {
+		s->stack_len = 0;
+		s->flags &= ~SAMPLE_LEAF_HINT;
+	}
 	return send_sample(sc, s->nkernel, sc->cfi.n, compat);
 }
 

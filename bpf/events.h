@@ -48,7 +48,8 @@ struct ev_hdr {
  * stack, a frame-pointer fallback that found no frame, MAX_FRAMES);
  * SAMPLE_CFI_NOTABLE: it met a mapping whose table is not loaded and the
  * stack was copied for DWARF instead (SAMPLE_DWARF; the ips are then the
- * frames walked before it, user space unwinds the copy). */
+ * frames walked before it, user space unwinds the copy). A CFI-walked
+ * sample carries a stack copy only with SAMPLE_DWARF (no leaf-caller copy). */
 #define SAMPLE_CFI	   (1u << 6)
 #define SAMPLE_CFI_END	   (1u << 7)
 #define SAMPLE_CFI_TRUNC   (1u << 8)
