@@ -47,7 +47,7 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 .PHONY: all clean install demo test unit-tests deps format format-check workloads bench-helpers fuzz test-kernels
 all: $(BIN) $(UNIT_BIN)
 
-$(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h vmlinux/vmlinux.h
+$(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h vmlinux/vmlinux.h
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
@@ -103,6 +103,15 @@ $(OUT)/tests/test_cfi_table: tests/unit/test_cfi_table.c $(wildcard tests/unit/*
 	@mkdir -p $(@D)
 	$(CC) $(filter-out $(SAN_FLAGS),$(ALL_CFLAGS)) -Itests/unit -c -o $@.o $<
 	$(SAN_CC) $(ALL_CFLAGS) -o $@ $@.o $(OUT)/user/cfi_table.o $(OUT)/user/unwind.o $(LDLIBS)
+
+# The BPF CFI walk against libdwfl on the same samples: real BPF (root),
+# the sampler's skeleton, the table loader and the unwinder.
+$(OUT)/tests/test_cfi_bpf: tests/unit/test_cfi_bpf.c $(wildcard tests/unit/*.h) $(OUT)/sample.skel.h \
+			   $(OUT)/user/cfi_maps.o $(OUT)/user/cfi_table.o $(OUT)/user/unwind.o \
+			   $(OUT)/user/util.o $(OUT)/formats/util.o $(OUT)/workloads/nofp
+	@mkdir -p $(@D)
+	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/cfi_maps.o $(OUT)/user/cfi_table.o \
+		$(OUT)/user/unwind.o $(OUT)/user/util.o $(OUT)/formats/util.o $(LDLIBS)
 
 unit-tests: $(UNIT_BIN)
 
@@ -181,7 +190,7 @@ clean:
 # Test and demo workloads: frame pointers on, as the sampler walks them.
 WL_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Wall -Werror
 WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/calls $(OUT)/workloads/leafy $(OUT)/workloads/spin \
-	     $(OUT)/workloads/deep $(OUT)/workloads/jitspin $(OUT)/workloads/execspin
+	     $(OUT)/workloads/deep $(OUT)/workloads/jitspin $(OUT)/workloads/execspin $(OUT)/workloads/nofp
 workloads: $(WORKLOADS)
 all: workloads
 $(OUT)/workloads/libwork.so: tests/workloads/libwork.c tests/workloads/work.h
@@ -212,6 +221,10 @@ $(OUT)/workloads/execspin: tests/workloads/execspin.c
 $(OUT)/workloads/jitspin: tests/workloads/jitspin.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $<
+# Without frame pointers, for the CFI walk's test (tests/unit/test_cfi_bpf.c).
+$(OUT)/workloads/nofp: tests/workloads/nofp.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -fomit-frame-pointer -Wall -Werror -o $@ $<
 $(OUT)/workloads/spin: tests/workloads/spin.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -fno-omit-frame-pointer -Wall -Werror -o $@ $< -pthread

@@ -2,7 +2,8 @@
  * .debug_frame where it is the only CFI), shared by user/ (which builds them:
  * user/cfi_table.c) and by the BPF unwinder that will walk user stacks with
  * them at sample time, as the OpenTelemetry profiler's stack deltas and Parca
- * Agent's DWARF unwinder do. No BPF program uses this header yet.
+ * Agent's DWARF unwinder do. bpf/cfi_walk.bpf.h is that unwinder; the
+ * maps are filled by user/cfi_maps.c.
  *
  * A table is one binary's: a sorted array of struct cfi_row. Row i covers
  * the ELF vaddrs [base + rows[i].pc_off, base + rows[i + 1].pc_off); the
@@ -17,9 +18,11 @@
  *   big array rather than an array of maps: 5.10's inner maps of one outer
  *   map must agree on max_entries unless BPF_F_INNER_MAP, and the sizes of
  *   tables vary by four orders of magnitude.
- * - cfi_tables: BPF_MAP_TYPE_HASH, table id -> struct cfi_table_info (the
- *   slice: first row, row count, base). The key is user space's id of a
- *   (device, inode) or build id, so processes that map a binary share it.
+ * - cfi_tables: BPF_MAP_TYPE_ARRAY (not a hash: 5.10 allows perf_event
+ *   programs only preallocated hash maps), table id -> struct
+ *   cfi_table_info (the slice: first row, row count, base; nrows 0: free
+ *   id). The id is user space's for a (device, inode), so processes that
+ *   map a binary share it.
  * - cfi_mappings: BPF_MAP_TYPE_LPM_TRIE, key {prefixlen, tgid, pc} (tgid
  *   and pc big-endian) -> struct cfi_mapping: each executable mapping
  *   [start, end) of a process is stored as the ≤ 2 * 64 prefixes that cover
@@ -47,9 +50,11 @@
  *
  * The walk, per frame, from the sample's registers (pc, sp, bp) with
  * lookup address pc for the first frame:
- * 1. row = lookup(addr); NONE or FALLBACK: leave the rest to the frame
- *    pointer walk (or stop, marking the stack truncated); END: the
- *    outermost frame, done.
+ * 1. row = lookup(addr); NONE or FALLBACK, or a pc in no mapping (JIT
+ *    code, anonymous memory): one frame-pointer step (return address at
+ *    rbp + 8, next rbp at rbp, sp = rbp + 16; only for an rbp at or above
+ *    sp), then on with the CFI; a mapping of table 0 (not loaded): stop,
+ *    the sample goes to DWARF; END: the outermost frame, done.
  * 2. CFA: RSP: sp + 8 * cfa_off; RBP: bp + 8 * cfa_off; PLT: sp +
  *    8 * cfa_off + ((pc & 15) >= CFI_PLT_SPLIT ? 8 : 0) with the frame's
  *    own pc (not the lookup address). SIGNAL: see CFI_SIG_* below.
@@ -62,7 +67,9 @@
  *    address" is the exact interrupted pc.
  * Memory reads are bpf_probe_read_user of 8 bytes each (or reads from the
  * already copied stack when they fall in it); a failed read ends the walk
- * as truncated. The frame loop is bounded by MAX_FRAMES (bpf/events.h). */
+ * as truncated, and so does a CFA at or below sp (a caller's frame is
+ * always above). The frame loop is bounded by MAX_FRAMES (bpf/events.h).
+ * bpf/cfi_walk.bpf.h implements this. */
 #ifndef BPF_CFI_H
 #define BPF_CFI_H
 
@@ -124,7 +131,18 @@ struct cfi_table_info {
 	__u64 base;	 /* ELF vaddr that pc_off counts from */
 };
 
-/* Value of cfi_mappings: an executable mapping of a process. */
+/* Key of cfi_mappings (an LPM trie: prefixlen counts bits of tgid, then
+ * pc, both big-endian so that a prefix is a range of pcs of one process). */
+struct cfi_mapping_key {
+	__u32 prefixlen; /* 32 + bits of pc; a lookup uses 96 */
+	__u32 tgid_be;
+	__u64 pc_be;
+};
+
+/* Value of cfi_mappings: an executable mapping of a process. table 0: a
+ * file-backed mapping whose table is not loaded (yet, or out of budget):
+ * the walk stops there and the sample takes the DWARF path (stack copy,
+ * SAMPLE_CFI_NOTABLE). */
 struct cfi_mapping {
 	__u64 bias;  /* pc - bias is the ELF vaddr (the load bias; 0 for ET_EXEC) */
 	__u32 table; /* key of cfi_tables */

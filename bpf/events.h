@@ -41,6 +41,19 @@ struct ev_hdr {
 #define SAMPLE_STACK_TRUNC (1u << 3) /* the stack copy stopped at an unreadable page */
 #define SAMPLE_DWARF	   (1u << 4) /* the stack was copied for DWARF unwinding */
 #define SAMPLE_LEAF_HINT   (1u << 5) /* stack_len came from the leaf_need map */
+/* The CFI walk (bpf/cfi_walk.bpf.h, rodata cfi_walk): the nuser ips are its
+ * frames. With SAMPLE_CFI_END it reached a CFI_ROW_END row (the thread's
+ * root: _start, clone) or a return address of 0; with SAMPLE_CFI_TRUNC it
+ * stopped before (an unreadable word, a frame that does not move up the
+ * stack, a frame-pointer fallback that found no frame, MAX_FRAMES);
+ * SAMPLE_CFI_NOTABLE: it met a mapping whose table is not loaded and the
+ * stack was copied for DWARF instead (SAMPLE_DWARF; the ips are then the
+ * frames walked before it, user space unwinds the copy). A CFI-walked
+ * sample carries a stack copy only with SAMPLE_DWARF (no leaf-caller copy). */
+#define SAMPLE_CFI	   (1u << 6)
+#define SAMPLE_CFI_END	   (1u << 7)
+#define SAMPLE_CFI_TRUNC   (1u << 8)
+#define SAMPLE_CFI_NOTABLE (1u << 9)
 
 /* Key of the leaf_need map: how many bytes from sp the leaf-caller fix needs
  * at this ip of this process, as user space found from the CFI. */
@@ -124,6 +137,17 @@ enum stat_idx {
 	STAT_LOST_CALLS,   /* ... that the ring buffer could not take */
 	STAT_KERNEL_WALKS, /* user stacks walked by bpf_get_stack (deep, compat or traced) */
 	STAT_EXIT_NO_MM,   /* last threads that exited with their memory map gone (< 6.16) */
+	/* The CFI walk: */
+	STAT_CFI_WALKS,		 /* samples walked by it */
+	STAT_CFI_END,		 /* ... that reached the root (SAMPLE_CFI_END) */
+	STAT_CFI_TRUNC,		 /* ... that stopped early (SAMPLE_CFI_TRUNC) */
+	STAT_CFI_NOTABLE,	 /* ... that met a mapping without a table (SAMPLE_CFI_NOTABLE) */
+	STAT_CFI_FP_NOMAP,	 /* frames stepped by frame pointer: pc in no mapping (JIT, anon) */
+	STAT_CFI_FP_NONE,	 /* ... pc in a CFI_ROW_NONE row (no FDE) */
+	STAT_CFI_FP_FALLBACK,	 /* ... pc in a CFI_ROW_FALLBACK row */
+	STAT_CFI_READ_ERR,	 /* walks stopped by an unreadable stack word */
+	STAT_CFI_NO_PROG,	 /* the walker's tail call failed (cfi_progs not filled) */
+	STAT_CFI_URETPROBE_MISS, /* uretprobe trampolines found in no return_instance */
 	STAT_NR,
 };
 

@@ -66,6 +66,18 @@ struct {
 
 #define HEAD_MAX (sizeof(struct ev_sample) + IPS_MAX)
 
+/* The CFI walk's state between its tail calls (bpf/cfi_walk.bpf.h). */
+struct cfi_state {
+	__u64 pc, sp, bp;  /* the current frame's registers */
+	__u64 addr;	   /* its lookup address: pc, or pc - 1 after a call */
+	__u64 sp0;	   /* the sample's sp, where the stack copy starts */
+	__u32 copied;	   /* bytes of stack copied from sp0 */
+	__u32 tgid, nk, n; /* n: user ips so far, after the nk kernel ones */
+	__u32 calls;	   /* tail calls so far */
+	__u64 tramp;	   /* the uretprobe trampoline's address, or 0 */
+	__u64 ri;	   /* the next struct return_instance to match against it */
+};
+
 struct scratch {
 	__u64 head[HEAD_MAX / sizeof(__u64)]; /* ev_sample + ips */
 	/* Kernels without ring-buffer dynptrs (before 5.19) take a record in
@@ -78,6 +90,7 @@ struct scratch {
 	 * verifier tracks exact values on the stack, and each would multiply
 	 * the states it visits in the walk's loop past its limit. */
 	__u64 win_lo, win_len, win_reads;
+	struct cfi_state cfi;
 };
 
 struct {
@@ -259,6 +272,41 @@ static __always_inline int emit_compat(struct scratch *sc, __u64 ips_len, __u32 
 	return bpf_ringbuf_output(&events, &sc->pre[off], hlen + slen, rb_flags()) ? -1 : 0;
 }
 
+/* Sends the record built in the slot: nk kernel and nu user ips. */
+static __always_inline int send_sample(struct scratch *sc, __u64 nk, __u64 nu, const bool compat)
+{
+	struct ev_sample *s = (struct ev_sample *)sc->head;
+	__u32 tgid = s->hdr.pid, slen;
+	__u64 ips_len;
+
+	if (nk > MAX_FRAMES)
+		nk = MAX_FRAMES;
+	if (nu > MAX_FRAMES)
+		nu = MAX_FRAMES;
+	s->nuser = nu;
+
+	ips_len = (nk + nu) * sizeof(__u64);
+	if (ips_len > IPS_MAX)
+		return 0; /* cannot happen: nk, nu <= MAX_FRAMES */
+	/* The mask only informs the verifier: stack_len <= MAX_STACK_COPY < 64 KiB. */
+	slen = s->stack_len & 0xffff;
+	if (compat ? emit_compat(sc, ips_len, slen) : emit(sc, ips_len, slen)) {
+		struct lost_val *v, first = {.count = 1};
+
+		count(STAT_LOST);
+		v = bpf_map_lookup_elem(&lost_by_pid, &tgid);
+		if (v) {
+			__sync_fetch_and_add(&v->count, 1);
+		} else {
+			__builtin_memcpy(first.comm, s->comm, sizeof(first.comm));
+			bpf_map_update_elem(&lost_by_pid, &tgid, &first, BPF_NOEXIST);
+		}
+	}
+	return 0;
+}
+
+#include "bpf/cfi_walk.bpf.h"
+
 /* x86_64's task_pt_regs(): the user registers sit at the top of the
  * task's kernel stack (THREAD_SIZE 16 KiB, no padding before FRED, 6.9);
  * for kernels without bpf_task_pt_regs (5.15), which have neither. */
@@ -287,8 +335,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 	struct ev_sample *s;
 	struct scratch *sc;
 	long n;
-	__u64 nk = 0, nu = 0, ips_len;
-	__u32 slen;
+	__u64 nk = 0, nu = 0;
 
 	if (filter_pids) {
 		if (!is_target(tgid))
@@ -388,6 +435,11 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 			}
 		}
 
+		/* The CFI walk, when on, takes over from here (a tail call that
+		 * sends the record itself); back here only if it could not. */
+		if (cfi_walk && sp && cs == 0x33)
+			cfi_start(ctx, sc, tgid, nk, copied, compat);
+
 		/* 0x33: a 64-bit task (__USER_CS); leave compat tasks to the kernel.
 		 * Kernels without bpf_loop walk by bpf_get_stack: a bounded loop
 		 * of MAX_FRAMES steps is more than 5.10's verifier can follow
@@ -424,28 +476,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 		}
 	}
 user_done:
-	if (nu > MAX_FRAMES)
-		nu = MAX_FRAMES;
-	s->nuser = nu;
-
-	ips_len = (nk + nu) * sizeof(__u64);
-	if (ips_len > IPS_MAX)
-		return 0; /* cannot happen: nk, nu <= MAX_FRAMES */
-	/* The mask only informs the verifier: stack_len <= MAX_STACK_COPY < 64 KiB. */
-	slen = s->stack_len & 0xffff;
-	if (compat ? emit_compat(sc, ips_len, slen) : emit(sc, ips_len, slen)) {
-		struct lost_val *v, first = {.count = 1};
-
-		count(STAT_LOST);
-		v = bpf_map_lookup_elem(&lost_by_pid, &tgid);
-		if (v) {
-			__sync_fetch_and_add(&v->count, 1);
-		} else {
-			__builtin_memcpy(first.comm, s->comm, sizeof(first.comm));
-			bpf_map_update_elem(&lost_by_pid, &tgid, &first, BPF_NOEXIST);
-		}
-	}
-	return 0;
+	return send_sample(sc, nk, nu, compat);
 }
 
 SEC("perf_event")

@@ -1,0 +1,359 @@
+/* The CFI walk of user stacks in BPF: each frame's rules come from the
+ * tables of bpf/cfi.h (compiled from .eh_frame by user/cfi_table.c, loaded
+ * into the maps below by user/cfi_maps.c), as the OpenTelemetry profiler
+ * and Parca Agent unwind native stacks. Off unless rodata cfi_walk is set.
+ *
+ * It runs in its own programs, reached from the sampler by tail call: one
+ * walker invocation walks CFI_FRAMES_PER_CALL frames with a bounded loop,
+ * keeps its state in the per-CPU scratch slot and tail-calls itself until
+ * the stack ends, then sends the record. Kernels without bpf_loop (5.10)
+ * need that: a frame is a trie lookup, a hash lookup and a 20-step binary
+ * search, and MAX_FRAMES of them unrolled in one program are far beyond the
+ * verifier's million instructions. The same walker serves newer kernels
+ * (on_cfi_walk, with the dynptr emit) so that both are the same code.
+ *
+ * Included by sample.bpf.c after struct scratch, copy_stack and
+ * send_sample. */
+#ifndef BPF_CFI_WALK_BPF_H
+#define BPF_CFI_WALK_BPF_H
+
+#include <bpf/bpf_endian.h>
+#include "bpf/cfi.h"
+
+const volatile bool cfi_walk = false;
+
+/* The tables, concatenated; user space sizes it (bpf_map__set_max_entries)
+ * to its row budget before load. One entry by default: nothing is spent
+ * while the walk is off. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cfi_row);
+} cfi_rows SEC(".maps");
+
+/* Table id -> slice. An array, not the hash bpf/cfi.h proposed: perf_event
+ * programs may only use preallocated hash maps (5.10's verifier: they run
+ * in NMI), and user space hands out small ids anyway. nrows 0: no table. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4096); /* resized by the loader */
+	__type(key, __u32);
+	__type(value, struct cfi_table_info);
+} cfi_tables SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 262144);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* an LPM trie requires it */
+	__type(key, struct cfi_mapping_key);
+	__type(value, struct cfi_mapping);
+} cfi_mappings SEC(".maps");
+
+/* [0]: on_cfi_walk, [1]: on_cfi_walk_compat; filled by user space. Empty,
+ * the tail call fails and the sample takes the usual path
+ * (STAT_CFI_NO_PROG). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u32);
+} cfi_progs SEC(".maps");
+
+/* Frames per walker invocation, and invocations: the kernel allows 32 tail
+ * calls in a chain (MAX_TAIL_CALL_CNT, 33 since 5.17), one of which is the
+ * sampler's; 30 * 5 frames cover MAX_FRAMES. */
+#define CFI_FRAMES_PER_CALL 5
+#define CFI_MAX_CALLS	    30
+/* Bytes copied for DWARF when the walk meets a mapping without a table and
+ * the process has no stack_copy_dwarf of its own. */
+#define CFI_NOTABLE_COPY 16384
+
+enum { CFI_LK_ROW, CFI_LK_NOMAP, CFI_LK_NOTABLE, CFI_LK_BAD };
+enum { CFI_GO, CFI_DONE_END, CFI_DONE_TRUNC, CFI_DONE_NOTABLE };
+
+/* The row of a lookup address (bpf/cfi.h's lookup). */
+static __always_inline int cfi_lookup(__u32 tgid, __u64 addr, struct cfi_row *row)
+{
+	struct cfi_mapping_key k = {
+	    .prefixlen = 96,
+	    .tgid_be = bpf_htonl(tgid),
+	    .pc_be = bpf_cpu_to_be64(addr),
+	};
+	struct cfi_table_info *t;
+	struct cfi_mapping *m;
+	struct cfi_row *r;
+	__u32 lo = 0, hi, mid, i, first, idx;
+	__u64 off;
+
+	m = bpf_map_lookup_elem(&cfi_mappings, &k);
+	if (!m)
+		return CFI_LK_NOMAP;
+	idx = m->table;
+	if (!idx)
+		return CFI_LK_NOTABLE;
+	t = bpf_map_lookup_elem(&cfi_tables, &idx);
+	if (!t || !t->nrows)
+		return CFI_LK_NOTABLE; /* being replaced: as if not loaded */
+	off = addr - m->bias - t->base;
+	first = t->first_row;
+	hi = t->nrows;
+	/* Below base (wrapped) or beyond 4 GiB: no row covers it. */
+	if (off >= (1ULL << 32)) {
+		row->kind = CFI_ROW_NONE;
+		return CFI_LK_ROW;
+	}
+	for (i = 0; i < CFI_BSEARCH_STEPS && hi - lo > 1; i++) {
+		mid = lo + (hi - lo) / 2;
+		idx = first + mid;
+		r = bpf_map_lookup_elem(&cfi_rows, &idx);
+		if (!r)
+			return CFI_LK_BAD;
+		if (r->pc_off <= (__u32)off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (hi - lo > 1)
+		return CFI_LK_BAD; /* more rows than CFI_TABLE_MAX_ROWS: user space splits */
+	idx = first + lo;
+	r = bpf_map_lookup_elem(&cfi_rows, &idx);
+	if (!r)
+		return CFI_LK_BAD;
+	*row = *r;
+	if (r->pc_off > (__u32)off)
+		row->kind = CFI_ROW_NONE;
+	return CFI_LK_ROW;
+}
+
+/* A return address that is the uretprobe trampoline (the "[uprobes]" page)
+ * stands for the one the kernel saved when the uretprobe hijacked the
+ * slot: the return_instance whose stack is that slot's address. The list
+ * (current->utask->return_instances) runs innermost first, as the walk
+ * does, so the search goes on from the last match; a few entries per frame
+ * (chained ones, of returns not on this walk) bound it. */
+#define CFI_URETPROBE_SCAN 4
+static __always_inline __u64 cfi_uretprobe(struct cfi_state *st, __u64 slot)
+{
+	struct return_instance *ri = (struct return_instance *)st->ri;
+	__u64 stack = 0, ra = 0;
+	__u32 i;
+
+	for (i = 0; i < CFI_URETPROBE_SCAN && ri; i++) {
+		struct return_instance *next = NULL;
+
+		bpf_core_read(&stack, sizeof(stack), &ri->stack);
+		bpf_core_read(&next, sizeof(next), &ri->next);
+		if (stack == slot) {
+			bpf_core_read(&ra, sizeof(ra), &ri->orig_ret_vaddr);
+			st->ri = (__u64)next;
+			return ra ? ra : st->tramp;
+		}
+		ri = next;
+	}
+	count(STAT_CFI_URETPROBE_MISS);
+	return st->tramp; /* not found: the trampoline stays, as today */
+}
+
+/* A word of user stack: from the copy when it holds it, else read. */
+static __always_inline int cfi_read(struct scratch *sc, __u64 addr, __u64 *val)
+{
+	__u64 off = addr - sc->cfi.sp0;
+
+	if (addr >= sc->cfi.sp0 && off + 8 <= sc->cfi.copied && !(addr & 7)) {
+		barrier_var(off);
+		if (off <= MAX_STACK_COPY - 8) {
+			*val = *(__u64 *)&sc->stack[off];
+			return 0;
+		}
+	}
+	if (bpf_probe_read_user(val, sizeof(*val), (void *)addr)) {
+		count(STAT_CFI_READ_ERR);
+		return -1;
+	}
+	return 0;
+}
+
+/* One frame: from the state's (pc, sp, bp) and lookup address to the
+ * caller's, appending its return address to the ips. */
+static __always_inline int cfi_step(struct scratch *sc)
+{
+	struct cfi_state *st = &sc->cfi;
+	__u64 *ips = sc->head + sizeof(struct ev_sample) / 8;
+	__u64 sp = st->sp, bp = st->bp, cfa, ra, idx, addr;
+	struct cfi_row row = {};
+	int r;
+
+	if (st->n >= MAX_FRAMES)
+		return CFI_DONE_TRUNC;
+	r = cfi_lookup(st->tgid, st->addr, &row);
+	if (r == CFI_LK_NOTABLE)
+		return CFI_DONE_NOTABLE;
+	if (r == CFI_LK_BAD)
+		return CFI_DONE_TRUNC;
+	if (r == CFI_LK_NOMAP || row.kind == CFI_ROW_NONE || row.kind == CFI_ROW_FALLBACK ||
+	    row.kind > CFI_ROW_END) {
+		count(r == CFI_LK_NOMAP		     ? STAT_CFI_FP_NOMAP
+		      : row.kind == CFI_ROW_FALLBACK ? STAT_CFI_FP_FALLBACK
+						     : STAT_CFI_FP_NONE);
+		/* One frame-pointer step: the frame record at rbp. Only one
+		 * above the current sp: the stack grows down. */
+		if (!bp || (bp & 7) || bp < sp)
+			return CFI_DONE_TRUNC;
+		if (cfi_read(sc, bp + 8, &ra) || cfi_read(sc, bp, &st->bp))
+			return CFI_DONE_TRUNC;
+		if (ra == st->tramp && ra)
+			ra = cfi_uretprobe(st, bp + 8);
+		cfa = bp + 16;
+		addr = ra - 1;
+	} else if (row.kind == CFI_ROW_END) {
+		return CFI_DONE_END;
+	} else if (row.kind == CFI_ROW_SIGNAL) {
+		/* The kernel's ucontext at sp: the interrupted registers. */
+		if (cfi_read(sc, sp + CFI_SIG_RIP, &ra) ||
+		    cfi_read(sc, sp + CFI_SIG_RBP, &st->bp) || cfi_read(sc, sp + CFI_SIG_RSP, &cfa))
+			return CFI_DONE_TRUNC;
+		addr = ra; /* exact: the interrupted instruction, not after a call */
+	} else {
+		if (row.kind == CFI_ROW_RBP)
+			cfa = bp + (__s64)row.cfa_off * 8;
+		else
+			cfa = sp + (__s64)row.cfa_off * 8;
+		if (row.kind == CFI_ROW_PLT && (st->pc & 15) >= CFI_PLT_SPLIT)
+			cfa += 8;
+		/* A CFA at or below sp is garbage (a wrong table, a corrupt
+		 * rbp): the caller's frame is above. */
+		if (cfa <= sp)
+			return CFI_DONE_TRUNC;
+		if (cfi_read(sc, cfa - 8, &ra))
+			return CFI_DONE_TRUNC;
+		if (ra == st->tramp && ra)
+			ra = cfi_uretprobe(st, cfa - 8);
+		if (row.rbp_off && cfi_read(sc, cfa + (__s64)row.rbp_off * 8, &st->bp))
+			return CFI_DONE_TRUNC;
+		addr = ra - 1; /* the call: a noreturn call may end its function */
+	}
+	if (!ra)
+		return CFI_DONE_END;
+	idx = st->nk + st->n;
+	if (idx >= 2 * MAX_FRAMES)
+		return CFI_DONE_TRUNC;
+	ips[idx] = ra;
+	st->n++;
+	st->pc = ra;
+	st->sp = cfa;
+	st->addr = addr;
+	return CFI_GO;
+}
+
+/* The end of a walk: flags, stats, the DWARF copy when a table was
+ * missing, and the record. */
+static __always_inline int cfi_finish(struct scratch *sc, int r, const bool compat)
+{
+	struct ev_sample *s = (struct ev_sample *)sc->head;
+
+	s->flags |= SAMPLE_CFI;
+	if (r == CFI_DONE_END) {
+		s->flags |= SAMPLE_CFI_END;
+		count(STAT_CFI_END);
+	} else if (r == CFI_DONE_NOTABLE) {
+		s->flags |= SAMPLE_CFI_NOTABLE;
+		count(STAT_CFI_NOTABLE);
+		/* The usual DWARF path: user space unwinds the copy with
+		 * libdwfl, which reads the binary itself. */
+		if (!(s->flags & SAMPLE_DWARF)) {
+			__u64 want = stack_copy_dwarf ? stack_copy_dwarf : CFI_NOTABLE_COPY;
+			__u32 copied;
+
+			if (want > MAX_STACK_COPY)
+				want = MAX_STACK_COPY;
+			copied = copy_stack(sc, sc->cfi.sp0, want, compat);
+			s->flags &= ~(SAMPLE_LEAF_HINT | SAMPLE_STACK_TRUNC);
+			s->flags |= SAMPLE_DWARF;
+			if (copied < want)
+				s->flags |= SAMPLE_STACK_TRUNC;
+			s->stack_len = copied;
+		}
+	} else {
+		s->flags |= SAMPLE_CFI_TRUNC;
+		count(STAT_CFI_TRUNC);
+	}
+	/* The leaf-caller copy of frame-pointer samples: the CFI's ips need
+	 * no fix, so it is not sent. */
+	if (r != CFI_DONE_NOTABLE && !(s->flags & SAMPLE_DWARF)) {
+		s->stack_len = 0;
+		s->flags &= ~SAMPLE_LEAF_HINT;
+	}
+	return send_sample(sc, s->nkernel, sc->cfi.n, compat);
+}
+
+static __always_inline int cfi_walker(void *ctx, const bool compat)
+{
+	__u32 cpu = bpf_get_smp_processor_id(), i;
+	struct scratch *sc = bpf_map_lookup_elem(&scratch_map, &cpu);
+	int r = CFI_GO;
+
+	if (!sc)
+		return 0;
+	for (i = 0; i < CFI_FRAMES_PER_CALL; i++) {
+		r = cfi_step(sc);
+		if (r != CFI_GO)
+			break;
+	}
+	if (r == CFI_GO) {
+		if (sc->cfi.calls++ < CFI_MAX_CALLS)
+			bpf_tail_call(ctx, &cfi_progs, compat ? 1 : 0);
+		r = CFI_DONE_TRUNC;
+	}
+	cfi_finish(sc, r, compat);
+	return 0;
+}
+
+/* From the sampler, with the record's header, kernel ips and stack copy in
+ * place: starts the walk. Returns only when the tail call failed. */
+static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid, __u32 nk,
+				      __u32 copied, const bool compat)
+{
+	struct ev_sample *s = (struct ev_sample *)sc->head;
+	struct cfi_state *st = &sc->cfi;
+
+	st->pc = st->addr = s->uregs[UREG_IP];
+	st->sp = st->sp0 = s->uregs[UREG_SP];
+	st->bp = s->uregs[UREG_BP];
+	st->copied = copied;
+	st->tgid = tgid;
+	st->nk = nk;
+	st->n = 1;
+	st->calls = 0;
+	st->tramp = st->ri = 0;
+	/* Only processes with uprobes have the page (kernels without
+	 * CONFIG_UPROBES have no utask). */
+	if (bpf_core_field_exists(((struct task_struct *)0)->utask)) {
+		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+		st->tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+		if (st->tramp)
+			st->ri = (__u64)BPF_CORE_READ(task, utask, return_instances);
+	}
+	if (nk < MAX_FRAMES)
+		s->ips[nk] = st->pc;
+	count(STAT_CFI_WALKS);
+	bpf_tail_call(ctx, &cfi_progs, compat ? 1 : 0);
+	count(STAT_CFI_NO_PROG);
+}
+
+/* Not loaded unless asked for ("?"): user space enables the one that fits
+ * the sampler it loads (on_cfi_walk uses ring-buffer dynptrs, 5.19+). */
+SEC("?perf_event")
+int on_cfi_walk(struct bpf_perf_event_data *ctx)
+{
+	return cfi_walker(ctx, false);
+}
+
+SEC("?perf_event")
+int on_cfi_walk_compat(struct bpf_perf_event_data *ctx)
+{
+	return cfi_walker(ctx, true);
+}
+
+#endif

@@ -1,0 +1,543 @@
+/* The BPF CFI walk (bpf/cfi_walk.bpf.h) against libdwfl (user/unwind.c),
+ * frame for frame, on the same records: the real sampler samples a child
+ * workload with the walk on and a stack copy in each record (SAMPLE_DWARF);
+ * the tables come from user/cfi_maps.c. Workloads: an FP-less program of
+ * ours calling qsort, and the system's gzip. Both samplers (on_sample and
+ * on_sample_compat) where the kernel has what each needs. Needs root and
+ * BPF: skipped without, except under CI=true. */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <libgen.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "sample.skel.h"
+#include "bpf/events.h"
+#include "user/cfi_maps.h"
+#include "user/unwind.h"
+#include "user/util.h"
+
+struct tally {
+	pid_t pid;
+	struct unwinder *u;
+	unsigned long samples, cfi, end, trunc, notable, compared, mismatches, beyond_copy;
+	unsigned long bpf_longer, dwfl_longer, dwfl_trunc, shown;
+	uint64_t tramp_lo, tramp_hi; /* the [uprobes] page, with a uretprobe on */
+	unsigned long tramp_left;    /* BPF return addresses still in it */
+	unsigned long tramp_ip;	     /* samples taken in it */
+};
+
+static bool in_tramp(const struct tally *t, uint64_t pc)
+{
+	return pc >= t->tramp_lo && pc < t->tramp_hi;
+}
+
+static int on_record(void *ctx, void *data, size_t len)
+{
+	struct tally *t = ctx;
+	const struct ev_sample *s = data;
+	const unsigned char *stack;
+	uint64_t pcs[MAX_FRAMES], regs[3];
+	unsigned fl = 0;
+	int n, i, nb, ncmp;
+
+	if (len < sizeof(*s) || s->hdr.type != EV_SAMPLE || (pid_t)s->hdr.pid != t->pid)
+		return 0;
+	if (len < sizeof(*s) + (s->nkernel + s->nuser) * 8ul + s->stack_len)
+		return 0;
+	t->samples++;
+	if (!(s->flags & SAMPLE_CFI) || !(s->flags & SAMPLE_DWARF))
+		return 0;
+	t->cfi++;
+	t->end += !!(s->flags & SAMPLE_CFI_END);
+	t->trunc += !!(s->flags & SAMPLE_CFI_TRUNC);
+	t->notable += !!(s->flags & SAMPLE_CFI_NOTABLE);
+	stack = (const unsigned char *)&s->ips[s->nkernel + s->nuser];
+	memcpy(regs, s->uregs, sizeof(regs));
+	n = unwind_dwarf(t->u, regs, stack, s->stack_len, pcs, MAX_FRAMES, &fl);
+	nb = s->nuser;
+	ncmp = n < nb ? n : nb;
+	t->dwfl_trunc += !!(fl & UNWIND_TRUNCATED);
+	/* ips[0] may be in the trampoline: the code running. */
+	t->tramp_ip += nb && in_tramp(t, s->ips[s->nkernel]);
+	for (i = 1; i < nb; i++)
+		t->tramp_left += in_tramp(t, s->ips[s->nkernel + i]);
+	/* libdwfl knows no trampolines: it stops (or goes astray) at the
+	 * first; the frames before it are compared. */
+	for (i = 0; t->tramp_hi && i < n; i++)
+		if (in_tramp(t, pcs[i])) {
+			n = i + (i < nb && in_tramp(t, s->ips[s->nkernel + i]));
+			ncmp = n < nb ? n : nb;
+			break;
+		}
+	for (i = 0; i < ncmp; i++) {
+		uint64_t b = s->ips[s->nkernel + i];
+
+		t->compared++;
+		if (b == pcs[i])
+			continue;
+		/* libdwfl past the copy (its frame-pointer fallback) is not
+		 * CFI: not a disagreement of the two CFI walks. */
+		if (fl & UNWIND_TRUNCATED) {
+			t->beyond_copy++;
+			continue;
+		}
+		t->mismatches++;
+		if (t->shown++ < 5) {
+			int j;
+
+			fprintf(stderr, "mismatch at frame %d (flags %#x, copy %u):\n  bpf:", i,
+				s->flags, s->stack_len);
+			for (j = 0; j < nb; j++)
+				fprintf(stderr, " %llx",
+					(unsigned long long)s->ips[s->nkernel + j]);
+			fprintf(stderr, "\n  dwfl:");
+			for (j = 0; j < n; j++)
+				fprintf(stderr, " %llx", (unsigned long long)pcs[j]);
+			fprintf(stderr, "\n");
+		}
+		break;
+	}
+	t->bpf_longer += nb > n;
+	t->dwfl_longer += n > nb;
+	return 0;
+}
+
+static char workload_dir[4096];
+static char gzip_input[] = "/tmp/cfi-bpf-gzip-XXXXXX";
+
+/* Forks argv, waits for its exec (its /proc/PID/exe is no longer ours),
+ * then gives it time to map its libraries. */
+static pid_t spawn(char *const argv[])
+{
+	char self[4096], exe[4096], path[64];
+	ssize_t k;
+	pid_t pid;
+	int i;
+
+	k = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[k > 0 ? k : 0] = 0;
+	pid = fork();
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+
+		dup2(devnull, 1);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	for (i = 0; i < 200; i++) {
+		k = readlink(path, exe, sizeof(exe) - 1);
+		exe[k > 0 ? k : 0] = 0;
+		if (k > 0 && strcmp(exe, self))
+			break;
+		usleep(1000);
+	}
+	/* The dynamic loader: until libc is mapped (slow in an emulated
+	 * guest), then a little more for the rest of its work. */
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	for (i = 0; i < 1000; i++) {
+		char *buf = NULL;
+		size_t len;
+		bool mapped = !read_path_all(path, 0, 1 << 20, &buf, &len) && strstr(buf, "/libc.");
+
+		free(buf);
+		if (mapped)
+			break;
+		usleep(2000);
+	}
+	usleep(20000);
+	/* Stopped until sampling starts: building the tables (slow in an
+	 * emulated guest) must not eat the workload's run. */
+	kill(pid, SIGSTOP);
+	waitpid(pid, &i, WUNTRACED);
+	return pid;
+}
+
+/* The file offset of a function of an ELF file, or 0. */
+static uint64_t func_offset(const char *path, const char *name)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t vaddr = 0, off = 0;
+	Elf_Scn *scn = NULL;
+	size_t i, nph;
+	Elf *e;
+
+	if (fd < 0)
+		return 0;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	while (e && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *nm;
+
+			if (gelf_getsym(d, i, &sym) &&
+			    (nm = elf_strptr(e, sh.sh_link, sym.st_name)) && !strcmp(nm, name) &&
+			    GELF_ST_TYPE(sym.st_info) == STT_FUNC)
+				vaddr = sym.st_value;
+		}
+	}
+	for (i = 0; e && vaddr && !elf_getphdrnum(e, &nph) && i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(e, i, &ph) && ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr &&
+		    vaddr < ph.p_vaddr + ph.p_filesz)
+			off = vaddr - ph.p_vaddr + ph.p_offset;
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return off;
+}
+
+/* A uretprobe on path's function in pid, by the perf uprobe PMU (4.17+):
+ * no BPF program, the kernel's trampoline is what matters. An fd or -1. */
+static int uretprobe_on(pid_t pid, const char *path, const char *func)
+{
+	struct perf_event_attr a = {.size = sizeof(a)};
+	char buf[64] = "";
+	int type, bit = 0, fd;
+	FILE *f;
+
+	f = fopen("/sys/bus/event_source/devices/uprobe/type", "r");
+	if (!f || fscanf(f, "%d", &type) != 1) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	fclose(f);
+	f = fopen("/sys/bus/event_source/devices/uprobe/format/retprobe", "r");
+	if (f && fgets(buf, sizeof(buf), f))
+		sscanf(buf, "config:%d", &bit);
+	if (f)
+		fclose(f);
+	a.type = type;
+	a.config = 1ULL << bit;
+	a.uprobe_path = (uint64_t)(uintptr_t)path;
+	a.probe_offset = func_offset(path, func);
+	if (!a.probe_offset)
+		return -1;
+	fd = syscall(SYS_perf_event_open, &a, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd >= 0)
+		ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+	return fd;
+}
+
+/* The [uprobes] page of a process, once it has one. */
+static void find_tramp(struct tally *t)
+{
+	char path[64], *buf = NULL, *p;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)t->pid);
+	if (read_path_all(path, 0, 1 << 20, &buf, &len))
+		return;
+	p = strstr(buf, "[uprobes]");
+	if (p) {
+		unsigned long long lo, hi;
+
+		while (p > buf && p[-1] != '\n')
+			p--;
+		if (sscanf(p, "%llx-%llx", &lo, &hi) == 2) {
+			t->tramp_lo = lo;
+			t->tramp_hi = hi;
+		}
+	}
+	free(buf);
+}
+
+/* notable: a row budget too small for libc, and no stack copy of the
+ * process's own: the walk must stop at libc (table 0) and copy the stack
+ * for DWARF itself. */
+static int run_case(const char *name, char *const argv[], bool compat, bool notable, bool uret)
+{
+	struct sample_bpf *skel = sample_bpf__open();
+	struct perf_event_attr a = {
+	    .type = PERF_TYPE_SOFTWARE,
+	    .config = PERF_COUNT_SW_CPU_CLOCK,
+	    .size = sizeof(a),
+	    .sample_period = 200000, /* ns: 5 kHz */
+	    .disabled = 1,
+	};
+	struct tally t = {0};
+	struct cfi_maps *cm = NULL;
+	struct cfi_maps_stats ms;
+	struct ring_buffer *rb = NULL;
+	struct bpf_link *link = NULL;
+	uint32_t rows = cfi_maps_rows_for_budget(notable ? 16384 : CFI_MAPS_DEFAULT_BUDGET), key;
+	uint64_t st[STAT_NR] = {0};
+	int err, pfd = -1, ufd = -1, stats_fd = -1, fd, status, ncpu = libbpf_num_possible_cpus();
+	__u8 one = 1;
+
+	CHECK(skel);
+	if (!skel)
+		return -1;
+	skel->rodata->filter_pids = true;
+	skel->rodata->follow_forks = false;
+	skel->rodata->self_tgid = getpid();
+	skel->rodata->stack_copy_fp = FP_LEAF_COPY;
+	skel->rodata->stack_copy_dwarf = 32768;
+	skel->rodata->cfi_walk = true;
+	bpf_map__set_max_entries(skel->maps.scratch_map, ncpu);
+	bpf_map__set_max_entries(skel->maps.events, 16 << 20);
+	bpf_map__set_max_entries(skel->maps.cfi_rows, rows);
+	bpf_program__set_autoload(skel->progs.on_sample, !compat);
+	bpf_program__set_autoload(skel->progs.on_sample_compat, compat);
+	bpf_program__set_autoload(skel->progs.on_cfi_walk, !compat);
+	bpf_program__set_autoload(skel->progs.on_cfi_walk_compat, compat);
+	err = sample_bpf__load(skel);
+	CHECKF(!err, "%s: load: %s", name, strerror(-err));
+	if (err)
+		goto out;
+	key = compat ? 1 : 0;
+	fd = bpf_program__fd(compat ? skel->progs.on_cfi_walk_compat : skel->progs.on_cfi_walk);
+	CHECK(!bpf_map_update_elem(bpf_map__fd(skel->maps.cfi_progs), &key, &fd, 0));
+
+	t.pid = spawn(argv);
+	CHECK(!bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &t.pid, &one, 0));
+	if (!notable)
+		CHECK(!bpf_map_update_elem(bpf_map__fd(skel->maps.dwarf_pids), &t.pid, &one, 0));
+	err = cfi_maps_new(bpf_map__fd(skel->maps.cfi_rows), bpf_map__fd(skel->maps.cfi_tables),
+			   bpf_map__fd(skel->maps.cfi_mappings), rows,
+			   bpf_map__max_entries(skel->maps.cfi_tables), &cm);
+	CHECK(!err);
+	if (!err)
+		err = cfi_maps_add_process(cm, t.pid);
+	if (notable && err == -ENOSPC)
+		err = 0;
+	if (!err) {
+		/* Again (as after a dlopen): the same entries, tables kept. */
+		struct cfi_maps_stats before;
+
+		cfi_maps_get_stats(cm, &before);
+		CHECK(!cfi_maps_add_process(cm, t.pid));
+		cfi_maps_get_stats(cm, &ms);
+		CHECKF(ms.prefixes == before.prefixes && ms.rows_used == before.rows_used &&
+			   ms.tables == before.tables,
+		       "%s: re-added: %llu prefixes, %llu rows (were %llu, %llu)", name,
+		       (unsigned long long)ms.prefixes, (unsigned long long)ms.rows_used,
+		       (unsigned long long)before.prefixes, (unsigned long long)before.rows_used);
+	}
+	CHECKF(!err, "%s: cfi_maps_add_process: %s", name, strerror(-err));
+	if (uret) {
+		ufd = uretprobe_on(t.pid, argv[0], "level");
+		CHECKF(ufd >= 0, "uretprobe: %s", strerror(errno));
+	}
+	t.u = unwinder_new(t.pid);
+	CHECK(t.u);
+	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_record, &t, NULL);
+	CHECK(rb);
+	pfd = syscall(SYS_perf_event_open, &a, t.pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	CHECKF(pfd >= 0, "perf_event_open: %s", strerror(errno));
+	if (err || !t.u || !rb || pfd < 0) {
+		kill(t.pid, SIGKILL);
+		kill(t.pid, SIGCONT);
+		waitpid(t.pid, &status, 0);
+		goto out;
+	}
+	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME); /* 5.8+; the cost figures below */
+	link = bpf_program__attach_perf_event(
+	    compat ? skel->progs.on_sample_compat : skel->progs.on_sample, pfd);
+	CHECK(link);
+	ioctl(pfd, PERF_EVENT_IOC_ENABLE, 0);
+	kill(t.pid, SIGCONT);
+	while (waitpid(t.pid, &status, WNOHANG) == 0) {
+		if (uret && !t.tramp_hi)
+			find_tramp(&t); /* mapped at the first hit */
+		ring_buffer__poll(rb, 50);
+	}
+	ring_buffer__consume(rb);
+
+	{
+		int sfd = bpf_map__fd(skel->maps.stats);
+		uint64_t *v = calloc(ncpu, sizeof(*v));
+		uint32_t i;
+		int c;
+
+		for (i = 0; v && i < STAT_NR; i++)
+			if (!bpf_map_lookup_elem(sfd, &i, v))
+				for (c = 0; c < ncpu; c++)
+					st[i] += v[c];
+		free(v);
+	}
+	cfi_maps_get_stats(cm, &ms);
+	printf("# %s%s%s%s: %lu samples, %lu walked by CFI with a copy: %lu reached END (%.1f%%), "
+	       "%lu truncated, %lu no table; %lu frames compared, %lu mismatches, %lu beyond the "
+	       "copy; bpf longer %lu, dwfl longer %lu (dwfl truncated %lu)\n",
+	       name, compat ? " (compat)" : "", notable ? " (libc without table)" : "",
+	       uret ? " (uretprobe on level)" : "", t.samples, t.cfi, t.end,
+	       t.cfi ? 100.0 * t.end / t.cfi : 0.0, t.trunc, t.notable, t.compared, t.mismatches,
+	       t.beyond_copy, t.bpf_longer, t.dwfl_longer, t.dwfl_trunc);
+	printf("#   stats: walks %llu end %llu trunc %llu notable %llu fp-nomap %llu fp-none %llu "
+	       "fp-fallback %llu read-err %llu no-prog %llu lost %llu; tables %llu, %llu rows "
+	       "(%llu KiB), %llu prefixes, %llu without CFI, %llu not opened\n",
+	       (unsigned long long)st[STAT_CFI_WALKS], (unsigned long long)st[STAT_CFI_END],
+	       (unsigned long long)st[STAT_CFI_TRUNC], (unsigned long long)st[STAT_CFI_NOTABLE],
+	       (unsigned long long)st[STAT_CFI_FP_NOMAP], (unsigned long long)st[STAT_CFI_FP_NONE],
+	       (unsigned long long)st[STAT_CFI_FP_FALLBACK],
+	       (unsigned long long)st[STAT_CFI_READ_ERR], (unsigned long long)st[STAT_CFI_NO_PROG],
+	       (unsigned long long)st[STAT_LOST], (unsigned long long)ms.tables,
+	       (unsigned long long)ms.rows_used, (unsigned long long)ms.bytes_used >> 10,
+	       (unsigned long long)ms.prefixes, (unsigned long long)ms.no_cfi,
+	       (unsigned long long)ms.open_failed);
+	CHECKF(t.cfi >= 20, "%s: only %lu samples walked", name, t.cfi);
+	CHECKF(t.mismatches == 0, "%s: %lu mismatches", name, t.mismatches);
+	{
+		struct bpf_prog_info si = {0}, wi = {0};
+		__u32 l1 = sizeof(si), l2 = sizeof(wi);
+
+		bpf_obj_get_info_by_fd(
+		    bpf_program__fd(compat ? skel->progs.on_sample_compat : skel->progs.on_sample),
+		    &si, &l1);
+		bpf_obj_get_info_by_fd(bpf_program__fd(compat ? skel->progs.on_cfi_walk_compat
+							      : skel->progs.on_cfi_walk),
+				       &wi, &l2);
+		/* Tail-called programs run inside their caller's stats. */
+		printf("#   cost: %.0f ns per sample, the walker's tail calls and a 32 KiB copy "
+		       "included (run_time_ns); verified insns: sampler %u, walker %u\n",
+		       si.run_cnt ? (double)si.run_time_ns / si.run_cnt : 0.0, si.verified_insns,
+		       wi.verified_insns);
+	}
+	if (uret) {
+		printf("#   uretprobe: trampolines left in BPF return addresses %lu (walker misses "
+		       "%llu), samples taken in the trampoline %lu\n",
+		       t.tramp_left, (unsigned long long)st[STAT_CFI_URETPROBE_MISS], t.tramp_ip);
+		CHECKF(t.tramp_hi, "%s: no [uprobes] page", name);
+		/* A sample in the trampoline (it is code) is walked by frame
+		 * pointer and may lose the next; rare. */
+		CHECKF(t.tramp_left * 100 <= t.cfi, "%s: %lu trampolines left", name, t.tramp_left);
+	}
+	if (notable) {
+		CHECKF(t.notable == t.cfi && ms.out_of_budget > 0, "%s: %lu of %lu without table",
+		       name, t.notable, t.cfi);
+	} else {
+		CHECKF(t.compared >= 3 * t.cfi, "%s: %lu frames compared", name, t.compared);
+		CHECKF(t.end * 10 >= t.cfi * 9, "%s: %lu of %lu walks reached END", name, t.end,
+		       t.cfi);
+	}
+	CHECK(!cfi_maps_remove_process(cm, t.pid));
+	cfi_maps_get_stats(cm, &ms);
+	CHECK(ms.prefixes == 0 && ms.rows_used == 0);
+out:
+	bpf_link__destroy(link);
+	if (ufd >= 0)
+		close(ufd);
+	if (stats_fd >= 0)
+		close(stats_fd);
+	if (pfd >= 0)
+		close(pfd);
+	ring_buffer__free(rb);
+	unwinder_free(t.u);
+	cfi_maps_free(cm);
+	sample_bpf__destroy(skel);
+	return 0;
+}
+
+static bool compat_ok = true, modern_ok = true;
+
+static void test_cfi_bpf_nofp(void)
+{
+	char path[4200];
+	char *argv[] = {path, "1", NULL};
+
+	snprintf(path, sizeof(path), "%s/nofp", workload_dir);
+	if (modern_ok)
+		run_case("nofp", argv, false, false, false);
+	if (compat_ok)
+		run_case("nofp", argv, true, false, false);
+	if (modern_ok)
+		run_case("nofp", argv, false, true, false);
+	if (compat_ok)
+		run_case("nofp", argv, true, true, false);
+	if (modern_ok)
+		run_case("nofp", argv, false, false, true);
+	if (compat_ok)
+		run_case("nofp", argv, true, false, true);
+}
+
+static void test_cfi_bpf_gzip(void)
+{
+	char *argv[] = {"/usr/bin/gzip", "-9", "-c", "-f", gzip_input, NULL};
+
+	if (access(argv[0], X_OK)) {
+		printf("SKIP test_cfi_bpf_gzip: no /usr/bin/gzip\n");
+		return;
+	}
+	if (modern_ok)
+		run_case("gzip", argv, false, false, false);
+	if (compat_ok)
+		run_case("gzip", argv, true, false, false);
+}
+
+/* Compressible text that gzip -9 works on for about a second. */
+static int make_gzip_input(void)
+{
+	int fd = mkstemp(gzip_input);
+	unsigned s = 7, i, j;
+	FILE *f;
+
+	if (fd < 0)
+		return -1;
+	f = fdopen(fd, "w");
+	if (!f)
+		return -1;
+	for (i = 0; i < 60000; i++) {
+		for (j = 0; j < 6; j++) {
+			s = s * 1103515245u + 12345u;
+			fprintf(f, "w%u ", (s >> 16) % 5000);
+		}
+		fputc('\n', f);
+	}
+	return fclose(f);
+}
+
+int main(void)
+{
+	char self[4096];
+	ssize_t k;
+	bool ci = getenv("CI") && !strcmp(getenv("CI"), "true");
+	struct sample_bpf *probe;
+
+	if (geteuid() != 0 || !(probe = sample_bpf__open())) {
+		printf("%s test_cfi_bpf: needs root and BPF\n", ci ? "FAIL" : "SKIP");
+		return 0;
+	}
+	sample_bpf__destroy(probe);
+	/* bpf_loop and ring-buffer dynptrs (5.19) for on_sample: the same
+	 * probe as user/features.c's, in short. */
+	modern_ok = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT,
+					    BPF_FUNC_ringbuf_reserve_dynptr, NULL) > 0;
+	k = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[k > 0 ? k : 0] = 0;
+	snprintf(workload_dir, sizeof(workload_dir), "%s/../workloads", dirname(self));
+	if (!getenv("CFI_BPF_VERBOSE"))
+		libbpf_set_print(NULL); /* the verifier log, when a load fails */
+	if (make_gzip_input()) {
+		printf("FAIL test_cfi_bpf: no gzip input\n");
+		return 1;
+	}
+	RUN_TEST(test_cfi_bpf_nofp);
+	RUN_TEST(test_cfi_bpf_gzip);
+	unlink(gzip_input);
+	return check_tests_failed ? 1 : 0;
+}

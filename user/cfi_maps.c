@@ -1,0 +1,621 @@
+/* The BPF CFI walker's maps, filled from binaries' unwind tables: see
+ * cfi_maps.h. */
+#include "user/cfi_maps.h"
+
+#include <bpf/bpf.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/auxv.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "bpf/cfi.h"
+#include "user/cfi_table.h"
+#include "user/util.h"
+
+/* A PT_LOAD segment: file offsets [off_lo, off_hi) hold vaddrs off + delta. */
+struct seg {
+	uint64_t off_lo, off_hi, delta;
+};
+
+struct table {
+	uint64_t dev, ino;
+	uint32_t first_row, nrows; /* the slice of cfi_rows; nrows 0: no table */
+	uint64_t base;
+	/* Tables of more than CFI_TABLE_MAX_ROWS rows are split: slice k has
+	 * id ids[k] and covers vaddrs [lo[k], lo[k + 1]) (the last, to the
+	 * end of the address space). */
+	uint32_t nslices;
+	uint32_t *ids;
+	uint64_t *lo;
+	struct seg *segs;
+	size_t nsegs;
+	unsigned refs;
+	int load_err; /* why nrows is 0: -ENOSPC (out of budget), -ENOENT (no CFI), ... */
+	bool live;
+};
+
+struct range {
+	uint32_t start, len;
+};
+
+struct proc {
+	pid_t pid;
+	VEC(struct cfi_mapping_key) keys;
+	VEC(size_t) tables; /* indices in m->tables, one per reference */
+};
+
+struct cfi_maps {
+	int rows_fd, tables_fd, mappings_fd;
+	uint32_t rows_cap, ids_cap;
+	uint8_t *id_used;	/* [ids_cap]: ids of cfi_tables in use (0 never is) */
+	VEC(struct range) free; /* free slices of cfi_rows, sorted, merged */
+	VEC(struct table) tables;
+	VEC(struct proc) procs;
+	struct cfi_maps_stats st;
+};
+
+uint32_t cfi_maps_rows_for_budget(size_t budget_bytes)
+{
+	size_t n = budget_bytes / sizeof(struct cfi_row);
+
+	if (n > UINT32_MAX / 2)
+		n = UINT32_MAX / 2;
+	return n ? (uint32_t)n : 1;
+}
+
+int cfi_maps_new(int rows_fd, int tables_fd, int mappings_fd, uint32_t rows, uint32_t tables,
+		 struct cfi_maps **out)
+{
+	struct cfi_maps *m = calloc(1, sizeof(*m));
+	struct range all = {0, rows};
+
+	if (!m)
+		return -ENOMEM;
+	m->rows_fd = rows_fd;
+	m->tables_fd = tables_fd;
+	m->mappings_fd = mappings_fd;
+	m->rows_cap = rows;
+	m->ids_cap = tables;
+	m->id_used = calloc(tables ? tables : 1, 1);
+	m->st.rows_cap = rows;
+	if (!m->id_used || VEC_PUSH(m->free, all)) {
+		free(m->id_used);
+		free(m);
+		return -ENOMEM;
+	}
+	*out = m;
+	return 0;
+}
+
+/* First fit. */
+static int slice_alloc(struct cfi_maps *m, uint32_t n, uint32_t *start)
+{
+	size_t i;
+
+	for (i = 0; i < m->free.n; i++) {
+		struct range *r = &m->free.v[i];
+
+		if (r->len < n)
+			continue;
+		*start = r->start;
+		r->start += n;
+		r->len -= n;
+		if (!r->len) {
+			memmove(r, r + 1, (m->free.n - i - 1) * sizeof(*r));
+			m->free.n--;
+		}
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+static void slice_free(struct cfi_maps *m, uint32_t start, uint32_t n)
+{
+	struct range r = {start, n};
+	size_t i;
+
+	for (i = 0; i < m->free.n && m->free.v[i].start < start; i++)
+		;
+	if (VEC_RESERVE(m->free, m->free.n + 1)) {
+		warn("cfi: out of memory: %u rows leak", n); /* only the slice is lost */
+		return;
+	}
+	memmove(&m->free.v[i + 1], &m->free.v[i], (m->free.n - i) * sizeof(r));
+	m->free.v[i] = r;
+	m->free.n++;
+	/* Merge with the next, then with the previous. */
+	if (i + 1 < m->free.n && m->free.v[i].start + m->free.v[i].len == m->free.v[i + 1].start) {
+		m->free.v[i].len += m->free.v[i + 1].len;
+		memmove(&m->free.v[i + 1], &m->free.v[i + 2], (m->free.n - i - 2) * sizeof(r));
+		m->free.n--;
+	}
+	if (i > 0 && m->free.v[i - 1].start + m->free.v[i - 1].len == m->free.v[i].start) {
+		m->free.v[i - 1].len += m->free.v[i].len;
+		memmove(&m->free.v[i], &m->free.v[i + 1], (m->free.n - i - 1) * sizeof(r));
+		m->free.n--;
+	}
+}
+
+static int write_rows(struct cfi_maps *m, uint32_t first, const struct cfi_row *rows, size_t n)
+{
+	size_t done = 0;
+
+	/* Batched (5.6+) where it works, one by one where it does not. */
+	while (done < n) {
+		uint32_t count = n - done > 65536 ? 65536 : (uint32_t)(n - done), i;
+		uint32_t *keys = malloc(count * sizeof(*keys));
+		int err;
+
+		if (!keys)
+			return -ENOMEM;
+		for (i = 0; i < count; i++)
+			keys[i] = first + done + i;
+		err = bpf_map_update_batch(m->rows_fd, keys, rows + done, &count, NULL);
+		if (err) {
+			count = n - done > 65536 ? 65536 : (uint32_t)(n - done);
+			for (i = 0; i < count; i++) {
+				err = bpf_map_update_elem(m->rows_fd, &keys[i], &rows[done + i], 0);
+				if (err) {
+					free(keys);
+					return err;
+				}
+			}
+		}
+		free(keys);
+		done += count;
+	}
+	return 0;
+}
+
+static int read_segs(Elf *elf, struct table *t)
+{
+	size_t n, i;
+
+	if (elf_getphdrnum(elf, &n))
+		return -ENOEXEC;
+	t->segs = calloc(n ? n : 1, sizeof(*t->segs));
+	if (!t->segs)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		/* A mapping's offset is the segment's, rounded down to a page. */
+		t->segs[t->nsegs].off_lo = ph.p_offset & ~(uint64_t)0xfff;
+		t->segs[t->nsegs].off_hi = ph.p_offset + ph.p_filesz;
+		t->segs[t->nsegs].delta = ph.p_vaddr - ph.p_offset;
+		t->nsegs++;
+	}
+	return 0;
+}
+
+static uint32_t id_alloc(struct cfi_maps *m)
+{
+	uint32_t id;
+
+	for (id = 1; id < m->ids_cap; id++)
+		if (!m->id_used[id]) {
+			m->id_used[id] = 1;
+			return id;
+		}
+	return 0;
+}
+
+/* Zeroes its cfi_tables entry (an array's entries cannot be deleted). */
+static void id_free(struct cfi_maps *m, uint32_t id)
+{
+	struct cfi_table_info none = {0};
+
+	if (!id || id >= m->ids_cap)
+		return;
+	bpf_map_update_elem(m->tables_fd, &id, &none, 0);
+	m->id_used[id] = 0;
+}
+
+static void table_unload(struct cfi_maps *m, struct table *t)
+{
+	uint32_t k;
+
+	for (k = 0; k < t->nslices; k++)
+		id_free(m, t->ids[k]);
+	if (t->nrows) {
+		slice_free(m, t->first_row, t->nrows);
+		m->st.rows_used -= t->nrows;
+		m->st.tables--;
+	}
+	free(t->ids);
+	free(t->lo);
+	free(t->segs);
+	memset(t, 0, sizeof(*t));
+}
+
+/* Builds and loads the table of a binary. nrows stays 0 when it has no
+ * CFI or does not fit: segs is still read, for the bias. */
+static int table_load(struct cfi_maps *m, struct table *t, Elf *elf)
+{
+	struct cfi_table ct = {0};
+	uint32_t k, first;
+	int err;
+
+	err = read_segs(elf, t);
+	if (!err)
+		err = cfi_table_build(elf, &ct);
+	if (err)
+		return err;
+	if (!ct.nrows || ct.nrows > m->rows_cap || slice_alloc(m, ct.nrows, &first)) {
+		cfi_table_free(&ct);
+		return -ENOSPC;
+	}
+	t->nslices = (ct.nrows + CFI_TABLE_MAX_ROWS - 1) / CFI_TABLE_MAX_ROWS;
+	t->ids = calloc(t->nslices, sizeof(*t->ids));
+	t->lo = calloc(t->nslices, sizeof(*t->lo));
+	if (!t->ids || !t->lo) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	err = write_rows(m, first, ct.rows, ct.nrows);
+	if (err)
+		goto fail;
+	for (k = 0; k < t->nslices; k++) {
+		uint32_t r0 = k * CFI_TABLE_MAX_ROWS;
+		struct cfi_table_info info = {
+		    .first_row = first + r0,
+		    .nrows =
+			ct.nrows - r0 > CFI_TABLE_MAX_ROWS ? CFI_TABLE_MAX_ROWS : ct.nrows - r0,
+		    .base = ct.base,
+		};
+
+		t->ids[k] = id_alloc(m);
+		if (!t->ids[k]) {
+			err = -ENOSPC; /* out of table ids: as out of budget */
+			goto fail;
+		}
+		t->lo[k] = k ? ct.base + ct.rows[r0].pc_off : 0;
+		/* A slice is searched alone: its first row must start at
+		 * its own range, the rows before it are not there. */
+		err = bpf_map_update_elem(m->tables_fd, &t->ids[k], &info, 0);
+		if (err)
+			goto fail;
+	}
+	t->first_row = first;
+	t->nrows = ct.nrows;
+	t->base = ct.base;
+	m->st.rows_used += ct.nrows;
+	m->st.tables++;
+	cfi_table_free(&ct);
+	return 0;
+fail:
+	for (k = 0; t->ids && k < t->nslices; k++)
+		id_free(m, t->ids[k]);
+	slice_free(m, first, ct.nrows);
+	free(t->ids);
+	free(t->lo);
+	t->ids = NULL;
+	t->lo = NULL;
+	t->nslices = 0;
+	cfi_table_free(&ct);
+	return err;
+}
+
+static struct proc *find_proc(struct cfi_maps *m, pid_t pid, bool create)
+{
+	struct proc p = {.pid = pid};
+	size_t i;
+
+	for (i = 0; i < m->procs.n; i++)
+		if (m->procs.v[i].pid == pid)
+			return &m->procs.v[i];
+	if (!create || VEC_PUSH(m->procs, p))
+		return NULL;
+	m->st.processes++;
+	return &m->procs.v[m->procs.n - 1];
+}
+
+/* [start, end) of tgid as the LPM prefixes that cover it exactly. */
+static int add_range(struct cfi_maps *m, struct proc *p, uint64_t start, uint64_t end,
+		     const struct cfi_mapping *val)
+{
+	while (start < end) {
+		int bits = start ? __builtin_ctzll(start) : 64;
+		struct cfi_mapping_key k;
+		int err;
+
+		while (bits > 0 && (bits >= 64 || end - start < (1ULL << bits)))
+			bits--;
+		k.prefixlen = 32 + 64 - bits;
+		k.tgid_be = htobe32((uint32_t)p->pid);
+		k.pc_be = htobe64(start);
+		err = bpf_map_update_elem(m->mappings_fd, &k, val, 0);
+		if (err)
+			return err;
+		if (VEC_PUSH(p->keys, k)) {
+			bpf_map_delete_elem(m->mappings_fd, &k);
+			return -ENOMEM;
+		}
+		m->st.prefixes++;
+		start += 1ULL << bits;
+		if (!start)
+			break; /* the top of the address space */
+	}
+	return 0;
+}
+
+static int add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end, uint64_t offset,
+		       uint64_t dev, uint64_t ino, int fd, Elf *mem)
+{
+	struct table *t = NULL, fresh = {.dev = dev, .ino = ino};
+	struct proc *p;
+	uint64_t bias = 0;
+	size_t ti, i;
+	uint32_t k;
+	int err = 0;
+
+	for (ti = 0; ti < m->tables.n; ti++)
+		if (m->tables.v[ti].live && m->tables.v[ti].dev == dev &&
+		    m->tables.v[ti].ino == ino)
+			break;
+	if (ti == m->tables.n) {
+		for (ti = 0; ti < m->tables.n && m->tables.v[ti].live; ti++)
+			;
+		if (ti == m->tables.n && VEC_PUSH(m->tables, fresh))
+			return -ENOMEM;
+		t = &m->tables.v[ti];
+		*t = fresh;
+		t->live = true;
+		Elf *elf = mem ? mem : elf_begin(fd, ELF_C_READ_MMAP, NULL);
+
+		err = t->load_err = elf ? table_load(m, t, elf) : -ENOEXEC;
+		if (elf && !mem)
+			elf_end(elf);
+		if (err == -ENOSPC)
+			warn("cfi: a binary (dev %" PRIx64 ", inode %" PRIu64 ") does not fit in "
+			     "the unwind table budget: DWARF unwinding for it",
+			     dev, ino);
+		else if (err && err != -ENOENT)
+			debug("cfi: no table for inode %" PRIu64 ": %s", ino, strerror(-err));
+		if (err && !t->segs) {
+			t->live = false;
+			m->st.build_failed++;
+			return err;
+		}
+	}
+	t = &m->tables.v[ti];
+	p = find_proc(m, pid, true);
+	if (!p)
+		return -ENOMEM;
+	for (i = 0; i < t->nsegs; i++)
+		if (offset >= t->segs[i].off_lo && offset < t->segs[i].off_hi)
+			break;
+	if (i == t->nsegs) {
+		m->st.build_failed++;
+		return -ENOEXEC; /* no segment maps that offset */
+	}
+	bias = start - (offset + t->segs[i].delta);
+	if (VEC_PUSH(p->tables, ti))
+		return -ENOMEM;
+	t->refs++;
+
+	if (!t->nrows) {
+		/* Out of budget: table 0, the walk hands the sample to DWARF.
+		 * Without CFI: no entry, frame pointers there. */
+		struct cfi_mapping val = {.bias = bias, .table = 0};
+
+		if (t->load_err != -ENOSPC) {
+			m->st.no_cfi++;
+			return 0;
+		}
+		m->st.out_of_budget++;
+		err = add_range(m, p, start, end, &val);
+		return err ? err : -ENOSPC;
+	}
+	for (k = 0; k < t->nslices; k++) {
+		struct cfi_mapping val = {.bias = bias, .table = t->ids[k]};
+		uint64_t lo = t->lo[k] + bias, hi = k + 1 < t->nslices ? t->lo[k + 1] + bias : end;
+
+		if (!k)
+			lo = start;
+		if (lo < start)
+			lo = start;
+		if (hi > end)
+			hi = end;
+		if (lo < hi) {
+			err = add_range(m, p, lo, hi, &val);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+int cfi_maps_add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end,
+			 uint64_t offset, uint64_t dev, uint64_t ino, int fd)
+{
+	if (!ino)
+		return -EINVAL; /* (0, 0) is the vdso's key */
+	return add_mapping(m, pid, start, end, offset, dev, ino, fd, NULL);
+}
+
+/* The vdso: the kernel's, the same image in every 64-bit process, so ours
+ * is read (from memory: it has no file) and keyed (0, 0). Its code (the
+ * clock_gettime a program calls in a loop) has CFI but, built without
+ * frame pointers, no frame-pointer fallback. */
+int cfi_maps_add_vdso(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)getauxval(AT_SYSINFO_EHDR);
+	size_t size;
+	Elf *elf;
+	int err;
+
+	if (!eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64)
+		return -ENOENT;
+	/* The image ends with its section headers. */
+	size = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+	if (size > end - start)
+		return -ENOEXEC;
+	elf = elf_memory((char *)eh, size);
+	if (!elf)
+		return -ENOEXEC;
+	err = add_mapping(m, pid, start, end, 0, 0, 0, -1, elf);
+	elf_end(elf);
+	return err;
+}
+
+static void drop_proc(struct cfi_maps *m, struct proc *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->keys.n; i++)
+		bpf_map_delete_elem(m->mappings_fd, &p->keys.v[i]);
+	m->st.prefixes -= p->keys.n;
+	for (i = 0; i < p->tables.n; i++) {
+		struct table *t = &m->tables.v[p->tables.v[i]];
+
+		if (--t->refs == 0)
+			table_unload(m, t);
+	}
+	VEC_FREE(p->keys);
+	VEC_FREE(p->tables);
+}
+
+int cfi_maps_remove_process(struct cfi_maps *m, pid_t pid)
+{
+	struct proc *p = find_proc(m, pid, false);
+
+	if (!p)
+		return -ENOENT;
+	drop_proc(m, p);
+	*p = m->procs.v[--m->procs.n];
+	m->st.processes--;
+	return 0;
+}
+
+/* The entries a process had before cfi_maps_add_process re-read its maps:
+ * those not added again are deleted, and its old references to tables
+ * dropped only now, so that a table still mapped is not rebuilt. */
+static void release_old(struct cfi_maps *m, pid_t pid, struct proc *old)
+{
+	struct proc *p = find_proc(m, pid, false);
+	size_t i, j;
+
+	for (i = 0; i < old->keys.n; i++) {
+		bool again = false;
+
+		for (j = 0; p && j < p->keys.n && !again; j++)
+			again = !memcmp(&p->keys.v[j], &old->keys.v[i], sizeof(old->keys.v[i]));
+		if (!again)
+			bpf_map_delete_elem(m->mappings_fd, &old->keys.v[i]);
+	}
+	m->st.prefixes -= old->keys.n;
+	old->keys.n = 0;
+	drop_proc(m, old);
+}
+
+int cfi_maps_add_process(struct cfi_maps *m, pid_t pid)
+{
+	char path[64], *buf = NULL, *line, *save = NULL;
+	struct proc old = {.pid = pid}, *p;
+	size_t len;
+	int err;
+
+	p = find_proc(m, pid, false);
+	if (p) {
+		old = *p;
+		memset(&p->keys, 0, sizeof(p->keys));
+		memset(&p->tables, 0, sizeof(p->tables));
+	}
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	err = read_path_all(path, 0, 64 << 20, &buf, &len);
+	if (err) {
+		release_old(m, pid, &old);
+		return err;
+	}
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long start, end, off, ino;
+		unsigned maj, min;
+		char perms[8], file[4096];
+		struct stat st;
+		int n = 0, fd;
+
+		file[0] = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
+			   &maj, &min, &ino, &n) < 7)
+			continue;
+		if (perms[2] == 'x' && !strcmp(line + n, "[vdso]")) {
+			cfi_maps_add_vdso(m, pid, start, end);
+			continue;
+		}
+		if (perms[2] != 'x' || !ino || line[n] != '/')
+			continue;
+		snprintf(file, sizeof(file), "%s", line + n);
+		/* map_files: the mapped file itself, even deleted or in
+		 * another mount namespace (CAP_SYS_ADMIN); else the path as
+		 * the process sees it, through its root (containers). */
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid, start, end);
+		fd = open_regular(path, 0);
+		if (fd < 0) {
+			char rooted[4200];
+
+			snprintf(rooted, sizeof(rooted), "/proc/%d/root%s", (int)pid, file);
+			fd = open_regular(rooted, 0);
+			/* By path: the same file as mapped, not one put in its
+			 * place since. (Not for map_files, which is the mapped
+			 * file itself: on overlayfs its fstat gives the overlay's
+			 * device while maps gives the layer's.) */
+			if (fd >= 0 && (fstat(fd, &st) || st.st_ino != ino ||
+					major(st.st_dev) != maj || minor(st.st_dev) != min)) {
+				close(fd);
+				fd = -ESTALE;
+			}
+		}
+		if (fd < 0) {
+			m->st.open_failed++;
+			debug("cfi: pid %d: cannot open %s: %s", (int)pid, file, strerror(-fd));
+			continue;
+		}
+		err = cfi_maps_add_mapping(m, pid, start, end, off, makedev(maj, min), ino, fd);
+		close(fd);
+		if (err && err != -ENOSPC && err != -ENOENT && err != -ENOEXEC && err != -EIO) {
+			free(buf);
+			release_old(m, pid, &old);
+			return err;
+		}
+	}
+	free(buf);
+	release_old(m, pid, &old);
+	return 0;
+}
+
+void cfi_maps_get_stats(const struct cfi_maps *m, struct cfi_maps_stats *st)
+{
+	*st = m->st;
+	st->bytes_used = st->rows_used * sizeof(struct cfi_row);
+}
+
+void cfi_maps_free(struct cfi_maps *m)
+{
+	size_t i;
+
+	if (!m)
+		return;
+	while (m->procs.n)
+		cfi_maps_remove_process(m, m->procs.v[0].pid);
+	for (i = 0; i < m->tables.n; i++)
+		if (m->tables.v[i].live)
+			table_unload(m, &m->tables.v[i]);
+	VEC_FREE(m->procs);
+	VEC_FREE(m->tables);
+	VEC_FREE(m->free);
+	free(m->id_used);
+	free(m);
+}

@@ -1,0 +1,68 @@
+/* Loads the unwind tables of bpf/cfi.h into the BPF walker's maps
+ * (bpf/cfi_walk.bpf.h): cfi_rows (the rows of every table, in slices),
+ * cfi_tables (table id -> slice) and cfi_mappings (the executable file
+ * mappings of each process -> table id and load bias). Pure user space:
+ * map fds in. One table per binary, keyed by (device, inode) and shared by
+ * every process that maps it; freed when the last such process is removed.
+ * Not thread-safe. */
+#ifndef USER_CFI_MAPS_H
+#define USER_CFI_MAPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CFI_MAPS_DEFAULT_BUDGET (64u << 20) /* bytes of rows (the future --unwind-mib) */
+
+struct cfi_maps;
+
+struct cfi_maps_stats {
+	uint64_t tables;	/* binaries with a loaded table */
+	uint64_t rows_used;	/* rows in cfi_rows taken by them */
+	uint64_t rows_cap;	/* cfi_rows' entries */
+	uint64_t bytes_used;	/* rows_used * sizeof(struct cfi_row) */
+	uint64_t processes;	/* processes added and not removed */
+	uint64_t prefixes;	/* cfi_mappings entries */
+	uint64_t out_of_budget; /* mappings given table 0: their binary did not fit */
+	uint64_t no_cfi;	/* mappings of binaries without CFI (left out: frame pointers) */
+	uint64_t open_failed;	/* mappings whose file could not be opened (or changed) */
+	uint64_t build_failed;	/* mappings whose binary's table could not be built */
+};
+
+/* Entries of cfi_rows for a budget of bytes, for bpf_map__set_max_entries
+ * before the skeleton is loaded. */
+uint32_t cfi_maps_rows_for_budget(size_t budget_bytes);
+
+/* The maps' fds (kept by the caller, which must outlive the result); rows
+ * and tables: cfi_rows' and cfi_tables' max_entries (table ids are 1 ..
+ * tables - 1; a table of more than CFI_TABLE_MAX_ROWS rows takes one per
+ * slice). 0 or -errno. */
+int cfi_maps_new(int rows_fd, int tables_fd, int mappings_fd, uint32_t rows, uint32_t tables,
+		 struct cfi_maps **out);
+/* Removes every process's entries and every table, and frees. */
+void cfi_maps_free(struct cfi_maps *m);
+
+/* Adds the executable file mappings of a live process from
+ * /proc/PID/maps, building the tables of binaries not seen yet. Adding a
+ * process again (after exec, dlopen) replaces its entries. A binary that
+ * does not fit in the budget gets table 0 (the walk then leaves the sample
+ * to DWARF); one without CFI gets no entry (frame pointers there). 0, or
+ * -errno when the process's maps could not be read or a map update
+ * failed. */
+int cfi_maps_add_process(struct cfi_maps *m, pid_t pid);
+/* One mapping of a process: [start, end) maps file offset `offset` of the
+ * file fd (only read; the caller keeps it), whose (dev, ino) keys the
+ * table (ino 0 is refused: (0, 0) is the vdso's). 0 or -errno (-ENOSPC:
+ * out of budget, mapped with table 0). */
+int cfi_maps_add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end,
+			 uint64_t offset, uint64_t dev, uint64_t ino, int fd);
+/* The process's [vdso] mapping, with the table of this process's vdso (the
+ * kernel's; cfi_maps_add_process does it). 0 or -errno. */
+int cfi_maps_add_vdso(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end);
+/* Removes all the entries of a process (at its exit, or before an exec's
+ * new maps are added). 0 or -ENOENT. */
+int cfi_maps_remove_process(struct cfi_maps *m, pid_t pid);
+
+void cfi_maps_get_stats(const struct cfi_maps *m, struct cfi_maps_stats *st);
+
+#endif
