@@ -190,7 +190,8 @@ clean:
 # Test and demo workloads: frame pointers on, as the sampler walks them.
 WL_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Wall -Werror
 WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/calls $(OUT)/workloads/leafy $(OUT)/workloads/spin \
-	     $(OUT)/workloads/deep $(OUT)/workloads/jitspin $(OUT)/workloads/execspin $(OUT)/workloads/nofp
+	     $(OUT)/workloads/deep $(OUT)/workloads/jitspin $(OUT)/workloads/execspin $(OUT)/workloads/nofp \
+	     $(OUT)/workloads/mixed $(OUT)/workloads/cxxalloc
 workloads: $(WORKLOADS)
 all: workloads
 $(OUT)/workloads/libwork.so: tests/workloads/libwork.c tests/workloads/work.h
@@ -225,6 +226,13 @@ $(OUT)/workloads/jitspin: tests/workloads/jitspin.c
 $(OUT)/workloads/nofp: tests/workloads/nofp.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -fomit-frame-pointer -Wall -Werror -o $@ $<
+# Without frame pointers, calling a library with them and a CFI-less stub.
+$(OUT)/workloads/mixed: tests/workloads/mixed.c $(OUT)/workloads/libwork.so
+	$(CC) -O2 -g -fomit-frame-pointer -Wall -Werror -o $@ $< -L$(OUT)/workloads -lwork \
+		-Wl,-rpath,'$$ORIGIN'
+$(OUT)/workloads/cxxalloc: tests/workloads/cxxalloc.cc
+	@mkdir -p $(@D)
+	g++ -O2 -g -fno-omit-frame-pointer -Wall -Werror -o $@ $<
 $(OUT)/workloads/spin: tests/workloads/spin.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -fno-omit-frame-pointer -Wall -Werror -o $@ $< -pthread

@@ -145,8 +145,15 @@ struct cfi_mapping_key {
  * SAMPLE_CFI_NOTABLE). */
 struct cfi_mapping {
 	__u64 bias;  /* pc - bias is the ELF vaddr (the load bias; 0 for ET_EXEC) */
-	__u32 table; /* key of cfi_tables */
+	__u32 table; /* key of cfi_tables; 0: not loaded; CFI_TABLE_NOMAP: see below */
 	__u32 pad;
 };
+
+/* Each process whose mappings are loaded also has a /32 entry (its tgid,
+ * any pc) with this table: a pc in none of its file mappings (JIT code,
+ * anonymous memory) finds it, and takes a frame-pointer step. A process
+ * with no entry at all is one user space has not loaded yet (its first
+ * samples): those are copied for DWARF unwinding, as a table 0 is. */
+#define CFI_TABLE_NOMAP 0xffffffffu
 
 #endif

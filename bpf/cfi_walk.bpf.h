@@ -87,9 +87,11 @@ static __always_inline int cfi_lookup(__u32 tgid, __u64 addr, struct cfi_row *ro
 	__u64 off;
 
 	m = bpf_map_lookup_elem(&cfi_mappings, &k);
-	if (!m)
-		return CFI_LK_NOMAP;
+	if (!m) /* the process is not loaded yet */
+		return CFI_LK_NOTABLE;
 	idx = m->table;
+	if (idx == CFI_TABLE_NOMAP)
+		return CFI_LK_NOMAP;
 	if (!idx)
 		return CFI_LK_NOTABLE;
 	t = bpf_map_lookup_elem(&cfi_tables, &idx);
@@ -155,6 +157,32 @@ static __always_inline __u64 cfi_uretprobe(struct cfi_state *st, __u64 slot)
 	return st->tramp; /* not found: the trampoline stays, as today */
 }
 
+/* A stack copied for DWARF unwinding holds the trampoline where each
+ * traced function's caller's return address was: the real ones are put
+ * back in the copy, so that libdwfl unwinds past them as the walk does. */
+#define CFI_URETPROBE_PATCH 8
+static __always_inline void cfi_patch_copy(struct scratch *sc, __u32 copied)
+{
+	struct return_instance *ri = (struct return_instance *)sc->cfi.ri0;
+	__u64 stack = 0, ra = 0, off;
+	__u32 i;
+
+	for (i = 0; i < CFI_URETPROBE_PATCH && ri; i++) {
+		struct return_instance *next = NULL;
+
+		bpf_core_read(&stack, sizeof(stack), &ri->stack);
+		bpf_core_read(&ra, sizeof(ra), &ri->orig_ret_vaddr);
+		bpf_core_read(&next, sizeof(next), &ri->next);
+		off = stack - sc->cfi.sp0;
+		if (ra && stack >= sc->cfi.sp0 && off + 8 <= copied && !(stack & 7)) {
+			barrier_var(off);
+			if (off <= MAX_STACK_COPY - 8)
+				*(__u64 *)&sc->stack[off] = ra;
+		}
+		ri = next;
+	}
+}
+
 /* A word of user stack: from the copy when it holds it, else read. */
 static __always_inline int cfi_read(struct scratch *sc, __u64 addr, __u64 *val)
 {
@@ -174,9 +202,30 @@ static __always_inline int cfi_read(struct scratch *sc, __u64 addr, __u64 *val)
 	return 0;
 }
 
+static long vma_file_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	*(bool *)data = vma->vm_file != NULL;
+	return 0;
+}
+
+/* Whether the pc lies in a file mapping: one the process mapped since user
+ * space loaded its tables (its libraries, right after exec; a dlopen), not
+ * JIT code. bpf_find_vma is 5.17's, as bpf_loop: the compat walker cannot
+ * tell, and takes such a pc for JIT code (a frame-pointer step) until user
+ * space adds the mapping. */
+static __always_inline bool in_file_mapping(__u64 pc, const bool compat)
+{
+	bool file = false;
+
+	if (compat)
+		return false;
+	bpf_find_vma(bpf_get_current_task_btf(), pc, vma_file_cb, &file, 0);
+	return file;
+}
+
 /* One frame: from the state's (pc, sp, bp) and lookup address to the
  * caller's, appending its return address to the ips. */
-static __always_inline int cfi_step(struct scratch *sc)
+static __always_inline int cfi_step(struct scratch *sc, const bool compat)
 {
 	struct cfi_state *st = &sc->cfi;
 	__u64 *ips = sc->head + sizeof(struct ev_sample) / 8;
@@ -187,10 +236,19 @@ static __always_inline int cfi_step(struct scratch *sc)
 	if (st->n >= MAX_FRAMES)
 		return CFI_DONE_TRUNC;
 	r = cfi_lookup(st->tgid, st->addr, &row);
-	if (r == CFI_LK_NOTABLE)
-		return CFI_DONE_NOTABLE;
+	/* No table: the stack is copied for DWARF at the end, and the walk
+	 * goes on by frame pointers, which user space takes when DWARF cannot
+	 * unwind the copy (a short-lived process gone before its maps were
+	 * read). */
+	if (r == CFI_LK_NOTABLE) {
+		st->notable = 1;
+		r = CFI_LK_NOMAP;
+	}
 	if (r == CFI_LK_BAD)
 		return CFI_DONE_TRUNC;
+	/* A library mapped since the tables were loaded: as if not loaded. */
+	if (r == CFI_LK_NOMAP && !st->notable && in_file_mapping(st->addr, compat))
+		st->notable = 1;
 	if (r == CFI_LK_NOMAP || row.kind == CFI_ROW_NONE || row.kind == CFI_ROW_FALLBACK ||
 	    row.kind > CFI_ROW_END) {
 		count(r == CFI_LK_NOMAP		     ? STAT_CFI_FP_NOMAP
@@ -253,6 +311,8 @@ static __always_inline int cfi_finish(struct scratch *sc, int r, const bool comp
 	struct ev_sample *s = (struct ev_sample *)sc->head;
 
 	s->flags |= SAMPLE_CFI;
+	if (sc->cfi.notable)
+		r = CFI_DONE_NOTABLE;
 	if (r == CFI_DONE_END) {
 		s->flags |= SAMPLE_CFI_END;
 		count(STAT_CFI_END);
@@ -274,6 +334,8 @@ static __always_inline int cfi_finish(struct scratch *sc, int r, const bool comp
 				s->flags |= SAMPLE_STACK_TRUNC;
 			s->stack_len = copied;
 		}
+		if (sc->cfi.ri0)
+			cfi_patch_copy(sc, s->stack_len & 0xffff);
 	} else {
 		s->flags |= SAMPLE_CFI_TRUNC;
 		count(STAT_CFI_TRUNC);
@@ -296,7 +358,7 @@ static __always_inline int cfi_walker(void *ctx, const bool compat)
 	if (!sc)
 		return 0;
 	for (i = 0; i < CFI_FRAMES_PER_CALL; i++) {
-		r = cfi_step(sc);
+		r = cfi_step(sc, compat);
 		if (r != CFI_GO)
 			break;
 	}
@@ -325,7 +387,8 @@ static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid,
 	st->nk = nk;
 	st->n = 1;
 	st->calls = 0;
-	st->tramp = st->ri = 0;
+	st->tramp = st->ri = st->ri0 = 0;
+	st->notable = 0;
 	/* Only processes with uprobes have the page (kernels without
 	 * CONFIG_UPROBES have no utask). */
 	if (bpf_core_field_exists(((struct task_struct *)0)->utask)) {
@@ -333,7 +396,7 @@ static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid,
 
 		st->tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
 		if (st->tramp)
-			st->ri = (__u64)BPF_CORE_READ(task, utask, return_instances);
+			st->ri = st->ri0 = (__u64)BPF_CORE_READ(task, utask, return_instances);
 	}
 	if (nk < MAX_FRAMES)
 		s->ips[nk] = st->pc;

@@ -46,9 +46,10 @@ struct ev_hdr {
  * root: _start, clone) or a return address of 0; with SAMPLE_CFI_TRUNC it
  * stopped before (an unreadable word, a frame that does not move up the
  * stack, a frame-pointer fallback that found no frame, MAX_FRAMES);
- * SAMPLE_CFI_NOTABLE: it met a mapping whose table is not loaded and the
- * stack was copied for DWARF instead (SAMPLE_DWARF; the ips are then the
- * frames walked before it, user space unwinds the copy). A CFI-walked
+ * SAMPLE_CFI_NOTABLE: it met a process or a mapping whose table is not
+ * loaded, and the stack was copied for DWARF too (SAMPLE_DWARF: user space
+ * unwinds the copy; the ips, walked on by frame pointers from there, are
+ * what it takes when the copy cannot be unwound). A CFI-walked
  * sample carries a stack copy only with SAMPLE_DWARF (no leaf-caller copy). */
 #define SAMPLE_CFI	   (1u << 6)
 #define SAMPLE_CFI_END	   (1u << 7)

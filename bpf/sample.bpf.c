@@ -76,6 +76,9 @@ struct cfi_state {
 	__u32 calls;	   /* tail calls so far */
 	__u64 tramp;	   /* the uretprobe trampoline's address, or 0 */
 	__u64 ri;	   /* the next struct return_instance to match against it */
+	__u64 ri0;	   /* the first (innermost) one */
+	__u32 notable;	   /* a pc of a process or binary with no table: copy for DWARF */
+	__u32 pad;
 };
 
 struct scratch {

@@ -293,6 +293,9 @@ static int table_load(struct cfi_maps *m, struct table *t, Elf *elf)
 	t->base = ct.base;
 	m->st.rows_used += ct.nrows;
 	m->st.tables++;
+	m->st.tables_built++;
+	if (m->st.rows_used > m->st.rows_peak)
+		m->st.rows_peak = m->st.rows_used;
 	cfi_table_free(&ct);
 	return 0;
 fail:
@@ -348,6 +351,26 @@ static int add_range(struct cfi_maps *m, struct proc *p, uint64_t start, uint64_
 		if (!start)
 			break; /* the top of the address space */
 	}
+	return 0;
+}
+
+/* The process's /32 entry: CFI_TABLE_NOMAP for any pc no mapping covers. */
+static int add_marker(struct cfi_maps *m, pid_t pid)
+{
+	struct cfi_mapping_key k = {.prefixlen = 32, .tgid_be = htobe32((uint32_t)pid)};
+	struct cfi_mapping val = {.table = CFI_TABLE_NOMAP};
+	struct proc *p = find_proc(m, pid, true);
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	if (bpf_map_update_elem(m->mappings_fd, &k, &val, 0))
+		return -errno;
+	if ((err = VEC_PUSH(p->keys, k))) {
+		bpf_map_delete_elem(m->mappings_fd, &k);
+		return err;
+	}
+	m->st.prefixes++;
 	return 0;
 }
 
@@ -592,14 +615,17 @@ int cfi_maps_add_process(struct cfi_maps *m, pid_t pid)
 		}
 	}
 	free(buf);
+	/* Loaded: a pc in no file mapping is JIT code, not a gap (bpf/cfi.h). */
+	err = add_marker(m, pid);
 	release_old(m, pid, &old);
-	return 0;
+	return err;
 }
 
 void cfi_maps_get_stats(const struct cfi_maps *m, struct cfi_maps_stats *st)
 {
 	*st = m->st;
 	st->bytes_used = st->rows_used * sizeof(struct cfi_row);
+	st->bytes_peak = st->rows_peak * sizeof(struct cfi_row);
 }
 
 void cfi_maps_free(struct cfi_maps *m)

@@ -21,6 +21,10 @@ struct cfi_maps_stats {
 	uint64_t rows_used;	/* rows in cfi_rows taken by them */
 	uint64_t rows_cap;	/* cfi_rows' entries */
 	uint64_t bytes_used;	/* rows_used * sizeof(struct cfi_row) */
+	uint64_t tables_built;	/* tables built over the run (a binary again after its last
+				 * process left counts again) */
+	uint64_t rows_peak;	/* the most rows_used has been */
+	uint64_t bytes_peak;	/* rows_peak * sizeof(struct cfi_row) */
 	uint64_t processes;	/* processes added and not removed */
 	uint64_t prefixes;	/* cfi_mappings entries */
 	uint64_t out_of_budget; /* mappings given table 0: their binary did not fit */

@@ -46,6 +46,7 @@ enum {
 	OPT_FDR_BUFFER,
 	OPT_FLIGHT,
 	OPT_JITDUMP,
+	OPT_UNWIND_MIB,
 };
 
 static const struct argp_option opts[] = {
@@ -79,9 +80,14 @@ static const struct argp_option opts[] = {
      0},
     {"trace-args", OPT_TRACE_ARGS, "N", 0,
      "With -t, record the first N integer arguments (at most 6)", 0},
-    {"call-graph", OPT_CALL_GRAPH, "fp|dwarf[,SIZE]", 0,
-     "User stacks: frame pointers, or DWARF unwinding of SIZE bytes of stack copied per sample "
-     "(default 8192). Default: frame pointers, and DWARF for processes whose program has none",
+    {"call-graph", OPT_CALL_GRAPH, "cfi|fp|dwarf[,SIZE]", 0,
+     "User stacks: cfi (the default) walks them in BPF with unwind tables compiled from each "
+     "binary's .eh_frame, frame pointers where code has none (JIT); fp: frame pointers only; "
+     "dwarf: SIZE bytes of stack copied per sample (default 8192) and unwound with libdw",
+     0},
+    {"unwind-mib", OPT_UNWIND_MIB, "MIB", 0,
+     "Memory for --call-graph cfi's unwind tables in the kernel (default 64); binaries that do "
+     "not fit are unwound as with dwarf",
      0},
     {"no-inherit", OPT_NO_INHERIT, NULL, 0, "Do not record processes forked by the targets", 0},
     {"no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0},
@@ -145,7 +151,11 @@ static void parse_call_graph(const char *arg, struct argp_state *st)
 	const char *comma = strchr(arg, ',');
 	size_t len = comma ? (size_t)(comma - arg) : strlen(arg);
 
-	if (len == 2 && !strncmp(arg, "fp", 2)) {
+	if (len == 3 && !strncmp(arg, "cfi", 3)) {
+		env.call_graph = CG_CFI;
+		if (comma)
+			argp_error(st, "--call-graph %s: cfi takes no size", arg);
+	} else if (len == 2 && !strncmp(arg, "fp", 2)) {
 		env.call_graph = CG_FP;
 		if (comma)
 			argp_error(st, "--call-graph %s: fp takes no size", arg);
@@ -157,7 +167,7 @@ static void parse_call_graph(const char *arg, struct argp_state *st)
 			env.stack_copy &= ~7u;
 		}
 	} else {
-		argp_error(st, "--call-graph %s: expected fp or dwarf[,SIZE]", arg);
+		argp_error(st, "--call-graph %s: expected cfi, fp or dwarf[,SIZE]", arg);
 	}
 }
 
@@ -228,6 +238,9 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_CALL_GRAPH:
 		parse_call_graph(arg, st);
+		break;
+	case OPT_UNWIND_MIB:
+		env.unwind_mib = parse_long(arg, "--unwind-mib", 1, 4096, st);
 		break;
 	case OPT_INCLUDE_SELF:
 		env.include_self = true;

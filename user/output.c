@@ -795,11 +795,16 @@ static void summary_row(FILE *f, const struct proc *p)
 	json_str(f, p->comm);
 	fprintf(f,
 		", \"samples\": %" PRIu64 ", \"lost_samples\": %" PRIu64 ", \"threads\": %zu"
-		", \"unwinding\": \"%s\", \"dwarf_unwound\": %" PRIu64
-		", \"dwarf_truncated\": %" PRIu64 ", \"leaf_callers_added\": %" PRIu64
-		", \"dwarf_unwind_ns\": %" PRIu64 "}",
-		p->nsamples, p->lost, p->threads.n, p->dwarf || p->unwound ? "dwarf" : "fp",
-		p->unwound, p->truncated, p->leaf_fixed, p->unwind_ns);
+		", \"unwinding\": \"%s\", \"cfi_walked\": %" PRIu64
+		", \"cfi_reached_root\": %" PRIu64 ", \"cfi_to_dwarf\": %" PRIu64
+		", \"dwarf_unwound\": %" PRIu64 ", \"dwarf_truncated\": %" PRIu64
+		", \"leaf_callers_added\": %" PRIu64 ", \"dwarf_unwind_ns\": %" PRIu64 "}",
+		p->nsamples, p->lost, p->threads.n,
+		p->cfi_walked > p->unwound ? "cfi"
+		: p->unwound		   ? "dwarf"
+					   : "fp",
+		p->cfi_walked, p->cfi_root, p->cfi_to_dwarf, p->unwound, p->truncated,
+		p->leaf_fixed, p->unwind_ns);
 }
 
 static int fill_summary(void *ctx, FILE *f, int fd)
@@ -828,6 +833,18 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 		ri->sample_bytes, ri->lost, ri->lost_tasks, ri->kstack_err, ri->ustack_err,
 		ri->kernel_walks, ri->traced_calls, ri->lost_calls);
 	json_str(f, ri->kernel ? ri->kernel : "");
+	if (ri->cfi)
+		fprintf(f,
+			",\n  \"cfi_walk\": {\"walks\": %" PRIu64 ", \"reached_root\": %" PRIu64
+			", \"truncated\": %" PRIu64 ", \"to_dwarf\": %" PRIu64
+			", \"fp_steps_no_mapping\": %" PRIu64 ", \"fp_steps_no_cfi\": %" PRIu64
+			", \"read_errors\": %" PRIu64 ", \"uretprobe_misses\": %" PRIu64
+			", \"tables_built\": %" PRIu64 ", \"table_bytes_peak\": %" PRIu64
+			", \"budget_bytes\": %" PRIu64 ", \"out_of_budget\": %" PRIu64 "}",
+			ri->cfi_walks, ri->cfi_root, ri->cfi_trunc, ri->cfi_to_dwarf,
+			ri->cfi_fp_nomap, ri->cfi_fp_nocfi, ri->cfi_read_err,
+			ri->cfi_uretprobe_miss, ri->cfi_tables, ri->cfi_table_bytes,
+			ri->cfi_budget_bytes, ri->cfi_out_of_budget);
 	fprintf(f, ",\n  \"degraded\": [");
 	for (i = 0; ri->degraded && i < ri->degraded->n; i++) {
 		fprintf(f, "%s\n    {\"feature\": ", i ? "," : "");
@@ -968,6 +985,33 @@ bool output_fold(void *ctx, struct proc *p)
 		fo->warned = true;
 	}
 	return true;
+}
+
+void output_fold_live(struct fold *fo)
+{
+	size_t i;
+	int err;
+
+	if (fo->broken)
+		return;
+	for (i = 0; i < procs.v.n; i++) {
+		struct proc *p = procs.v.v[i];
+
+		/* JIT frames are named at the end, from the runtime's files. */
+		if (p->exited || !p->samples.n || p->exact || jit_has_files(p))
+			continue;
+		pprof_scope_begin(fo->pp);
+		err = add_proc(fo->pp, p, &fo->kmap, false);
+		if (err)
+			warn("pid %d: %s; some of its samples are not in the profile", p->pid,
+			     strerror(-err));
+		if (pprof_scope_end(fo->pp) && !fo->warned) {
+			warn("cannot set aside samples in %s: they stay in memory to the end",
+			     fo->dir);
+			fo->warned = true;
+		}
+		proc_drop_samples(p);
+	}
 }
 
 void output_fold_free(struct fold *fo)

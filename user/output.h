@@ -34,8 +34,14 @@ struct run_info {
 	uint64_t lost_tasks;   /* exec/fork/exit events lost */
 	uint64_t kstack_err, ustack_err, kernel_walks;
 	uint64_t traced_calls, lost_calls; /* -t entries and returns */
-	const char *kernel;		   /* uname release */
-	const struct degraded *degraded;   /* features this kernel lacks, and why */
+	/* --call-graph cfi: the walk's counts (BPF), and its tables. */
+	bool cfi;
+	uint64_t cfi_walks, cfi_root, cfi_trunc, cfi_to_dwarf, cfi_fp_nomap, cfi_fp_nocfi,
+	    cfi_read_err, cfi_uretprobe_miss;
+	uint64_t cfi_tables, cfi_table_bytes; /* built over the run; their peak bytes */
+	uint64_t cfi_budget_bytes, cfi_out_of_budget;
+	const char *kernel;		 /* uname release */
+	const struct degraded *degraded; /* features this kernel lacks, and why */
 	bool system_wide;
 	bool per_process;   /* cpu-PID.prof and the XRay files of each process */
 	const char *outdir; /* the path, for the commands that open the files */
@@ -62,6 +68,9 @@ void output_abort(void);
 struct fold *output_fold_new(const struct run_info *ri);
 struct proc;
 bool output_fold(void *fold, struct proc *p);
+/* The same for the samples of the processes still running, which then
+ * forget them (proc_drop_samples): called every minute or so. */
+void output_fold_live(struct fold *fo);
 void output_fold_free(struct fold *fo);
 
 /* 0, or -errno after reporting; files already written stay. */

@@ -20,7 +20,6 @@
 struct procs procs;
 bool proc_aggregate;
 void (*proc_maps_hook)(struct proc *p);
-void (*proc_exec_hook)(struct proc *p);
 void (*proc_leaf_hint_hook)(pid_t pid, uint64_t ip, uint32_t need);
 
 /* An address outside every mapping re-reads /proc/PID/maps (a dlopen, a new
@@ -598,6 +597,11 @@ static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs)
 
 	if ((s->stack_len || (s->flags & SAMPLE_LEAF_HINT)) && !p->uw)
 		p->uw = unwinder_new(p->pid);
+	if (s->flags & SAMPLE_CFI) {
+		p->cfi_walked++;
+		p->cfi_root += !!(s->flags & SAMPLE_CFI_END);
+		p->cfi_to_dwarf += !!(s->flags & SAMPLE_CFI_NOTABLE);
+	}
 	if (p->uw && (s->flags & SAMPLE_DWARF)) {
 		uint64_t regs[UREG_NR] = {s->uregs[UREG_IP], s->uregs[UREG_SP], s->uregs[UREG_BP]};
 
@@ -613,8 +617,9 @@ static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs)
 	}
 	for (i = 0; i < s->nuser && fp[i] && n < MAX_USER_FRAMES; i++) {
 		pcs[n++] = fp[i];
-		/* A leaf that set up no frame hides its caller from the walk. */
-		if (i == 0 && p->uw && fp[0] == s->uregs[UREG_IP]) {
+		/* A leaf that set up no frame hides its caller from the
+		 * frame-pointer walk (the CFI walk finds it). */
+		if (i == 0 && p->uw && fp[0] == s->uregs[UREG_IP] && !(s->flags & SAMPLE_CFI)) {
 			uint64_t c = unwind_leaf_caller(p->uw, fp[0], s->uregs[UREG_SP], stack,
 							s->stack_len);
 
@@ -792,8 +797,6 @@ void proc_on_exec(pid_t pid, const char *comm)
 	}
 	free(p->hints);
 	p->hints = NULL;
-	if (proc_exec_hook)
-		proc_exec_hook(p);
 }
 
 void proc_on_exit(pid_t pid, uint64_t time_ns)
@@ -913,6 +916,16 @@ static void proc_free(struct proc *p)
 	xray_proc_free(p);
 	jit_proc_free(p);
 	free(p);
+}
+
+void proc_drop_samples(struct proc *p)
+{
+	if (!proc_aggregate)
+		return; /* the per-process files read them one by one */
+	p->samples.n = 0;
+	idtab_free(&p->sample_tab);
+	p->stack_data.n = p->stack_off.n = 0;
+	idtab_free(&p->stack_tab);
 }
 
 /* Frees the retired processes and indexes the others again. */

@@ -29,7 +29,6 @@ struct mapping {
 	char *path; /* as in maps, " (deleted)" removed, sanitized; "" when anonymous */
 	bool exec, deleted;
 	bool sym_tried;
-	bool fp_checked;     /* looked at for frame pointers */
 	struct symfile *sym; /* loaded while the process lives, on first use */
 	uint64_t out_id;     /* scratch for writers */
 };
@@ -102,14 +101,16 @@ struct proc {
 	struct idtab thread_tab;
 	uint64_t lost;	     /* from BPF's per-process counter */
 	struct unwinder *uw; /* DWARF unwinder, made on the first copied stack */
-	bool dwarf;	     /* stacks DWARF-unwound (the program has no frame pointers) */
-	uint64_t unwound, truncated, leaf_fixed; /* samples */
-	uint64_t unwind_ns;			 /* time spent in DWARF unwinding */
-	struct leaf_hint *hints;		 /* LEAF_HINTS, by ip hash: what BPF was told */
-	struct fdr *exact;			 /* XRay trace of -t calls */
-	struct jit_state *jit;			 /* its jitdump and perf map */
-	VEC(struct migration) migrations;	 /* for the sampled timelines */
-	VEC(struct image) images;		 /* before each exec, oldest first */
+	uint64_t unwound, truncated, leaf_fixed; /* samples DWARF-unwound, cut short, fixed */
+	/* Samples the CFI walk in BPF unwound, of those reaching the root, and
+	 * copied for DWARF instead (a table not loaded yet, or over budget). */
+	uint64_t cfi_walked, cfi_root, cfi_to_dwarf;
+	uint64_t unwind_ns;		  /* time spent in DWARF unwinding */
+	struct leaf_hint *hints;	  /* LEAF_HINTS, by ip hash: what BPF was told */
+	struct fdr *exact;		  /* XRay trace of -t calls */
+	struct jit_state *jit;		  /* its jitdump and perf map */
+	VEC(struct migration) migrations; /* for the sampled timelines */
+	VEC(struct image) images;	  /* before each exec, oldest first */
 };
 
 /* A leaf_need entry sent to BPF (see proc_leaf_hint_hook). */
@@ -126,10 +127,9 @@ struct procs {
 };
 extern struct procs procs;
 
-/* Called after /proc/PID/maps was read (a new process, a new library), and
- * after exec. */
+/* Called after /proc/PID/maps was read (a new process, an exec, a new
+ * library). */
 extern void (*proc_maps_hook)(struct proc *p);
-extern void (*proc_exec_hook)(struct proc *p);
 /* Tells BPF how many stack bytes the leaf-caller fix needs at ip in pid. */
 extern void (*proc_leaf_hint_hook)(pid_t pid, uint64_t ip, uint32_t need);
 
@@ -161,6 +161,11 @@ typedef bool (*proc_done_fn)(void *ctx, struct proc *p);
 /* Those left when CLOCK_MONOTONIC passes until_ns wait for the next call:
  * done() names frames, which may read a file's debug info. */
 void procs_retire(uint64_t time_ns, uint64_t until_ns, proc_done_fn done, void *ctx);
+/* Under proc_aggregate: forgets the process's stacks and samples, once the
+ * writers have taken them (output_fold_live); its frames, threads and
+ * counts stay. A long-lived process's distinct stacks would otherwise grow
+ * for as long as the recording. */
+void proc_drop_samples(struct proc *p);
 /* An executable mapping the process had as it exited (EV_VMA). */
 void proc_on_vma(pid_t pid, const struct ev_vma *v);
 struct thread *proc_thread(struct proc *p, uint32_t tid);

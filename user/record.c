@@ -21,6 +21,8 @@
 #include "user/output.h"
 #include "user/proc.h"
 #include "user/record.h"
+#include "bpf/cfi.h"
+#include "user/cfi_maps.h"
 #include "user/symbols.h"
 #include "user/target.h"
 #include "user/trace.h"
@@ -32,6 +34,7 @@ struct env env = {
     .outdir = "bpftrace-rec.out",
     .ringbuf_mb = 0, /* auto: ringbuf_size_mb() */
     .stack_copy = 8192,
+    .unwind_mib = 64,
     .xray_version = 5,
 };
 
@@ -44,6 +47,12 @@ enum stop_reason { STOP_NONE, STOP_SIGNAL, STOP_DURATION, STOP_TARGETS, STOP_ERR
 
 /* One recording, from load to write: each phase of record_run fills in its
  * part. */
+/* --call-graph cfi: the unwind tables of the processes' binaries in the BPF
+ * walker's maps (user/cfi_maps.c), added as each process's maps are read
+ * (first sight, exec, a library that appeared) and removed at its exit.
+ * Until a process is added, its samples are copied for DWARF unwinding. */
+static struct cfi_maps *cfi;
+
 struct recorder {
 	struct features feat;
 	struct degraded degraded;
@@ -60,8 +69,9 @@ struct recorder {
 	uint64_t start_ns, stop_ns; /* CLOCK_MONOTONIC; stop: sampling and tracing ended */
 	uint64_t yield_ns;	    /* handle_event returns to the loop after this; 0: unset */
 	uint64_t samples, sample_bytes, last_status_ns;
-	uint64_t samples_seen;	   /* records handled, for the time slice */
-	uint64_t unresolved_calls; /* -t by address: no mapping known there */
+	uint64_t last_fold_ns, fold_live_ns; /* output_fold_live: the last, the period */
+	uint64_t samples_seen;		     /* records handled, for the time slice */
+	uint64_t unresolved_calls;	     /* -t by address: no mapping known there */
 	enum stop_reason stop;
 	unsigned nsnapshots;
 	bool tty, started;
@@ -79,6 +89,10 @@ struct recorder {
  * long per turn of the drain: the ring buffer fills meanwhile. */
 #define RETIRE_BUDGET_NS (10 * 1000000ULL)
 
+/* Under -a, the samples of running processes are written out this often
+ * (output_fold_live): a long-lived process's stacks grow otherwise. */
+#define FOLD_LIVE_NS (60 * 1000000000ULL)
+
 /* The debug info of a program not named for this long is freed (read again
  * when needed): what stays is that of the programs that run. */
 #define SYMFILE_IDLE_NS (10 * 1000000000ULL)
@@ -92,9 +106,14 @@ static void note_degraded(struct recorder *r)
 
 	if (r->feat.compat_sampler)
 		degraded_add(d, "sampler",
-			     "no bpf_loop (5.17), ring-buffer dynptrs (5.19) or bpf_task_pt_regs "
-			     "(5.15): the compat sampler, whose user stacks the kernel walks "
-			     "(bpf_get_stack, slower) and whose records are copied once more");
+			     env.call_graph == CG_CFI
+				 ? "no bpf_loop (5.17), ring-buffer dynptrs (5.19) or "
+				   "bpf_task_pt_regs (5.15): the compat sampler, whose CFI walk "
+				   "runs in tail calls and whose records are copied once more"
+				 : "no bpf_loop (5.17), ring-buffer dynptrs (5.19) or "
+				   "bpf_task_pt_regs (5.15): the compat sampler, whose user stacks "
+				   "the kernel walks (bpf_get_stack, slower) and whose records "
+				   "are copied once more");
 	if (!r->feat.iter_task_vma && !env.no_user)
 		degraded_add(d, "exit-time mappings",
 			     "no bpf_iter_task_vma kfuncs (6.7): frames of processes that exit "
@@ -343,6 +362,8 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		struct proc *p = proc_find(h->pid);
 
 		proc_on_exit(h->pid, h->time_ns);
+		if (cfi)
+			cfi_maps_remove_process(cfi, h->pid);
 		/* No JIT files found while it ran: none will be (jit_load_all
 		 * looks again only for live processes). */
 		if (p && !jit_has_files(p))
@@ -415,99 +436,15 @@ static int handle_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static int dwarf_pids_fd = -1;
-
-/* --call-graph default: frame pointers, and DWARF unwinding for a process
- * whose program sets up no frame pointers (frame-pointer walks of those
- * stop after a frame or two). Decided from the program's code. */
-/* Percentage of the file's functions that keep frame pointers; -1: unknown. */
-static int fp_percent(const char *path)
+static void cfi_add(struct proc *p)
 {
-	struct symfile *sf;
-	int fd, pct;
+	int err;
 
-	fd = open_regular(path, 0); /* the target's path: a FIFO may be there now */
-	if (fd < 0)
-		return -1;
-	sf = symfile_get(fd, path);
-	pct = sf ? symfile_fp_percent(sf, fd) : -1;
-	symfile_put(sf);
-	close(fd);
-	return pct;
-}
-
-static void set_dwarf(pid_t pid, bool dwarf, const char *why)
-{
-	__u32 key = pid;
-	__u8 one = 1;
-
-	if (dwarf)
-		bpf_map_update_elem(dwarf_pids_fd, &key, &one, BPF_ANY);
-	else
-		bpf_map_delete_elem(dwarf_pids_fd, &key);
-	debug("pid %d: %s: %s", pid, why, dwarf ? "DWARF unwinding" : "frame pointers");
-}
-
-/* Libraries that lack frame pointers everywhere and whose leaves the
- * leaf-caller fix covers; they alone do not make a process DWARF-unwound. */
-static bool common_runtime(const char *path)
-{
-	static const char *const names[] = {"ld-linux",	  "libc.so",   "libm.so",
-					    "libpthread", "libdl.so",  "librt.so",
-					    "libgcc_s",	  "libstdc++", NULL};
-	const char *base = strrchr(path, '/');
-	int i;
-
-	base = base ? base + 1 : path;
-	for (i = 0; names[i]; i++)
-		if (!strncmp(base, names[i], strlen(names[i])))
-			return true;
-	return false;
-}
-
-/* --call-graph default: frame pointers, and DWARF unwinding for a process
- * whose program, or a library of its own, sets up no frame pointers
- * (frame-pointer walks of those stop after a frame or two). Decided from the
- * code, when the process is first seen, after exec, and as libraries appear. */
-static void decide_unwinding(struct proc *p)
-{
-	char path[PATH_MAX + 64], why[PATH_MAX + 96];
-	size_t i;
-	int pct;
-
-	if (env.call_graph != CG_AUTO || dwarf_pids_fd < 0 || p->pid <= 0 || p->dwarf)
+	if (!cfi || p->pid <= 0)
 		return;
-	for (i = 0; i < p->maps.n; i++) {
-		struct mapping *m = p->maps.v[i];
-
-		if (m->fp_checked || !m->exec || m->path[0] != '/' || common_runtime(m->path))
-			continue;
-		m->fp_checked = true;
-		snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", p->pid,
-			 (unsigned long long)m->start, (unsigned long long)m->end);
-		pct = fp_percent(path);
-		if (pct >= 0 && pct < 30) {
-			p->dwarf = true;
-			snprintf(why, sizeof(why), "%s: %d%% of functions keep frame pointers",
-				 m->path, pct);
-			set_dwarf(p->pid, true, why);
-			return;
-		}
-	}
-}
-
-static void decide_after_exec(struct proc *p)
-{
-	if (env.call_graph != CG_AUTO || dwarf_pids_fd < 0)
-		return;
-	size_t i;
-
-	for (i = 0; i < p->maps.n; i++)
-		p->maps.v[i]->fp_checked = false;
-	p->dwarf = false;
-	decide_unwinding(p);
-	if (!p->dwarf)
-		set_dwarf(p->pid, false, "exec: its program keeps frame pointers");
+	err = cfi_maps_add_process(cfi, p->pid);
+	if (err && err != -ENOENT && err != -ESRCH)
+		debug("pid %d: unwind tables: %s", p->pid, strerror(-err));
 }
 
 static void read_stats(struct sample_bpf *skel, uint64_t out[STAT_NR])
@@ -641,6 +578,31 @@ static int rec_prepare(struct recorder *r)
 	return 0;
 }
 
+/* The CFI walker in the sampler's tail-call slot (bpf/cfi_walk.bpf.h: 0,
+ * or 1 for the compat variant), and the tables' maps. */
+static int rec_load_cfi(struct recorder *r)
+{
+	struct sample_bpf *skel = r->skel;
+	__u32 key = r->feat.compat_sampler ? 1 : 0;
+	int fd = bpf_program__fd(r->feat.compat_sampler ? skel->progs.on_cfi_walk_compat
+							: skel->progs.on_cfi_walk),
+	    err;
+
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.cfi_progs), &key, &fd, BPF_ANY)) {
+		err("the CFI walker's tail call: %s", strerror(errno));
+		return -1;
+	}
+	err = cfi_maps_new(bpf_map__fd(skel->maps.cfi_rows), bpf_map__fd(skel->maps.cfi_tables),
+			   bpf_map__fd(skel->maps.cfi_mappings),
+			   bpf_map__max_entries(skel->maps.cfi_rows),
+			   bpf_map__max_entries(skel->maps.cfi_tables), &cfi);
+	if (err) {
+		err("unwind tables: %s", strerror(-err));
+		return -1;
+	}
+	return 0;
+}
+
 /* Phase 2: the BPF objects, set for this run and this kernel, loaded; the
  * ring buffer and the process tracepoints ready. */
 static int rec_load(struct recorder *r)
@@ -677,9 +639,21 @@ static int rec_load(struct recorder *r)
 		err("ring buffer of %u MiB: %s", env.ringbuf_mb, strerror(-err));
 		return -1;
 	}
-	/* The sampler's variant for this kernel (features.h). */
+	/* The sampler's variant for this kernel (features.h), and the CFI
+	 * walker it tail-calls, of the same variant. */
 	bpf_program__set_autoload(skel->progs.on_sample, !r->feat.compat_sampler);
 	bpf_program__set_autoload(skel->progs.on_sample_compat, r->feat.compat_sampler);
+	if (env.call_graph == CG_CFI && !env.no_user) {
+		skel->rodata->cfi_walk = true;
+		bpf_program__set_autoload(skel->progs.on_cfi_walk, !r->feat.compat_sampler);
+		bpf_program__set_autoload(skel->progs.on_cfi_walk_compat, r->feat.compat_sampler);
+		err = bpf_map__set_max_entries(
+		    skel->maps.cfi_rows, cfi_maps_rows_for_budget((size_t)env.unwind_mib << 20));
+		if (err) {
+			err("--unwind-mib %u: %s", env.unwind_mib, strerror(-err));
+			return -1;
+		}
+	}
 	err = sample_bpf__load(skel);
 	if (err) {
 		err("load BPF programs on kernel %s: %s (run with -vv for the verifier's log)",
@@ -691,9 +665,9 @@ static int rec_load(struct recorder *r)
 	/* No per-sample timeline and no per-process file: samples are
 	 * counted as they come, and exited processes compacted. */
 	proc_aggregate = env.all && !env.per_process;
-	dwarf_pids_fd = bpf_map__fd(skel->maps.dwarf_pids);
-	proc_maps_hook = decide_unwinding;
-	proc_exec_hook = decide_after_exec;
+	if (skel->rodata->cfi_walk && rec_load_cfi(r))
+		return -1;
+	proc_maps_hook = cfi_add;
 	leaf_need_fd = bpf_map__fd(skel->maps.leaf_need);
 	proc_leaf_hint_hook = send_leaf_hint;
 	if (r->target.child > 0 && add_targets(skel, &r->target.child, 1))
@@ -759,8 +733,13 @@ static int rec_attach(struct recorder *r)
 	ri->argv = env.argv;
 	ri->kernel = r->feat.kernel;
 	ri->degraded = &r->degraded;
-	if (proc_aggregate)
+	if (proc_aggregate) {
+		const char *s = getenv("BPFTRACE_REC_FOLD_LIVE_S"); /* the tests' */
+
 		ri->fold = output_fold_new(ri);
+		r->fold_live_ns = s && atoi(s) > 0 ? atoi(s) * 1000000000ULL : FOLD_LIVE_NS;
+		r->last_fold_ns = now_ns(CLOCK_MONOTONIC);
+	}
 	xray_configure(&(struct xray_cfg){
 	    .version = env.xray_version,
 	    .buffer_size = env.fdr_buffer_size,
@@ -771,13 +750,6 @@ static int rec_attach(struct recorder *r)
 	jit_start(env.jitdump);
 	r->started = true;
 	if (r->target.child > 0) {
-		char *exe = find_in_path(env.cmd[0]);
-		int pct = exe && env.call_graph == CG_AUTO ? fp_percent(exe) : -1;
-
-		/* Decided before exec, so that its first samples unwind too. */
-		if (pct >= 0 && pct < 30)
-			set_dwarf(r->target.child, true, exe);
-		free(exe);
 		/* An exec that fails even so (a script's missing interpreter):
 		 * nothing was recorded, so nothing is written; a shell's status. */
 		if ((err = target_release(&r->target, env.cmd[0]))) {
@@ -818,6 +790,10 @@ static void rec_drain(struct recorder *r)
 		procs_retire(now, now + RETIRE_BUDGET_NS, r->ri.fold ? output_fold : NULL,
 			     r->ri.fold);
 		symfiles_trim(now, SYMFILE_IDLE_NS);
+		if (r->ri.fold && now - r->last_fold_ns > r->fold_live_ns) {
+			r->last_fold_ns = now;
+			output_fold_live(r->ri.fold);
+		}
 		if (stop_sig)
 			r->stop = STOP_SIGNAL;
 		else if (env.duration > 0 && now - r->start_ns >= env.duration * 1e9)
@@ -935,6 +911,24 @@ static int rec_write(struct recorder *r)
 	ri->kernel_walks = st[STAT_KERNEL_WALKS];
 	ri->traced_calls = st[STAT_CALLS];
 	ri->lost_calls = st[STAT_LOST_CALLS];
+	if (cfi) {
+		struct cfi_maps_stats cs;
+
+		cfi_maps_get_stats(cfi, &cs);
+		ri->cfi = true;
+		ri->cfi_walks = st[STAT_CFI_WALKS];
+		ri->cfi_root = st[STAT_CFI_END];
+		ri->cfi_trunc = st[STAT_CFI_TRUNC];
+		ri->cfi_to_dwarf = st[STAT_CFI_NOTABLE];
+		ri->cfi_fp_nomap = st[STAT_CFI_FP_NOMAP];
+		ri->cfi_fp_nocfi = st[STAT_CFI_FP_NONE] + st[STAT_CFI_FP_FALLBACK];
+		ri->cfi_read_err = st[STAT_CFI_READ_ERR];
+		ri->cfi_uretprobe_miss = st[STAT_CFI_URETPROBE_MISS];
+		ri->cfi_tables = cs.tables_built;
+		ri->cfi_table_bytes = cs.bytes_peak;
+		ri->cfi_budget_bytes = cs.rows_cap * sizeof(struct cfi_row);
+		ri->cfi_out_of_budget = cs.out_of_budget;
+	}
 	jit_load_all();
 	return output_write(ri) ? 1 : 0;
 }
@@ -946,6 +940,8 @@ static int rec_finish(struct recorder *r, int code)
 	int status;
 
 	ring_buffer__free(r->rb);
+	cfi_maps_free(cfi);
+	cfi = NULL;
 	sample_bpf__destroy(r->skel);
 	if (r->target.child > 0) {
 		if (!r->started)

@@ -31,8 +31,9 @@ struct env {
 	bool no_kernel, no_user;
 	bool include_self; /* --include-self: sample the recorder too */
 	unsigned ringbuf_mb;
-	/* CG_AUTO: frame pointers, DWARF for processes whose program lacks them */
-	enum { CG_AUTO, CG_FP, CG_DWARF } call_graph;
+	/* CG_CFI (the default): the CFI walk in BPF (bpf/cfi_walk.bpf.h) */
+	enum { CG_CFI, CG_FP, CG_DWARF } call_graph;
+	unsigned unwind_mib; /* --unwind-mib: the CFI tables' budget */
 	unsigned stack_copy; /* bytes of user stack copied for DWARF unwinding */
 	int verbose;
 	bool quiet; /* no live status line */

@@ -55,6 +55,8 @@ gpprof_flat() { # FUNC < google-pprof --text output
 }
 # within VALUE EXPECTED TOL: |VALUE - EXPECTED| <= TOL
 within() { awk -v v="$1" -v e="$2" -v t="$3" 'BEGIN { d = v - e; if (d < 0) d = -d; exit !(d <= t) }'; }
+# at_least VALUE MIN: VALUE >= MIN
+at_least() { awk -v v="$1" -v m="$2" 'BEGIN { exit !(v >= m) }'; }
 
 # Checks the 6:3:1 split (func_six, func_three, lib_spin) in a -top listing.
 check_split() { # NAME FILE-WITH-TOP-OUTPUT EXTRACTOR

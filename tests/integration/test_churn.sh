@@ -9,7 +9,7 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(churn_completes churn_no_emfile churn_fds_bounded churn_frames_named churn_rss_bounded
-	churn_exited_whole churn_totals_agree)
+	churn_exited_whole churn_running_whole churn_totals_agree)
 require_bpf "${ALL[@]}"
 
 DUR=20
@@ -20,11 +20,17 @@ DUR=20
 RSS_MAX=$((128 * 1024))
 
 (while :; do /bin/true; sleep 0.01; done) & churn=$!
-(ulimit -n 200 && exec "$REC" -q -a -F 999 -d $DUR -o "$TMP/churn") 2>"$TMP/churn.err" & rec=$!
+# Running processes' samples are written out every 4 s here (every minute by
+# default), as exited ones are.
+(ulimit -n 200 && BPFTRACE_REC_FOLD_LIVE_S=4 exec "$REC" -q -a -F 999 -d $DUR -o "$TMP/churn") \
+	2>"$TMP/churn.err" & rec=$!
 # A process of known work (two threads in chunk() and step(), ~0.5 s) that
 # exits early in the run: it is written into the profile and the summary as
 # it goes, long before the end, and must read back whole.
 (sleep 3 && exec "$WL/spin" 200000000) & known=$!
+# And one that runs 10 s: written out in parts while it runs, and at its exit.
+(sleep 2 && exec "$WL/spin" 40000000000) & long=$!
+(sleep 12 && kill $long) &
 peak_fd=0 rss=0
 for ((s = 1; s <= DUR + 5; s++)); do
 	sleep 1
@@ -78,6 +84,15 @@ exited_ok() { ((known_n > 200)) && [ "$known_pp" = "$known_n" ] && ((known_own *
 fault_case churn_exited_whole "a process of known work (~0.5 s on two threads) that exits 16 s before the end of -a" \
 	"its samples read back whole by its pid ($known_pp in the profile, $known_n in its summary row, $known_own in its own functions)" exited_ok
 if ! exited_ok; then sed -n 1,15p "$TMP/known.top" >&2; fi
+wait $long 2>/dev/null
+long_n=$(python3 -c 'import json,sys
+s = json.load(open(sys.argv[1]))
+print(sum(p["samples"] for p in s["processes"] if p["pid"] == int(sys.argv[2])))' "$TMP/churn/summary.json" $long 2>/dev/null)
+"$PPROF" -top -nodefraction=0 -sample_index=samples -tagfocus=pid=$long "$TMP/churn/profile.pb.gz" > "$TMP/long.top" 2>&1
+long_pp=$(awk '/accounting for/ { sub(",", "", $5); print $5; exit }' "$TMP/long.top")
+long_ok() { ((${long_n:-0} > 5000)) && [ "$long_pp" = "$long_n" ]; }
+fault_case churn_running_whole "a process of 10 s (two threads) under -a, written out every 4 s while it runs" \
+	"its samples read back whole ($long_pp in the profile, $long_n in its summary row)" long_ok
 "$PPROF" -top -sample_index=samples "$TMP/churn/profile.pb.gz" > "$TMP/all.top" 2>&1
 all_pp=$(awk '/accounting for/ { print $(NF - 1); exit }' "$TMP/all.top")
 totals_ok() { ((total_n > 0)) && [ "$all_pp" = "$total_n" ] && [ "$rows_n" = "$total_n" ]; }

@@ -23,8 +23,9 @@ s = json.load(open(sys.argv[1]))
 feats = {d["feature"]: d["why"] for d in s["degraded"]}
 assert "sampler" in feats and "bpf_loop" in feats["sampler"], feats
 assert "exit-time mappings" in feats, feats
-# the compat sampler leaves user stacks to the kernel's walk
-assert s["user_stacks_walked_by_kernel"] > 0.9 * s["samples"], s
+# the compat sampler's CFI walk (tail calls), to the thread's root
+assert s["cfi_walk"]["walks"] > 0.9 * s["samples"], s
+assert s["cfi_walk"]["reached_root"] > 0.9 * s["cfi_walk"]["walks"], s
 PY
 
 # --- -t without cookies: functions by address, returns by order -------------

@@ -95,6 +95,13 @@ static int on_record(void *ctx, void *data, size_t len)
 			t->beyond_copy++;
 			continue;
 		}
+		/* Past a frame with no table the walk goes on by frame
+		 * pointers, for user space to take only when the copy cannot
+		 * be unwound: from there on it is no CFI walk. */
+		if (s->flags & SAMPLE_CFI_NOTABLE) {
+			t->compared--;
+			break;
+		}
 		t->mismatches++;
 		if (t->shown++ < 5) {
 			int j;
