@@ -9,6 +9,8 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -644,4 +646,105 @@ void cfi_maps_free(struct cfi_maps *m)
 	VEC_FREE(m->free);
 	free(m->id_used);
 	free(m);
+}
+
+/* The worker: adds and removes in order, off the caller's thread. A pid
+ * added again while its add waits is added once. */
+struct op {
+	pid_t pid;
+	bool add;
+};
+
+struct cfi_worker {
+	struct cfi_maps *m;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	VEC(struct op) ops;
+	bool stop;
+};
+
+static void *worker_main(void *arg)
+{
+	struct cfi_worker *w = arg;
+
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		struct op op;
+
+		while (!w->ops.n && !w->stop)
+			pthread_cond_wait(&w->cond, &w->lock);
+		if (w->stop)
+			break;
+		op = w->ops.v[0];
+		memmove(w->ops.v, w->ops.v + 1, --w->ops.n * sizeof(*w->ops.v));
+		pthread_mutex_unlock(&w->lock);
+		if (op.add) {
+			int err = cfi_maps_add_process(w->m, op.pid);
+
+			if (err && err != -ENOENT && err != -ESRCH)
+				debug("pid %d: unwind tables: %s", (int)op.pid, strerror(-err));
+		} else {
+			cfi_maps_remove_process(w->m, op.pid);
+		}
+		pthread_mutex_lock(&w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+int cfi_worker_start(struct cfi_maps *m, struct cfi_worker **out)
+{
+	struct cfi_worker *w = calloc(1, sizeof(*w));
+	sigset_t all, old;
+	int err;
+
+	if (!w)
+		return -ENOMEM;
+	w->m = m;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	/* Signals are the drain's to take: the thread starts with all blocked. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	err = pthread_create(&w->thread, NULL, worker_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		pthread_mutex_destroy(&w->lock);
+		pthread_cond_destroy(&w->cond);
+		free(w);
+		return -err;
+	}
+	*out = w;
+	return 0;
+}
+
+void cfi_worker_queue(struct cfi_worker *w, pid_t pid, bool add)
+{
+	size_t i;
+
+	pthread_mutex_lock(&w->lock);
+	for (i = 0; add && i < w->ops.n; i++)
+		if (w->ops.v[i].pid == pid && w->ops.v[i].add)
+			break;
+	/* On ENOMEM the process is only not loaded (or not removed). */
+	if (!add || i == w->ops.n)
+		VEC_PUSH(w->ops, ((struct op){pid, add}));
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+void cfi_worker_stop(struct cfi_worker *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->stop = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread, NULL);
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->cond);
+	VEC_FREE(w->ops);
+	free(w);
 }

@@ -8,6 +8,7 @@
 #ifndef USER_CFI_MAPS_H
 #define USER_CFI_MAPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -68,5 +69,15 @@ int cfi_maps_add_vdso(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t en
 int cfi_maps_remove_process(struct cfi_maps *m, pid_t pid);
 
 void cfi_maps_get_stats(const struct cfi_maps *m, struct cfi_maps_stats *st);
+
+/* A thread that does cfi_maps_add_process and _remove_process as they are
+ * queued, in order: building a table takes milliseconds per binary (seconds
+ * under emulation), and the caller's thread drains the ring buffer. While
+ * the worker runs, m is its own: get the stats after cfi_worker_stop (which
+ * drops what is still queued). 0 or -errno. */
+struct cfi_worker;
+int cfi_worker_start(struct cfi_maps *m, struct cfi_worker **out);
+void cfi_worker_queue(struct cfi_worker *w, pid_t pid, bool add);
+void cfi_worker_stop(struct cfi_worker *w);
 
 #endif

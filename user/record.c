@@ -52,6 +52,7 @@ enum stop_reason { STOP_NONE, STOP_SIGNAL, STOP_DURATION, STOP_TARGETS, STOP_ERR
  * (first sight, exec, a library that appeared) and removed at its exit.
  * Until a process is added, its samples are copied for DWARF unwinding. */
 static struct cfi_maps *cfi;
+static struct cfi_worker *cfi_worker; /* builds and loads them off the drain */
 
 struct recorder {
 	struct features feat;
@@ -362,8 +363,8 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		struct proc *p = proc_find(h->pid);
 
 		proc_on_exit(h->pid, h->time_ns);
-		if (cfi)
-			cfi_maps_remove_process(cfi, h->pid);
+		if (cfi_worker)
+			cfi_worker_queue(cfi_worker, h->pid, false);
 		/* No JIT files found while it ran: none will be (jit_load_all
 		 * looks again only for live processes). */
 		if (p && !jit_has_files(p))
@@ -438,13 +439,8 @@ static int handle_event(void *ctx, void *data, size_t size)
 
 static void cfi_add(struct proc *p)
 {
-	int err;
-
-	if (!cfi || p->pid <= 0)
-		return;
-	err = cfi_maps_add_process(cfi, p->pid);
-	if (err && err != -ENOENT && err != -ESRCH)
-		debug("pid %d: unwind tables: %s", p->pid, strerror(-err));
+	if (cfi_worker && p->pid > 0)
+		cfi_worker_queue(cfi_worker, p->pid, true);
 }
 
 static void read_stats(struct sample_bpf *skel, uint64_t out[STAT_NR])
@@ -596,6 +592,8 @@ static int rec_load_cfi(struct recorder *r)
 			   bpf_map__fd(skel->maps.cfi_mappings),
 			   bpf_map__max_entries(skel->maps.cfi_rows),
 			   bpf_map__max_entries(skel->maps.cfi_tables), &cfi);
+	if (!err)
+		err = cfi_worker_start(cfi, &cfi_worker);
 	if (err) {
 		err("unwind tables: %s", strerror(-err));
 		return -1;
@@ -911,6 +909,8 @@ static int rec_write(struct recorder *r)
 	ri->kernel_walks = st[STAT_KERNEL_WALKS];
 	ri->traced_calls = st[STAT_CALLS];
 	ri->lost_calls = st[STAT_LOST_CALLS];
+	cfi_worker_stop(cfi_worker); /* its stats are ours from here */
+	cfi_worker = NULL;
 	if (cfi) {
 		struct cfi_maps_stats cs;
 
@@ -940,6 +940,8 @@ static int rec_finish(struct recorder *r, int code)
 	int status;
 
 	ring_buffer__free(r->rb);
+	cfi_worker_stop(cfi_worker);
+	cfi_worker = NULL;
 	cfi_maps_free(cfi);
 	cfi = NULL;
 	sample_bpf__destroy(r->skel);
