@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/auxv.h>
 #include <sys/sysmacros.h>
@@ -668,6 +669,11 @@ static void *worker_main(void *arg)
 {
 	struct cfi_worker *w = arg;
 
+	/* Below the recorded programs: tables are a background job, the
+	 * samples meanwhile go the DWARF way (on Linux a thread's nice is its
+	 * own). */
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), 10))
+		debug("unwind tables' thread: nice: %s", strerror(errno));
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		struct op op;
