@@ -147,6 +147,11 @@ struct cfi_mapping {
 	__u64 bias;  /* pc - bias is the ELF vaddr (the load bias; 0 for ET_EXEC) */
 	__u32 table; /* key of cfi_tables; 0: not loaded; CFI_TABLE_NOMAP: see below */
 	__u32 pad;
+	/* The whole range this value holds for (of which the entry's prefix is
+	 * a piece): the walk keeps the last one and looks no further while the
+	 * frames stay in it, as they mostly do (a trie lookup per frame was
+	 * most of the walk's cost). */
+	__u64 start, end;
 };
 
 /* Each process whose mappings are loaded also has a /32 entry (its tgid,

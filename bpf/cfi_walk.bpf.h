@@ -73,11 +73,11 @@ enum { CFI_LK_ROW, CFI_LK_NOMAP, CFI_LK_NOTABLE, CFI_LK_BAD };
 enum { CFI_GO, CFI_DONE_END, CFI_DONE_TRUNC, CFI_DONE_NOTABLE };
 
 /* The row of a lookup address (bpf/cfi.h's lookup). */
-static __always_inline int cfi_lookup(__u32 tgid, __u64 addr, struct cfi_row *row)
+static __always_inline int cfi_lookup(struct cfi_state *st, __u64 addr, struct cfi_row *row)
 {
 	struct cfi_mapping_key k = {
 	    .prefixlen = 96,
-	    .tgid_be = bpf_htonl(tgid),
+	    .tgid_be = bpf_htonl(st->tgid),
 	    .pc_be = bpf_cpu_to_be64(addr),
 	};
 	struct cfi_table_info *t;
@@ -86,18 +86,25 @@ static __always_inline int cfi_lookup(__u32 tgid, __u64 addr, struct cfi_row *ro
 	__u32 lo = 0, hi, mid, i, first, idx;
 	__u64 off;
 
-	m = bpf_map_lookup_elem(&cfi_mappings, &k);
-	if (!m) /* the process is not loaded yet */
-		return CFI_LK_NOTABLE;
-	idx = m->table;
-	if (idx == CFI_TABLE_NOMAP)
-		return CFI_LK_NOMAP;
-	if (!idx)
-		return CFI_LK_NOTABLE;
+	if (addr < st->m_start || addr >= st->m_end) {
+		m = bpf_map_lookup_elem(&cfi_mappings, &k);
+		if (!m) /* the process is not loaded yet */
+			return CFI_LK_NOTABLE;
+		idx = m->table;
+		if (idx == CFI_TABLE_NOMAP)
+			return CFI_LK_NOMAP;
+		if (!idx)
+			return CFI_LK_NOTABLE;
+		st->m_table = idx;
+		st->m_bias = m->bias;
+		st->m_start = m->start;
+		st->m_end = m->end;
+	}
+	idx = st->m_table;
 	t = bpf_map_lookup_elem(&cfi_tables, &idx);
 	if (!t || !t->nrows)
 		return CFI_LK_NOTABLE; /* being replaced: as if not loaded */
-	off = addr - m->bias - t->base;
+	off = addr - st->m_bias - t->base;
 	first = t->first_row;
 	hi = t->nrows;
 	/* Below base (wrapped) or beyond 4 GiB: no row covers it. */
@@ -235,7 +242,7 @@ static __always_inline int cfi_step(struct scratch *sc, const bool compat)
 
 	if (st->n >= MAX_FRAMES)
 		return CFI_DONE_TRUNC;
-	r = cfi_lookup(st->tgid, st->addr, &row);
+	r = cfi_lookup(st, st->addr, &row);
 	/* No table: the stack is copied for DWARF at the end, and the walk
 	 * goes on by frame pointers, which user space takes when DWARF cannot
 	 * unwind the copy (a short-lived process gone before its maps were
@@ -389,6 +396,7 @@ static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid,
 	st->calls = 0;
 	st->tramp = st->ri = st->ri0 = 0;
 	st->notable = 0;
+	st->m_start = st->m_end = 0;
 	/* Only processes with uprobes have the page (kernels without
 	 * CONFIG_UPROBES have no utask). */
 	if (bpf_core_field_exists(((struct task_struct *)0)->utask)) {

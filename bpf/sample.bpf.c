@@ -78,7 +78,8 @@ struct cfi_state {
 	__u64 ri;	   /* the next struct return_instance to match against it */
 	__u64 ri0;	   /* the first (innermost) one */
 	__u32 notable;	   /* a pc of a process or binary with no table: copy for DWARF */
-	__u32 pad;
+	__u32 m_table;	   /* the last mapping found (struct cfi_mapping), while */
+	__u64 m_start, m_end, m_bias; /* ... pcs stay in [m_start, m_end) */
 };
 
 struct scratch {

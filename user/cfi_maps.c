@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/auxv.h>
 #include <sys/sysmacros.h>
@@ -435,7 +434,7 @@ static int add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t e
 	if (!t->nrows) {
 		/* Out of budget: table 0, the walk hands the sample to DWARF.
 		 * Without CFI: no entry, frame pointers there. */
-		struct cfi_mapping val = {.bias = bias, .table = 0};
+		struct cfi_mapping val = {.bias = bias, .table = 0, .start = start, .end = end};
 
 		if (t->load_err != -ENOSPC) {
 			m->st.no_cfi++;
@@ -455,6 +454,8 @@ static int add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t e
 			lo = start;
 		if (hi > end)
 			hi = end;
+		val.start = lo;
+		val.end = hi;
 		if (lo < hi) {
 			err = add_range(m, p, lo, hi, &val);
 			if (err)
@@ -669,11 +670,9 @@ static void *worker_main(void *arg)
 {
 	struct cfi_worker *w = arg;
 
-	/* Below the recorded programs: tables are a background job, the
-	 * samples meanwhile go the DWARF way (on Linux a thread's nice is its
-	 * own). */
-	if (setpriority(PRIO_PROCESS, (id_t)gettid(), 10))
-		debug("unwind tables' thread: nice: %s", strerror(errno));
+	/* Not niced: on a machine whose CPUs are all busy (what is profiled)
+	 * a niced worker loaded no table in a 2 s run, and every sample went
+	 * the DWARF way (8 KB records, 3x the BPF time). */
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		struct op op;

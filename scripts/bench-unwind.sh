@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The unwinding modes, paired on the same workloads in alternating rounds (a
+# benchmark, not a test): for each, the sampler's BPF cost per sample
+# (run_time_ns / run_cnt of on_sample with kernel.bpf_stats_enabled; the CFI
+# walker's tail calls run inside it), the record bytes per sample and the
+# recorder's own CPU per sample (utime + stime over the run), and the share of
+# samples whose stack reaches the thread's root.
+#   - deep: deep 60 256 on both CPUs (frame pointers everywhere: the
+#     frame-pointer walk is whole there, the fair peer of the CFI walk),
+#     against bpftrace's ustack probe;
+#   - gzip: Debian's gzip (no frame pointers: only cfi and dwarf are whole).
+# Prints medians of RUNS rounds (default 3) with their range; the modes of a
+# round run back to back, as the host's speed drifts over minutes.
+# Usage: bash scripts/bench-unwind.sh   (as root, after make and make workloads)
+set -eu
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-3}
+DEEP=build/workloads/deep
+PPROF=${PPROF:-tools/pprof}
+[ "$(id -u)" = 0 ] || { echo "bench-unwind: run as root" >&2; exit 1; }
+[ -x bpftrace-rec ] && [ -x $DEEP ] || { echo "bench-unwind: make && make workloads first" >&2; exit 1; }
+command -v bpftrace > /dev/null || { echo "bench-unwind: bpftrace not found (make deps)" >&2; exit 1; }
+TMP=$(mktemp -d)
+old=$(cat /proc/sys/kernel/bpf_stats_enabled)
+echo 1 > /proc/sys/kernel/bpf_stats_enabled
+trap 'echo "$old" > /proc/sys/kernel/bpf_stats_enabled; rm -rf "$TMP"; jobs -p | xargs -r kill 2>/dev/null' EXIT
+trap 'exit 130' INT TERM
+head -c 48000000 /dev/urandom > "$TMP/rnd"
+
+# "id run_time_ns run_cnt" of the newest program called NAME (perf_event: the
+# newest perf_event program, bpftrace's probe).
+prog_stats() {
+	bpftool prog show -j | python3 -c '
+import json, sys
+want = sys.argv[1]
+ps = [p for p in json.load(sys.stdin)
+      if (p.get("type") == "perf_event" if want == "perf_event" else p.get("name") == want)]
+if ps:
+    p = max(ps, key=lambda p: p["id"])
+    print(p["id"], p.get("run_time_ns", 0), p.get("run_cnt", 0))' "$1"
+}
+
+workload() { # KIND
+	case $1 in
+	deep)
+		$DEEP 60 256 2 > /dev/null &
+		$DEEP 60 256 2 > /dev/null
+		wait $!
+		;;
+	gzip) gzip -c "$TMP/rnd" > /dev/null ;;
+	esac
+}
+
+declare -A vals
+add() { vals[$1]+="$2 "; }
+
+# MODE KIND: the recorder under -a for one run of the workload.
+measure() {
+	local mode=$1 kind=$2 pid a b i t0 t1 cpu comm
+	comm=$([ "$kind" = deep ] && echo deep || echo gzip)
+	if [ "$mode" = bpftrace ]; then
+		bpftrace -e 'profile:hz:999 { @[kstack, ustack] = count(); }' > /dev/null 2>&1 &
+		pid=$!
+	else
+		./bpftrace-rec -q -a -F 999 --call-graph "$mode" -o "$TMP/$mode" &
+		pid=$!
+	fi
+	for i in $(seq 100); do
+		a=$(prog_stats "$([ "$mode" = bpftrace ] && echo perf_event || echo on_sample)")
+		[ -n "$a" ] && break
+		sleep 0.1
+	done
+	sleep 0.5
+	a=$(prog_stats "$([ "$mode" = bpftrace ] && echo perf_event || echo on_sample)")
+	t0=$(awk '{print $14 + $15}' /proc/$pid/stat)
+	workload "$kind"
+	t1=$(awk '{print $14 + $15}' /proc/$pid/stat)
+	b=$(prog_stats "$([ "$mode" = bpftrace ] && echo perf_event || echo on_sample)")
+	kill -INT "$pid"
+	wait "$pid" 2> /dev/null || true
+	add "$mode $kind bpf_ns" "$(python3 -c 'import sys; a, b = sys.argv[1].split(), sys.argv[2].split()
+n = int(b[2]) - int(a[2]); print((int(b[1]) - int(a[1])) // n if n > 0 and a[0] == b[0] else "-")' "$a" "$b")"
+	[ "$mode" = bpftrace ] && return
+	# Per sample of the whole run: bytes of ring buffer, the recorder's CPU
+	# while the workload ran (clock ticks of 10 ms, over its samples), and
+	# the workload's samples reaching the root.
+	python3 - "$TMP/$mode/summary.json" "$((t1 - t0))" > "$TMP/per" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+n = max(s["samples"], 1)
+print(s["sample_bytes"] // n, int(int(sys.argv[2]) * 10_000_000 / n))
+EOF
+	read -r bytes cpu < "$TMP/per"
+	add "$mode $kind bytes" "$bytes"
+	add "$mode $kind cpu_ns" "$cpu"
+	add "$mode $kind root" "$("$PPROF" -top -cum -nodecount=300 -relative_percentages -tagfocus=comm=$comm \
+		"$TMP/$mode/profile.pb.gz" 2>/dev/null |
+		awk '$NF == "__libc_start_call_main" || $NF == "start_thread" { sub("%", "", $5); s += $5 } END { print s + 0 }')"
+}
+
+for _ in $(seq "$RUNS"); do
+	for kind in deep gzip; do
+		for mode in cfi fp dwarf; do
+			measure $mode $kind
+		done
+		[ $kind = deep ] && measure bpftrace deep
+	done
+done
+med() { printf '%s\n' $1 | sort -n | awk '{v[NR] = $1} END {printf "%s (%s-%s)", v[int((NR + 1) / 2)], v[1], v[NR]}'; }
+printf '%-6s %-9s %-22s %-22s %-22s %s\n' workload mode "BPF ns/sample" "bytes/sample" "user CPU ns/sample" "% reaching root"
+for kind in deep gzip; do
+	for mode in cfi fp dwarf bpftrace; do
+		[ -n "${vals[$mode $kind bpf_ns]:-}" ] || continue
+		printf '%-6s %-9s %-22s %-22s %-22s %s\n' $kind $mode "$(med "${vals[$mode $kind bpf_ns]}")" \
+			"$(med "${vals[$mode $kind bytes]:--}")" "$(med "${vals[$mode $kind cpu_ns]:--}")" \
+			"$(med "${vals[$mode $kind root]:--}")"
+	done
+done
