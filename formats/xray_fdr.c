@@ -239,6 +239,27 @@ int fdr_func(struct fdr *w, int32_t tid, uint16_t cpu, uint64_t ts, enum fdr_act
 			return 0;
 		func_id = t->stack[t->depth - 1];
 	}
+	if (a == FDR_EXIT || a == FDR_TAIL_EXIT) {
+		uint32_t d;
+
+		t = get_thread(w, tid);
+		if (!t)
+			return -ENOMEM;
+		/* Probes race with the calls as they are attached: an exit
+		 * whose entry came before tracing did is not written, and
+		 * calls inside the exiting one whose own exits were missed are
+		 * exited first, so that every entry written has its exit and
+		 * the nesting holds for the readers. */
+		for (d = t->depth; d > 0 && t->stack[d - 1] != func_id; d--)
+			;
+		if (!d)
+			return 0;
+		while (t->depth > d) {
+			err = fdr_func(w, tid, cpu, ts, FDR_EXIT, t->stack[t->depth - 1], NULL, 0);
+			if (err)
+				return err;
+		}
+	}
 	if (a != FDR_ENTRY && a != FDR_ENTRY_ARGS)
 		nargs = 0;
 	if (nargs)

@@ -49,8 +49,9 @@ void fdr_free(struct fdr *w);
  * exit of thread tid, which ran on cpu at time ts. A thread's events must
  * come in non-decreasing ts (an earlier one is stamped with the latest);
  * threads may interleave. func_id is 1..FDR_MAX_FUNC_ID; for an exit, 0
- * means the thread's innermost open call (none: nothing is written). 0 or
- * -errno. */
+ * means the thread's innermost open call (none: nothing is written). An exit
+ * of a function with no open call is not written; one of a call with calls
+ * open inside it exits those first, at ts. 0 or -errno. */
 int fdr_func(struct fdr *w, int32_t tid, uint16_t cpu, uint64_t ts, enum fdr_action a,
 	     uint32_t func_id, const uint64_t *args, unsigned nargs);
 /* Exits, at ts, every call still open on every thread, innermost first: a

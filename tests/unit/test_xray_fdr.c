@@ -339,11 +339,17 @@ static void test_close_open(void)
 	CHECK(fdr_func(w, 1, 0, 14, FDR_ENTRY, 2, NULL, 0) == 0);
 	CHECK(fdr_close_open(w, 20) == 0);
 	CHECK(fdr_func(w, 2, 1, 21, FDR_EXIT, 0, NULL, 0) == 0); /* none open: no record */
+	/* As probes are attached: an exit whose entry was not seen, and one
+	 * whose inner call's exit was missed. */
+	CHECK(fdr_func(w, 2, 1, 22, FDR_EXIT, 5, NULL, 0) == 0); /* no record */
+	CHECK(fdr_func(w, 2, 1, 23, FDR_ENTRY, 6, NULL, 0) == 0);
+	CHECK(fdr_func(w, 2, 1, 24, FDR_ENTRY, 7, NULL, 0) == 0);
+	CHECK(fdr_func(w, 2, 1, 25, FDR_EXIT, 6, NULL, 0) == 0); /* exits 7, then 6 */
 	m = open_memstream(&buf, &len);
 	CHECK(fdr_write(w, m) == 0);
 	fclose(m);
 	CHECK(fdr_read(buf, len, NULL, count_pairs, &p, &err, &off) == 0);
-	CHECKF(p.entries == 4 && p.exits == 4 && !p.bad && !p.depth[0] && !p.depth[1],
+	CHECKF(p.entries == 6 && p.exits == 6 && !p.bad && !p.depth[0] && !p.depth[1],
 	       "entries %ld exits %ld bad %ld", p.entries, p.exits, p.bad);
 	free(buf);
 	fdr_free(w);
