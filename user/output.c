@@ -364,13 +364,13 @@ static uint64_t frame_location(struct pprof *pp, const struct frame *f, const ch
 		if (f->module)
 			l.filename = f->module;
 	} else if (f->map) {
-		if (!f->map->out_id) {
-			const char *bid = f->map->sym ? symfile_build_id(f->map->sym) : NULL;
+		const char *bid = f->map->sym ? symfile_build_id(f->map->sym) : NULL;
 
-			f->map->out_id = pprof_mapping(pp, f->map->start, f->map->end,
-						       f->map->offset, f->map->path, bid, true);
-		}
-		mapping = f->map->out_id;
+		/* The same mapping's id each time: pprof interns them. */
+		mapping = pprof_mapping(pp, f->map->start, f->map->end, f->map->offset,
+					f->map->path, bid, true);
+		if (!mapping)
+			return 0;
 	}
 	return pprof_location(pp, mapping, f->pc, &l, 1);
 }
@@ -407,13 +407,13 @@ struct fold {
 static int add_proc(struct pprof *pp, struct proc *p, uint64_t *kmap, bool lines)
 {
 	uint64_t locs[MAX_STACK_FRAMES];
+	/* Each frame's location, made on its first sample (0: not yet). */
+	uint64_t *loc_of = calloc(p->frames.n ? p->frames.n : 1, sizeof(*loc_of));
 	size_t j;
 	int err = 0;
 
-	for (j = 0; j < p->maps_all.n; j++)
-		p->maps_all.v[j]->out_id = 0;
-	for (j = 0; j < p->frames.n; j++)
-		p->frames.v[j].out_id = 0;
+	if (!loc_of)
+		return -ENOMEM;
 	for (j = 0; j < p->samples.n && !err; j++) {
 		const struct sample *s = &p->samples.v[j];
 		uint32_t nk, nu, k, n;
@@ -436,14 +436,14 @@ static int add_proc(struct pprof *pp, struct proc *p, uint64_t *kmap, bool lines
 			int line = 0;
 
 			if (f->name || f->kind != FRAME_USER) {
-				if (!f->out_id) {
+				if (!loc_of[ids[k]]) {
 					if (lines)
 						proc_srcline(f, &file, &line);
-					f->out_id =
+					loc_of[ids[k]] =
 					    frame_location(pp, f, frame_name(f, buf, sizeof(buf)),
 							   file, line, kmap);
 				}
-				locs[k] = f->out_id;
+				locs[k] = loc_of[ids[k]];
 			} else { /* maybe JIT code: named as it was at the sample's time */
 				name = frame_name_at(p, f, s->time_ns, buf, sizeof(buf),
 						     lines ? &file : NULL, &line);
@@ -455,6 +455,7 @@ static int add_proc(struct pprof *pp, struct proc *p, uint64_t *kmap, bool lines
 		if (!err)
 			err = pprof_add_sample(pp, locs, n, s->count, labels, 4);
 	}
+	free(loc_of);
 	return err;
 }
 
@@ -948,9 +949,8 @@ struct fold *output_fold_new(const struct run_info *ri)
 	return fo;
 }
 
-bool output_fold(void *ctx, struct proc *p)
+bool output_fold(struct fold *fo, struct proc *p)
 {
-	struct fold *fo = ctx;
 	int err;
 
 	/* JIT frames are named from the runtime's files at the end; -t

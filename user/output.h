@@ -67,7 +67,7 @@ void output_abort(void);
  * warning when those files cannot be made: processes then stay in memory. */
 struct fold *output_fold_new(const struct run_info *ri);
 struct proc;
-bool output_fold(void *fold, struct proc *p);
+bool output_fold(struct fold *fo, struct proc *p);
 /* The same for the samples of the processes still running, which then
  * forget them (proc_drop_samples): called every minute or so. */
 void output_fold_live(struct fold *fo);

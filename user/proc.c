@@ -15,11 +15,9 @@
 #include "formats/procmaps.h"
 #include "formats/util.h"
 #include "user/unwind.h"
-#include "user/xray.h"
 
 struct procs procs;
 bool proc_aggregate;
-void (*proc_maps_hook)(struct proc *p);
 void (*proc_leaf_hint_hook)(pid_t pid, uint64_t ip, uint32_t need);
 
 /* An address outside every mapping re-reads /proc/PID/maps (a dlopen, a new
@@ -43,6 +41,8 @@ static struct {
 
 /* Exited processes not compacted yet, in order of exit. */
 static VEC(struct proc *) exited;
+/* Processes whose maps were read since procs_take_maps_read last ran. */
+static VEC(pid_t) maps_read;
 
 static uint64_t file_hash(unsigned major, unsigned minor, uint64_t ino)
 {
@@ -210,8 +210,8 @@ static int read_maps(struct proc *p)
 	resolve_unmapped(p);
 	if (!err) {
 		jit_scan(p);
-		if (proc_maps_hook)
-			proc_maps_hook(p);
+		if (!p->maps_read_queued && !VEC_PUSH(maps_read, p->pid))
+			p->maps_read_queued = true;
 	}
 	return err;
 }
@@ -854,18 +854,15 @@ static void compact(struct proc *p)
 	}
 	VEC_FREE(p->maps);
 	p->unmapped = 0;
-	/* out_id is the writers' scratch, zeroed before each use: here it
-	 * marks the mappings a frame refers to. */
 	for (i = 0; i < p->maps_all.n; i++)
-		p->maps_all.v[i]->out_id = 0;
+		p->maps_all.v[i]->referenced = false;
 	for (i = 0; i < p->frames.n; i++)
 		if (p->frames.v[i].map)
-			p->frames.v[i].map->out_id = 1;
+			p->frames.v[i].map->referenced = true;
 	for (i = 0, n = 0; i < p->maps_all.n; i++) {
 		struct mapping *m = p->maps_all.v[i];
 
-		if (m->out_id) {
-			m->out_id = 0;
+		if (m->referenced) {
 			p->maps_all.v[n++] = m;
 		} else {
 			symfile_put(m->sym);
@@ -913,8 +910,6 @@ static void proc_free(struct proc *p)
 	if (p->uw)
 		unwinder_free(p->uw);
 	free(p->hints);
-	xray_proc_free(p);
-	jit_proc_free(p);
 	free(p);
 }
 
@@ -1018,6 +1013,20 @@ void proc_on_vma(pid_t pid, const struct ev_vma *v)
 	resolve_unmapped(p);
 }
 
+void procs_take_maps_read(void (*fn)(void *ctx, pid_t pid), void *ctx)
+{
+	size_t i;
+
+	for (i = 0; i < maps_read.n; i++) {
+		struct proc *p = proc_find(maps_read.v[i]);
+
+		if (p)
+			p->maps_read_queued = false;
+		fn(ctx, maps_read.v[i]);
+	}
+	maps_read.n = 0;
+}
+
 void procs_free(void)
 {
 	size_t i;
@@ -1031,4 +1040,5 @@ void procs_free(void)
 	VEC_FREE(files.v);
 	idtab_free(&files.tab);
 	VEC_FREE(exited);
+	VEC_FREE(maps_read);
 }
