@@ -143,7 +143,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	/* A second Ctrl-C means now: the file being written is removed, and
 	 * the files not yet written are not. */
 	if (sig == SIGINT && stop_sig) {
-		output_abort();
+		outdir_abort();
 		_exit(130);
 	}
 	stop_sig = sig;
