@@ -771,6 +771,32 @@ const uint32_t *proc_stack(const struct proc *p, uint32_t stack, uint32_t *nk, u
 	return st + 2;
 }
 
+void frame_iter_init(struct frame_iter *it, struct proc *p, const struct sample *s, bool root_first)
+{
+	uint32_t nu;
+
+	*it = (struct frame_iter){.p = p, .s = s, .root_first = root_first};
+	it->ids = proc_stack(p, s->stack, &it->nk, &nu);
+	it->n = it->nk + nu;
+}
+
+bool frame_iter_next(struct frame_iter *it)
+{
+	if (it->k >= it->n)
+		return false;
+	it->id = it->ids[it->root_first ? it->n - 1 - it->k : it->k];
+	it->k++;
+	it->f = &it->p->frames.v[it->id];
+	it->stable = it->f->name || it->f->kind != FRAME_USER;
+	return true;
+}
+
+const char *frame_iter_name(const struct frame_iter *it, char *buf, size_t len, const char **file,
+			    int *line)
+{
+	return frame_name_at(it->p, it->f, it->s->time_ns, buf, len, file, line);
+}
+
 void proc_on_exec(pid_t pid, const char *comm)
 {
 	struct proc *p = proc_get(pid, comm);

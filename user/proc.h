@@ -189,6 +189,35 @@ const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, cha
 void procs_take_maps_read(void (*fn)(void *ctx, pid_t pid), void *ctx);
 /* Frames of a stack: *nk kernel then *nu user ids, leaf first. */
 const uint32_t *proc_stack(const struct proc *p, uint32_t stack, uint32_t *nk, uint32_t *nu);
+
+/* The one walk of a sample's frames, for every writer: leaf first (its
+ * kernel frames, then its user frames) or root first.
+ *	struct frame_iter it;
+ *	frame_iter_init(&it, p, s, false);
+ *	while (frame_iter_next(&it))
+ *		... it.f, it.id, frame_iter_name(&it, buf, sizeof(buf), NULL, NULL) ...
+ */
+struct frame_iter {
+	struct proc *p;
+	const struct sample *s;
+	const uint32_t *ids;
+	uint32_t nk, n, k; /* kernel frames, all frames, the next one's place */
+	bool root_first;
+	/* The current frame: */
+	const struct frame *f;
+	uint32_t id; /* its index in p->frames */
+	/* Its name is the same in every sample: a writer may keep what it made
+	 * of it by id. Not so for user code with no symbol, which may be JIT
+	 * code, named as it was at each sample's time. */
+	bool stable;
+};
+void frame_iter_init(struct frame_iter *it, struct proc *p, const struct sample *s,
+		     bool root_first);
+bool frame_iter_next(struct frame_iter *it);
+/* The current frame's name, as every file names it (frame_name_at at the
+ * sample's time); file and line where known, when file is not NULL. */
+const char *frame_iter_name(const struct frame_iter *it, char *buf, size_t len, const char **file,
+			    int *line);
 void procs_free(void);
 
 #endif

@@ -51,20 +51,18 @@ static int fill_jitelf(void *ctx, FILE *f, int fd)
 static int collect_jit(struct proc *p, struct jit_image *ji)
 {
 	size_t j;
-	uint32_t k;
 
 	for (j = 0; j < p->samples.n; j++) {
-		uint32_t nk, nu;
 		const struct sample *s = &p->samples.v[j];
-		const uint32_t *ids = proc_stack(p, s->stack, &nk, &nu);
+		struct frame_iter it;
 
-		for (k = 0; k < nu; k++) {
-			const struct frame *f = &p->frames.v[ids[nk + k]];
+		frame_iter_init(&it, p, s, false);
+		while (frame_iter_next(&it)) {
 			struct jitelf_func fn = {0};
 			struct jit_hit hit;
 			size_t i;
 
-			if (f->name || !jit_find(p, f->pc, s->time_ns, &hit))
+			if (it.stable || !jit_find(p, it.f->pc, s->time_ns, &hit))
 				continue;
 			for (i = ji->funcs.n; i-- > 0;)
 				if (ji->funcs.v[i].start == hit.start)
@@ -160,16 +158,16 @@ static int fill_cpuprofile(void *ctx, FILE *f, int fd)
 	if (!c)
 		return -ENOMEM;
 	for (j = cc->first; j < cc->end && !err; j++) {
-		uint32_t nk, nu, k;
 		const struct sample *s = &p->samples.v[j];
-		const uint32_t *ids = proc_stack(p, s->stack, &nk, &nu);
+		struct frame_iter it;
+		size_t nu = 0;
 
-		/* Stored verbatim: the readers subtract 1 from callers themselves. */
-		for (k = 0; k < nu; k++) {
-			const struct frame *fr = &p->frames.v[ids[nk + k]];
-
-			pcs[k] = fr->caller ? fr->pc + 1 : fr->pc;
-		}
+		/* User frames only, stored verbatim: the readers subtract 1
+		 * from callers themselves. */
+		frame_iter_init(&it, p, s, false);
+		while (frame_iter_next(&it))
+			if (it.f->kind == FRAME_USER && nu < MAX_USER_FRAMES)
+				pcs[nu++] = it.f->caller ? it.f->pc + 1 : it.f->pc;
 		if (nu) {
 			users++;
 			err = cpuprof_add(c, pcs, nu, s->count);

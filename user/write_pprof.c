@@ -75,8 +75,6 @@ static int add_proc(struct pprof *pp, struct proc *p, uint64_t *kmap, bool lines
 		return -ENOMEM;
 	for (j = 0; j < p->samples.n && !err; j++) {
 		const struct sample *s = &p->samples.v[j];
-		uint32_t nk, nu, k, n;
-		const uint32_t *ids = proc_stack(p, s->stack, &nk, &nu);
 		const struct thread *t = proc_thread_find(p, s->tid);
 		struct pprof_label labels[4] = {
 		    /* Units keep value 0 (cpu 0, pid 0): pprof drops a
@@ -86,29 +84,25 @@ static int add_proc(struct pprof *pp, struct proc *p, uint64_t *kmap, bool lines
 		    {.key = "comm", .str = t && t->comm[0] ? t->comm : p->comm},
 		    {.key = "cpu", .num = s->cpu, .num_unit = "cpu"},
 		};
+		struct frame_iter it;
+		size_t n = 0;
 
-		n = nk + nu;
-		for (k = 0; k < n; k++) {
-			struct frame *f = &p->frames.v[ids[k]];
+		frame_iter_init(&it, p, s, false);
+		while (frame_iter_next(&it) && !err) {
 			char buf[PATH_MAX + 4];
 			const char *name, *file = NULL;
 			int line = 0;
 
-			if (f->name || f->kind != FRAME_USER) {
-				if (!loc_of[ids[k]]) {
-					if (lines)
-						proc_srcline(f, &file, &line);
-					loc_of[ids[k]] =
-					    frame_location(pp, f, frame_name(f, buf, sizeof(buf)),
-							   file, line, kmap);
-				}
-				locs[k] = loc_of[ids[k]];
-			} else { /* maybe JIT code: named as it was at the sample's time */
-				name = frame_name_at(p, f, s->time_ns, buf, sizeof(buf),
-						     lines ? &file : NULL, &line);
-				locs[k] = frame_location(pp, f, name, file, line, kmap);
+			if (!it.stable || !loc_of[it.id]) {
+				name = frame_iter_name(&it, buf, sizeof(buf), lines ? &file : NULL,
+						       &line);
+				locs[n] = frame_location(pp, it.f, name, file, line, kmap);
+				if (it.stable)
+					loc_of[it.id] = locs[n];
+			} else {
+				locs[n] = loc_of[it.id];
 			}
-			if (!locs[k])
+			if (!locs[n++])
 				err = -ENOMEM;
 		}
 		if (!err)

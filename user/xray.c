@@ -113,15 +113,13 @@ static int cmp_tl(const void *a, const void *b)
 /* Each sample's stack, root first, as function ids. */
 static int stack_ids(struct proc *p, const struct sample *s, uint32_t *ids)
 {
-	uint32_t nk, nu, i, n = 0;
-	const uint32_t *fr = proc_stack(p, s->stack, &nk, &nu);
+	struct frame_iter it;
 	char buf[PATH_MAX + 4];
-	const char *file;
-	int line;
+	int n = 0;
 
-	for (i = nk + nu; i-- > 0;) {
-		uint32_t id = xray_func_id(frame_name_at(p, &p->frames.v[fr[i]], s->time_ns, buf,
-							 sizeof(buf), &file, &line));
+	frame_iter_init(&it, p, s, true);
+	while (frame_iter_next(&it)) {
+		uint32_t id = xray_func_id(frame_iter_name(&it, buf, sizeof(buf), NULL, NULL));
 
 		if (id)
 			ids[n++] = id;
