@@ -71,6 +71,7 @@ struct recorder {
 	uint64_t yield_ns;	    /* handle_event returns to the loop after this; 0: unset */
 	uint64_t samples, sample_bytes, last_status_ns;
 	uint64_t last_fold_ns, fold_live_ns; /* output_fold_live: the last, the period */
+	uint64_t last_trim_ns;		     /* symfiles_trim: the last */
 	uint64_t samples_seen;		     /* records handled, for the time slice */
 	uint64_t unresolved_calls;	     /* -t by address: no mapping known there */
 	enum stop_reason stop;
@@ -804,7 +805,11 @@ static void rec_drain(struct recorder *r)
 		}
 		now = now_ns(CLOCK_MONOTONIC);
 		procs_retire(now, now + RETIRE_BUDGET_NS, r->ri.fold ? retire_proc : NULL, r);
-		symfiles_trim(now, SYMFILE_IDLE_NS);
+		/* It walks every cached file: once a second is enough. */
+		if (now - r->last_trim_ns > 1000000000ULL) {
+			r->last_trim_ns = now;
+			symfiles_trim(now, SYMFILE_IDLE_NS);
+		}
 		if (r->ri.fold && now - r->last_fold_ns > r->fold_live_ns) {
 			r->last_fold_ns = now;
 			output_fold_live(r->ri.fold);

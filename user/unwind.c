@@ -28,6 +28,7 @@
 #include <unistd.h>
 #include "formats/util.h"
 #include "user/unwind.h"
+#include "user/util.h"
 
 /* x86_64 DWARF register numbers. */
 #define REG_RBP 6
@@ -92,14 +93,6 @@ static void cfi_cache_clear(struct unwinder *u)
 	idtab_clear(&u->cfi_tab);
 }
 
-static uint64_t now_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* No separate debug files: libdwfl's unwinder asks for .debug_frame before
  * .eh_frame, and finding libc's debug file made each process's Dwfl load and
  * inflate all of its DWARF (~6 ms and tens of MB, per process). .eh_frame is
@@ -114,16 +107,17 @@ static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, 
 }
 
 /* A regular file's fd, and its name for libdwfl (which frees it); or -1. */
+/* An fd of the file at path if it is a regular one, with the path
+ * strdup'd into *file_name for libdwfl; else -1. */
 static int open_regular_named(const char *path, char **file_name)
 {
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	int fd = open_regular(path, 0);
 
-	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || !(*file_name = strdup(path)))) {
+	if (fd >= 0 && !(*file_name = strdup(path))) {
 		close(fd);
 		fd = -1;
 	}
-	return fd;
+	return fd < 0 ? -1 : fd;
 }
 
 /* The module's file as the process mapped it: its mapping at base (the
@@ -296,7 +290,7 @@ static int report(struct unwinder *u, bool *changed)
 	dwfl_report_begin(u->dwfl);
 	err = dwfl_linux_proc_report(u->dwfl, u->pid);
 	dwfl_report_end(u->dwfl, NULL, NULL);
-	u->reported_ns = now_mono_ns();
+	u->reported_ns = now_ns(CLOCK_MONOTONIC);
 	dwfl_getmodules(u->dwfl, module_sig_cb, &rc, 0);
 	*changed = rc.sig != u->modules_sig;
 	if (*changed) {
@@ -330,14 +324,14 @@ static bool report_again(struct unwinder *u)
 {
 	bool changed = false;
 
-	if (now_mono_ns() - u->reported_ns < u->report_gap_ns)
+	if (now_ns(CLOCK_MONOTONIC) - u->reported_ns < u->report_gap_ns)
 		return false;
 	u->report_gap_ns =
 	    u->report_gap_ns * 2 < REPORT_EVERY_NS ? u->report_gap_ns * 2 : REPORT_EVERY_NS;
 	if (maps_readable(u->pid))
 		report(u, &changed);
 	else
-		u->reported_ns = now_mono_ns();
+		u->reported_ns = now_ns(CLOCK_MONOTONIC);
 	return changed;
 }
 
@@ -473,7 +467,7 @@ static void cfi_lookup(struct unwinder *u, uint64_t addr, struct cfi_ent *e)
 	int ra;
 
 	e->kind = CFI_NOMOD;
-	e->seen_ns = now_mono_ns();
+	e->seen_ns = now_ns(CLOCK_MONOTONIC);
 	if (!m)
 		return;
 	e->kind = CFI_NONE;
