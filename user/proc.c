@@ -691,6 +691,8 @@ int proc_add_sample(const struct ev_sample *s)
 		st[2 + n++] = id;
 		st[1]++;
 	}
+	if (nu > 0)
+		jit_count_leaf(p, &p->frames.v[st[2 + st[0]]]);
 	smp.stack = intern_stack(p, st);
 	if (smp.stack == UINT32_MAX)
 		return -ENOMEM;
