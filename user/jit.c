@@ -42,7 +42,8 @@ struct jit_state {
 	char *dump_path;
 	struct jitdump dump;
 	struct perfmap map;
-	bool dump_ok, map_ok, warned;
+	bool dump_ok, map_ok;
+	bool warned, dump_warned; /* about the perf map, the jitdump: once */
 	enum runtime runtime;
 	uint64_t anon_leaf; /* samples whose user leaf is in JIT-like code */
 	bool guided;
@@ -90,25 +91,32 @@ static struct jit_state *state(struct proc *p)
 	return p->jit;
 }
 
-/* A regular file owned by the target's user or by root; else a warning. */
-static bool acceptable(struct proc *p, int fd, const char *what)
+/* A regular file owned by the target's user or by root; else a warning,
+ * once per *warned (the files are looked for again as maps change, and as
+ * the process exits). */
+static bool acceptable(struct proc *p, int fd, const char *what, bool *warned)
 {
+	const char *why = NULL;
+	char buf[96];
 	struct stat st;
 
 	if (fstat(fd, &st)) {
-		warn("%s: %s; ignored", what, strerror(errno));
-		return false;
+		why = strerror(errno);
+	} else if (!S_ISREG(st.st_mode)) {
+		why = "not a regular file";
+	} else if (st.st_uid != 0 && st.st_uid != p->uid) {
+		snprintf(buf, sizeof(buf),
+			 "owned by uid %u, not by the process's user (uid %u) or root", st.st_uid,
+			 p->uid);
+		why = buf;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		warn("%s: not a regular file; ignored", what);
-		return false;
-	}
-	if (st.st_uid != 0 && st.st_uid != p->uid) {
-		warn("%s: owned by uid %u, not by the process's user (uid %u) or root; ignored",
-		     what, st.st_uid, p->uid);
-		return false;
-	}
-	return true;
+	if (!why)
+		return true;
+	if (!warned || !*warned)
+		warn("%s: %s; ignored", what, why);
+	if (warned)
+		*warned = true;
+	return false;
 }
 
 /* path (relative) inside the root rfd, no symlink on the way. */
@@ -237,7 +245,7 @@ void jit_scan(struct proc *p)
 			fd = open_mapped_dump(p, m, what, sizeof(what));
 			if (fd < 0)
 				continue;
-			if (!acceptable(p, fd, m->path)) {
+			if (!acceptable(p, fd, m->path, &j->dump_warned)) {
 				close(fd);
 				break;
 			}
@@ -251,7 +259,7 @@ void jit_scan(struct proc *p)
 		int fd = open_perf_map(p, what, sizeof(what));
 
 		if (fd >= 0) {
-			if (acceptable(p, fd, what)) {
+			if (acceptable(p, fd, what, &j->warned)) {
 				j->map_fd = fd;
 				debug("pid %d: perf map %s", p->pid, what);
 			} else {
@@ -416,7 +424,7 @@ static void load_explicit(void)
 		close(fd);
 		return;
 	}
-	if (!state(p) || !acceptable(p, fd, explicit_dump)) {
+	if (!state(p) || !acceptable(p, fd, explicit_dump, NULL)) {
 		close(fd);
 		return;
 	}
