@@ -10,9 +10,16 @@ source "$(dirname "$0")/lib.sh"
 
 ALL=(jitguide_late_map_named jitguide_late_map_symlink jitguide_late_map_wrong_owner
 	jitguide_unknown_runtime jitguide_node_warns jitguide_node_summary jitguide_node_mapped_quiet
-	jitguide_java_warns jitguide_java_exit_map)
+	jitguide_node_all_folded jitguide_java_warns jitguide_java_exit_map)
 require_bpf "${ALL[@]}"
 
+# have TOOL TESTS...: 0 when TOOL is installed, else each test skipped (failed in CI)
+have() {
+	local tool=$1 t ok=0
+	shift
+	for t; do require_tool "$tool" "$t" || ok=1; done
+	return $ok
+}
 GUIDE="of its samples are in JIT code that no perf map or jitdump names"
 # flat FUNC < pprof -top: the flat% of the lines naming FUNC (a substring)
 flat() { awk -v f="$1" 'index($0, f) && $2 ~ /%$/ { sub("%", "", $2); s += $2 } END { print s + 0 }'; }
@@ -86,7 +93,7 @@ else
 fi
 
 # --- node: plain, then with --perf-basic-prof -------------------------------------
-if require_tool node jitguide_node_warns; then
+if have node jitguide_node_warns jitguide_node_summary jitguide_node_mapped_quiet jitguide_node_all_folded; then
 	mkdir -p "$TMP/nd"
 	cp "$ROOT/tests/workloads/hot.js" "$TMP/nd/"
 	(cd "$TMP/nd" && "$REC" -q -F 499 -o "$TMP/plain" -- node hot.js 3 > /dev/null 2> "$TMP/plain.err")
@@ -122,10 +129,26 @@ if require_tool node jitguide_node_warns; then
 	else
 		fail $t "stderr: $(cat "$TMP/mapped.err"); top: $(sed -n 6,9p "$TMP/mapped.top")"
 	fi
+
+	# -a: a node that exits while the recording goes on is written out as it
+	# exits (output_fold), with its guidance.
+	t=jitguide_node_all_folded
+	"$REC" -q -a -F 99 -d 6 -o "$TMP/all" 2> "$TMP/all.err" & rp=$!
+	sleep 1
+	(cd "$TMP/nd" && exec node hot.js 2 > /dev/null) & pid=$!
+	wait $pid
+	wait $rp
+	row=$(jit_row "$TMP/all" "$pid")
+	if [ "$(grep -c "warning: node (pid $pid): [0-9]*% $GUIDE (runtime: node)" "$TMP/all.err")" = 1 ] &&
+		[[ $row == *" node run node with --perf-basic-prof"* ]] && at_least "${row%% *}" 0.5; then
+		pass $t
+	else
+		fail $t "summary: $row; stderr: $(cat "$TMP/all.err")"
+	fi
 fi
 
 # --- Java 17: no map, then its map written at exit -----------------------------------
-if require_tool javac jitguide_java_warns && require_tool java jitguide_java_exit_map; then
+if have java jitguide_java_warns jitguide_java_exit_map && have javac jitguide_java_warns jitguide_java_exit_map; then
 	mkdir -p "$TMP/java"
 	javac -d "$TMP/java" "$ROOT/tests/workloads/HotLoop.java"
 	"$REC" -q -F 499 -o "$TMP/jnomap" -- java -XX:+PreserveFramePointer -cp "$TMP/java" HotLoop 3 > /dev/null 2> "$TMP/jnomap.err"
