@@ -233,6 +233,16 @@ static struct mapping *find_mapping(struct proc *p, uint64_t addr)
 	return NULL;
 }
 
+/* The mapping at a code address: only an executable one. A pc in another
+ * lies in memory mapped since the maps were read (JIT code mapped where
+ * ld.so.cache was, right after exec), which is unmapped until a re-read. */
+static struct mapping *code_mapping(struct proc *p, uint64_t pc)
+{
+	struct mapping *m = find_mapping(p, pc);
+
+	return m && m->exec ? m : NULL;
+}
+
 /* Opens the mapped file as the process sees it: through /proc/PID/root (so
  * containers resolve), or through /proc/PID/map_files when it was deleted or
  * replaced since it was mapped. When neither works (the process has exited: a
@@ -394,7 +404,7 @@ static void resolve_unmapped(struct proc *p)
 	for (i = p->image_frames; i < p->frames.n && p->unmapped; i++) {
 		struct frame *f = &p->frames.v[i];
 
-		if (f->kind != FRAME_USER || f->map || !(f->map = find_mapping(p, f->pc)))
+		if (f->kind != FRAME_USER || f->map || !(f->map = code_mapping(p, f->pc)))
 			continue;
 		p->unmapped--;
 		name_user_frame(p, f);
@@ -452,9 +462,9 @@ static uint32_t intern_frame(struct proc *p, uint64_t ip, uint8_t kind, bool cal
 	if (kind == FRAME_KERNEL) {
 		f.name = kallsyms_lookup(f.pc, &f.module);
 	} else {
-		f.map = find_mapping(p, f.pc);
+		f.map = code_mapping(p, f.pc);
 		if (!f.map && reread_maps(p))
-			f.map = find_mapping(p, f.pc);
+			f.map = code_mapping(p, f.pc);
 		if (f.map)
 			name_user_frame(p, &f);
 		else
@@ -691,6 +701,8 @@ int proc_add_sample(const struct ev_sample *s)
 		st[2 + n++] = id;
 		st[1]++;
 	}
+	if (nu > 0)
+		jit_count_leaf(p, &p->frames.v[st[2 + st[0]]]);
 	smp.stack = intern_stack(p, st);
 	if (smp.stack == UINT32_MAX)
 		return -ENOMEM;

@@ -376,10 +376,8 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		proc_on_exit(h->pid, h->time_ns);
 		if (r->cfi_worker)
 			cfi_worker_queue(r->cfi_worker, h->pid, false);
-		/* No JIT files found while it ran: none will be (jit_load_all
-		 * looks again only for live processes). */
-		if (p && !jit_has_files(p))
-			jit_proc_free(p);
+		if (p)
+			jit_on_exit(p);
 		break;
 	}
 	case EV_VMA:

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "formats/util.h"
+#include "user/jit.h"
 #include "user/outdir.h"
 #include "user/proc.h"
 #include "user/util.h"
@@ -37,6 +38,8 @@ static void json_str(FILE *f, const char *raw)
 /* A process's row of summary.json, on one line. */
 void summary_row(FILE *f, const struct proc *p)
 {
+	const struct jit_guide *g;
+
 	fprintf(f, "{\"pid\": %d, \"comm\": ", p->pid);
 	json_str(f, p->comm);
 	fprintf(f,
@@ -44,13 +47,21 @@ void summary_row(FILE *f, const struct proc *p)
 		", \"unwinding\": \"%s\", \"cfi_walked\": %" PRIu64
 		", \"cfi_reached_root\": %" PRIu64 ", \"cfi_to_dwarf\": %" PRIu64
 		", \"dwarf_unwound\": %" PRIu64 ", \"dwarf_truncated\": %" PRIu64
-		", \"leaf_callers_added\": %" PRIu64 ", \"dwarf_unwind_ns\": %" PRIu64 "}",
+		", \"leaf_callers_added\": %" PRIu64 ", \"dwarf_unwind_ns\": %" PRIu64,
 		p->nsamples, p->lost, p->threads.n,
 		p->cfi_walked > p->unwound ? "cfi"
 		: p->unwound		   ? "dwarf"
 					   : "fp",
 		p->cfi_walked, p->cfi_root, p->cfi_to_dwarf, p->unwound, p->truncated,
 		p->leaf_fixed, p->unwind_ns);
+	if ((g = jit_guide(p))) {
+		fprintf(f, ", \"jit_unnamed\": {\"share\": %.3f, \"runtime\": ", g->share);
+		json_str(f, g->runtime);
+		fprintf(f, ", \"fix\": ");
+		json_str(f, g->fix);
+		fputc('}', f);
+	}
+	fputc('}', f);
 }
 
 struct summary_ctx {
