@@ -65,7 +65,7 @@ static const char page_tail[] =
     "  D.kept * 100 + \"% of all samples are left out of this file (\" + D.omitted +\n"
     "  \" of them; their samples count in their callers), and boxes narrower than \" +\n"
     "  D.drawn * 100 + \"% of the frame zoomed into are not drawn. Click a frame to zoom, \" +\n"
-    "  \"Reset zoom or Escape to zoom out; Ctrl-F searches.\";\n"
+    "  \"Reset zoom or Escape to zoom out; Ctrl-F searches (#s=REGEX in the address too).\";\n"
     "function pct(a, b) { return (b ? 100 * a / b : 0).toFixed(2) + \"%\"; }\n"
     "function hash(s) {\n"
     "  var h = 2166136261, i;\n"
@@ -157,7 +157,12 @@ static const char page_tail[] =
     "    search.focus();\n"
     "  }\n"
     "});\n"
-    "render();\n"
+    "/* #s=REGEX in the address: that search at load (links, tests) */\n"
+    "if (location.hash.indexOf(\"#s=\") === 0) {\n"
+    "  try { search.value = decodeURIComponent(location.hash.slice(3)); }\n"
+    "  catch (e) { search.value = location.hash.slice(3); }\n"
+    "  find();\n"
+    "} else render();\n"
     "})();\n"
     "</script>\n</body>\n</html>\n";
 

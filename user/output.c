@@ -18,6 +18,7 @@
 #include "formats/pprof.h"
 #include "formats/util.h"
 #include "user/jit.h"
+#include "user/out_folded.h"
 #include "user/output.h"
 #include "user/proc.h"
 #include "user/symbols.h"
@@ -974,6 +975,7 @@ bool output_fold(void *ctx, struct proc *p)
 	note_program(&fo->program, p);
 	pprof_scope_begin(fo->pp);
 	err = add_proc(fo->pp, p, &fo->kmap, false);
+	out_folded_add(p);
 	if (err) /* ENOMEM: what is in the scope goes; the rest is lost */
 		warn("pid %d: %s; some of its samples are not in the profile", p->pid,
 		     strerror(-err));
@@ -1002,6 +1004,7 @@ void output_fold_live(struct fold *fo)
 			continue;
 		pprof_scope_begin(fo->pp);
 		err = add_proc(fo->pp, p, &fo->kmap, false);
+		out_folded_add(p);
 		if (err)
 			warn("pid %d: %s; some of its samples are not in the profile", p->pid,
 			     strerror(-err));
@@ -1095,6 +1098,12 @@ int output_write(const struct run_info *ri)
 	/* Each file on its own: one failure does not cost the others. */
 	snprintf(cmd, sizeof(cmd), "pprof -top %s/profile.pb.gz", ri->outdir);
 	FIRST(first, emit_file(ri->out, "profile.pb.gz", 0, cmd, fill_pprof, (void *)ri));
+	snprintf(cmd, sizeof(cmd), "flamegraph.pl %s/stacks.folded > flame.svg", ri->outdir);
+	FIRST(first, emit_file(ri->out, "stacks.folded", 0, cmd, out_folded_fill, (void *)ri));
+	snprintf(cmd, sizeof(cmd), "xdg-open %s/flamegraph.html", ri->outdir);
+	FIRST(first,
+	      emit_file(ri->out, "flamegraph.html", 0, cmd, out_flamegraph_fill, (void *)ri));
+	out_folded_free();
 	for (i = 0; ri->per_process && i < procs.v.n; i++) {
 		struct proc *p = procs.v.v[i];
 		FIRST(first, write_cpuprofile(ri, p));

@@ -1,0 +1,109 @@
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "formats/flamegraph.h"
+#include "formats/folded.h"
+#include "user/out_folded.h"
+#include "user/output.h"
+#include "user/proc.h"
+#include "user/util.h"
+
+static struct flame *tree;
+static int tree_err;	    /* the first failure: no file is written then */
+static bool took_live;	    /* the processes held at the end are in */
+static uint64_t not_in_tree; /* samples a failure left out, for the warning */
+
+/* A frame name fits: frame_name writes at most a file's base name (255
+ * bytes) with "[...]" or "+0x" and 16 digits into it. */
+#define NAME_BUF 320
+
+void out_folded_add(struct proc *p)
+{
+	static char bufs[MAX_STACK_FRAMES][NAME_BUF];
+	const char *names[MAX_STACK_FRAMES + 1];
+	size_t j;
+
+	if (!tree && !tree_err && !(tree = flame_new()))
+		tree_err = -ENOMEM;
+	for (j = 0; j < p->samples.n; j++) {
+		const struct sample *s = &p->samples.v[j];
+		uint32_t nk, nu, k, n = 0;
+		const uint32_t *ids = proc_stack(p, s->stack, &nk, &nu);
+		int err;
+
+		if (tree_err) {
+			not_in_tree += s->count;
+			continue;
+		}
+		/* Root first: the comm, user frames from the root, then the
+		 * kernel's (ids are leaf first, kernel then user). */
+		names[n++] = p->comm;
+		for (k = nk + nu; k-- > 0;) {
+			const struct frame *f = &p->frames.v[ids[k]];
+			char *buf = bufs[n - 1];
+
+			/* Unnamed user code may be JIT code: named as it was at
+			 * the sample's time, as profile.pb.gz names it. */
+			names[n++] = f->name || f->kind != FRAME_USER
+					 ? frame_name(f, buf, NAME_BUF)
+					 : frame_name_at(p, f, s->time_ns, buf, NAME_BUF, NULL, NULL);
+		}
+		err = flame_add(tree, names, n, nk, s->count);
+		if (err == -EINVAL) /* no sample: nothing to add */
+			continue;
+		if (err) {
+			tree_err = err;
+			not_in_tree += s->count;
+		}
+	}
+}
+
+static int take_live(const struct run_info *ri)
+{
+	size_t i;
+
+	(void)ri;
+	if (!took_live) {
+		took_live = true;
+		for (i = 0; i < procs.v.n; i++)
+			out_folded_add(procs.v.v[i]);
+		if (tree_err)
+			warn("stacks.folded and flamegraph.html: %s (%llu samples could not be "
+			     "added): not written",
+			     strerror(-tree_err), (unsigned long long)not_in_tree);
+	}
+	if (tree_err)
+		return tree_err;
+	return tree && flame_node(tree, 0)->total ? 0 : -ENODATA;
+}
+
+int out_folded_fill(void *ctx, FILE *f, int fd)
+{
+	int err = take_live(ctx);
+
+	(void)fd;
+	return err ? err : folded_write(tree, f);
+}
+
+int out_flamegraph_fill(void *ctx, FILE *f, int fd)
+{
+	const struct run_info *ri = ctx;
+	char title[1024];
+	size_t len;
+	int err = take_live(ri), k;
+
+	(void)fd;
+	if (err)
+		return err;
+	len = snprintf(title, sizeof(title), "%.1f s at %d Hz (%s):",
+		       ri->duration_ns / 1e9, ri->freq, ri->event);
+	for (k = 0; k < ri->argc && len < sizeof(title); k++)
+		len += snprintf(title + len, sizeof(title) - len, " %s", ri->argv[k]);
+	return flamegraph_write_html(tree, title, f);
+}
+
+void out_folded_free(void)
+{
+	flame_free(tree);
+	tree = NULL;
+}
