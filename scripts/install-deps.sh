@@ -9,6 +9,8 @@ PKGS=(
   libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev
   linux-perf bpftrace google-perftools
   time
+  # tests/integration/test_flame.sh: flamegraph.html loaded in headless Chromium
+  chromium
   golang-go golang-github-google-pprof-dev
   golang-github-ianlancetaylor-demangle-dev golang-github-chzyer-readline-dev
   # make test-kernels: Debian's kernels booted in qemu from a busybox initramfs
