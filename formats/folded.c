@@ -141,8 +141,7 @@ static uint32_t child(struct flame *fl, uint32_t parent)
 	return id;
 }
 
-int flame_add(struct flame *fl, const char *const *frames, size_t n, size_t nkernel,
-	      uint64_t count)
+int flame_add(struct flame *fl, const char *const *frames, size_t n, size_t nkernel, uint64_t count)
 {
 	uint32_t at = 0;
 	size_t i;
@@ -154,7 +153,7 @@ int flame_add(struct flame *fl, const char *const *frames, size_t n, size_t nker
 	/* Every frame found or made first: a stack that runs out of memory
 	 * half-way leaves empty nodes, never a partial count. */
 	for (i = 0; i < n; i++) {
-		enum folded_kind kind = !i		 ? FOLDED_COMM
+		enum folded_kind kind = !i		   ? FOLDED_COMM
 					: i >= n - nkernel ? FOLDED_KERNEL
 							   : FOLDED_USER;
 

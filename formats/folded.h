@@ -15,10 +15,10 @@
  * the processes. Children are sorted by name (strcmp), as flamegraph.pl
  * sorts its input. */
 struct flame_node {
-	char *name;	    /* safe for the format (folded_name) */
-	uint64_t total;	    /* samples with this frame: self + the children's totals */
-	uint64_t self;	    /* samples whose leaf this frame is */
-	uint32_t *kids;	    /* node ids */
+	char *name;	/* safe for the format (folded_name) */
+	uint64_t total; /* samples with this frame: self + the children's totals */
+	uint64_t self;	/* samples whose leaf this frame is */
+	uint32_t *kids; /* node ids */
 	uint32_t nkids, cap;
 };
 
@@ -37,8 +37,9 @@ int flame_add(struct flame *fl, const char *const *frames, size_t n, size_t nker
 const struct flame_node *flame_node(const struct flame *fl, uint32_t id);
 size_t flame_nodes(const struct flame *fl);
 
-/* A frame's name as the format needs it (malloc'd; NULL on ENOMEM). Control characters and invalid UTF-8 become \xNN (fmt_sanitize);
- * ';' (the frame separator) becomes ':', as perf's stackcollapse.py does; a
+/* A frame's name as the format needs it (malloc'd; NULL on ENOMEM).
+ * Control characters and invalid UTF-8 become \xNN (fmt_sanitize); ';'
+ * (the frame separator) becomes ':', as perf's stackcollapse.py does; a
  * space before a trailing number ("f 12") becomes '_', since flamegraph.pl
  * reads "stack N M" as a differential line and would take that number for
  * the count; an empty name is "[unknown]". Kernel frames get "_[k]", as

@@ -1,5 +1,7 @@
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "formats/flamegraph.h"
 #include "formats/folded.h"
@@ -9,9 +11,49 @@
 #include "user/util.h"
 
 static struct flame *tree;
-static int tree_err;	    /* the first failure: no file is written then */
-static bool took_live;	    /* the processes held at the end are in */
+static int tree_err;	     /* the first failure: no file is written then */
+static bool took_live;	     /* the processes held at the end are in */
 static uint64_t not_in_tree; /* samples a failure left out, for the warning */
+
+/* libstdc++'s demangler (C linkage; cxxabi.h is C++ only). pprof
+ * demangles profile.pb.gz's C++ names as it shows them; flamegraph.pl and
+ * speedscope show what the file says, so the names are demangled here, in
+ * full, as perf script writes them. */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* The demangled names of the frames seen lately, by their name's address
+ * (checked against a copy: a freed symbol table's address may come back
+ * with another name). */
+#define DEMANGLE_CACHE 1024
+/* Longer names stay mangled: the demangler recurses on the name's nesting. */
+#define DEMANGLE_MAX 1024
+static struct {
+	char *mangled, *name;
+} demangled[DEMANGLE_CACHE];
+
+static const char *demangle(const char *name)
+{
+	size_t i = hash_u64((uintptr_t)name) % DEMANGLE_CACHE, len = strlen(name);
+	char *d;
+	int st;
+
+	if (name[0] != '_' || name[1] != 'Z' || len > DEMANGLE_MAX)
+		return name;
+	if (demangled[i].mangled && !strcmp(demangled[i].mangled, name))
+		return demangled[i].name;
+	d = __cxa_demangle(name, NULL, NULL, &st);
+	if (!d || st)
+		return name;
+	free(demangled[i].mangled);
+	free(demangled[i].name);
+	demangled[i].name = d;
+	if (!(demangled[i].mangled = strdup(name))) {
+		free(d);
+		demangled[i].name = NULL;
+		return name;
+	}
+	return demangled[i].name;
+}
 
 /* A frame name fits: frame_name writes at most a file's base name (255
  * bytes) with "[...]" or "+0x" and 16 digits into it. */
@@ -44,9 +86,12 @@ void out_folded_add(struct proc *p)
 
 			/* Unnamed user code may be JIT code: named as it was at
 			 * the sample's time, as profile.pb.gz names it. */
-			names[n++] = f->name || f->kind != FRAME_USER
-					 ? frame_name(f, buf, NAME_BUF)
-					 : frame_name_at(p, f, s->time_ns, buf, NAME_BUF, NULL, NULL);
+			names[n++] =
+			    f->name || f->kind != FRAME_USER
+				? frame_name(f, buf, NAME_BUF)
+				: frame_name_at(p, f, s->time_ns, buf, NAME_BUF, NULL, NULL);
+			if (f->kind == FRAME_USER)
+				names[n - 1] = demangle(names[n - 1]);
 		}
 		err = flame_add(tree, names, n, nk, s->count);
 		if (err == -EINVAL) /* no sample: nothing to add */
@@ -95,8 +140,8 @@ int out_flamegraph_fill(void *ctx, FILE *f, int fd)
 	(void)fd;
 	if (err)
 		return err;
-	len = snprintf(title, sizeof(title), "%.1f s at %d Hz (%s):",
-		       ri->duration_ns / 1e9, ri->freq, ri->event);
+	len = snprintf(title, sizeof(title), "%.1f s at %d Hz (%s):", ri->duration_ns / 1e9,
+		       ri->freq, ri->event);
 	for (k = 0; k < ri->argc && len < sizeof(title); k++)
 		len += snprintf(title + len, sizeof(title) - len, " %s", ri->argv[k]);
 	return flamegraph_write_html(tree, title, f);
@@ -104,6 +149,13 @@ int out_flamegraph_fill(void *ctx, FILE *f, int fd)
 
 void out_folded_free(void)
 {
+	size_t i;
+
 	flame_free(tree);
 	tree = NULL;
+	for (i = 0; i < DEMANGLE_CACHE; i++) {
+		free(demangled[i].mangled);
+		free(demangled[i].name);
+		demangled[i].mangled = demangled[i].name = NULL;
+	}
 }

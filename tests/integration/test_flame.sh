@@ -242,8 +242,10 @@ kill $p1; wait $p1 2>/dev/null
 t=flame_system_wide
 F=$TMP/all/stacks.folded
 ft=$(folded_total "$F"); pt=$(pprof_total "$TMP/all/profile.pb.gz")
-stacks_folded "$F" 'split|deep' > "$TMP/all.fs"
-stacks_pprof "$TMP/all/profile.pb.gz" 'split|deep' > "$TMP/all.ps"
+# deep's stacks in its own code: in exec, the thread's comm (pprof's comm
+# label) is still the parent's, while the process's is already deep.
+{ stacks_folded "$F" split; stacks_folded "$F" deep | grep ';bottom'; } > "$TMP/all.fs"
+{ stacks_pprof "$TMP/all/profile.pb.gz" split; stacks_pprof "$TMP/all/profile.pb.gz" deep | grep ';bottom'; } > "$TMP/all.ps"
 # Each process its own tower, under its comm; the stacks of split (folded
 # while it runs) and deep (folded as each exits) as pprof reads them.
 if folded_ok "$F" && [ "$ft" = "$pt" ] && grep -q "^split;" "$F" && grep -q "^deep;.*;bottom[; ]" "$F" &&

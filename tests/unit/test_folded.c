@@ -132,8 +132,8 @@ static void test_names(void)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char *s = folded_name(cases[i].in, cases[i].kind);
 
-		CHECKF(s && !strcmp(s, cases[i].out), "%zu: '%s' -> '%s', want '%s'", i, cases[i].in,
-		       s, cases[i].out);
+		CHECKF(s && !strcmp(s, cases[i].out), "%zu: '%s' -> '%s', want '%s'", i,
+		       cases[i].in, s, cases[i].out);
 		free(s);
 	}
 }
