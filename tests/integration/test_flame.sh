@@ -235,8 +235,9 @@ fi
 # BPFTRACE_REC_FOLD_LIVE_S=1: the live fold each second instead of each minute.
 "$WL/split" 0 > /dev/null & p1=$!
 BPFTRACE_REC_FOLD_LIVE_S=1 "$REC" -q -a -F 199 -d 4 -o "$TMP/all" 2>"$TMP/all.err" & rec=$!
-sleep 1.5
-for _ in $(seq 20); do "$WL/deep" 3 64 0.03; done
+# Short-lived processes for as long as it records (its start may take more
+# than a second on a busy machine).
+while kill -0 $rec 2>/dev/null; do "$WL/deep" 3 64 0.03; done
 wait $rec
 kill $p1; wait $p1 2>/dev/null
 t=flame_system_wide
