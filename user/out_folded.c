@@ -55,6 +55,30 @@ static const char *demangle(const char *name)
 	return demangled[i].name;
 }
 
+/* The stack's demangled names, a buffer per frame: another frame of the
+ * same stack may evict a name from the cache. */
+static struct {
+	char *s;
+	size_t cap;
+} held[MAX_STACK_FRAMES];
+
+static int hold(size_t slot, const char *name, const char **out)
+{
+	size_t len = strlen(name) + 1;
+
+	if (len > held[slot].cap) {
+		char *s = realloc(held[slot].s, len);
+
+		if (!s)
+			return -ENOMEM;
+		held[slot].s = s;
+		held[slot].cap = len;
+	}
+	memcpy(held[slot].s, name, len);
+	*out = held[slot].s;
+	return 0;
+}
+
 /* A frame name fits: frame_name writes at most a file's base name (255
  * bytes) with "[...]" or "+0x" and 16 digits into it. */
 #define NAME_BUF 320
@@ -80,20 +104,23 @@ void out_folded_add(struct proc *p)
 		/* Root first: the comm, user frames from the root, then the
 		 * kernel's (ids are leaf first, kernel then user). */
 		names[n++] = p->comm;
-		for (k = nk + nu; k-- > 0;) {
+		for (k = nk + nu, err = 0; k-- > 0 && !err;) {
 			const struct frame *f = &p->frames.v[ids[k]];
-			char *buf = bufs[n - 1];
+			size_t slot = n - 1;
+			const char *d;
 
 			/* Unnamed user code may be JIT code: named as it was at
 			 * the sample's time, as profile.pb.gz names it. */
 			names[n++] =
 			    f->name || f->kind != FRAME_USER
-				? frame_name(f, buf, NAME_BUF)
-				: frame_name_at(p, f, s->time_ns, buf, NAME_BUF, NULL, NULL);
-			if (f->kind == FRAME_USER)
-				names[n - 1] = demangle(names[n - 1]);
+				? frame_name(f, bufs[slot], NAME_BUF)
+				: frame_name_at(p, f, s->time_ns, bufs[slot], NAME_BUF, NULL, NULL);
+			if (f->kind == FRAME_USER &&
+			    (d = demangle(names[slot + 1])) != names[slot + 1])
+				err = hold(slot, d, &names[slot + 1]);
 		}
-		err = flame_add(tree, names, n, nk, s->count);
+		if (!err)
+			err = flame_add(tree, names, n, nk, s->count);
 		if (err == -EINVAL) /* no sample: nothing to add */
 			continue;
 		if (err) {
@@ -153,6 +180,11 @@ void out_folded_free(void)
 
 	flame_free(tree);
 	tree = NULL;
+	for (i = 0; i < MAX_STACK_FRAMES; i++) {
+		free(held[i].s);
+		held[i].s = NULL;
+		held[i].cap = 0;
+	}
 	for (i = 0; i < DEMANGLE_CACHE; i++) {
 		free(demangled[i].mangled);
 		free(demangled[i].name);
