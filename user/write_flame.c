@@ -1,14 +1,18 @@
+/* stacks.folded and flamegraph.html: the samples of every process as one
+ * tree of frames (formats/folded.h), written both ways. */
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "formats/flamegraph.h"
 #include "formats/folded.h"
-#include "user/out_folded.h"
+#include "user/outdir.h"
 #include "user/output.h"
 #include "user/proc.h"
 #include "user/util.h"
+#include "user/writers.h"
 
 static struct flame *tree;
 static int tree_err;	     /* the first failure: no file is written then */
@@ -83,7 +87,7 @@ static int hold(size_t slot, const char *name, const char **out)
  * bytes) with "[...]" or "+0x" and 16 digits into it. */
 #define NAME_BUF 320
 
-void out_folded_add(struct proc *p)
+void flame_fold_add(struct proc *p)
 {
 	static char bufs[MAX_STACK_FRAMES][NAME_BUF];
 	const char *names[MAX_STACK_FRAMES + 1];
@@ -93,34 +97,28 @@ void out_folded_add(struct proc *p)
 		tree_err = -ENOMEM;
 	for (j = 0; j < p->samples.n; j++) {
 		const struct sample *s = &p->samples.v[j];
-		uint32_t nk, nu, k, n = 0;
-		const uint32_t *ids = proc_stack(p, s->stack, &nk, &nu);
-		int err;
+		struct frame_iter it;
+		size_t n = 0;
+		int err = 0;
 
 		if (tree_err) {
 			not_in_tree += s->count;
 			continue;
 		}
-		/* Root first: the comm, user frames from the root, then the
-		 * kernel's (ids are leaf first, kernel then user). */
+		/* Root first: the comm, then the frames (user then kernel). */
 		names[n++] = p->comm;
-		for (k = nk + nu, err = 0; k-- > 0 && !err;) {
-			const struct frame *f = &p->frames.v[ids[k]];
+		frame_iter_init(&it, p, s, true);
+		while (frame_iter_next(&it) && !err) {
 			size_t slot = n - 1;
 			const char *d;
 
-			/* Unnamed user code may be JIT code: named as it was at
-			 * the sample's time, as profile.pb.gz names it. */
-			names[n++] =
-			    f->name || f->kind != FRAME_USER
-				? frame_name(f, bufs[slot], NAME_BUF)
-				: frame_name_at(p, f, s->time_ns, bufs[slot], NAME_BUF, NULL, NULL);
-			if (f->kind == FRAME_USER &&
+			names[n++] = frame_iter_name(&it, bufs[slot], NAME_BUF, NULL, NULL);
+			if (it.f->kind == FRAME_USER &&
 			    (d = demangle(names[slot + 1])) != names[slot + 1])
 				err = hold(slot, d, &names[slot + 1]);
 		}
 		if (!err)
-			err = flame_add(tree, names, n, nk, s->count);
+			err = flame_add(tree, names, n, it.nk, s->count);
 		if (err == -EINVAL) /* no sample: nothing to add */
 			continue;
 		if (err) {
@@ -138,7 +136,7 @@ static int take_live(const struct run_info *ri)
 	if (!took_live) {
 		took_live = true;
 		for (i = 0; i < procs.v.n; i++)
-			out_folded_add(procs.v.v[i]);
+			flame_fold_add(procs.v.v[i]);
 		if (tree_err)
 			warn("stacks.folded and flamegraph.html: %s (%llu samples could not be "
 			     "added): not written",
@@ -149,7 +147,7 @@ static int take_live(const struct run_info *ri)
 	return tree && flame_node(tree, 0)->total ? 0 : -ENODATA;
 }
 
-int out_folded_fill(void *ctx, FILE *f, int fd)
+static int fill_folded(void *ctx, FILE *f, int fd)
 {
 	int err = take_live(ctx);
 
@@ -157,7 +155,7 @@ int out_folded_fill(void *ctx, FILE *f, int fd)
 	return err ? err : folded_write(tree, f);
 }
 
-int out_flamegraph_fill(void *ctx, FILE *f, int fd)
+static int fill_flamegraph(void *ctx, FILE *f, int fd)
 {
 	const struct run_info *ri = ctx;
 	char title[1024];
@@ -174,7 +172,7 @@ int out_flamegraph_fill(void *ctx, FILE *f, int fd)
 	return flamegraph_write_html(tree, title, f);
 }
 
-void out_folded_free(void)
+static void flame_free_all(void)
 {
 	size_t i;
 
@@ -190,4 +188,18 @@ void out_folded_free(void)
 		free(demangled[i].name);
 		demangled[i].mangled = demangled[i].name = NULL;
 	}
+}
+
+int write_flame(const struct run_info *ri)
+{
+	char cmd[PATH_MAX + 64];
+	int first = 0;
+
+	snprintf(cmd, sizeof(cmd), "flamegraph.pl %s/stacks.folded > flame.svg", ri->outdir);
+	OUT_FIRST(first, outdir_emit(ri->out, "stacks.folded", 0, cmd, fill_folded, (void *)ri));
+	snprintf(cmd, sizeof(cmd), "xdg-open %s/flamegraph.html", ri->outdir);
+	OUT_FIRST(first,
+		  outdir_emit(ri->out, "flamegraph.html", 0, cmd, fill_flamegraph, (void *)ri));
+	flame_free_all();
+	return first;
 }
