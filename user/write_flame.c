@@ -83,13 +83,13 @@ static int hold(size_t slot, const char *name, const char **out)
 	return 0;
 }
 
-/* A frame name fits: frame_name writes at most a file's base name (255
- * bytes) with "[...]" or "+0x" and 16 digits into it. */
-#define NAME_BUF 320
+/* A frame name's buffer, as write_pprof.c's: a file's base name, whose
+ * bytes may each be a 4-byte escape, with "[...]" or "+0x" and 16 digits. */
+#define NAME_BUF (PATH_MAX + 4)
+static char *bufs[MAX_STACK_FRAMES]; /* a frame's each, made as deep stacks come */
 
 void flame_fold_add(struct proc *p)
 {
-	static char bufs[MAX_STACK_FRAMES][NAME_BUF];
 	const char *names[MAX_STACK_FRAMES + 1];
 	size_t j;
 
@@ -112,6 +112,10 @@ void flame_fold_add(struct proc *p)
 			size_t slot = n - 1;
 			const char *d;
 
+			if (!bufs[slot] && !(bufs[slot] = malloc(NAME_BUF))) {
+				err = -ENOMEM;
+				break;
+			}
 			names[n++] = frame_iter_name(&it, bufs[slot], NAME_BUF, NULL, NULL);
 			if (it.f->kind == FRAME_USER &&
 			    (d = demangle(names[slot + 1])) != names[slot + 1])
@@ -128,11 +132,10 @@ void flame_fold_add(struct proc *p)
 	}
 }
 
-static int take_live(const struct run_info *ri)
+static int take_live(void)
 {
 	size_t i;
 
-	(void)ri;
 	if (!took_live) {
 		took_live = true;
 		for (i = 0; i < procs.v.n; i++)
@@ -149,8 +152,9 @@ static int take_live(const struct run_info *ri)
 
 static int fill_folded(void *ctx, FILE *f, int fd)
 {
-	int err = take_live(ctx);
+	int err = take_live();
 
+	(void)ctx;
 	(void)fd;
 	return err ? err : folded_write(tree, f);
 }
@@ -160,7 +164,7 @@ static int fill_flamegraph(void *ctx, FILE *f, int fd)
 	const struct run_info *ri = ctx;
 	char title[1024];
 	size_t len;
-	int err = take_live(ri), k;
+	int err = take_live(), k;
 
 	(void)fd;
 	if (err)
@@ -179,6 +183,8 @@ static void flame_free_all(void)
 	flame_free(tree);
 	tree = NULL;
 	for (i = 0; i < MAX_STACK_FRAMES; i++) {
+		free(bufs[i]);
+		bufs[i] = NULL;
 		free(held[i].s);
 		held[i].s = NULL;
 		held[i].cap = 0;
