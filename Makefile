@@ -26,7 +26,8 @@ ARCH    := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN_FLAGS) -I. -I$(OUT)
-LDLIBS  := -lbpf -lelf -ldw -lz
+# libstdc++: its C++ demangler, for the folded stacks' names.
+LDLIBS  := -lbpf -lelf -ldw -lz -lstdc++
 # Clang for BPF: CO-RE against the checked-in vmlinux.h.
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -I. $(WARN) -Wno-unused-parameter
 

@@ -77,6 +77,7 @@ bool output_fold(struct fold *fo, struct proc *p)
 	}
 	fo->rows_end = ftell(fo->rows);
 	pprof_fold_add(fo->pf, p);
+	flame_fold_add(p);
 	return true;
 }
 
@@ -93,6 +94,7 @@ void output_fold_live(struct fold *fo)
 		if (p->exited || !p->samples.n || p->exact || jit_has_files(p))
 			continue;
 		pprof_fold_add(fo->pf, p);
+		flame_fold_add(p);
 		proc_drop_samples(p);
 	}
 }
@@ -131,6 +133,7 @@ int output_write(const struct run_info *ri)
 
 	/* Each file on its own: one failure does not cost the others. */
 	OUT_FIRST(first, write_profile(ri, fo ? fo->pf : NULL));
+	OUT_FIRST(first, write_flame(ri));
 	for (i = 0; ri->per_process && i < procs.v.n; i++) {
 		struct proc *p = procs.v.v[i];
 		OUT_FIRST(first, write_cpuprofile(ri, p));

@@ -19,6 +19,16 @@ int pprof_fold_add(struct pprof_fold *pf, struct proc *p);
 void pprof_fold_free(struct pprof_fold *pf);
 int write_profile(const struct run_info *ri, struct pprof_fold *pf);
 
+/* stacks.folded and flamegraph.html (write_flame.c): every process's
+ * samples merged into one tree of frames, named as profile.pb.gz names them,
+ * each process under its comm. Under -a, processes are added as they are
+ * folded into the profile (flame_fold_add: as they exit, and the live ones
+ * every minute), and forgotten: the tree grows with distinct stacks only.
+ * A failure (ENOMEM) is kept, and the two files are then not written. */
+void flame_fold_add(struct proc *p);
+/* The processes still held are added first. */
+int write_flame(const struct run_info *ri);
+
 /* cpu-PID.prof, cpu-PID.N.prof and jit-PID.so (write_gperf.c). */
 int write_cpuprofile(const struct run_info *ri, struct proc *p);
 
