@@ -18,6 +18,7 @@
 #include "formats/pprof.h"
 #include "formats/util.h"
 #include "user/jit.h"
+#include "user/offcpu.h"
 #include "user/output.h"
 #include "user/proc.h"
 #include "user/symbols.h"
@@ -402,13 +403,75 @@ struct fold {
 	bool warned;
 };
 
+/* A stack's frames as locations, leaf first, into locs; with their source
+ * lines when lines is set. The number of them, or -ENOMEM. */
+static int stack_locs(struct pprof *pp, struct proc *p, uint32_t stack, uint64_t time_ns,
+		      uint64_t *locs, uint64_t *kmap, bool lines)
+{
+	uint32_t nk, nu, k, n;
+	const uint32_t *ids = proc_stack(p, stack, &nk, &nu);
+
+	n = nk + nu;
+	for (k = 0; k < n; k++) {
+		struct frame *f = &p->frames.v[ids[k]];
+		char buf[PATH_MAX + 4];
+		const char *name, *file = NULL;
+		int line = 0;
+
+		if (f->name || f->kind != FRAME_USER) {
+			if (!f->out_id) {
+				if (lines)
+					proc_srcline(f, &file, &line);
+				f->out_id = frame_location(pp, f, frame_name(f, buf, sizeof(buf)),
+							   file, line, kmap);
+			}
+			locs[k] = f->out_id;
+		} else { /* maybe JIT code: named as it was at the sample's time */
+			name = frame_name_at(p, f, time_ns, buf, sizeof(buf), lines ? &file : NULL,
+					     &line);
+			locs[k] = frame_location(pp, f, name, file, line, kmap);
+		}
+		if (!locs[k])
+			return -ENOMEM;
+	}
+	return (int)n;
+}
+
+/* --off-cpu: the process's waits, as offcpu time of their stacks, labelled
+ * with their kind. */
+static int add_offcpu(struct pprof *pp, struct proc *p, uint64_t *kmap, bool lines)
+{
+	uint64_t locs[MAX_STACK_FRAMES];
+	size_t n, j;
+	const struct offcpu_sum *s = offcpu_sums_of(p, &n);
+	int nl = 0;
+
+	for (j = 0; j < n && nl >= 0; j++) {
+		const struct thread *t = proc_thread_find(p, s[j].tid);
+		struct pprof_label labels[4] = {
+		    {.key = "pid", .num = p->pid, .num_unit = "pid"},
+		    {.key = "tid", .num = s[j].tid, .num_unit = "tid"},
+		    {.key = "comm", .str = t && t->comm[0] ? t->comm : p->comm},
+		    {.key = "offcpu", .str = offcpu_kind_name(s[j].kind)},
+		};
+
+		/* A stack forgotten since (output_fold_live) or never sent. */
+		nl = s[j].stack < p->stack_off.n
+			 ? stack_locs(pp, p, s[j].stack, 0, locs, kmap, lines)
+			 : 0;
+		if (nl >= 0)
+			nl = pprof_add_offcpu(pp, locs, nl, s[j].ns, s[j].count, labels, 4);
+	}
+	return nl < 0 ? nl : 0;
+}
+
 /* A process's samples into the profile, each frame a location; with their
  * source lines when lines is set. */
 static int add_proc(struct pprof *pp, struct proc *p, uint64_t *kmap, bool lines)
 {
 	uint64_t locs[MAX_STACK_FRAMES];
 	size_t j;
-	int err = 0;
+	int err = 0, n;
 
 	for (j = 0; j < p->maps_all.n; j++)
 		p->maps_all.v[j]->out_id = 0;
@@ -416,8 +479,6 @@ static int add_proc(struct pprof *pp, struct proc *p, uint64_t *kmap, bool lines
 		p->frames.v[j].out_id = 0;
 	for (j = 0; j < p->samples.n && !err; j++) {
 		const struct sample *s = &p->samples.v[j];
-		uint32_t nk, nu, k, n;
-		const uint32_t *ids = proc_stack(p, s->stack, &nk, &nu);
 		const struct thread *t = proc_thread_find(p, s->tid);
 		struct pprof_label labels[4] = {
 		    /* Units keep value 0 (cpu 0, pid 0): pprof drops a
@@ -428,33 +489,11 @@ static int add_proc(struct pprof *pp, struct proc *p, uint64_t *kmap, bool lines
 		    {.key = "cpu", .num = s->cpu, .num_unit = "cpu"},
 		};
 
-		n = nk + nu;
-		for (k = 0; k < n; k++) {
-			struct frame *f = &p->frames.v[ids[k]];
-			char buf[PATH_MAX + 4];
-			const char *name, *file = NULL;
-			int line = 0;
-
-			if (f->name || f->kind != FRAME_USER) {
-				if (!f->out_id) {
-					if (lines)
-						proc_srcline(f, &file, &line);
-					f->out_id =
-					    frame_location(pp, f, frame_name(f, buf, sizeof(buf)),
-							   file, line, kmap);
-				}
-				locs[k] = f->out_id;
-			} else { /* maybe JIT code: named as it was at the sample's time */
-				name = frame_name_at(p, f, s->time_ns, buf, sizeof(buf),
-						     lines ? &file : NULL, &line);
-				locs[k] = frame_location(pp, f, name, file, line, kmap);
-			}
-			if (!locs[k])
-				err = -ENOMEM;
-		}
-		if (!err)
-			err = pprof_add_sample(pp, locs, n, s->count, labels, 4);
+		n = stack_locs(pp, p, s->stack, s->time_ns, locs, kmap, lines);
+		err = n < 0 ? n : pprof_add_sample(pp, locs, n, s->count, labels, 4);
 	}
+	if (!err && offcpu_on())
+		err = add_offcpu(pp, p, kmap, lines);
 	return err;
 }
 
@@ -518,6 +557,8 @@ static int fill_pprof(void *ctx, FILE *out, int fd)
 	pp = fo ? fo->pp : pprof_new(1000000000LL / ri->freq, ri->start_realtime_ns, 0);
 	if (!pp)
 		return -ENOMEM;
+	if (ri->offcpu)
+		pprof_enable_offcpu(pp);
 	pprof_set_duration(pp, ri->duration_ns);
 	set_program(pp, fo ? &fo->program : NULL);
 	for (i = 0; i < procs.v.n && !err; i++)
@@ -934,6 +975,8 @@ struct fold *output_fold_new(const struct run_info *ri)
 	if (rows_fd >= 0 && !(fo->rows = fdopen(rows_fd, "w+")))
 		close(rows_fd);
 	fo->pp = pprof_new(1000000000LL / ri->freq, ri->start_realtime_ns, 0);
+	if (fo->pp && ri->offcpu)
+		pprof_enable_offcpu(fo->pp);
 	if (fo->pp)
 		fo->kmap = kernel_mapping(fo->pp);
 	if (fo->spill_fd < 0 || !fo->rows || !fo->pp || !fo->kmap) {

@@ -662,13 +662,11 @@ static int uncompact(struct proc *p)
 	return 0;
 }
 
-int proc_add_sample(const struct ev_sample *s)
+int proc_intern_record(const struct ev_sample *s, struct proc **pp, uint32_t *stack)
 {
 	uint32_t st[2 + MAX_STACK_FRAMES], i, n = 0, id;
 	uint64_t upcs[MAX_USER_FRAMES];
-	struct proc *p = proc_get(s->hdr.pid, s->comm);
-	struct thread *t;
-	struct sample smp;
+	struct proc *p = *pp = proc_get(s->hdr.pid, s->comm);
 	int nu;
 
 	if (!p || (p->compacted && uncompact(p)))
@@ -691,8 +689,17 @@ int proc_add_sample(const struct ev_sample *s)
 		st[2 + n++] = id;
 		st[1]++;
 	}
-	smp.stack = intern_stack(p, st);
-	if (smp.stack == UINT32_MAX)
+	*stack = intern_stack(p, st);
+	return *stack == UINT32_MAX ? -ENOMEM : 0;
+}
+
+int proc_add_sample(const struct ev_sample *s)
+{
+	struct proc *p;
+	struct thread *t;
+	struct sample smp;
+
+	if (proc_intern_record(s, &p, &smp.stack))
 		return -ENOMEM;
 	smp.tid = s->hdr.tid;
 	smp.cpu = s->hdr.cpu;
