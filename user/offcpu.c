@@ -48,6 +48,10 @@ int offcpu_prepare(struct sample_bpf *skel, const struct offcpu_cfg *cfg, struct
 
 	bpf_program__set_autoload(skel->progs.on_switch, false);
 	bpf_program__set_autoload(skel->progs.on_switch_compat, false);
+	/* Attached with the sampler (offcpu_attach), not with the process
+	 * tracepoints: the command of `--` is held before its exec then. */
+	bpf_program__set_autoattach(skel->progs.on_switch, false);
+	bpf_program__set_autoattach(skel->progs.on_switch_compat, false);
 	if (!cfg->on)
 		return 0;
 	/* The floor (features.c) has BTF-typed tracepoints: the raw
@@ -187,6 +191,7 @@ int offcpu_on_stack(const struct ev_sample *s, size_t size)
 	memcpy(c->ips, s->ips + skip, len - sizeof(*s));
 	c->nkernel -= skip;
 	err = proc_intern_record(c, &p, &o.stack);
+	o.what = wait_name(c, OFFCPU_BLOCKED);
 	free(c);
 	if (err)
 		return err;
@@ -194,7 +199,6 @@ int offcpu_on_stack(const struct ev_sample *s, size_t size)
 	if (!t)
 		return -ENOMEM;
 	proc_set_comm(t->comm, s->comm, COMM_LEN);
-	o.what = wait_name(s, OFFCPU_BLOCKED);
 	if (VEC_PUSH(oc.stacks, o) ||
 	    idtab_insert(&oc.stack_tab, hash_u64(o.id), (uint32_t)oc.stacks.n - 1))
 		return -ENOMEM;

@@ -839,13 +839,16 @@ static void summary_row(FILE *f, const struct proc *p)
 		", \"unwinding\": \"%s\", \"cfi_walked\": %" PRIu64
 		", \"cfi_reached_root\": %" PRIu64 ", \"cfi_to_dwarf\": %" PRIu64
 		", \"dwarf_unwound\": %" PRIu64 ", \"dwarf_truncated\": %" PRIu64
-		", \"leaf_callers_added\": %" PRIu64 ", \"dwarf_unwind_ns\": %" PRIu64 "}",
+		", \"leaf_callers_added\": %" PRIu64 ", \"dwarf_unwind_ns\": %" PRIu64,
 		p->nsamples, p->lost, p->threads.n,
 		p->cfi_walked > p->unwound ? "cfi"
 		: p->unwound		   ? "dwarf"
 					   : "fp",
 		p->cfi_walked, p->cfi_root, p->cfi_to_dwarf, p->unwound, p->truncated,
 		p->leaf_fixed, p->unwind_ns);
+	if (offcpu_on())
+		fprintf(f, ", \"offcpu_ns\": %" PRIu64, offcpu_proc_ns(p));
+	fputc('}', f);
 }
 
 static int fill_summary(void *ctx, FILE *f, int fd)
@@ -886,6 +889,18 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 			ri->cfi_fp_nomap, ri->cfi_fp_nocfi, ri->cfi_read_err,
 			ri->cfi_uretprobe_miss, ri->cfi_tables, ri->cfi_table_bytes,
 			ri->cfi_budget_bytes, ri->cfi_out_of_budget);
+	if (ri->offcpu) {
+		struct offcpu_totals t;
+
+		offcpu_totals(&t);
+		fprintf(f,
+			",\n  \"offcpu\": {\"switches\": %" PRIu64 ", \"waits\": %" PRIu64
+			", \"min_ns\": %" PRIu64 ", \"short_waits\": %" PRIu64
+			", \"short_waits_ns\": %" PRIu64 ", \"stacks\": %" PRIu64
+			", \"lost_stacks\": %" PRIu64 ", \"lost_waits\": %" PRIu64 "}",
+			t.switches, t.waits, t.min_ns, t.short_waits, t.short_ns, t.stacks,
+			t.lost_stacks, t.lost);
+	}
 	fprintf(f, ",\n  \"degraded\": [");
 	for (i = 0; ri->degraded && i < ri->degraded->n; i++) {
 		fprintf(f, "%s\n    {\"feature\": ", i ? "," : "");
