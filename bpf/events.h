@@ -130,14 +130,19 @@ struct ev_call {
 enum offcpu_kind { OFFCPU_BLOCKED = 0, OFFCPU_PREEMPTED = 1 };
 
 /* Identity of an off-CPU stack for the dedupe: a thread blocking again at
- * the same user ip, sp and bp with the same kernel stack is taken to have
- * the same stack, and is not walked again. Two call paths that reach the
- * same wait at the same sp and bp through frames of the same sizes would be
- * taken as one (the first seen). */
+ * the same user ip, sp and bp, in the same system call and the same kind of
+ * wait, is taken to have the same stack, and is not walked again; so is a
+ * kernel thread at the same kernel stack. Taken as one (the first seen):
+ * two call paths that reach the same wait at the same sp and bp through
+ * frames of the same sizes, and one system call blocking at two places in
+ * the kernel (a read of a pipe that faults on its buffer). */
 struct offcpu_stack_key {
 	__u32 tgid;
-	__s32 kstack; /* bpf_get_stackid of the kernel stack, or its error */
+	/* User tasks: the system call (orig_ax; -1 outside one); kernel
+	 * threads: bpf_get_stackid of the kernel stack, or its error. */
+	__s32 kstack;
 	__u64 ip, sp, bp;
+	__u32 kind, pad;
 };
 
 /* Key and value of offcpu_sums. stack: an EV_OFFCPU_STACK's stack_id, or 0
