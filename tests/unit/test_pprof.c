@@ -119,13 +119,14 @@ static void test_offcpu(void)
 	struct pprof *p = pprof_new(10000000, 1700000000000000000LL, 2000000000LL);
 	uint64_t m = pprof_mapping(p, 0x400000, 0x500000, 0, "/bin/prog", NULL, true);
 	struct pprof_line lw = {"wait_fn", NULL, NULL, 0}, lr = {"run_fn", NULL, NULL, 0};
-	uint64_t w = pprof_location(p, m, 0x401000, &lw, 1), r = pprof_location(p, m, 0x402000, &lr, 1);
+	uint64_t w = pprof_location(p, m, 0x401000, &lw, 1),
+		 r = pprof_location(p, m, 0x402000, &lr, 1);
 	struct pprof_label lab[1] = {{"pid", NULL, 1, "pid"}};
 	char *path, *out;
 
 	CHECK(pprof_add_offcpu(p, &w, 1, 1, 1, lab, 1) == -EINVAL); /* not enabled */
 	pprof_enable_offcpu(p);
-	CHECK(pprof_add_sample(p, &r, 1, 50, lab, 1) == 0);	      /* 0.5 s of CPU */
+	CHECK(pprof_add_sample(p, &r, 1, 50, lab, 1) == 0);	       /* 0.5 s of CPU */
 	CHECK(pprof_add_offcpu(p, &w, 1, 1500000000, 3, lab, 1) == 0); /* 1.5 s in 3 waits */
 	CHECK(pprof_add_offcpu(p, &r, 1, 250000000, 1, lab, 1) == 0);  /* run_fn waits too */
 	CHECK(pprof_nsamples(p) == 2);
