@@ -48,7 +48,7 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 .PHONY: all clean install demo test unit-tests deps format format-check workloads bench-helpers fuzz test-kernels
 all: $(BIN) $(UNIT_BIN)
 
-$(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h vmlinux/vmlinux.h
+$(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h vmlinux/vmlinux.h
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
@@ -196,7 +196,7 @@ clean:
 WL_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Wall -Werror
 WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/calls $(OUT)/workloads/leafy $(OUT)/workloads/spin \
 	     $(OUT)/workloads/deep $(OUT)/workloads/jitspin $(OUT)/workloads/execspin $(OUT)/workloads/nofp \
-	     $(OUT)/workloads/mixed $(OUT)/workloads/cxxalloc
+	     $(OUT)/workloads/mixed $(OUT)/workloads/cxxalloc $(OUT)/workloads/waits
 workloads: $(WORKLOADS)
 all: workloads
 $(OUT)/workloads/libwork.so: tests/workloads/libwork.c tests/workloads/work.h
@@ -238,6 +238,9 @@ $(OUT)/workloads/mixed: tests/workloads/mixed.c $(OUT)/workloads/libwork.so
 $(OUT)/workloads/cxxalloc: tests/workloads/cxxalloc.cc
 	@mkdir -p $(@D)
 	g++ -O2 -g -fno-omit-frame-pointer -Wall -Werror -o $@ $<
+$(OUT)/workloads/waits: tests/workloads/waits.c
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -o $@ $< -pthread
 $(OUT)/workloads/spin: tests/workloads/spin.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -fno-omit-frame-pointer -Wall -Werror -o $@ $< -pthread

@@ -23,6 +23,9 @@ enum ev_type {
 	EV_CALL = 5,	/* struct ev_call: a traced function's entry or return (-t) */
 	EV_MIGRATE = 6, /* struct ev_hdr: thread tid of pid moves to cpu */
 	EV_VMA = 7,	/* struct ev_vma: an executable file mapping of an exiting process */
+	/* --off-cpu (bpf/offcpu.bpf.h): */
+	EV_OFFCPU_STACK = 8, /* struct ev_sample: a new off-CPU stack, its id in stack_id */
+	EV_OFFCPU = 9,	     /* struct ev_offcpu: one wait, for the XRay timelines */
 };
 
 struct ev_hdr {
@@ -73,8 +76,8 @@ struct ev_sample {
 	__u16 nkernel;	     /* kernel frames, leaf first */
 	__u16 nuser;	     /* user frames (frame-pointer walk), leaf first */
 	__u32 flags;
-	__u32 stack_len; /* bytes of user stack copied from uregs[UREG_SP] */
-	__u32 pad;
+	__u32 stack_len;      /* bytes of user stack copied from uregs[UREG_SP] */
+	__u32 stack_id;	      /* EV_OFFCPU_STACK: the id the waits of this stack carry; else 0 */
 	__u64 uregs[UREG_NR]; /* zero for kernel threads */
 	__u64 ips[];	      /* nkernel kernel ips, nuser user ips, then stack_len bytes */
 };
@@ -119,6 +122,52 @@ struct ev_call {
 	__u64 args[MAX_TRACE_ARGS];
 };
 
+/* Off-CPU waits (--off-cpu): a thread of a recorded process leaves the CPU
+ * blocked (its state not TASK_RUNNING: a sleep, a lock, I/O) or preempted
+ * (still runnable). Its stack is taken as it leaves; the wait ends when it
+ * runs again. Waits are summed in BPF by (tgid, tid, stack, kind) in the
+ * offcpu_sums map; user space reads it at the end. */
+enum offcpu_kind { OFFCPU_BLOCKED = 0, OFFCPU_PREEMPTED = 1 };
+
+/* Identity of an off-CPU stack for the dedupe: a thread blocking again at
+ * the same user ip, sp and bp, in the same system call and the same kind of
+ * wait, is taken to have the same stack, and is not walked again; so is a
+ * kernel thread at the same kernel stack. Taken as one (the first seen):
+ * two call paths that reach the same wait at the same sp and bp through
+ * frames of the same sizes, and one system call blocking at two places in
+ * the kernel (a read of a pipe that faults on its buffer). */
+struct offcpu_stack_key {
+	__u32 tgid;
+	/* User tasks: the system call (orig_ax; -1 outside one); kernel
+	 * threads: bpf_get_stackid of the kernel stack, or its error. */
+	__s32 kstack;
+	__u64 ip, sp, bp;
+	__u32 kind, pad;
+};
+
+/* Key and value of offcpu_sums. stack: an EV_OFFCPU_STACK's stack_id, or 0
+ * when its record was lost. */
+struct offcpu_key {
+	__u32 tgid, tid, stack, kind;
+};
+struct offcpu_val {
+	__u64 ns, count;
+};
+
+/* A thread's wait in progress (offcpu_start map, by tid). */
+struct offcpu_start {
+	__u64 ts;
+	__u32 stack, kind;
+};
+
+/* With XRay timelines: one per wait of at least --off-cpu-min. hdr: the
+ * thread, the CPU it came back on and the wait's end. */
+struct ev_offcpu {
+	struct ev_hdr hdr;
+	__u64 start_ns;
+	__u32 stack, kind;
+};
+
 /* Value of the lost_by_pid map: samples of a process the ring buffer could
  * not take, and the comm of the first, which names a process that only
  * lost samples and is gone by the end. */
@@ -149,6 +198,14 @@ enum stat_idx {
 	STAT_CFI_READ_ERR,	 /* walks stopped by an unreadable stack word */
 	STAT_CFI_NO_PROG,	 /* the walker's tail call failed (cfi_progs not filled) */
 	STAT_CFI_URETPROBE_MISS, /* uretprobe trampolines found in no return_instance */
+	/* --off-cpu: */
+	STAT_OFFCPU_SWITCHES,	 /* recorded threads that left the CPU */
+	STAT_OFFCPU_WAITS,	 /* ... and came back: waits measured */
+	STAT_OFFCPU_SHORT,	 /* waits under --off-cpu-min, left out */
+	STAT_OFFCPU_SHORT_NS,	 /* ... their total time */
+	STAT_OFFCPU_STACKS,	 /* new stacks walked and sent (EV_OFFCPU_STACK) */
+	STAT_OFFCPU_LOST_STACKS, /* ... that the ring buffer could not take */
+	STAT_OFFCPU_LOST,	 /* waits lost: offcpu_sums full, or their event not taken */
 	STAT_NR,
 };
 

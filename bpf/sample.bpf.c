@@ -322,6 +322,8 @@ static __always_inline struct pt_regs *user_regs(struct task_struct *task, const
 	return (struct pt_regs *)((char *)BPF_CORE_READ(task, stack) + THREAD_SIZE_X86) - 1;
 }
 
+#include "bpf/offcpu.bpf.h"
+
 /* Offset of cs in the perf_event context's registers: bpf_user_pt_regs_t
  * is uapi's struct pt_regs on x86_64, whose layout is fixed (cs the 18th
  * u64). Not a CO-RE access: since 6.9 the kernel's own pt_regs makes cs a
@@ -361,7 +363,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 	/* x86_64: kernel addresses are in the upper half. */
 	s->flags = (PT_REGS_IP(&ctx->regs) >= 0xffff800000000000ULL) ? SAMPLE_IN_KERNEL : 0;
 	s->stack_len = 0;
-	s->pad = 0;
+	s->stack_id = 0;
 	s->uregs[UREG_IP] = s->uregs[UREG_SP] = s->uregs[UREG_BP] = 0;
 
 	if (kernel_stacks && (s->flags & SAMPLE_IN_KERNEL)) {

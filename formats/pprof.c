@@ -98,6 +98,7 @@ struct sample {
 	size_t loc0, lab0; /* into sample_locs, sample_labels */
 	uint32_t nlocs, nlabels;
 	int64_t count;
+	int64_t off_ns, off_count; /* pprof_add_offcpu */
 };
 
 /* Mappings, locations and samples: those kept to the end, or a scope's.
@@ -119,6 +120,7 @@ struct table {
 
 struct pprof {
 	int64_t period, time_nanos, duration_nanos;
+	bool offcpu; /* pprof_enable_offcpu: three more sample types */
 	VEC(char *) strings;
 	VEC(struct function) functions;
 	struct idtab str_ix, fn_ix;
@@ -352,8 +354,14 @@ static bool sample_eq(const void *ctx, uint32_t id, const void *key)
 	return true;
 }
 
-int pprof_add_sample(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_t count,
-		     const struct pprof_label *labels, size_t nlabels)
+void pprof_enable_offcpu(struct pprof *p)
+{
+	p->offcpu = true;
+}
+
+static int add_sample(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_t count,
+		      int64_t off_ns, int64_t off_count, const struct pprof_label *labels,
+		      size_t nlabels)
 {
 	struct table *t = p->in_scope ? &p->scope : &p->keep;
 	struct label lab[16];
@@ -381,6 +389,8 @@ int pprof_add_sample(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_
 	id = (uint32_t)(idtab_find(&t->sample_ix, h, sample_eq, t, &k) + 1);
 	if (id) {
 		t->samples.v[id - 1].count += count;
+		t->samples.v[id - 1].off_ns += off_ns;
+		t->samples.v[id - 1].off_count += off_count;
 		return 0;
 	}
 	s.loc0 = t->sample_locs.n;
@@ -388,6 +398,8 @@ int pprof_add_sample(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_
 	s.nlocs = nlocs;
 	s.nlabels = nlabels;
 	s.count = count;
+	s.off_ns = off_ns;
+	s.off_count = off_count;
 	for (i = 0; i < nlocs; i++)
 		if (VEC_PUSH(t->sample_locs, locs[i]))
 			return -ENOMEM;
@@ -397,6 +409,20 @@ int pprof_add_sample(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_
 	if (VEC_PUSH(t->samples, s) || idtab_insert(&t->sample_ix, h, t->samples.n - 1))
 		return -ENOMEM;
 	return 0;
+}
+
+int pprof_add_sample(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_t count,
+		     const struct pprof_label *labels, size_t nlabels)
+{
+	return add_sample(p, locs, nlocs, count, 0, 0, labels, nlabels);
+}
+
+int pprof_add_offcpu(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_t ns, int64_t count,
+		     const struct pprof_label *labels, size_t nlabels)
+{
+	if (!p->offcpu)
+		return -EINVAL;
+	return add_sample(p, locs, nlocs, 0, ns, count, labels, nlabels);
 }
 
 size_t pprof_nsamples(const struct pprof *p)
@@ -419,10 +445,12 @@ static void encode_samples(const struct pprof *p, const struct table *t, struct 
 
 	for (i = 0; i < t->samples.n; i++) {
 		const struct sample *s = &t->samples.v[i];
-		uint64_t v[2] = {(uint64_t)s->count, (uint64_t)(s->count * p->period)};
+		uint64_t cpu = (uint64_t)(s->count * p->period);
+		uint64_t v[5] = {(uint64_t)s->count, cpu, (uint64_t)s->off_ns,
+				 (uint64_t)s->off_count, cpu + (uint64_t)s->off_ns};
 
 		put_packed(sub, 1, &t->sample_locs.v[s->loc0], s->nlocs, sub2);
-		put_packed(sub, 2, v, 2, sub2);
+		put_packed(sub, 2, v, p->offcpu ? 5 : 2, sub2);
 		for (j = 0; j < s->nlabels; j++) {
 			const struct label *l = &t->sample_labels.v[s->lab0 + j];
 
@@ -488,6 +516,11 @@ static int encode(struct pprof *p, struct fmt_buf *b)
 
 	put_value_type(b, 1, p, "samples", "count", &sub);
 	put_value_type(b, 1, p, "cpu", "nanoseconds", &sub);
+	if (p->offcpu) {
+		put_value_type(b, 1, p, "offcpu", "nanoseconds", &sub);
+		put_value_type(b, 1, p, "offcpu_waits", "count", &sub);
+		put_value_type(b, 1, p, "wall", "nanoseconds", &sub);
+	}
 	if (p->main_mapping)
 		encode_mapping(&p->keep.mappings.v[p->main_mapping - 1], p->main_mapping, b, &sub);
 	encode_samples(p, &p->keep, b, &sub, &sub2);
@@ -508,6 +541,10 @@ static int encode(struct pprof *p, struct fmt_buf *b)
 	put_uint(b, 10, (uint64_t)p->duration_nanos);
 	put_value_type(b, 11, p, "cpu", "nanoseconds", &sub);
 	put_uint(b, 12, (uint64_t)p->period);
+	/* pprof shows the last sample type unless default_sample_type names
+	 * one: the CPU view stays the default. Interned above with the types. */
+	if (p->offcpu)
+		put_uint(b, 14, intern(p, "cpu"));
 	free(sub.p);
 	free(sub2.p);
 	if (sub.err || sub2.err)

@@ -30,6 +30,17 @@ struct pprof_label {
 struct pprof *pprof_new(int64_t period_ns, int64_t time_nanos, int64_t duration_nanos);
 void pprof_free(struct pprof *p);
 
+/* Off-CPU time: the sample types become [samples/count, cpu/nanoseconds,
+ * offcpu/nanoseconds, offcpu_waits/count, wall/nanoseconds] (wall: cpu +
+ * offcpu), with cpu the default type (default_sample_type): pprof's
+ * -sample_index=offcpu or =wall picks the others. Before any sample. */
+void pprof_enable_offcpu(struct pprof *p);
+/* Adds off-CPU time (ns over count waits) to the sample of these locations
+ * and labels, merged as pprof_add_sample's. 0, -ENOMEM, or -EINVAL when
+ * pprof_enable_offcpu was not called. */
+int pprof_add_offcpu(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_t ns, int64_t count,
+		     const struct pprof_label *labels, size_t nlabels);
+
 /* Returns the mapping id (>= 1), or 0 on allocation failure. Identical
  * (start, limit, offset, file) mappings get the same id. has_functions tells
  * pprof the names are final and it must not re-symbolize. */

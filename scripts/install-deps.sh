@@ -8,6 +8,8 @@ PKGS=(
   make pkg-config clang llvm gcc libc6-dev binutils libclang-rt-14-dev
   libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev
   linux-perf bpftrace google-perftools
+  # scripts/bench-offcpu.sh: bcc's offcputime, the peer of --off-cpu
+  bpfcc-tools
   time
   # JIT runtimes for test_jit.sh and test_jitguide.sh (node; java and javac 17)
   nodejs openjdk-17-jdk-headless

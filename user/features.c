@@ -71,6 +71,8 @@ int features_probe(struct features *f)
 	PROBE(task_pt_regs, helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs));
 	PROBE(attach_cookie, helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie));
 	PROBE(iter_task_vma, kfunc(btf, "bpf_iter_task_vma_new"));
+	PROBE(sched_switch_btf,
+	      btf__find_by_name_kind(btf, "btf_trace_sched_switch", BTF_KIND_TYPEDEF) >= 0);
 	btf__free(btf);
 #undef PROBE
 	f->compat_sampler = !(f->bpf_loop && f->ringbuf_dynptr && f->task_btf && f->task_pt_regs);

@@ -17,6 +17,9 @@ struct features {
 	bool attach_cookie;  /* bpf_get_attach_cookie for uprobes (5.15) */
 	/* uprobe_multi links (6.6) are found out at attach: trace.c falls back. */
 	bool iter_task_vma; /* bpf_iter_task_vma_* kfuncs (6.7) */
+	/* The BTF-typed sched_switch tracepoint (--off-cpu): a kernel with
+	 * tp_btf but without it has no scheduler tracepoints at all. */
+	bool sched_switch_btf;
 	/* The sampler's variant: on_sample needs the first four. */
 	bool compat_sampler;
 };

@@ -47,6 +47,8 @@ enum {
 	OPT_FLIGHT,
 	OPT_JITDUMP,
 	OPT_UNWIND_MIB,
+	OPT_OFF_CPU,
+	OPT_OFF_CPU_MIN,
 };
 
 static const struct argp_option opts[] = {
@@ -89,6 +91,12 @@ static const struct argp_option opts[] = {
      "Memory for --call-graph cfi's unwind tables in the kernel (default 64); binaries that do "
      "not fit are unwound as with dwarf",
      0},
+    {"off-cpu", OPT_OFF_CPU, NULL, 0,
+     "Also record where threads wait off the CPU (blocked or preempted), with their stacks: "
+     "profile.pb.gz's offcpu and wall sample types, waits in the XRay timelines",
+     0},
+    {"off-cpu-min", OPT_OFF_CPU_MIN, "USEC", 0,
+     "With --off-cpu, leave out waits shorter than this (their total is reported)", 0},
     {"no-inherit", OPT_NO_INHERIT, NULL, 0, "Do not record processes forked by the targets", 0},
     {"no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0},
     {"no-user", OPT_NO_USER, NULL, 0, "Do not record user stacks", 0},
@@ -242,6 +250,12 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 	case OPT_UNWIND_MIB:
 		env.unwind_mib = parse_long(arg, "--unwind-mib", 1, 4096, st);
 		break;
+	case OPT_OFF_CPU:
+		env.off_cpu = true;
+		break;
+	case OPT_OFF_CPU_MIN:
+		env.off_cpu_min_us = parse_long(arg, "--off-cpu-min", 0, 3600 * 1000000L, st);
+		break;
 	case OPT_INCLUDE_SELF:
 		env.include_self = true;
 		break;
@@ -273,6 +287,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 		if (env.ntraces && env.all)
 			argp_error(st,
 				   "-t needs -p or -- COMMAND: it traces the target's functions");
+		if (env.off_cpu_min_us && !env.off_cpu)
+			argp_error(st, "--off-cpu-min needs --off-cpu");
 		if (env.no_kernel && env.no_user)
 			argp_error(st, "--no-kernel and --no-user leave nothing to record");
 		break;

@@ -30,6 +30,7 @@ struct run_info {
 	const char *kernel;		 /* uname release */
 	const struct degraded *degraded; /* features this kernel lacks, and why */
 	bool system_wide;
+	bool offcpu;	    /* --off-cpu recorded waits (user/offcpu.c) */
 	bool per_process;   /* cpu-PID.prof and the XRay files of each process */
 	const char *outdir; /* the path, for the commands that open the files */
 	struct outdir *out; /* where the files are written */

@@ -672,13 +672,11 @@ static int uncompact(struct proc *p)
 	return 0;
 }
 
-int proc_add_sample(const struct ev_sample *s)
+int proc_intern_record(const struct ev_sample *s, struct proc **pp, uint32_t *stack)
 {
 	uint32_t st[2 + MAX_STACK_FRAMES], i, n = 0, id;
 	uint64_t upcs[MAX_USER_FRAMES];
-	struct proc *p = proc_get(s->hdr.pid, s->comm);
-	struct thread *t;
-	struct sample smp;
+	struct proc *p = *pp = proc_get(s->hdr.pid, s->comm);
 	int nu;
 
 	if (!p || (p->compacted && uncompact(p)))
@@ -701,11 +699,24 @@ int proc_add_sample(const struct ev_sample *s)
 		st[2 + n++] = id;
 		st[1]++;
 	}
-	if (nu > 0)
-		jit_count_leaf(p, &p->frames.v[st[2 + st[0]]]);
-	smp.stack = intern_stack(p, st);
-	if (smp.stack == UINT32_MAX)
+	*stack = intern_stack(p, st);
+	return *stack == UINT32_MAX ? -ENOMEM : 0;
+}
+
+int proc_add_sample(const struct ev_sample *s)
+{
+	struct proc *p;
+	struct thread *t;
+	struct sample smp;
+	const uint32_t *ids;
+	uint32_t nk, nu;
+
+	if (proc_intern_record(s, &p, &smp.stack))
 		return -ENOMEM;
+	/* JIT guidance counts CPU samples by their user leaf. */
+	ids = proc_stack(p, smp.stack, &nk, &nu);
+	if (nu > 0)
+		jit_count_leaf(p, &p->frames.v[ids[nk]]);
 	smp.tid = s->hdr.tid;
 	smp.cpu = s->hdr.cpu;
 	smp.time_ns = s->hdr.time_ns;

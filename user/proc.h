@@ -144,6 +144,9 @@ struct proc *proc_get(pid_t pid, const char *comm);
 void proc_set_comm(char dst[COMM_TEXT_LEN], const char *src, size_t n);
 struct proc *proc_find(pid_t pid);
 int proc_add_sample(const struct ev_sample *s);
+/* The record's kernel and user frames (unwound as a sample's) as one of its
+ * process's stacks, without a sample: *pp, *stack. 0 or -ENOMEM. */
+int proc_intern_record(const struct ev_sample *s, struct proc **pp, uint32_t *stack);
 void proc_on_exec(pid_t pid, const char *comm);
 /* The process exited (time: its event's): what only a live process needs
  * goes now (the unwinder and its open files, the leaf hints). */

@@ -18,6 +18,7 @@
 #include "trace.skel.h"
 #include "user/features.h"
 #include "user/jit.h"
+#include "user/offcpu.h"
 #include "user/output.h"
 #include "user/proc.h"
 #include "user/record.h"
@@ -205,7 +206,9 @@ static unsigned ringbuf_size_mb(void)
 {
 	uint64_t rec = env.call_graph == CG_FP || env.no_user ? 256 : env.stack_copy * 3 / 4 + 512;
 	uint64_t bytes = (uint64_t)libbpf_num_possible_cpus() * env.freq * rec / 4;
-	unsigned mb = env.ntraces ? 16 : 1;
+	/* --off-cpu with timelines sends a 40-byte record per wait: 8 MiB
+	 * holds a quarter second of a million. */
+	unsigned mb = env.ntraces ? 16 : env.off_cpu ? 8 : 1;
 
 	while (((uint64_t)mb << 20) < bytes && mb < 1024)
 		mb <<= 1;
@@ -360,6 +363,17 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 			return -ENOMEM; /* stops the drain; what we have is written */
 		break;
 	}
+	case EV_OFFCPU_STACK:
+		if (size < sizeof(struct ev_sample) ||
+		    (r->target.child > 0 && h->pid == (__u32)r->target.child && !r->child_execd))
+			return 0;
+		if (offcpu_on_stack(data, size))
+			return -ENOMEM;
+		break;
+	case EV_OFFCPU:
+		if (size >= sizeof(struct ev_offcpu) && offcpu_on_wait(data))
+			return -ENOMEM;
+		break;
 	case EV_EXEC:
 		if (r->target.child > 0 && h->pid == (__u32)r->target.child)
 			r->child_execd = true;
@@ -656,6 +670,20 @@ static int rec_load(struct recorder *r)
 			return -1;
 		}
 	}
+	err = offcpu_prepare(skel,
+			     &(struct offcpu_cfg){
+				 .on = env.off_cpu,
+				 .min_ns = (uint64_t)env.off_cpu_min_us * 1000,
+				 .timelines = !env.all || env.per_process,
+				 .compat = r->feat.compat_sampler,
+				 .copy = env.call_graph == CG_FP ? 0 : env.stack_copy,
+				 .nr_cpus = libbpf_num_possible_cpus(),
+				 .kernel_stacks = !env.no_kernel,
+				 .has_tp = r->feat.sched_switch_btf,
+			     },
+			     &r->degraded);
+	if (err)
+		return -1;
 	err = sample_bpf__load(skel);
 	if (err) {
 		err("load BPF programs on kernel %s: %s (run with -vv for the verifier's log)",
@@ -719,7 +747,8 @@ static int rec_attach(struct recorder *r)
 	}
 	if (attach_sampler(r->feat.compat_sampler ? r->skel->progs.on_sample_compat
 						  : r->skel->progs.on_sample,
-			   &r->links, &r->nlinks, &r->event))
+			   &r->links, &r->nlinks, &r->event) ||
+	    offcpu_attach(r->skel))
 		return -1;
 
 	r->start_ns = now_ns(CLOCK_MONOTONIC);
@@ -735,6 +764,7 @@ static int rec_attach(struct recorder *r)
 	ri->argv = env.argv;
 	ri->kernel = r->feat.kernel;
 	ri->degraded = &r->degraded;
+	ri->offcpu = offcpu_on();
 	if (proc_aggregate) {
 		const char *s = getenv("BPFTRACE_REC_FOLD_LIVE_S"); /* the tests' */
 
@@ -871,6 +901,7 @@ static void rec_stop(struct recorder *r)
 	/* Entry probes first: no call starts after the stop. */
 	trace_detach(&r->tlinks);
 	detach_sampler(r->links, r->nlinks);
+	offcpu_detach();
 	free(r->links);
 	r->links = NULL;
 	trace_bpf__destroy(r->tracer);
@@ -888,6 +919,8 @@ static void rec_stop(struct recorder *r)
 	ring_buffer__consume(r->rb);
 	read_stats(r->skel, st);
 	read_lost_by_pid(r->skel);
+	if (offcpu_collect(r->skel))
+		warn("--off-cpu: out of memory reading the waits");
 	if (r->tty)
 		status_line(r, true);
 	xray_close_calls(r->stop_ns);
@@ -982,6 +1015,7 @@ static int rec_finish(struct recorder *r, int code)
 		xray_proc_free(procs.v.v[i]);
 		jit_proc_free(procs.v.v[i]);
 	}
+	offcpu_free();
 	procs_free();
 	xray_free();
 	symfiles_free();

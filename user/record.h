@@ -35,6 +35,8 @@ struct env {
 	enum { CG_CFI, CG_FP, CG_DWARF } call_graph;
 	unsigned unwind_mib; /* --unwind-mib: the CFI tables' budget */
 	unsigned stack_copy; /* bytes of user stack copied for DWARF unwinding */
+	bool off_cpu;	     /* --off-cpu (user/offcpu.c) */
+	long off_cpu_min_us; /* --off-cpu-min */
 	int verbose;
 	bool quiet; /* no live status line */
 	int argc;   /* the whole command line, for summary.json */

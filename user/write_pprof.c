@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "formats/pprof.h"
+#include "user/offcpu.h"
 #include "user/outdir.h"
 #include "user/proc.h"
 #include "user/symbols.h"
@@ -61,15 +62,73 @@ struct pprof_fold {
 	bool warned;
 };
 
+/* A sample's frames as locations, leaf first, into locs; with their source
+ * lines when lines is set. loc_of keeps each frame's location by id (0:
+ * not made yet). The number of them, or -ENOMEM. */
+static int stack_locs(struct pprof *pp, struct proc *p, const struct sample *s, uint64_t *loc_of,
+		      uint64_t *locs, uint64_t *kmap, bool lines)
+{
+	struct frame_iter it;
+	int n = 0;
+
+	frame_iter_init(&it, p, s, false);
+	while (frame_iter_next(&it)) {
+		char buf[PATH_MAX + 4];
+		const char *name, *file = NULL;
+		int line = 0;
+
+		if (!it.stable || !loc_of[it.id]) {
+			name = frame_iter_name(&it, buf, sizeof(buf), lines ? &file : NULL, &line);
+			locs[n] = frame_location(pp, it.f, name, file, line, kmap);
+			if (it.stable)
+				loc_of[it.id] = locs[n];
+		} else {
+			locs[n] = loc_of[it.id];
+		}
+		if (!locs[n++])
+			return -ENOMEM;
+	}
+	return n;
+}
+
+/* --off-cpu: the process's waits, as offcpu time of their stacks, labelled
+ * with their kind. */
+static int add_offcpu(struct pprof *pp, struct proc *p, uint64_t *loc_of, uint64_t *kmap,
+		      bool lines)
+{
+	uint64_t locs[MAX_STACK_FRAMES];
+	size_t n, j;
+	const struct offcpu_sum *s = offcpu_sums_of(p, &n);
+	int nl = 0;
+
+	for (j = 0; j < n && nl >= 0; j++) {
+		const struct thread *t = proc_thread_find(p, s[j].tid);
+		struct pprof_label labels[4] = {
+		    {.key = "pid", .num = p->pid, .num_unit = "pid"},
+		    {.key = "tid", .num = s[j].tid, .num_unit = "tid"},
+		    {.key = "comm", .str = t && t->comm[0] ? t->comm : p->comm},
+		    {.key = "offcpu", .str = offcpu_kind_name(s[j].kind)},
+		};
+		struct sample smp = {.stack = s[j].stack, .tid = s[j].tid};
+
+		/* A stack forgotten since (output_fold_live) or never sent. */
+		nl = s[j].stack < p->stack_off.n
+			 ? stack_locs(pp, p, &smp, loc_of, locs, kmap, lines)
+			 : 0;
+		if (nl >= 0)
+			nl = pprof_add_offcpu(pp, locs, nl, s[j].ns, s[j].count, labels, 4);
+	}
+	return nl < 0 ? nl : 0;
+}
+
 /* A process's samples into the profile, each frame a location; with their
  * source lines when lines is set. */
 static int add_proc(struct pprof *pp, struct proc *p, uint64_t *kmap, bool lines)
 {
 	uint64_t locs[MAX_STACK_FRAMES];
-	/* Each frame's location, made on its first sample (0: not yet). */
 	uint64_t *loc_of = calloc(p->frames.n ? p->frames.n : 1, sizeof(*loc_of));
 	size_t j;
-	int err = 0;
+	int err = 0, n;
 
 	if (!loc_of)
 		return -ENOMEM;
@@ -84,30 +143,12 @@ static int add_proc(struct pprof *pp, struct proc *p, uint64_t *kmap, bool lines
 		    {.key = "comm", .str = t && t->comm[0] ? t->comm : p->comm},
 		    {.key = "cpu", .num = s->cpu, .num_unit = "cpu"},
 		};
-		struct frame_iter it;
-		size_t n = 0;
 
-		frame_iter_init(&it, p, s, false);
-		while (frame_iter_next(&it) && !err) {
-			char buf[PATH_MAX + 4];
-			const char *name, *file = NULL;
-			int line = 0;
-
-			if (!it.stable || !loc_of[it.id]) {
-				name = frame_iter_name(&it, buf, sizeof(buf), lines ? &file : NULL,
-						       &line);
-				locs[n] = frame_location(pp, it.f, name, file, line, kmap);
-				if (it.stable)
-					loc_of[it.id] = locs[n];
-			} else {
-				locs[n] = loc_of[it.id];
-			}
-			if (!locs[n++])
-				err = -ENOMEM;
-		}
-		if (!err)
-			err = pprof_add_sample(pp, locs, n, s->count, labels, 4);
+		n = stack_locs(pp, p, s, loc_of, locs, kmap, lines);
+		err = n < 0 ? n : pprof_add_sample(pp, locs, n, s->count, labels, 4);
 	}
+	if (!err && offcpu_on())
+		err = add_offcpu(pp, p, loc_of, kmap, lines);
 	free(loc_of);
 	return err;
 }
@@ -167,6 +208,8 @@ struct pprof_fold *pprof_fold_new(const struct run_info *ri, int spill_fd)
 	if (!pf)
 		return NULL;
 	pf->pp = pprof_new(1000000000LL / ri->freq, ri->start_realtime_ns, 0);
+	if (pf->pp && ri->offcpu)
+		pprof_enable_offcpu(pf->pp);
 	if (pf->pp)
 		pf->kmap = kernel_mapping(pf->pp);
 	if (!pf->pp || !pf->kmap) {
@@ -226,6 +269,8 @@ static int fill_pprof(void *ctx, FILE *out, int fd)
 	pp = pf ? pf->pp : pprof_new(1000000000LL / ri->freq, ri->start_realtime_ns, 0);
 	if (!pp)
 		return -ENOMEM;
+	if (ri->offcpu && !pf)
+		pprof_enable_offcpu(pp);
 	pprof_set_duration(pp, ri->duration_ns);
 	set_program(pp, pf ? &pf->program : NULL);
 	for (i = 0; i < procs.v.n && !err; i++)

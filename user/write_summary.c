@@ -7,6 +7,7 @@
 #include <string.h>
 #include "formats/util.h"
 #include "user/jit.h"
+#include "user/offcpu.h"
 #include "user/outdir.h"
 #include "user/proc.h"
 #include "user/util.h"
@@ -61,6 +62,8 @@ void summary_row(FILE *f, const struct proc *p)
 		json_str(f, g->fix);
 		fputc('}', f);
 	}
+	if (offcpu_on())
+		fprintf(f, ", \"offcpu_ns\": %" PRIu64, offcpu_proc_ns(p));
 	fputc('}', f);
 }
 
@@ -110,6 +113,18 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 			ri->cfi_fp_nomap, ri->cfi_fp_nocfi, ri->cfi_read_err,
 			ri->cfi_uretprobe_miss, ri->cfi_tables, ri->cfi_table_bytes,
 			ri->cfi_budget_bytes, ri->cfi_out_of_budget);
+	if (ri->offcpu) {
+		struct offcpu_totals t;
+
+		offcpu_totals(&t);
+		fprintf(f,
+			",\n  \"offcpu\": {\"switches\": %" PRIu64 ", \"waits\": %" PRIu64
+			", \"min_ns\": %" PRIu64 ", \"short_waits\": %" PRIu64
+			", \"short_waits_ns\": %" PRIu64 ", \"stacks\": %" PRIu64
+			", \"lost_stacks\": %" PRIu64 ", \"lost_waits\": %" PRIu64 "}",
+			t.switches, t.waits, t.min_ns, t.short_waits, t.short_ns, t.stacks,
+			t.lost_stacks, t.lost);
+	}
 	fprintf(f, ",\n  \"degraded\": [");
 	for (i = 0; ri->degraded && i < ri->degraded->n; i++) {
 		fprintf(f, "%s\n    {\"feature\": ", i ? "," : "");

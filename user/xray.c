@@ -7,6 +7,7 @@
 #include "formats/xray_map.h"
 #include "user/outdir.h"
 #include "user/output.h"
+#include "user/offcpu.h"
 #include "user/proc.h"
 #include "user/util.h"
 #include "user/xray.h"
@@ -91,13 +92,15 @@ int xray_on_migrate(struct proc *p, const struct ev_hdr *h)
 	return VEC_PUSH(p->migrations, m);
 }
 
-/* A thread's timeline, in time order: samples and migrations. */
+/* A thread's timeline, in time order: samples, migrations and off-CPU
+ * waits (their start; the end is the wait's). */
 struct tl_ev {
 	uint64_t ts;
 	uint32_t tid;
-	uint32_t idx; /* sample index, or migration index | MIGRATION */
+	uint32_t idx; /* sample index, or migration index | MIGRATION, or wait index | WAIT */
 };
 #define MIGRATION 0x80000000u
+#define WAIT	  0x40000000u
 
 static int cmp_tl(const void *a, const void *b)
 {
@@ -110,8 +113,9 @@ static int cmp_tl(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Each sample's stack, root first, as function ids. */
-static int stack_ids(struct proc *p, const struct sample *s, uint32_t *ids)
+/* Each sample's stack, root first, as function ids; only its user frames
+ * with user_only. */
+static int stack_ids(struct proc *p, const struct sample *s, uint32_t *ids, bool user_only)
 {
 	struct frame_iter it;
 	char buf[PATH_MAX + 4];
@@ -119,7 +123,11 @@ static int stack_ids(struct proc *p, const struct sample *s, uint32_t *ids)
 
 	frame_iter_init(&it, p, s, true);
 	while (frame_iter_next(&it)) {
-		uint32_t id = xray_func_id(frame_iter_name(&it, buf, sizeof(buf), NULL, NULL));
+		uint32_t id;
+
+		if (user_only && it.f->kind == FRAME_KERNEL)
+			continue;
+		id = xray_func_id(frame_iter_name(&it, buf, sizeof(buf), NULL, NULL));
 
 		if (id)
 			ids[n++] = id;
@@ -130,16 +138,34 @@ static int stack_ids(struct proc *p, const struct sample *s, uint32_t *ids)
 /* Sampled timeline: per thread, compare consecutive samples' stacks from
  * the root down; frames that went away exit, frames that appeared enter, at
  * the sample's kernel timestamp. */
+/* An off-CPU wait: the thread's user frames, then a frame that names the
+ * wait ("[off-cpu] do_nanosleep"), from its start to its end. */
+static int wait_ids(struct proc *p, const struct offcpu_wait *wt, uint32_t *ids)
+{
+	struct sample s = {.stack = wt->stack, .tid = wt->tid, .time_ns = wt->start_ns};
+	int n = wt->stack < p->stack_off.n ? stack_ids(p, &s, ids, true) : 0;
+	uint32_t id = xray_func_id(wt->what);
+
+	if (id && n < MAX_STACK_FRAMES)
+		ids[n++] = id;
+	return n;
+}
+
 static int write_sampled(struct proc *p, FILE *f)
 {
 	struct tl_ev *ev;
-	size_t n = p->samples.n + p->migrations.n, i, k = 0;
+	size_t nw, i, k = 0;
+	const struct offcpu_wait *waits = offcpu_waits_of(p, &nw);
+	size_t n = p->samples.n + p->migrations.n + nw;
 	uint32_t prev[MAX_STACK_FRAMES], cur[MAX_STACK_FRAMES];
 	int np = 0, nc, j, err = 0, c;
-	const struct sample *last = NULL;
+	/* The thread's last event: its frames end there (one period after a
+	 * sample, at the end of a wait). */
+	uint32_t last_tid = 0, last_cpu = 0;
+	uint64_t last_end = 0;
 	struct fdr *w;
 
-	if (!p->samples.n)
+	if (!p->samples.n && !nw)
 		return -ENODATA;
 	ev = calloc(n, sizeof(*ev));
 	w = new_writer(p);
@@ -153,17 +179,18 @@ static int write_sampled(struct proc *p, FILE *f)
 	for (i = 0; i < p->migrations.n; i++)
 		ev[k++] = (struct tl_ev){p->migrations.v[i].time_ns, p->migrations.v[i].tid,
 					 i | MIGRATION};
+	for (i = 0; i < nw; i++)
+		ev[k++] = (struct tl_ev){waits[i].start_ns, waits[i].tid, (uint32_t)i | WAIT};
 	qsort(ev, n, sizeof(*ev), cmp_tl);
 	for (i = 0; i <= n && !err; i++) {
 		const struct sample *s;
 
 		/* A thread's events are done: its frames end one period after
 		 * its last sample. */
-		if (np && (i == n || ev[i].tid != last->tid)) {
+		if (np && (i == n || ev[i].tid != last_tid)) {
 			for (j = np; j-- > 0 && !err;)
-				err =
-				    fdr_func(w, last->tid, last->cpu, last->time_ns + cfg.period_ns,
-					     FDR_EXIT, prev[j], NULL, 0);
+				err = fdr_func(w, last_tid, last_cpu, last_end, FDR_EXIT, prev[j],
+					       NULL, 0);
 			np = 0;
 		}
 		if (i == n)
@@ -176,16 +203,35 @@ static int write_sampled(struct proc *p, FILE *f)
 					    p->migrations.v[ev[i].idx & ~MIGRATION].cpu, ev[i].ts);
 			continue;
 		}
-		s = last = &p->samples.v[ev[i].idx];
-		nc = stack_ids(p, s, cur);
+		if (ev[i].idx & WAIT) {
+			const struct offcpu_wait *wt = &waits[ev[i].idx & ~WAIT];
+
+			nc = wait_ids(p, wt, cur);
+			last_cpu = wt->cpu;
+		} else {
+			s = &p->samples.v[ev[i].idx];
+			nc = stack_ids(p, s, cur, false);
+			last_cpu = s->cpu;
+		}
+		last_tid = ev[i].tid;
 		for (c = 0; c < np && c < nc && prev[c] == cur[c]; c++)
 			;
 		for (j = np; j-- > c && !err;)
-			err = fdr_func(w, s->tid, s->cpu, s->time_ns, FDR_EXIT, prev[j], NULL, 0);
+			err = fdr_func(w, last_tid, last_cpu, ev[i].ts, FDR_EXIT, prev[j], NULL, 0);
 		for (j = c; j < nc && !err; j++)
-			err = fdr_func(w, s->tid, s->cpu, s->time_ns, FDR_ENTRY, cur[j], NULL, 0);
+			err = fdr_func(w, last_tid, last_cpu, ev[i].ts, FDR_ENTRY, cur[j], NULL, 0);
 		memcpy(prev, cur, nc * sizeof(*cur));
 		np = nc;
+		if (ev[i].idx & WAIT) {
+			/* The wait's frame ends with it; its callers stay open
+			 * until a sample says otherwise. */
+			last_end = waits[ev[i].idx & ~WAIT].end_ns;
+			if (np && !err)
+				err = fdr_func(w, last_tid, last_cpu, last_end, FDR_EXIT,
+					       prev[--np], NULL, 0);
+		} else {
+			last_end = ev[i].ts + cfg.period_ns;
+		}
 	}
 	if (!err)
 		err = fdr_write(w, f);

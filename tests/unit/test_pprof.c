@@ -112,6 +112,42 @@ static void test_real_pprof(void)
 	pprof_free(p);
 }
 
+/* Off-CPU time: its own sample types, cpu still the default view, wall the
+ * sum; off-CPU time merges into a CPU sample of the same stack and labels. */
+static void test_offcpu(void)
+{
+	struct pprof *p = pprof_new(10000000, 1700000000000000000LL, 2000000000LL);
+	uint64_t m = pprof_mapping(p, 0x400000, 0x500000, 0, "/bin/prog", NULL, true);
+	struct pprof_line lw = {"wait_fn", NULL, NULL, 0}, lr = {"run_fn", NULL, NULL, 0};
+	uint64_t w = pprof_location(p, m, 0x401000, &lw, 1),
+		 r = pprof_location(p, m, 0x402000, &lr, 1);
+	struct pprof_label lab[1] = {{"pid", NULL, 1, "pid"}};
+	char *path, *out;
+
+	CHECK(pprof_add_offcpu(p, &w, 1, 1, 1, lab, 1) == -EINVAL); /* not enabled */
+	pprof_enable_offcpu(p);
+	CHECK(pprof_add_sample(p, &r, 1, 50, lab, 1) == 0);	       /* 0.5 s of CPU */
+	CHECK(pprof_add_offcpu(p, &w, 1, 1500000000, 3, lab, 1) == 0); /* 1.5 s in 3 waits */
+	CHECK(pprof_add_offcpu(p, &r, 1, 250000000, 1, lab, 1) == 0);  /* run_fn waits too */
+	CHECK(pprof_nsamples(p) == 2);
+	path = write_profile(p, "offcpu.pb.gz");
+	out = run_cmd("%s -top -unit=ms %s 2>&1", pprof_bin, path);
+	CHECKF(strstr(out, "Type: cpu\n") && strstr(out, "500ms") && !strstr(out, "wait_fn"), "%s",
+	       out);
+	free(out);
+	out = run_cmd("%s -sample_index=offcpu -top -unit=ms %s 2>&1", pprof_bin, path);
+	CHECKF(strstr(out, "Type: offcpu\n") && strstr(out, "1500ms") && strstr(out, "250ms"), "%s",
+	       out);
+	free(out);
+	out = run_cmd("%s -sample_index=wall -top -unit=ms %s 2>&1", pprof_bin, path);
+	CHECKF(strstr(out, "Total samples = 2250ms") && strstr(out, "750ms"), "%s", out);
+	free(out);
+	out = run_cmd("%s -sample_index=offcpu_waits -top %s 2>&1", pprof_bin, path);
+	CHECKF(strstr(out, "Total samples = 4"), "%s", out);
+	free(out);
+	pprof_free(p);
+}
+
 /* 200 frames round-trip; two JIT functions at one address stay apart. */
 static void test_deep_and_reuse(void)
 {
@@ -231,10 +267,12 @@ int main(void)
 		RUN_TEST(test_real_pprof);
 		RUN_TEST(test_deep_and_reuse);
 		RUN_TEST(test_scopes);
+		RUN_TEST(test_offcpu);
 	} else {
 		SKIP_TEST(test_real_pprof, "tools/pprof not built (make deps)");
 		SKIP_TEST(test_deep_and_reuse, "tools/pprof not built (make deps)");
 		SKIP_TEST(test_scopes, "tools/pprof not built (make deps)");
+		SKIP_TEST(test_offcpu, "tools/pprof not built (make deps)");
 	}
 	{
 		char cmd[300];

@@ -1,0 +1,295 @@
+/* Off-CPU waits (--off-cpu): a program on the scheduler's switch. As a
+ * recorded thread leaves the CPU (prev, which is still `current` there: its
+ * user memory and registers are readable), the time, its kind and its
+ * stack's id go into offcpu_start; as it comes back (next), the wait is
+ * added to offcpu_sums, and with timelines sent as an EV_OFFCPU. Nothing is
+ * sent per switch otherwise.
+ *
+ * A stack is walked and sent (EV_OFFCPU_STACK, an ev_sample that user space
+ * unwinds as a sample's) only the first time its offcpu_stack_key is seen:
+ * a thread that blocks in the same place again costs a stack id and two
+ * hash lookups. The user part is copied for DWARF unwinding (offcpu_copy
+ * bytes: the sampler's --call-graph dwarf path, which unwinds code without
+ * frame pointers such as libc's wrappers), or walked by the kernel's frame
+ * pointers (bpf_get_stack) with offcpu_copy 0: offcpu_user_stack is the one
+ * place that chooses.
+ *
+ * Included by sample.bpf.c after struct scratch, copy_stack, emit and
+ * user_regs. */
+#ifndef BPF_OFFCPU_BPF_H
+#define BPF_OFFCPU_BPF_H
+
+const volatile __u64 offcpu_min_ns = 0;	   /* --off-cpu-min */
+const volatile bool offcpu_events = false; /* EV_OFFCPU per wait (XRay timelines) */
+const volatile __u32 offcpu_copy = 0;	   /* user stack bytes copied for DWARF */
+const volatile __u32 nr_cpus = 1;	   /* the off-CPU scratch slots follow the sampler's */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 1); /* resized by the loader with --off-cpu */
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, MAX_FRAMES * sizeof(__u64));
+} offcpu_kstacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct offcpu_stack_key);
+	__type(value, __u32);
+} offcpu_stack_ids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32); /* tid */
+	__type(value, struct offcpu_start);
+} offcpu_start SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct offcpu_key);
+	__type(value, struct offcpu_val);
+} offcpu_sums SEC(".maps");
+
+/* Stack ids: a per-CPU counter times the CPU count plus the CPU (5.10 has
+ * no fetching atomic add for a global one). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} offcpu_next_id SEC(".maps");
+
+static __always_inline void count_add(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		*v += n;
+}
+
+/* The task's state as it leaves the CPU: 0 (TASK_RUNNING) when preempted.
+ * `state` became `__state` in 5.14. */
+struct task_struct___o {
+	volatile long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline long task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___o *)t, state);
+}
+
+static __always_inline bool offcpu_recorded(__u32 tgid, __u32 tid)
+{
+	if (filter_pids)
+		return is_target(tgid);
+	return tid != 0 && !(tgid == self_tgid && tgid);
+}
+
+/* The user part of a new stack, into the record after its nk kernel ips;
+ * returns the number of user ips. */
+static __always_inline __u64 offcpu_user_stack(void *ctx, struct scratch *sc, __u64 nk,
+					       const bool compat)
+{
+	struct ev_sample *s = (struct ev_sample *)sc->head;
+	__u64 sp = s->uregs[UREG_SP];
+	long n;
+
+	if (offcpu_copy) {
+		if (nk >= MAX_FRAMES)
+			return 0;
+		s->ips[nk] = s->uregs[UREG_IP];
+		s->stack_len = copy_stack(sc, sp, offcpu_copy, compat);
+		s->flags |= SAMPLE_DWARF;
+		if (s->stack_len < offcpu_copy)
+			s->flags |= SAMPLE_STACK_TRUNC;
+		return 1;
+	}
+	if (nk >= MAX_FRAMES)
+		return 0;
+	n = bpf_get_stack(ctx, &s->ips[nk], MAX_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
+	if (n < 0) {
+		s->flags |= SAMPLE_USTACK_ERR;
+		return 0;
+	}
+	return (__u64)n / sizeof(__u64);
+}
+
+/* Walks and sends the stack of prev (current) as stack id; 0 or -1 when the
+ * ring buffer could not take it. */
+static __always_inline int offcpu_send_stack(void *ctx, struct task_struct *prev, __u32 id,
+					     const struct offcpu_stack_key *k, const bool compat)
+{
+	__u32 slot = nr_cpus + bpf_get_smp_processor_id();
+	struct scratch *sc = bpf_map_lookup_elem(&scratch_map, &slot);
+	struct ev_sample *s;
+	__u64 nk = 0, nu = 0, ips_len;
+	long n;
+	int err;
+
+	if (!sc)
+		return -1;
+	s = (struct ev_sample *)sc->head;
+	fill_hdr(&s->hdr, EV_OFFCPU_STACK, k->tgid, prev->pid);
+	bpf_get_current_comm(s->comm, sizeof(s->comm));
+	s->flags = SAMPLE_IN_KERNEL;
+	s->stack_len = 0;
+	s->stack_id = id;
+	s->uregs[UREG_IP] = k->ip;
+	s->uregs[UREG_SP] = k->sp;
+	s->uregs[UREG_BP] = k->bp;
+	if (kernel_stacks) {
+		n = bpf_get_stack(ctx, s->ips, MAX_FRAMES * sizeof(__u64), 0);
+		if (n < 0)
+			s->flags |= SAMPLE_KSTACK_ERR;
+		else
+			nk = (__u64)n / sizeof(__u64);
+	}
+	if (nk > MAX_FRAMES)
+		nk = MAX_FRAMES;
+	s->nkernel = nk;
+	if (user_stacks && k->sp)
+		nu = offcpu_user_stack(ctx, sc, nk, compat);
+	if (nu > MAX_FRAMES)
+		nu = MAX_FRAMES;
+	s->nuser = nu;
+	ips_len = (nk + nu) * sizeof(__u64);
+	if (ips_len > IPS_MAX)
+		return -1;
+	err = compat ? emit_compat(sc, ips_len, s->stack_len & 0xffff)
+		     : emit(sc, ips_len, s->stack_len & 0xffff);
+	return err ? -1 : 0;
+}
+
+/* prev leaves the CPU: the wait starts. */
+static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, const bool compat)
+{
+	struct offcpu_stack_key k = {};
+	struct offcpu_start st;
+	struct pt_regs *ur;
+	__u32 tid = prev->pid, zero = 0, *idp, *next;
+
+	k.tgid = prev->tgid;
+	if (!offcpu_recorded(k.tgid, tid))
+		return;
+	count(STAT_OFFCPU_SWITCHES);
+	st.ts = bpf_ktime_get_ns();
+	st.kind = task_state(prev) == 0 ? OFFCPU_PREEMPTED : OFFCPU_BLOCKED;
+	k.kind = st.kind;
+	/* A kernel stack id costs a walk of the kernel stack at every switch
+	 * (~1 us here): user tasks are told apart by their registers and
+	 * system call instead, and walked only at a new one. */
+	if (prev->mm) {
+		ur = user_regs(prev, compat);
+		k.kstack = BPF_CORE_READ(ur, orig_ax);
+		if (user_stacks) {
+			k.ip = BPF_CORE_READ(ur, ip);
+			k.sp = BPF_CORE_READ(ur, sp);
+			k.bp = BPF_CORE_READ(ur, bp);
+		}
+	} else {
+		k.kstack = kernel_stacks ? bpf_get_stackid(ctx, &offcpu_kstacks, 0) : -1;
+	}
+	idp = bpf_map_lookup_elem(&offcpu_stack_ids, &k);
+	if (idp) {
+		st.stack = *idp;
+	} else {
+		next = bpf_map_lookup_elem(&offcpu_next_id, &zero);
+		if (!next)
+			return;
+		*next += 1;
+		st.stack = *next * nr_cpus + bpf_get_smp_processor_id();
+		count(STAT_OFFCPU_STACKS);
+		if (offcpu_send_stack(ctx, prev, st.stack, &k, compat)) {
+			/* Sent again at the next wait there; this one has no stack. */
+			count(STAT_OFFCPU_LOST_STACKS);
+			st.stack = 0;
+		} else {
+			bpf_map_update_elem(&offcpu_stack_ids, &k, &st.stack, BPF_ANY);
+		}
+	}
+	bpf_map_update_elem(&offcpu_start, &tid, &st, BPF_ANY);
+}
+
+/* next comes back: the wait ends. */
+static __always_inline void offcpu_in(struct task_struct *next_task)
+{
+	__u32 tid = next_task->pid;
+	struct offcpu_start *st = bpf_map_lookup_elem(&offcpu_start, &tid);
+	struct offcpu_key k;
+	struct offcpu_val *v, one;
+	struct ev_offcpu *e;
+	__u64 now, delta;
+
+	if (!st)
+		return;
+	now = bpf_ktime_get_ns();
+	delta = now - st->ts;
+	k.tgid = next_task->tgid;
+	k.tid = tid;
+	k.stack = st->stack;
+	k.kind = st->kind;
+	bpf_map_delete_elem(&offcpu_start, &tid);
+	count(STAT_OFFCPU_WAITS);
+	if (delta < offcpu_min_ns) {
+		count(STAT_OFFCPU_SHORT);
+		count_add(STAT_OFFCPU_SHORT_NS, delta);
+		return;
+	}
+	v = bpf_map_lookup_elem(&offcpu_sums, &k);
+	if (!v) {
+		one.ns = delta;
+		one.count = 1;
+		/* Another CPU may have added the key since: then add to it. */
+		if (bpf_map_update_elem(&offcpu_sums, &k, &one, BPF_NOEXIST)) {
+			v = bpf_map_lookup_elem(&offcpu_sums, &k);
+			if (!v)
+				count(STAT_OFFCPU_LOST); /* full */
+		}
+	}
+	if (v) {
+		__sync_fetch_and_add(&v->ns, delta);
+		__sync_fetch_and_add(&v->count, 1);
+	}
+	if (!offcpu_events)
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(STAT_OFFCPU_LOST);
+		return;
+	}
+	fill_hdr(&e->hdr, EV_OFFCPU, k.tgid, tid);
+	e->hdr.time_ns = now;
+	e->start_ns = now - delta;
+	e->stack = k.stack;
+	e->kind = k.kind;
+	bpf_ringbuf_submit(e, rb_flags());
+}
+
+static __always_inline int offcpu_switch(void *ctx, struct task_struct *prev,
+					 struct task_struct *next_task, const bool compat)
+{
+	offcpu_out(ctx, prev, compat);
+	offcpu_in(next_task);
+	return 0;
+}
+
+/* Loaded with --off-cpu only; on_switch_compat for the compat sampler's
+ * kernels (no ring-buffer dynptrs, no bpf_task_pt_regs). */
+SEC("?tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next_task)
+{
+	return offcpu_switch(ctx, prev, next_task, false);
+}
+
+SEC("?tp_btf/sched_switch")
+int BPF_PROG(on_switch_compat, bool preempt, struct task_struct *prev,
+	     struct task_struct *next_task)
+{
+	return offcpu_switch(ctx, prev, next_task, true);
+}
+
+#endif

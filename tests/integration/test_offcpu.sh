@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# --off-cpu (issue 15): waits known by construction (tests/workloads/waits.c),
+# read back by pprof and llvm-xray.
+source "$(dirname "$0")/lib.sh"
+
+ALL=(offcpu_known_waits_pprof offcpu_kernel_frames offcpu_cpu_view offcpu_wall_view offcpu_labels
+	offcpu_xray_account offcpu_xray_trace_event offcpu_summary offcpu_futex offcpu_min)
+require_bpf "${ALL[@]}"
+
+# cum of a function in `pprof -top -unit=ms` output, in ms (0 when absent).
+cum_ms() { # FUNC < output
+	awk -v f="$1" '$NF == f { v = $4; sub("ms$", "", v); print v; found = 1; exit } END { if (!found) print 0 }'
+}
+# sum of a function in `llvm-xray account` output, in s (0 when absent).
+xray_sum() { # NAME < output
+	awk -v f="$1" '{ i = index($0, "<invalid>:0:0: ") }
+		i && substr($0, i + 15) == f { n = split(substr($0, 1, i - 1), a, " "); print a[n]; found = 1; exit }
+		END { if (!found) print 0 }'
+}
+# The traces of `pprof -traces` (blocks between dashed lines) that match
+# every regex given, each followed by a line "====".
+traces_with() { # REGEX... < output
+	awk -v want="$*" 'function done() { n = split(want, w, " "); for (i = 1; i <= n; i++) if (b !~ w[i]) return; print b; print "====" }
+		/^-+\+-+$/ { done(); b = ""; next } { b = b "\n" $0 } END { done() }'
+}
+
+"$REC" -q --off-cpu -F 499 -o "$TMP/w" -- "$WL/waits" 2>"$TMP/w.err"
+rc=$?
+P="$TMP/w/profile.pb.gz"
+off=$("$PPROF" -sample_index=offcpu -unit=ms -top -nodecount=1000 "$P" 2>/dev/null)
+
+t=offcpu_known_waits_pprof
+s=$(cum_ms sleep_wait <<<"$off"); p=$(cum_ms pipe_wait <<<"$off")
+if [ $rc = 0 ] && within "$s" 2000 100 && within "$p" 1000 50; then
+	pass $t
+else
+	fail $t "rc $rc; sleep_wait $s ms (want 2000 +-100), pipe_wait $p ms (want 1000 +-50)"
+	head -20 <<<"$off" >&2
+	cat "$TMP/w.err" >&2
+fi
+
+# The kernel's wait functions beneath each: the whole stack of each trace.
+t=offcpu_kernel_frames
+tr=$("$PPROF" -sample_index=offcpu -traces "$P" 2>/dev/null)
+if traces_with sleep_wait do_nanosleep __schedule <<<"$tr" | grep -q . &&
+	traces_with pipe_wait pipe_read <<<"$tr" | grep -q . && ! grep -q bpf_prog <<<"$tr"; then
+	pass $t
+else
+	fail $t "no do_nanosleep under sleep_wait or pipe_read under pipe_wait"
+	head -60 <<<"$tr" >&2
+fi
+
+# The default view is still CPU: burn_cpu holds the thread's CPU, waits none.
+t=offcpu_cpu_view
+cpu=$("$PPROF" -unit=ms -top -nodecount=1000 "$P" 2>/dev/null)
+b=$(cum_ms burn_cpu <<<"$cpu"); total=$(awk '/^Showing nodes accounting for/ { v = $NF; sub("ms$", "", v); print v; exit }' <<<"$cpu")
+if grep -q "^Type: cpu$" <<<"$cpu" && at_least "$b" 1 && [ "$(cum_ms sleep_wait <<<"$cpu")" = 0 ] &&
+	[ "$(cum_ms pipe_wait <<<"$cpu")" = 0 ] && at_least "$b" "$(awk -v t="$total" 'BEGIN { print t * 0.9 }')"; then
+	pass $t
+else
+	fail $t "burn_cpu $b ms of $total ms CPU; sleep_wait and pipe_wait must have none"
+	head -12 <<<"$cpu" >&2
+fi
+
+# wall = CPU + off-CPU: burn_cpu's second whether it ran or was preempted
+# (the machine is shared), at 499 Hz (+-10 %: sampling noise).
+t=offcpu_wall_view
+wall=$("$PPROF" -sample_index=wall -unit=ms -top -nodecount=1000 "$P" 2>/dev/null)
+wb=$(cum_ms burn_cpu <<<"$wall"); ws=$(cum_ms sleep_wait <<<"$wall")
+if within "$wb" 1000 100 && within "$ws" 2000 100; then
+	pass $t
+else
+	fail $t "wall: burn_cpu $wb ms (want 1000 +-100), sleep_wait $ws ms"
+fi
+
+# Labels as samples' plus the wait's kind.
+t=offcpu_labels
+tags=$("$PPROF" -sample_index=offcpu -tags "$P" 2>/dev/null)
+bl=$("$PPROF" -sample_index=offcpu -tagfocus=offcpu=blocked -unit=ms -top -nodecount=1000 "$P" 2>/dev/null)
+if grep -q "offcpu: Total" <<<"$tags" && grep -q "blocked" <<<"$tags" && grep -q "comm: Total" <<<"$tags" &&
+	within "$(cum_ms sleep_wait <<<"$bl")" 2000 100; then
+	pass $t
+else
+	fail $t "$(head -30 <<<"$tags")"
+fi
+
+# The main thread's timeline: the same durations per function, and the wait
+# as its own frame.
+t=offcpu_xray_account
+map=$(ls "$TMP"/w/xray-*.map 2>/dev/null | head -1); fdr=${map%.map}.fdr
+acc=$(llvm-xray account -m "$map" "$fdr" -sort=sum -sortorder=dsc 2>&1)
+xs=$(xray_sum sleep_wait <<<"$acc"); xp=$(xray_sum pipe_wait <<<"$acc"); xn=$(xray_sum "[off-cpu] do_nanosleep" <<<"$acc")
+if within "$xs" 2 0.1 && within "$xp" 1 0.05 && at_least "$xn" 1.9; then
+	pass $t
+else
+	fail $t "sleep_wait $xs s, pipe_wait $xp s, [off-cpu] do_nanosleep $xn s"
+	head -20 <<<"$acc" >&2
+fi
+
+t=offcpu_xray_trace_event
+if llvm-xray convert -f trace_event -y -m "$map" "$fdr" >"$TMP/t.json" 2>"$TMP/t.err" &&
+	python3 - "$TMP/t.json" <<'PY'; then
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"] if isinstance(d, dict) else d
+b = [e for e in ev if e.get("name") == "[off-cpu] do_nanosleep" and e.get("ph") == "B"]
+e = [e for e in ev if e.get("name") == "[off-cpu] do_nanosleep" and e.get("ph") == "E"]
+# The main thread's 2 s sleep is one slice (trace_event times are in us).
+ok = any(abs(float(y["ts"]) - float(x["ts"]) - 2e6) < 1e5 for x in b for y in e if x["tid"] == y["tid"])
+sys.exit(0 if ok else 1)
+PY
+	pass $t
+else
+	fail $t "no 2 s [off-cpu] do_nanosleep slice: $(head -c 300 "$TMP/t.err")"
+fi
+
+t=offcpu_summary
+if python3 - "$TMP/w/summary.json" <<'PY'; then
+import json, sys
+s = json.load(open(sys.argv[1]))
+o = s["offcpu"]
+p = s["processes"][0]
+# main: 2 s + 1 s blocked; writer: 4 s; plus preemptions.
+ok = o["switches"] >= o["waits"] > 3 and o["lost_waits"] == 0 and o["lost_stacks"] == 0 \
+    and 6.9e9 <= p["offcpu_ns"] <= 9e9
+if not ok:
+    print(o, p.get("offcpu_ns"), file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+	pass $t
+else
+	fail $t
+fi
+
+# Two threads fight over one mutex: their waits reach the lock and the
+# function that took it.
+t=offcpu_futex
+"$REC" -q --off-cpu -F 99 -o "$TMP/f" -- "$WL/waits" futex 2>"$TMP/f.err"
+ftr=$("$PPROF" -sample_index=offcpu -traces "$TMP/f/profile.pb.gz" 2>/dev/null)
+fok=$(traces_with futex '(pthread_mutex_lock|__lll_lock_wait)' take_lock <<<"$ftr" | grep -c '^====$')
+ftop=$("$PPROF" -sample_index=offcpu -unit=ms -top -nodecount=1000 "$TMP/f/profile.pb.gz" 2>/dev/null)
+ftl=$(cum_ms take_lock <<<"$ftop")
+if [ "$fok" -ge 1 ] && at_least "$ftl" 100; then
+	pass $t
+else
+	fail $t "$fok traces with futex, the lock and take_lock; take_lock $ftl ms off-CPU"
+	head -40 <<<"$ftr" >&2
+fi
+
+# --off-cpu-min: waits under 50 ms left out, and their total said.
+t=offcpu_min
+"$REC" --off-cpu --off-cpu-min 50000 -F 99 -o "$TMP/m" -- "$WL/waits" 2>"$TMP/m.err" >/dev/null
+raw=$("$PPROF" -sample_index=offcpu -raw "$TMP/m/profile.pb.gz" 2>/dev/null)
+# Each sample's off-CPU ns over its waits: at least 50 ms.
+under=$(awk '/^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+:/ { if ($4 > 0 && $3 / $4 < 50000000) n++ } END { print n + 0 }' <<<"$raw")
+mtop=$("$PPROF" -sample_index=offcpu -unit=ms -top -nodecount=1000 "$TMP/m/profile.pb.gz" 2>/dev/null)
+short=$(python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))["offcpu"]; print(o["short_waits"], o["short_waits_ns"], o["min_ns"])' "$TMP/m/summary.json")
+read -r sn sns smin <<<"$short"
+if [ "$under" = 0 ] && [ "$smin" = 50000000 ] && at_least "$sn" 1 && at_least "$sns" 1 &&
+	grep -q "shorter waits left out" "$TMP/m.err" && within "$(cum_ms sleep_wait <<<"$mtop")" 2000 100; then
+	pass $t
+else
+	fail $t "$under samples under 50 ms; summary: $short"
+	cat "$TMP/m.err" >&2
+fi

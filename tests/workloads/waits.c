@@ -1,0 +1,105 @@
+/* Waits known by construction, for --off-cpu (tests/integration/test_offcpu.sh).
+ *
+ * waits: the main thread burns 1 s of CPU in burn_cpu, sleeps 2 s in
+ * nanosleep called from sleep_wait, then blocks on a pipe read in pipe_wait
+ * until a second thread (writer), asleep until 4 s after the start, writes:
+ * about 1 s.
+ * futex: two threads (locker) take one mutex in take_lock for 2 s, each
+ * holding it ~1 ms of CPU: each waits for the other in pthread_mutex_lock. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct timespec t0;
+static int fds[2];
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static volatile unsigned long sink;
+
+static double since_start(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9;
+}
+
+static void __attribute__((noinline)) spin_until(double s)
+{
+	while (since_start() < s)
+		for (int i = 0; i < 1000; i++)
+			sink += i;
+}
+
+static void __attribute__((noinline)) burn_cpu(void)
+{
+	spin_until(1.0);
+}
+
+static void __attribute__((noinline)) sleep_wait(void)
+{
+	struct timespec ts = {2, 0};
+
+	nanosleep(&ts, NULL);
+}
+
+static void __attribute__((noinline)) pipe_wait(void)
+{
+	char c;
+
+	if (read(fds[0], &c, 1) != 1)
+		perror("read");
+}
+
+static void *writer(void *arg)
+{
+	struct timespec at = {t0.tv_sec + 4, t0.tv_nsec};
+
+	(void)arg;
+	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL);
+	if (write(fds[1], "x", 1) != 1)
+		perror("write");
+	return NULL;
+}
+
+static void __attribute__((noinline)) take_lock(double hold, double end)
+{
+	while (since_start() < end) {
+		double t;
+
+		pthread_mutex_lock(&mu);
+		t = since_start() + hold;
+		spin_until(t);
+		pthread_mutex_unlock(&mu);
+	}
+}
+
+static void *locker(void *arg)
+{
+	(void)arg;
+	take_lock(0.001, 2.0);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t a, b;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (argc > 1 && !strcmp(argv[1], "futex")) {
+		pthread_create(&a, NULL, locker, NULL);
+		pthread_create(&b, NULL, locker, NULL);
+		pthread_join(a, NULL);
+		pthread_join(b, NULL);
+		return 0;
+	}
+	if (pipe(fds))
+		return 1;
+	pthread_create(&a, NULL, writer, NULL);
+	burn_cpu();
+	sleep_wait();
+	pipe_wait();
+	pthread_join(a, NULL);
+	return 0;
+}

@@ -1,0 +1,367 @@
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "sample.skel.h"
+#include "user/features.h"
+#include "user/offcpu.h"
+#include "user/proc.h"
+#include "user/symbols.h"
+#include "user/util.h"
+
+/* A BPF stack id, as the process's stack. */
+struct ostack {
+	uint32_t id, stack;
+	int32_t pid;
+	const char *what; /* the wait's frame name, for the timelines */
+};
+
+static struct {
+	bool on;
+	uint64_t min_ns;
+	struct bpf_link *link;
+	VEC(struct ostack) stacks;
+	struct idtab stack_tab;
+	VEC(struct offcpu_sum) sums;   /* sorted by pid at the stop */
+	VEC(struct offcpu_wait) waits; /* sorted by pid at the stop */
+	VEC(char *) names;	       /* owned "[off-cpu] ..." strings */
+	struct offcpu_totals tot;
+} oc;
+
+bool offcpu_on(void)
+{
+	return oc.on;
+}
+
+const char *offcpu_kind_name(uint32_t kind)
+{
+	return kind == OFFCPU_PREEMPTED ? "preempted" : "blocked";
+}
+
+/* 16384 kernel stacks of MAX_FRAMES: 16 MiB at most, as the ids' LRU. */
+#define OFFCPU_KSTACKS 16384
+
+int offcpu_prepare(struct sample_bpf *skel, const struct offcpu_cfg *cfg, struct degraded *d)
+{
+	int err;
+
+	bpf_program__set_autoload(skel->progs.on_switch, false);
+	bpf_program__set_autoload(skel->progs.on_switch_compat, false);
+	/* Attached with the sampler (offcpu_attach), not with the process
+	 * tracepoints: the command of `--` is held before its exec then. */
+	bpf_program__set_autoattach(skel->progs.on_switch, false);
+	bpf_program__set_autoattach(skel->progs.on_switch_compat, false);
+	if (!cfg->on)
+		return 0;
+	/* The floor (features.c) has BTF-typed tracepoints: the raw
+	 * tracepoint would be no better off on a kernel without this one. */
+	if (!cfg->has_tp) {
+		degraded_add(d, "--off-cpu",
+			     "no BTF-typed sched_switch tracepoint: off-CPU time is not recorded");
+		return 0;
+	}
+	oc.on = true;
+	oc.min_ns = cfg->min_ns;
+	skel->rodata->offcpu_min_ns = cfg->min_ns;
+	skel->rodata->offcpu_events = cfg->timelines;
+	skel->rodata->offcpu_copy = cfg->copy;
+	skel->rodata->nr_cpus = cfg->nr_cpus;
+	bpf_program__set_autoload(
+	    cfg->compat ? skel->progs.on_switch_compat : skel->progs.on_switch, true);
+	/* Its own scratch slots after the sampler's: a sample's NMI may come
+	 * in the middle of a switch's walk. */
+	err = bpf_map__set_max_entries(skel->maps.scratch_map, 2 * cfg->nr_cpus);
+	if (!err && cfg->kernel_stacks)
+		err = bpf_map__set_max_entries(skel->maps.offcpu_kstacks, OFFCPU_KSTACKS);
+	if (err) {
+		err("--off-cpu maps: %s", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+int offcpu_attach(struct sample_bpf *skel)
+{
+	struct bpf_program *prog = bpf_program__autoload(skel->progs.on_switch)
+				       ? skel->progs.on_switch
+				       : skel->progs.on_switch_compat;
+
+	if (!oc.on)
+		return 0;
+	oc.link = bpf_program__attach(prog);
+	if (!oc.link) {
+		int err = -errno;
+
+		err("--off-cpu: attach to sched_switch: %s", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+void offcpu_detach(void)
+{
+	bpf_link__destroy(oc.link);
+	oc.link = NULL;
+}
+
+static bool ostack_eq(const void *ctx, uint32_t id, const void *key)
+{
+	(void)ctx;
+	return oc.stacks.v[id].id == *(const uint32_t *)key;
+}
+
+static const struct ostack *ostack_find(uint32_t id)
+{
+	uint32_t i = idtab_find(&oc.stack_tab, hash_u64(id), ostack_eq, NULL, &id);
+
+	return i == UINT32_MAX ? NULL : &oc.stacks.v[i];
+}
+
+/* The scheduler's own frames, which say nothing of what the thread waits
+ * for. */
+static bool sched_frame(const char *name)
+{
+	static const char *const skip[] = {"__schedule", "schedule", "io_schedule",
+					   "schedule_preempt_disabled", "preempt_schedule_common"};
+	size_t i;
+
+	for (i = 0; i < sizeof(skip) / sizeof(skip[0]); i++)
+		if (!strcmp(name, skip[i]))
+			return true;
+	return false;
+}
+
+/* The frame that names the wait: the first kernel frame under the
+ * scheduler's (do_nanosleep, pipe_read, futex_wait_queue...). */
+static const char *wait_name(const struct ev_sample *s, uint32_t kind)
+{
+	char buf[160], *d;
+	const char *name = NULL, *mod;
+	uint32_t i;
+
+	if (kind == OFFCPU_PREEMPTED)
+		return "[off-cpu] preempted";
+	for (i = 0; i < s->nkernel; i++) {
+		const char *n = kallsyms_lookup(s->ips[i], &mod);
+
+		if (n && !sched_frame(n)) {
+			name = n;
+			break;
+		}
+	}
+	if (!name)
+		return "[off-cpu]";
+	snprintf(buf, sizeof(buf), "[off-cpu] %s", name);
+	d = xstrdup(buf);
+	if (VEC_PUSH(oc.names, d)) {
+		free(d);
+		return "[off-cpu]";
+	}
+	return d;
+}
+
+int offcpu_on_stack(const struct ev_sample *s, size_t size)
+{
+	size_t ips = (size_t)s->nkernel + s->nuser, skip = 0, i, len;
+	struct ev_sample *c;
+	struct ostack o = {.id = s->stack_id, .pid = (int32_t)s->hdr.pid};
+	struct thread *t;
+	struct proc *p;
+	int err;
+
+	if (size < sizeof(*s) + ips * sizeof(__u64) + s->stack_len || !s->stack_id ||
+	    ostack_find(s->stack_id))
+		return 0;
+	/* The kernel stack starts in the tracepoint's BPF trampoline: it is
+	 * cut to start at __schedule, as a sleeping task's stack does. */
+	for (i = 0; i < s->nkernel; i++) {
+		const char *mod, *n = kallsyms_lookup(s->ips[i], &mod);
+
+		if (n && !strcmp(n, "__schedule")) {
+			skip = i;
+			break;
+		}
+	}
+	len = size - skip * sizeof(__u64);
+	c = malloc(len);
+	if (!c)
+		return -ENOMEM;
+	memcpy(c, s, sizeof(*s));
+	memcpy(c->ips, s->ips + skip, len - sizeof(*s));
+	c->nkernel -= skip;
+	err = proc_intern_record(c, &p, &o.stack);
+	o.what = wait_name(c, OFFCPU_BLOCKED);
+	free(c);
+	if (err)
+		return err;
+	t = proc_thread(p, s->hdr.tid);
+	if (!t)
+		return -ENOMEM;
+	proc_set_comm(t->comm, s->comm, COMM_LEN);
+	if (VEC_PUSH(oc.stacks, o) ||
+	    idtab_insert(&oc.stack_tab, hash_u64(o.id), (uint32_t)oc.stacks.n - 1))
+		return -ENOMEM;
+	return 0;
+}
+
+int offcpu_on_wait(const struct ev_offcpu *e)
+{
+	const struct ostack *o = ostack_find(e->stack);
+	struct offcpu_wait w = {
+	    .pid = (int32_t)e->hdr.pid,
+	    .tid = e->hdr.tid,
+	    .cpu = e->hdr.cpu,
+	    .stack = o && o->pid == (int32_t)e->hdr.pid ? o->stack : UINT32_MAX,
+	    .kind = e->kind,
+	    .start_ns = e->start_ns,
+	    .end_ns = e->hdr.time_ns,
+	};
+
+	w.what = e->kind == OFFCPU_PREEMPTED ? "[off-cpu] preempted" : o ? o->what : "[off-cpu]";
+	return VEC_PUSH(oc.waits, w);
+}
+
+static int cmp_sum(const void *a, const void *b)
+{
+	const struct offcpu_sum *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static int cmp_wait(const void *a, const void *b)
+{
+	const struct offcpu_wait *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+int offcpu_collect(struct sample_bpf *skel)
+{
+	int fd = bpf_map__fd(skel->maps.offcpu_sums), ncpu = libbpf_num_possible_cpus();
+	int sfd = bpf_map__fd(skel->maps.stats);
+	struct offcpu_key key, next, *prev = NULL;
+	struct offcpu_val v;
+	uint64_t *vals, st[STAT_NR] = {0};
+	__u32 i;
+	int c;
+
+	if (!oc.on)
+		return 0;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		const struct ostack *o;
+		struct offcpu_sum s;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &v))
+			continue;
+		o = key.stack ? ostack_find(key.stack) : NULL;
+		s = (struct offcpu_sum){(int32_t)key.tgid,
+					key.tid,
+					o && o->pid == (int32_t)key.tgid ? o->stack : UINT32_MAX,
+					key.kind,
+					v.ns,
+					v.count};
+		if (VEC_PUSH(oc.sums, s))
+			return -ENOMEM;
+	}
+	qsort(oc.sums.v, oc.sums.n, sizeof(*oc.sums.v), cmp_sum);
+	qsort(oc.waits.v, oc.waits.n, sizeof(*oc.waits.v), cmp_wait);
+	vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (i = STAT_OFFCPU_SWITCHES; i <= STAT_OFFCPU_LOST; i++)
+		if (!bpf_map_lookup_elem(sfd, &i, vals))
+			for (c = 0; c < ncpu; c++)
+				st[i] += vals[c];
+	free(vals);
+	oc.tot = (struct offcpu_totals){
+	    .switches = st[STAT_OFFCPU_SWITCHES],
+	    .waits = st[STAT_OFFCPU_WAITS],
+	    .short_waits = st[STAT_OFFCPU_SHORT],
+	    .short_ns = st[STAT_OFFCPU_SHORT_NS],
+	    .stacks = st[STAT_OFFCPU_STACKS],
+	    .lost_stacks = st[STAT_OFFCPU_LOST_STACKS],
+	    .lost = st[STAT_OFFCPU_LOST],
+	    .min_ns = oc.min_ns,
+	};
+	if (oc.tot.lost || oc.tot.lost_stacks)
+		warn("--off-cpu: %llu waits and %llu stacks lost (the ring buffer or the sums' map "
+		     "was full)",
+		     (unsigned long long)oc.tot.lost, (unsigned long long)oc.tot.lost_stacks);
+	if (oc.tot.short_waits)
+		info("--off-cpu-min: %llu shorter waits left out, %.6f s in total",
+		     (unsigned long long)oc.tot.short_waits, oc.tot.short_ns / 1e9);
+	return 0;
+}
+
+/* The run of a pid in an array sorted by pid (each element's first field):
+ * its first index, and its length in *n. */
+static size_t pid_range(const void *base, size_t count, size_t size, int32_t pid, size_t *n)
+{
+	size_t lo = 0, hi = count, e;
+	int32_t v;
+
+	while (lo < hi) {
+		size_t m = (lo + hi) / 2;
+
+		memcpy(&v, (const char *)base + m * size, sizeof(v));
+		if (v < pid)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	for (e = lo; e < count; e++) {
+		memcpy(&v, (const char *)base + e * size, sizeof(v));
+		if (v != pid)
+			break;
+	}
+	*n = e - lo;
+	return lo;
+}
+
+const struct offcpu_sum *offcpu_sums_of(const struct proc *p, size_t *n)
+{
+	return oc.sums.v + pid_range(oc.sums.v, oc.sums.n, sizeof(*oc.sums.v), p->pid, n);
+}
+
+const struct offcpu_wait *offcpu_waits_of(const struct proc *p, size_t *n)
+{
+	return oc.waits.v + pid_range(oc.waits.v, oc.waits.n, sizeof(*oc.waits.v), p->pid, n);
+}
+
+uint64_t offcpu_proc_ns(const struct proc *p)
+{
+	size_t n, i;
+	const struct offcpu_sum *s = offcpu_sums_of(p, &n);
+	uint64_t ns = 0;
+
+	for (i = 0; i < n; i++)
+		ns += s[i].ns;
+	return ns;
+}
+
+void offcpu_totals(struct offcpu_totals *t)
+{
+	*t = oc.tot;
+}
+
+void offcpu_free(void)
+{
+	size_t i;
+
+	offcpu_detach();
+	for (i = 0; i < oc.names.n; i++)
+		free(oc.names.v[i]);
+	VEC_FREE(oc.names);
+	VEC_FREE(oc.stacks);
+	VEC_FREE(oc.sums);
+	VEC_FREE(oc.waits);
+	idtab_free(&oc.stack_tab);
+	memset(&oc, 0, sizeof(oc));
+}

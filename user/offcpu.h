@@ -1,0 +1,77 @@
+/* --off-cpu: where recorded threads wait. The BPF side is bpf/offcpu.bpf.h
+ * (in the sampler's object); this side sets it up, turns its stacks into
+ * the processes' stacks (the same unwinding as samples), reads the sums at
+ * the stop, and hands them to the writers: profile.pb.gz's offcpu sample
+ * types, the XRay timelines' waits, summary.json. */
+#ifndef USER_OFFCPU_H
+#define USER_OFFCPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "bpf/events.h"
+
+struct sample_bpf;
+struct proc;
+struct features;
+struct degraded;
+
+struct offcpu_cfg {
+	bool on;	  /* --off-cpu */
+	uint64_t min_ns;  /* --off-cpu-min */
+	bool timelines;	  /* XRay timelines are written: each wait is sent */
+	bool compat;	  /* the compat sampler's kernels */
+	uint32_t copy;	  /* user stack bytes copied for DWARF; 0: frame pointers */
+	unsigned nr_cpus; /* the sampler's scratch slots */
+	bool kernel_stacks;
+	bool has_tp; /* features.sched_switch_btf */
+};
+
+/* Before the object's load: rodata, map sizes, which program loads. 0 or
+ * -errno after a message; with a kernel that cannot, adds to degraded and
+ * turns itself off. */
+int offcpu_prepare(struct sample_bpf *skel, const struct offcpu_cfg *cfg, struct degraded *d);
+/* After the load: attaches the switch program. 0 or -errno after a message. */
+int offcpu_attach(struct sample_bpf *skel);
+void offcpu_detach(void);
+bool offcpu_on(void);
+
+/* Drained records: EV_OFFCPU_STACK and EV_OFFCPU. 0 or -ENOMEM. */
+int offcpu_on_stack(const struct ev_sample *s, size_t size);
+int offcpu_on_wait(const struct ev_offcpu *e);
+
+/* At the stop: the sums from BPF. */
+int offcpu_collect(struct sample_bpf *skel);
+
+/* One (thread, stack, kind) of a process: stack is a proc stack index, or
+ * UINT32_MAX when its record was lost. */
+struct offcpu_sum {
+	int32_t pid;
+	uint32_t tid, stack, kind;
+	uint64_t ns, count;
+};
+/* The process's sums; *n of them. */
+const struct offcpu_sum *offcpu_sums_of(const struct proc *p, size_t *n);
+
+/* A wait, for the timelines (exact start and end, CLOCK_MONOTONIC). */
+struct offcpu_wait {
+	int32_t pid;
+	uint32_t tid, cpu, stack, kind;
+	uint64_t start_ns, end_ns;
+	const char *what; /* the frame that names it: "[off-cpu] do_nanosleep" */
+};
+const struct offcpu_wait *offcpu_waits_of(const struct proc *p, size_t *n);
+
+/* For summary.json. */
+struct offcpu_totals {
+	uint64_t switches, waits, short_waits, short_ns, stacks, lost_stacks, lost;
+	uint64_t min_ns;
+};
+void offcpu_totals(struct offcpu_totals *t);
+/* Total off-CPU time of the process (waits of at least --off-cpu-min). */
+uint64_t offcpu_proc_ns(const struct proc *p);
+/* The kind's label value: "blocked" or "preempted". */
+const char *offcpu_kind_name(uint32_t kind);
+void offcpu_free(void);
+
+#endif
