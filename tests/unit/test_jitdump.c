@@ -321,7 +321,9 @@ static double now_s(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	/* CPU time, not wall time: a loaded machine (CI beside other jobs)
+	 * stretches the latter several times. */
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -348,7 +350,8 @@ static void test_many_overlaps(void)
 	t0 = now_s();
 	CHECK(jitdump_parse(b, len, NULL, NULL, &d, &err) == 0 && d.nsyms == N);
 	dt = now_s() - t0;
-	CHECKF(dt < 1.0, "%.2f s", dt);
+	/* Quadratic took 25 s of CPU; n log n takes ~0.1 s. */
+	CHECKF(dt < 5.0, "%.2f s of CPU", dt);
 	printf("# 100k overlapping LOADs, 100k MOVEs: parsed in %.3f s\n", dt);
 	/* Each load overlaps the next: it ends there. */
 	for (i = 0, bad = 0; i < d.nsyms; i++) {
