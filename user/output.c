@@ -357,6 +357,9 @@ static uint64_t frame_location(struct pprof *pp, const struct frame *f, const ch
 	struct pprof_line l = {.function = name, .filename = file, .line = line};
 	uint64_t mapping = 0;
 
+	if (name == f->name) /* profile.proto: the mangled name is the system name */
+		l.system_name = f->system_name;
+
 	if (f->kind == FRAME_KERNEL) {
 		if (!*kmap)
 			*kmap = kernel_mapping(pp);

@@ -121,29 +121,56 @@ static char *find_library(const char *obj)
 }
 
 struct matches {
-	const char *glob;
-	const struct symfile *sf;
+	const char *glob, *path;
+	struct symfile *sf;
 	VEC(uint64_t) offsets;
 	VEC(uint64_t) cookies;
 };
 
-static int match_sym(void *ctx, uint64_t vaddr, uint64_t size, const char *name)
+/* Whether any name of the symbol matches: its own, its demangled one, and
+ * with its version (free@GLIBC_2.2.5, and free@@GLIBC_2.2.5 for the
+ * default one), as the symbol table or .gnu.version gives it; the version
+ * is no part of the name otherwise. */
+static bool sym_matches(const char *glob, const struct symfile_sym *s)
+{
+	size_t n = strcspn(s->name, "@");
+	char buf[1024];
+
+	if (!fnmatch(glob, s->name, 0) || !fnmatch(glob, s->display, 0))
+		return true;
+	if (s->name[n] && n < sizeof(buf)) { /* a .symtab name with its version */
+		snprintf(buf, sizeof(buf), "%.*s", (int)n, s->name);
+		if (!fnmatch(glob, buf, 0))
+			return true;
+	}
+	if (!s->version)
+		return false;
+	snprintf(buf, sizeof(buf), "%s@%s", s->name, s->version);
+	if (!fnmatch(glob, buf, 0))
+		return true;
+	snprintf(buf, sizeof(buf), "%s@@%s", s->name, s->version);
+	return !s->hidden && !fnmatch(glob, buf, 0);
+}
+
+static int match_sym(void *ctx, const struct symfile_sym *s)
 {
 	struct matches *m = ctx;
 	uint64_t off;
 	size_t i;
 
-	(void)size;
-	if (fnmatch(m->glob, name, 0))
+	if (!sym_matches(m->glob, s))
 		return 0;
-	off = symfile_offset(m->sf, vaddr);
+	off = symfile_offset(m->sf, s->vaddr);
 	if (off == UINT64_MAX)
 		return 0;
-	for (i = 0; i < m->offsets.n; i++) /* aliases share an address */
+	for (i = 0; i < m->offsets.n; i++) /* aliases share an address: one probe */
 		if (m->offsets.v[i] == off)
 			return 0;
-	if (VEC_PUSH(m->offsets, off) || VEC_PUSH(m->cookies, (uint64_t)xray_func_id(name)))
+	/* Named as the samples name the address, whichever alias matched. */
+	if (VEC_PUSH(m->offsets, off) || VEC_PUSH(m->cookies, (uint64_t)xray_func_id(s->primary)))
 		return -ENOMEM;
+	debug("-t %s: %s at %#llx (file offset) in %s", m->glob, s->primary,
+	      (unsigned long long)off, m->path);
 	return 0;
 }
 
@@ -159,7 +186,7 @@ static VEC(struct probed) probed;
 static int attach_one(struct trace_bpf *skel, const char *path, const char *glob,
 		      struct trace_links *out)
 {
-	struct matches m = {.glob = glob};
+	struct matches m = {.glob = glob, .path = path};
 	struct probed pr = {.glob = glob};
 	struct stat st;
 	int fd, err = 0;

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Names people read (issue 14): C++ demangled in every file, -t matching any
+# name at an address, read back by the real readers.
+source "$(dirname "$0")/lib.sh"
+
+ALL=(names_cxx_pprof_demangled names_cxx_pprof_system_name names_cxx_split
+	names_cxx_gperftools names_cxx_xray names_trace_free_alias)
+require_bpf "${ALL[@]}"
+
+# Sum of flat% of the -top rows whose name contains STR (names hold spaces).
+flat_of() { # STR < pprof -top output
+	awk -v f="$1" '$2 ~ /%$/ && index($0, f) { sub("%", "", $2); s += $2 } END { print s + 0 }'
+}
+
+# cxxsplit: void geo::inner::sweep<int>(std::vector<int, ...>&, unsigned
+# long) 6, sweep<double> 3, geo::Box<long>::turn(std::__cxx11::basic_string
+# ...) 1.
+"$REC" -q -F 499 -o "$TMP/cxx" -- "$WL/cxxsplit" 3 >/dev/null 2>"$TMP/cxx.err"
+P=$TMP/cxx/profile.pb.gz
+# pprof -raw's locations: "ID: ADDR M=N NAME FILE:LINE s=START(SYSTEM_NAME)",
+# the system name shown where it differs from the name.
+"$PPROF" -raw "$P" 2>/dev/null | sed -n '/^Locations/,/^Mappings/p' > "$TMP/cxx.raw"
+t=names_cxx_pprof_demangled
+names=$(sed 's/ s=[0-9]*(.*)$//; s/ s=[0-9]*$//' "$TMP/cxx.raw")
+if grep -q 'void geo::inner::sweep<int>(std::vector<int, std::allocator<int> >&, unsigned long)' <<<"$names" &&
+	grep -q 'geo::Box<long>::turn(std::' <<<"$names" && ! grep -q '_Z' <<<"$names"; then
+	pass $t
+else
+	fail $t "want demangled geo:: names with std:: and no _Z in the functions' names"
+	grep -m5 'geo\|_Z' "$TMP/cxx.raw" >&2
+fi
+t=names_cxx_pprof_system_name
+if grep -q 'sweep<int>.*s=[0-9]*(_ZN3geo5inner5sweepIiEEvRSt6vectorIT_SaIS3_EEm)' "$TMP/cxx.raw" &&
+	grep -q 'Box<long>::turn.*s=[0-9]*(_ZN3geo3BoxIlE4turnE' "$TMP/cxx.raw"; then
+	pass $t
+else
+	fail $t "the mangled names are not the functions' system_name"
+	grep -m5 'geo' "$TMP/cxx.raw" >&2
+fi
+t=names_cxx_split
+"$PPROF" -top -nodecount=20 "$P" > "$TMP/cxx.top" 2>&1
+a=$(flat_of 'geo::inner::sweep<int>(' < "$TMP/cxx.top")
+b=$(flat_of 'geo::inner::sweep<double>(' < "$TMP/cxx.top")
+c=$(flat_of 'geo::Box<long>::turn(' < "$TMP/cxx.top")
+if within "$a" 60 6 && within "$b" 30 5 && within "$c" 10 5; then pass $t; else
+	fail $t "sweep<int> $a% sweep<double> $b% turn $c% (want 60/30/10)"; sed -n 1,12p "$TMP/cxx.top" >&2; fi
+
+# The gperftools file holds addresses: its readers demangle by themselves
+# (short names, the two sweep<> instances as one).
+t=names_cxx_gperftools
+if require_tool google-pprof $t; then
+	prof=$(ls "$TMP"/cxx/cpu-*.prof)
+	google-pprof --text "$WL/cxxsplit" "$prof" > "$TMP/cxx.gp" 2>/dev/null
+	"$PPROF" -top "$WL/cxxsplit" "$prof" > "$TMP/cxx.sp" 2>/dev/null
+	a=$(gpprof_flat geo::inner::sweep < "$TMP/cxx.gp")
+	b=$(pprof_flat geo::inner::sweep < "$TMP/cxx.sp")
+	if within "$a" 90 6 && within "$b" 90 6 && ! grep -q _Z "$TMP/cxx.gp" "$TMP/cxx.sp"; then
+		pass $t
+	else
+		fail $t "geo::inner::sweep $a% (google-pprof), $b% (pprof); want 90, no _Z"
+		sed -n 1,8p "$TMP/cxx.gp" >&2
+	fi
+fi
+
+# The XRay map's symbols: llvm-xray demangles what it prints by itself, but
+# the map's symbol table is read by other tools too (nm, without -C).
+t=names_cxx_xray
+if require_tool llvm-xray $t; then
+	pid=$(ls "$TMP"/cxx/xray-*.map | sed 's/.*xray-\([0-9]*\)\.map/\1/')
+	llvm-xray account -m "$TMP/cxx/xray-$pid.map" "$TMP/cxx/xray-$pid.fdr" > "$TMP/cxx.acc" 2>&1
+	nm "$TMP/cxx/xray-$pid.map" > "$TMP/cxx.nm" 2>&1
+	if grep -q 'void geo::inner::sweep<double>(std::vector<double' "$TMP/cxx.acc" &&
+		grep -q 'geo::Box<long>::turn(std::' "$TMP/cxx.nm" && ! grep -q '_Z' "$TMP/cxx.nm"; then
+		pass $t
+	else
+		fail $t "the XRay map holds no demangled geo:: names, or a _Z one"
+		head -5 "$TMP/cxx.acc" >&2
+		grep -m3 'geo\|_Z' "$TMP/cxx.nm" >&2
+	fi
+fi
+
+# -t 'libc.so.6:free': libc's .dynsym has __libc_free, free@@GLIBC_2.2.5
+# and cfree at one address; only one name was kept ("no function
+# matches"). Counted against bpftrace's uprobe on the same calls, both
+# attached before the workload's N frees start.
+t=names_trace_free_alias
+N=5000
+LIBC=$(ldd "$WL/frees" | awk '$1 == "libc.so.6" { print $3 }')
+if ! require_tool bpftrace $t; then
+	:
+elif [ -z "$LIBC" ]; then
+	fail $t "no libc.so.6 in ldd $WL/frees"
+else
+	exec 3< <("$WL/frees" $N; echo done)
+	wpid=$(pgrep -n -f "^$WL/frees $N")
+	read -r -u 3 _ready
+	bpftrace -e "uprobe:$LIBC:free /pid == $wpid/ { @n = count(); }" > "$TMP/bt.out" 2>&1 &
+	btpid=$!
+	"$REC" -v -o "$TMP/free" -t 'libc.so.6:free' -p "$wpid" > "$TMP/free.out" 2>&1 &
+	recpid=$!
+	for _ in $(seq 100); do
+		grep -q Attaching "$TMP/bt.out" && grep -q 'recording' "$TMP/free.out" && break
+		sleep 0.1
+	done
+	kill -USR1 "$wpid"
+	read -r -u 3 _done
+	wait "$recpid"
+	kill -INT "$btpid"
+	wait "$btpid"
+	bt=$(awk '/^@n:/ { print $2 }' "$TMP/bt.out")
+	rec=$(llvm-xray account -m "$TMP"/free/xray-*.map "$TMP"/free/xray-trace-*.fdr 2>/dev/null |
+		awk '$NF == "free" || $NF == "__libc_free" { print $2 }')
+	if [ -n "$bt" ] && [ "$bt" = "$rec" ] && at_least "$bt" $N; then
+		pass $t
+	else
+		fail $t "bpftrace counted ${bt:-nothing}, -t ${rec:-nothing} calls of free (want equal, >= $N)"
+		grep -i 'free\|error' "$TMP/free.out" >&2
+	fi
+fi
