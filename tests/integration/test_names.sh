@@ -4,7 +4,8 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(names_cxx_pprof_demangled names_cxx_pprof_system_name names_cxx_split
-	names_cxx_gperftools names_cxx_xray names_trace_free_alias)
+	names_cxx_gperftools names_cxx_xray names_trace_free_alias names_pprof_svg
+	names_all_no_program)
 require_bpf "${ALL[@]}"
 
 # Sum of flat% of the -top rows whose name contains STR (names hold spaces).
@@ -92,8 +93,7 @@ elif [ -z "$LIBC" ]; then
 	fail $t "no libc.so.6 in ldd $WL/frees"
 else
 	exec 3< <("$WL/frees" $N; echo done)
-	wpid=$(pgrep -n -f "^$WL/frees $N")
-	read -r -u 3 _ready
+	read -r -u 3 _ready wpid
 	bpftrace -e "uprobe:$LIBC:free /pid == $wpid/ { @n = count(); }" > "$TMP/bt.out" 2>&1 &
 	btpid=$!
 	"$REC" -v -o "$TMP/free" -t 'libc.so.6:free' -p "$wpid" > "$TMP/free.out" 2>&1 &
@@ -116,4 +116,33 @@ else
 		fail $t "bpftrace counted ${bt:-nothing}, -t ${rec:-nothing} calls of free (want equal, >= $N)"
 		grep -i 'free\|error' "$TMP/free.out" >&2
 	fi
+fi
+
+# pprof -svg (and -http's graph) run graphviz's dot, which make deps installs.
+t=names_pprof_svg
+if require_tool dot $t; then
+	"$PPROF" -svg "$P" > "$TMP/cxx.svg" 2>"$TMP/svg.err"
+	if grep -q '<svg' "$TMP/cxx.svg" && grep -q 'geo::inner::sweep' "$TMP/cxx.svg"; then
+		pass $t
+	else
+		fail $t "pprof -svg made no SVG naming geo::inner::sweep"
+		head -3 "$TMP/svg.err" >&2
+	fi
+fi
+
+# -a: a profile of every process has no program; pprof named the first
+# mapping's ("File: gzip", whatever had the most samples). -- and -p keep
+# theirs (test_capture's profile_names_program).
+t=names_all_no_program
+"$WL/split" 3 >/dev/null &
+wpid=$!
+"$REC" -q -a -F 99 -d 1 -o "$TMP/all" 2>"$TMP/all.err"
+wait $wpid
+"$PPROF" -top -nodecount=5 "$TMP/all/profile.pb.gz" > "$TMP/all.top" 2>&1
+split=$(pprof_flat func_six < "$TMP/all.top")
+if ! grep -q '^File:' "$TMP/all.top" && grep -q '^Type: cpu' "$TMP/all.top" && at_least "$split" 1; then
+	pass $t
+else
+	fail $t "$(grep '^File:' "$TMP/all.top"), func_six $split%"
+	head -4 "$TMP/all.top" >&2
 fi

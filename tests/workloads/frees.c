@@ -1,9 +1,10 @@
 /* Calls free a known number of times, for -t's count of libc's free.
- * Usage: frees N. Prints "ready", waits for SIGUSR1 (the tracers attached),
+ * Usage: frees N. Prints "ready PID", waits for SIGUSR1 (the tracers attached),
  * then mallocs and frees N blocks and exits. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 void *volatile keep; /* the compiler must not elide a malloc/free pair */
 
@@ -16,7 +17,7 @@ int main(int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &set, NULL);
-	printf("ready\n");
+	printf("ready %d\n", (int)getpid());
 	fflush(stdout);
 	if (sigwait(&set, &sig))
 		return 1;
