@@ -87,10 +87,11 @@ $(OUT)/tests/libnames.so: tests/unit/names_lib.c tests/unit/names_lib.map
 	$(CC) -O2 -fPIC -shared -Wl,--version-script=tests/unit/names_lib.map -o $@.tmp $<
 	strip -o $@ $@.tmp && rm -f $@.tmp
 $(OUT)/tests/test_symbols: tests/unit/test_symbols.c $(wildcard tests/unit/*.h) $(OUT)/user/symbols.o \
-			   $(OUT)/user/util.o $(OUT)/formats/util.o $(OUT)/tests/libnames.so
+			   $(OUT)/user/util.o $(OUT)/formats/util.o $(OUT)/formats/gopclntab.o \
+			   $(OUT)/tests/libnames.so
 	@mkdir -p $(@D)
 	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/symbols.o $(OUT)/user/util.o \
-		$(OUT)/formats/util.o $(LDLIBS)
+		$(OUT)/formats/util.o $(OUT)/formats/gopclntab.o $(LDLIBS)
 
 # The unwind tables for BPF (user/cfi_table.c), walked over this test's own
 # stacks and compared with the unwinder above: compiled without sanitizers
@@ -199,7 +200,7 @@ WL_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Wall -
 WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/calls $(OUT)/workloads/leafy $(OUT)/workloads/spin \
 	     $(OUT)/workloads/deep $(OUT)/workloads/jitspin $(OUT)/workloads/execspin $(OUT)/workloads/nofp \
 	     $(OUT)/workloads/mixed $(OUT)/workloads/cxxalloc $(OUT)/workloads/cxxsplit \
-	     $(OUT)/workloads/frees
+	     $(OUT)/workloads/frees $(OUT)/workloads/gowork
 workloads: $(WORKLOADS)
 all: workloads
 $(OUT)/workloads/libwork.so: tests/workloads/libwork.c tests/workloads/work.h
@@ -224,6 +225,10 @@ $(OUT)/workloads/leafy: tests/workloads/leafy.c
 $(OUT)/workloads/deep: tests/workloads/deep.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $<
+# Go, for source lines from .gopclntab (golang-go, from make deps).
+$(OUT)/workloads/gowork: tests/workloads/gowork.go
+	@mkdir -p $(@D)
+	GO111MODULE=off GOCACHE=$(abspath $(OUT))/go-cache go build -o $@ $<
 $(OUT)/workloads/frees: tests/workloads/frees.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $<

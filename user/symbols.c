@@ -10,6 +10,7 @@
 #include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "formats/gopclntab.h"
 #include "formats/util.h"
 #include "user/symbols.h"
 #include "user/util.h"
@@ -52,6 +53,12 @@ struct symfile {
 	uint64_t *fstarts; /* function starts from .eh_frame_hdr, sorted */
 	size_t nfstarts;
 	bool go; /* a Go program: frame pointers always, with Go's own prologue */
+	/* Go's line table (.gopclntab: libdw reads no line of Go's DWARF),
+	 * read from dw_fd on the first line looked up, freed with the Dwfl. */
+	uint64_t go_tab_off, go_tab_size, go_text;
+	uint8_t *go_tab;
+	struct gopcln go_lines;
+	bool go_tried;
 	char build_id[41 * 2];
 	/* Source lines and .eh_frame function ranges: the file stays open (the
 	 * process may be gone when the files are written); libdw reads its
@@ -364,8 +371,15 @@ static void read_fde_starts(Elf *elf, struct symfile *f)
 
 		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
 			continue;
-		if (!strcmp(name, ".gopclntab"))
+		if (!strcmp(name, ".gopclntab") && sh.sh_type == SHT_PROGBITS) {
 			f->go = true;
+			f->go_tab_off = sh.sh_offset;
+			f->go_tab_size = sh.sh_size;
+		}
+		/* Go 1.18+'s table is relative to the text, which a PIE's
+		 * table leaves to a relocation (0 in the file). */
+		if (!strcmp(name, ".text"))
+			f->go_text = sh.sh_addr;
 		/* The first table only: a second (objcopy can add one) would
 		 * replace it, leaking it. */
 		if (strcmp(name, ".eh_frame_hdr") || sh.sh_type != SHT_PROGBITS || f->fstarts)
@@ -467,10 +481,19 @@ out:
 
 static char not_mangled[] = "";
 
+static void go_lines_free(struct symfile *f)
+{
+	free(f->go_tab);
+	f->go_tab = NULL;
+	f->go_tried = false;
+	memset(&f->go_lines, 0, sizeof(f->go_lines));
+}
+
 static void symfile_free(struct symfile *f)
 {
 	size_t i;
 
+	go_lines_free(f);
 	for (i = 0; f->dnames && i < f->nsyms; i++)
 		if (f->dnames[i] != not_mangled)
 			free(f->dnames[i]);
@@ -661,13 +684,17 @@ void symfiles_trim(uint64_t now, uint64_t idle_ns)
 		struct symfile *f = files.v[i];
 
 		if (!f->refs && now - f->released_ns >= idle_ns) {
-			freed |= f->dwfl != NULL;
+			freed |= f->dwfl != NULL || f->go_tab;
 			symfile_free(f);
 			dropped = true;
 			continue;
 		}
 		files.v[n++] = f;
-		if (!f->dwfl || now - f->dwfl_used_ns < idle_ns)
+		if ((!f->dwfl && !f->go_tab) || now - f->dwfl_used_ns < idle_ns)
+			continue;
+		go_lines_free(f);
+		freed = true;
+		if (!f->dwfl)
 			continue;
 		dwfl_end(f->dwfl);
 		f->dwfl = NULL;
@@ -684,17 +711,53 @@ void symfiles_trim(uint64_t now, uint64_t idle_ns)
 			idtab_insert(&files_tab, file_hash(&st), i);
 		}
 	}
-	/* Their file names were libdw's strings, keys of the cache. */
+	/* Their file names were libdw's strings (or Go tables'), keys of the
+	 * cache. */
 	if (freed)
 		dirty_files_clear();
 }
 
+/* Go's line table, read on first use; NULL when it is not there or not a
+ * layout gopcln knows. */
+static const struct gopcln *go_lines(struct symfile *f)
+{
+	int err;
+
+	f->dwfl_used_ns = now_ns(CLOCK_MONOTONIC);
+	if (f->go_tried)
+		return f->go_tab ? &f->go_lines : NULL;
+	f->go_tried = true;
+	/* The whole table in memory: 64 MiB covers the largest Go programs
+	 * (kubelet's is ~30 MiB). */
+	if (!f->go_tab_size || f->go_tab_size > (64u << 20) || f->dw_fd < 0 ||
+	    !(f->go_tab = malloc(f->go_tab_size)))
+		return NULL;
+	if (pread(f->dw_fd, f->go_tab, f->go_tab_size, f->go_tab_off) != (ssize_t)f->go_tab_size)
+		err = -EIO;
+	else
+		err = gopcln_open(&f->go_lines, f->go_tab, f->go_tab_size);
+	if (err) {
+		debug("%s: .gopclntab: %s", f->path ? f->path : "?",
+		      err == -ENOTSUP ? "a Go version before 1.18" : "unreadable");
+		go_lines_free(f);
+		f->go_tried = true;
+		return NULL;
+	}
+	if (!f->go_lines.text_start)
+		f->go_lines.text_start = f->go_text;
+	return &f->go_lines;
+}
+
 int symfile_srcline(struct symfile *f, uint64_t file_off, const char **file, int *line)
 {
-	Dwfl *dwfl = symfile_dwfl(f);
+	const struct gopcln *g = f->go ? go_lines(f) : NULL;
+	const char *fn, *s;
 	Dwfl_Line *dl;
-	const char *s;
+	Dwfl *dwfl;
 
+	if (g && !gopcln_lookup(g, symfile_vaddr(f, file_off), &fn, &s, line))
+		return (*file = clean_file(s)) ? 0 : -ENOENT;
+	dwfl = symfile_dwfl(f);
 	if (!dwfl || !(dl = dwfl_getsrc(dwfl, symfile_vaddr(f, file_off))))
 		return -ENOENT;
 	s = dwfl_lineinfo(dl, NULL, line, NULL, NULL, NULL);

@@ -5,7 +5,7 @@ source "$(dirname "$0")/lib.sh"
 
 ALL=(names_cxx_pprof_demangled names_cxx_pprof_system_name names_cxx_split
 	names_cxx_gperftools names_cxx_xray names_trace_free_alias names_pprof_svg
-	names_all_no_program)
+	names_all_no_program names_go_split names_go_lines)
 require_bpf "${ALL[@]}"
 
 # Sum of flat% of the -top rows whose name contains STR (names hold spaces).
@@ -145,4 +145,35 @@ if ! grep -q '^File:' "$TMP/all.top" && grep -q '^Type: cpu' "$TMP/all.top" && a
 else
 	fail $t "$(grep '^File:' "$TMP/all.top"), func_six $split%"
 	head -4 "$TMP/all.top" >&2
+fi
+
+# Go: names from .symtab, file and line from .gopclntab (libdw reads no line
+# of Go's DWARF). gowork: main.funcB 3 units (its loop on gowork.go lines
+# 30-31), main.funcA 1.
+if [ ! -x "$WL/gowork" ]; then
+	for t in names_go_split names_go_lines; do
+		if [ "${CI:-}" = true ]; then fail $t "no $WL/gowork (golang-go)"; else skip $t "no $WL/gowork (golang-go: make deps)"; fi
+	done
+else
+	"$REC" -q -F 499 -o "$TMP/go" -- "$WL/gowork" 3 >/dev/null 2>"$TMP/go.err"
+	G=$TMP/go/profile.pb.gz
+	t=names_go_split
+	"$PPROF" -top -nodecount=10 "$G" > "$TMP/go.top" 2>&1
+	b=$(pprof_flat main.funcB < "$TMP/go.top")
+	a=$(pprof_flat main.funcA < "$TMP/go.top")
+	if within "$b" 75 6 && within "$a" 25 6; then pass $t; else
+		fail $t "main.funcB $b% main.funcA $a% (want 75/25)"; sed -n 1,10p "$TMP/go.top" >&2; fi
+	t=names_go_lines
+	# pprof -list: "ROUTINE ... main.funcB in .../gowork.go", then a row
+	# per line, "FLAT CUM LINE: SOURCE"; the loop's two lines hold funcB's
+	# samples.
+	"$PPROF" -list '^main\.funcB$' "$G" > "$TMP/go.list" 2>&1
+	in_loop=$(awk '$3 == "30:" || $3 == "31:" { if ($1 != ".") n++ } END { print n + 0 }' "$TMP/go.list")
+	if grep -q 'ROUTINE.*main.funcB in .*tests/workloads/gowork.go' "$TMP/go.list" &&
+		[ "$in_loop" = 2 ] && grep -q 'x += uint64(i)' "$TMP/go.list"; then
+		pass $t
+	else
+		fail $t "pprof -list main.funcB shows no samples on gowork.go:30-31"
+		head -12 "$TMP/go.list" >&2
+	fi
 fi
