@@ -185,8 +185,8 @@ static void test_names(void)
 	    {NULL, {0}, 0},
 	};
 	static const char *const display[] = {
-	    "void ns::foo<std::vector<int, std::allocator<int> > >(std::vector<int, "
-	    "std::allocator<int> >)",
+	    ("void ns::foo<std::vector<int, std::allocator<int> > >(std::vector<int, "
+	     "std::allocator<int> >)"),
 	    "core::fmt::Formatter::pad", "mycrate::foo::bar", "plain_fn"};
 	char exe[512], path[600], *slash;
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
