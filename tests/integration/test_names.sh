@@ -4,7 +4,7 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(names_cxx_pprof_demangled names_cxx_pprof_system_name names_cxx_split
-	names_cxx_gperftools names_cxx_xray names_trace_free_alias names_pprof_svg
+	names_cxx_gperftools names_cxx_xray names_trace_free_alias names_trace_alias_once names_pprof_svg
 	names_all_no_program names_go_split names_go_lines)
 require_bpf "${ALL[@]}"
 
@@ -84,37 +84,62 @@ fi
 # and cfree at one address; only one name was kept ("no function
 # matches"). Counted against bpftrace's uprobe on the same calls, both
 # attached before the workload's N frees start.
-t=names_trace_free_alias
 N=5000
 LIBC=$(ldd "$WL/frees" | awk '$1 == "libc.so.6" { print $3 }')
+# Runs frees N under bpftrace's uprobe on free and bpftrace-rec -v with the
+# -t options given, both attached before the frees start; sets bt and rec
+# to their counts, and the record's output in $TMP/NAME.
+count_frees() { # NAME -t SPEC...
+	local name=$1 wpid btpid recpid
+	shift
+	exec 3< <("$WL/frees" $N; echo done)
+	read -r -u 3 _ready wpid
+	bpftrace -e "uprobe:$LIBC:free /pid == $wpid/ { @n = count(); }" > "$TMP/$name.bt" 2>&1 &
+	btpid=$!
+	"$REC" -v -o "$TMP/$name" "$@" -p "$wpid" > "$TMP/$name.out" 2>&1 &
+	recpid=$!
+	for _ in $(seq 100); do
+		grep -q Attaching "$TMP/$name.bt" && grep -q 'recording' "$TMP/$name.out" && break
+		sleep 0.1
+	done
+	kill -USR1 "$wpid"
+	read -r -u 3 _done
+	exec 3<&-
+	wait "$recpid"
+	kill -INT "$btpid"
+	wait "$btpid"
+	bt=$(awk '/^@n:/ { print $2 }' "$TMP/$name.bt")
+	rec=$(llvm-xray account -m "$TMP"/$name/xray-*.map "$TMP"/$name/xray-trace-*.fdr 2>/dev/null |
+		awk '$NF == "free" || $NF == "__libc_free" { n += $2 } END { print n + 0 }')
+}
+t=names_trace_free_alias
 if ! require_tool bpftrace $t; then
 	:
 elif [ -z "$LIBC" ]; then
 	fail $t "no libc.so.6 in ldd $WL/frees"
 else
-	exec 3< <("$WL/frees" $N; echo done)
-	read -r -u 3 _ready wpid
-	bpftrace -e "uprobe:$LIBC:free /pid == $wpid/ { @n = count(); }" > "$TMP/bt.out" 2>&1 &
-	btpid=$!
-	"$REC" -v -o "$TMP/free" -t 'libc.so.6:free' -p "$wpid" > "$TMP/free.out" 2>&1 &
-	recpid=$!
-	for _ in $(seq 100); do
-		grep -q Attaching "$TMP/bt.out" && grep -q 'recording' "$TMP/free.out" && break
-		sleep 0.1
-	done
-	kill -USR1 "$wpid"
-	read -r -u 3 _done
-	wait "$recpid"
-	kill -INT "$btpid"
-	wait "$btpid"
-	bt=$(awk '/^@n:/ { print $2 }' "$TMP/bt.out")
-	rec=$(llvm-xray account -m "$TMP"/free/xray-*.map "$TMP"/free/xray-trace-*.fdr 2>/dev/null |
-		awk '$NF == "free" || $NF == "__libc_free" { print $2 }')
-	if [ -n "$bt" ] && [ "$bt" = "$rec" ] && at_least "$bt" $N; then
+	count_frees free -t 'libc.so.6:free'
+	# -v names what was attached: the function and its offset in libc.
+	if [ -n "$bt" ] && [ "$bt" = "$rec" ] && at_least "$bt" $N &&
+		grep -q -- "-t free: __libc_free at 0x[0-9a-f]* (file offset) in .*libc.so.6" "$TMP/free.out"; then
 		pass $t
 	else
 		fail $t "bpftrace counted ${bt:-nothing}, -t ${rec:-nothing} calls of free (want equal, >= $N)"
 		grep -i 'free\|error' "$TMP/free.out" >&2
+	fi
+fi
+# One probe per address, whatever the names and patterns naming it: the
+# default version's name (free@@GLIBC_2.2.5), an old version's alias
+# (cfree@GLIBC_2.2.5, by its bare name) and the internal one.
+t=names_trace_alias_once
+if require_tool bpftrace $t && [ -n "$LIBC" ]; then
+	count_frees once -t 'libc.so.6:free@@GLIBC_2.2.5' -t 'libc.so.6:cfree' -t 'libc.so.6:__libc_free'
+	probes=$(grep -c -- "-t .*: __libc_free at" "$TMP/once.out")
+	if [ -n "$bt" ] && [ "$bt" = "$rec" ] && at_least "$bt" $N && [ "$probes" = 1 ]; then
+		pass $t
+	else
+		fail $t "bpftrace counted ${bt:-nothing}, -t ${rec:-nothing} calls; $probes probes on free (want equal counts, 1 probe)"
+		grep -i 'free\|error' "$TMP/once.out" >&2
 	fi
 fi
 
