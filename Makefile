@@ -75,10 +75,12 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(FORMATS_OB
 # unwinds its own functions, whose frame layout it knows: it is compiled
 # without sanitizers even in the sanitizer build (ASan's redzones would move
 # that layout), and linked with them for unwind.o.
-$(OUT)/tests/test_unwind: tests/unit/test_unwind.c $(wildcard tests/unit/*.h) $(OUT)/user/unwind.o
+$(OUT)/tests/test_unwind: tests/unit/test_unwind.c $(wildcard tests/unit/*.h) $(OUT)/user/unwind.o \
+			  $(OUT)/user/util.o $(OUT)/formats/util.o
 	@mkdir -p $(@D)
 	$(CC) $(filter-out $(SAN_FLAGS),$(ALL_CFLAGS)) -Itests/unit -c -o $@.o $<
-	$(SAN_CC) $(ALL_CFLAGS) -o $@ $@.o $(OUT)/user/unwind.o $(LDLIBS)
+	$(SAN_CC) $(ALL_CFLAGS) -o $@ $@.o $(OUT)/user/unwind.o $(OUT)/user/util.o $(OUT)/formats/util.o \
+		$(LDLIBS)
 
 # The symbol readers are user/ code too, unit-testable with util.o alone.
 # Their library of C++ and Rust names and symbol versions, stripped.
@@ -106,11 +108,13 @@ $(OUT)/tests/libcfi_debug_frame_z.so: tests/unit/cfi_debug_frame.c
 	@mkdir -p $(@D)
 	$(CC) $(CFI_DF_FLAGS) -Wl,--compress-debug-sections=zlib -o $@ $<
 $(OUT)/tests/test_cfi_table: tests/unit/test_cfi_table.c $(wildcard tests/unit/*.h) $(OUT)/user/cfi_table.o \
-			     $(OUT)/user/unwind.o $(OUT)/tests/libcfi_debug_frame.so \
+			     $(OUT)/user/unwind.o $(OUT)/user/util.o $(OUT)/formats/util.o \
+			     $(OUT)/tests/libcfi_debug_frame.so \
 			     $(OUT)/tests/libcfi_debug_frame_z.so
 	@mkdir -p $(@D)
 	$(CC) $(filter-out $(SAN_FLAGS),$(ALL_CFLAGS)) -Itests/unit -c -o $@.o $<
-	$(SAN_CC) $(ALL_CFLAGS) -o $@ $@.o $(OUT)/user/cfi_table.o $(OUT)/user/unwind.o $(LDLIBS)
+	$(SAN_CC) $(ALL_CFLAGS) -o $@ $@.o $(OUT)/user/cfi_table.o $(OUT)/user/unwind.o \
+		$(OUT)/user/util.o $(OUT)/formats/util.o $(LDLIBS)
 
 # The BPF CFI walk against libdwfl on the same samples: real BPF (root),
 # the sampler's skeleton, the table loader and the unwinder.

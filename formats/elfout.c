@@ -4,24 +4,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include "formats/elfout.h"
+#include "formats/util.h"
 
 struct elfout {
 	Elf *elf;
 	char *shstr; /* section names, built as sections are added */
 	size_t shstr_len;
 	void **blobs; /* copies of section data, freed at the end */
-	size_t nblobs;
+	size_t nblobs, blobs_cap;
 	int err;
 };
 
 static void *keep(struct elfout *e, const void *p, size_t n)
 {
-	void **b = realloc(e->blobs, (e->nblobs + 1) * sizeof(*b));
 	void *c;
 
-	if (!b)
+	if (fmt_grow((void **)&e->blobs, &e->blobs_cap, e->nblobs + 1, sizeof(*e->blobs)))
 		return NULL;
-	e->blobs = b;
 	c = malloc(n ? n : 1);
 	if (!c)
 		return NULL;

@@ -75,28 +75,19 @@ enum {
 };
 
 struct files {
-	const char **v;
-	unsigned n, cap;
+	VEC_BODY(const char *)
 };
 
 /* File index (1-based) of name in the line table's file list; 0 on ENOMEM. */
 static unsigned file_index(struct files *fs, const char *name)
 {
-	unsigned i;
+	size_t i;
 
 	for (i = fs->n; i-- > 0;) /* consecutive rows mostly share a file */
 		if (!strcmp(fs->v[i], name))
 			return i + 1;
-	if (fs->n == fs->cap) {
-		unsigned cap = fs->cap ? fs->cap * 2 : 64;
-		const char **v = realloc(fs->v, cap * sizeof(*v));
-
-		if (!v)
-			return 0;
-		fs->v = v;
-		fs->cap = cap;
-	}
-	fs->v[fs->n++] = name;
+	if (VEC_PUSH(*fs, name))
+		return 0;
 	return fs->n;
 }
 

@@ -50,87 +50,6 @@ static void put_packed(struct fmt_buf *b, unsigned field, const uint64_t *v, siz
 	put_msg(b, field, tmp);
 }
 
-/* Open-addressing index of ids (1-based) by a caller-computed hash. */
-struct index {
-	uint32_t *slot;
-	uint64_t *hash;
-	size_t cap, n;
-};
-
-typedef int (*eq_fn)(const void *ctx, uint32_t id, const void *key);
-
-/* The id, or 0 when absent. */
-static uint32_t index_find(const struct index *ix, uint64_t h, eq_fn eq, const void *ctx,
-			   const void *key)
-{
-	size_t i, mask = ix->cap - 1;
-
-	if (!ix->cap)
-		return 0;
-	for (i = h & mask; ix->slot[i]; i = (i + 1) & mask)
-		if (ix->hash[i] == h && eq(ctx, ix->slot[i], key))
-			return ix->slot[i];
-	return 0;
-}
-
-static int index_add(struct index *ix, uint64_t h, uint32_t id)
-{
-	size_t i, mask;
-
-	if ((ix->n + 1) * 2 > ix->cap) {
-		struct index nx = {0};
-		size_t j;
-
-		nx.cap = ix->cap ? ix->cap * 2 : 1024;
-		nx.slot = calloc(nx.cap, sizeof(*nx.slot));
-		nx.hash = calloc(nx.cap, sizeof(*nx.hash));
-		if (!nx.slot || !nx.hash) {
-			free(nx.slot);
-			free(nx.hash);
-			return -ENOMEM;
-		}
-		for (j = 0; j < ix->cap; j++) {
-			if (!ix->slot[j])
-				continue;
-			for (i = ix->hash[j] & (nx.cap - 1); nx.slot[i]; i = (i + 1) & (nx.cap - 1))
-				;
-			nx.slot[i] = ix->slot[j];
-			nx.hash[i] = ix->hash[j];
-		}
-		nx.n = ix->n;
-		free(ix->slot);
-		free(ix->hash);
-		*ix = nx;
-	}
-	mask = ix->cap - 1;
-	for (i = h & mask; ix->slot[i]; i = (i + 1) & mask)
-		;
-	ix->slot[i] = id;
-	ix->hash[i] = h;
-	ix->n++;
-	return 0;
-}
-
-static void index_free(struct index *ix)
-{
-	free(ix->slot);
-	free(ix->hash);
-	*ix = (struct index){0};
-}
-
-/* Emptied for the next scope: a small index is kept, a large one (one big
- * process's) given back rather than cleared slot by slot every time. */
-static void index_clear(struct index *ix)
-{
-	if (ix->cap > 4096) {
-		index_free(ix);
-		return;
-	}
-	if (ix->cap)
-		memset(ix->slot, 0, ix->cap * sizeof(*ix->slot));
-	ix->n = 0;
-}
-
 static uint64_t mix(uint64_t h, uint64_t v)
 {
 	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
@@ -181,28 +100,17 @@ struct sample {
 	int64_t count;
 };
 
-#define ARRAY(T)                                                                                   \
-	struct {                                                                                   \
-		T *v;                                                                              \
-		size_t n, cap;                                                                     \
-	}
-
-#define PUSH(a, x)                                                                                 \
-	(fmt_grow((void **)&(a).v, &(a).cap, (a).n + 1, sizeof(*(a).v))                            \
-	     ? -ENOMEM                                                                             \
-	     : ((a).v[(a).n++] = (x), 0))
-
 /* Mappings, locations and samples: those kept to the end, or a scope's.
- * Their ids are map_id0 / loc_id0 + index + 1; the indexes hold index + 1. */
+ * Their ids are map_id0 / loc_id0 + index + 1; the idtabs hold the index. */
 struct table {
 	uint64_t map_id0, loc_id0;
-	ARRAY(struct mapping) mappings;
-	ARRAY(struct location) locations;
-	ARRAY(struct line) lines;
-	ARRAY(struct sample) samples;
-	ARRAY(uint64_t) sample_locs;
-	ARRAY(struct label) sample_labels;
-	struct index map_ix, loc_ix, sample_ix;
+	VEC(struct mapping) mappings;
+	VEC(struct location) locations;
+	VEC(struct line) lines;
+	VEC(struct sample) samples;
+	VEC(uint64_t) sample_locs;
+	VEC(struct label) sample_labels;
+	struct idtab map_ix, loc_ix, sample_ix; /* id - 1 by key */
 };
 
 /* A scope's mapping and location ids lie above every kept one's (a varint
@@ -211,9 +119,9 @@ struct table {
 
 struct pprof {
 	int64_t period, time_nanos, duration_nanos;
-	ARRAY(char *) strings;
-	ARRAY(struct function) functions;
-	struct index str_ix, fn_ix;
+	VEC(char *) strings;
+	VEC(struct function) functions;
+	struct idtab str_ix, fn_ix;
 	struct table keep, scope;
 	bool in_scope;
 	int spill_fd;		/* -1: none */
@@ -223,11 +131,11 @@ struct pprof {
 	uint64_t main_mapping;
 };
 
-static int str_eq(const void *ctx, uint32_t id, const void *key)
+static bool str_eq(const void *ctx, uint32_t i, const void *key)
 {
 	const struct pprof *p = ctx;
 
-	return !strcmp(p->strings.v[id - 1], key);
+	return !strcmp(p->strings.v[i], key);
 }
 
 /* String table index of s (0 is ""); UINT32_MAX on ENOMEM. */
@@ -240,11 +148,11 @@ static uint32_t intern(struct pprof *p, const char *s)
 	if (!s || !*s)
 		return 0;
 	h = hash_str(s);
-	id = index_find(&p->str_ix, h, str_eq, p, s);
+	id = (uint32_t)(idtab_find(&p->str_ix, h, str_eq, p, s) + 1);
 	if (id)
 		return id;
 	d = strdup(s);
-	if (!d || PUSH(p->strings, d) || index_add(&p->str_ix, h, p->strings.n)) {
+	if (!d || VEC_PUSH(p->strings, d) || idtab_insert(&p->str_ix, h, p->strings.n - 1)) {
 		free(d);
 		return UINT32_MAX;
 	}
@@ -273,9 +181,9 @@ static void table_free(struct table *t)
 	free(t->samples.v);
 	free(t->sample_locs.v);
 	free(t->sample_labels.v);
-	index_free(&t->map_ix);
-	index_free(&t->loc_ix);
-	index_free(&t->sample_ix);
+	idtab_free(&t->map_ix);
+	idtab_free(&t->loc_ix);
+	idtab_free(&t->sample_ix);
 }
 
 void pprof_free(struct pprof *p)
@@ -288,8 +196,8 @@ void pprof_free(struct pprof *p)
 		free(p->strings.v[i]);
 	free(p->strings.v);
 	free(p->functions.v);
-	index_free(&p->str_ix);
-	index_free(&p->fn_ix);
+	idtab_free(&p->str_ix);
+	idtab_free(&p->fn_ix);
 	table_free(&p->keep);
 	table_free(&p->scope);
 	free(p);
@@ -300,10 +208,10 @@ void pprof_set_duration(struct pprof *p, int64_t duration_nanos)
 	p->duration_nanos = duration_nanos;
 }
 
-static int map_eq(const void *ctx, uint32_t id, const void *key)
+static bool map_eq(const void *ctx, uint32_t i, const void *key)
 {
 	const struct table *t = ctx;
-	const struct mapping *a = &t->mappings.v[id - 1], *b = key;
+	const struct mapping *a = &t->mappings.v[i], *b = key;
 
 	return a->start == b->start && a->limit == b->limit && a->offset == b->offset &&
 	       a->file == b->file;
@@ -320,13 +228,13 @@ uint64_t pprof_mapping(struct pprof *p, uint64_t start, uint64_t limit, uint64_t
 
 	if (m.file == UINT32_MAX || m.build_id == UINT32_MAX)
 		return 0;
-	id = index_find(&t->map_ix, h, map_eq, t, &m);
+	id = (uint32_t)(idtab_find(&t->map_ix, h, map_eq, t, &m) + 1);
 	if (!id && p->in_scope) {
 		t = &p->scope;
-		id = index_find(&t->map_ix, h, map_eq, t, &m);
+		id = (uint32_t)(idtab_find(&t->map_ix, h, map_eq, t, &m) + 1);
 	}
 	if (!id) {
-		if (PUSH(t->mappings, m) || index_add(&t->map_ix, h, t->mappings.n))
+		if (VEC_PUSH(t->mappings, m) || idtab_insert(&t->map_ix, h, t->mappings.n - 1))
 			return 0;
 		id = t->mappings.n;
 	}
@@ -341,10 +249,10 @@ int pprof_set_main_mapping(struct pprof *p, uint64_t mapping_id)
 	return 0;
 }
 
-static int fn_eq(const void *ctx, uint32_t id, const void *key)
+static bool fn_eq(const void *ctx, uint32_t i, const void *key)
 {
 	const struct pprof *p = ctx;
-	const struct function *a = &p->functions.v[id - 1], *b = key;
+	const struct function *a = &p->functions.v[i], *b = key;
 
 	return a->name == b->name && a->system_name == b->system_name && a->filename == b->filename;
 }
@@ -359,10 +267,10 @@ static uint32_t function_id(struct pprof *p, const struct pprof_line *l)
 
 	if (f.name == UINT32_MAX || f.system_name == UINT32_MAX || f.filename == UINT32_MAX)
 		return 0;
-	id = index_find(&p->fn_ix, h, fn_eq, p, &f);
+	id = (uint32_t)(idtab_find(&p->fn_ix, h, fn_eq, p, &f) + 1);
 	if (id)
 		return id;
-	if (PUSH(p->functions, f) || index_add(&p->fn_ix, h, p->functions.n))
+	if (VEC_PUSH(p->functions, f) || idtab_insert(&p->fn_ix, h, p->functions.n - 1))
 		return 0;
 	return p->functions.n;
 }
@@ -372,10 +280,10 @@ struct loc_key {
 	uint32_t fn0;
 };
 
-static int loc_eq(const void *ctx, uint32_t id, const void *key)
+static bool loc_eq(const void *ctx, uint32_t i, const void *key)
 {
 	const struct table *t = ctx;
-	const struct location *a = &t->locations.v[id - 1];
+	const struct location *a = &t->locations.v[i];
 	const struct loc_key *k = key;
 
 	return a->mapping == k->mapping && a->address == k->address && a->fn0 == k->fn0;
@@ -399,7 +307,7 @@ uint64_t pprof_location(struct pprof *p, uint64_t mapping_id, uint64_t address,
 		return 0;
 	l.fn0 = k.fn0;
 	h = mix(mix(mix(2, mapping_id), address), k.fn0);
-	id = index_find(&t->loc_ix, h, loc_eq, t, &k);
+	id = (uint32_t)(idtab_find(&t->loc_ix, h, loc_eq, t, &k) + 1);
 	if (id)
 		return t->loc_id0 + id;
 	for (i = 0; i < nlines; i++) {
@@ -408,11 +316,11 @@ uint64_t pprof_location(struct pprof *p, uint64_t mapping_id, uint64_t address,
 		if (!lines[i].function && !lines[i].filename)
 			continue;
 		ln.function = function_id(p, &lines[i]);
-		if (!ln.function || PUSH(t->lines, ln))
+		if (!ln.function || VEC_PUSH(t->lines, ln))
 			return 0;
 		l.nlines++;
 	}
-	if (PUSH(t->locations, l) || index_add(&t->loc_ix, h, t->locations.n))
+	if (VEC_PUSH(t->locations, l) || idtab_insert(&t->loc_ix, h, t->locations.n - 1))
 		return 0;
 	return t->loc_id0 + t->locations.n;
 }
@@ -424,24 +332,24 @@ struct sample_key {
 	size_t nlabels;
 };
 
-static int sample_eq(const void *ctx, uint32_t id, const void *key)
+static bool sample_eq(const void *ctx, uint32_t id, const void *key)
 {
 	const struct table *t = ctx;
-	const struct sample *s = &t->samples.v[id - 1];
+	const struct sample *s = &t->samples.v[id];
 	const struct sample_key *k = key;
 	size_t i;
 
 	if (s->nlocs != k->nlocs || s->nlabels != k->nlabels)
-		return 0;
+		return false;
 	if (memcmp(&t->sample_locs.v[s->loc0], k->locs, k->nlocs * sizeof(*k->locs)))
-		return 0;
+		return false;
 	for (i = 0; i < k->nlabels; i++) {
 		const struct label *a = &t->sample_labels.v[s->lab0 + i], *b = &k->labels[i];
 
 		if (a->key != b->key || a->str != b->str || a->num != b->num || a->unit != b->unit)
-			return 0;
+			return false;
 	}
-	return 1;
+	return true;
 }
 
 int pprof_add_sample(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_t count,
@@ -470,7 +378,7 @@ int pprof_add_sample(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_
 	}
 	for (i = 0; i < nlocs; i++)
 		h = mix(h, locs[i]);
-	id = index_find(&t->sample_ix, h, sample_eq, t, &k);
+	id = (uint32_t)(idtab_find(&t->sample_ix, h, sample_eq, t, &k) + 1);
 	if (id) {
 		t->samples.v[id - 1].count += count;
 		return 0;
@@ -481,12 +389,12 @@ int pprof_add_sample(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_
 	s.nlabels = nlabels;
 	s.count = count;
 	for (i = 0; i < nlocs; i++)
-		if (PUSH(t->sample_locs, locs[i]))
+		if (VEC_PUSH(t->sample_locs, locs[i]))
 			return -ENOMEM;
 	for (i = 0; i < nlabels; i++)
-		if (PUSH(t->sample_labels, lab[i]))
+		if (VEC_PUSH(t->sample_labels, lab[i]))
 			return -ENOMEM;
-	if (PUSH(t->samples, s) || index_add(&t->sample_ix, h, t->samples.n))
+	if (VEC_PUSH(t->samples, s) || idtab_insert(&t->sample_ix, h, t->samples.n - 1))
 		return -ENOMEM;
 	return 0;
 }
@@ -662,9 +570,9 @@ int pprof_scope_end(struct pprof *p)
 	t->loc_id0 += t->locations.n;
 	t->mappings.n = t->locations.n = t->lines.n = 0;
 	t->samples.n = t->sample_locs.n = t->sample_labels.n = 0;
-	index_clear(&t->map_ix);
-	index_clear(&t->loc_ix);
-	index_clear(&t->sample_ix);
+	idtab_clear(&t->map_ix);
+	idtab_clear(&t->loc_ix);
+	idtab_clear(&t->sample_ix);
 	return 0;
 }
 

@@ -61,20 +61,15 @@ static bool parse_line(const char *p, const char *end, struct procmaps_entry *e)
 int procmaps_parse(const char *text, size_t len, struct procmaps_entry **out, size_t *n)
 {
 	const char *p = text, *end = text + len;
-	struct procmaps_entry *v = NULL, *nv;
+	struct procmaps_entry *v = NULL;
 	size_t cnt = 0, cap = 0;
 
 	while (p < end) {
 		const char *nl = memchr(p, '\n', end - p), *le = nl ? nl : end;
 
-		if (cnt == cap) {
-			cap = cap ? cap * 2 : 64;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				procmaps_free(v, cnt);
-				return -ENOMEM;
-			}
-			v = nv;
+		if (fmt_grow((void **)&v, &cap, cnt + 1, sizeof(*v))) {
+			procmaps_free(v, cnt);
+			return -ENOMEM;
 		}
 		if (parse_line(p, le, &v[cnt]))
 			cnt++;

@@ -78,3 +78,82 @@ char *fmt_sanitize_dup(const char *s, size_t n)
 		fmt_sanitize(d, len + 1, s, n);
 	return d;
 }
+
+uint32_t idtab_find(const struct idtab *t, uint64_t hash, idtab_eq_fn eq, const void *ctx,
+		    const void *key)
+{
+	uint64_t tag = hash >> 32;
+	size_t mask, i;
+
+	if (!t->cap)
+		return UINT32_MAX;
+	mask = t->cap - 1;
+	for (i = hash_u64(tag) & mask;; i = (i + 1) & mask) {
+		uint64_t s = t->slots[i];
+
+		if (!s)
+			return UINT32_MAX;
+		if ((s >> 32) == tag && eq(ctx, (uint32_t)s - 1, key))
+			return (uint32_t)s - 1;
+	}
+}
+
+static void idtab_put(uint64_t *slots, size_t cap, uint64_t hash, uint64_t slot)
+{
+	size_t i, mask = cap - 1;
+
+	for (i = hash & mask; slots[i]; i = (i + 1) & mask)
+		;
+	slots[i] = slot;
+}
+
+int idtab_insert(struct idtab *t, uint64_t hash, uint32_t id)
+{
+	if ((t->n + 1) * 4 > t->cap * 3) {
+		/* Slots keep only the hash's high half (the tag), so positions
+		 * are derived from the tag alone, before and after growing. */
+		size_t ncap = t->cap ? t->cap * 2 : 64, i;
+		uint64_t *ns = calloc(ncap, sizeof(*ns));
+
+		if (!ns)
+			return -ENOMEM;
+		for (i = 0; i < t->cap; i++)
+			if (t->slots[i])
+				idtab_put(ns, ncap, hash_u64(t->slots[i] >> 32), t->slots[i]);
+		free(t->slots);
+		t->slots = ns;
+		t->cap = ncap;
+	}
+	idtab_put(t->slots, t->cap, hash_u64(hash >> 32), (hash >> 32) << 32 | ((uint64_t)id + 1));
+	t->n++;
+	return 0;
+}
+
+void idtab_clear(struct idtab *t)
+{
+	if (t->cap > 4096) {
+		idtab_free(t);
+		return;
+	}
+	if (t->cap)
+		memset(t->slots, 0, t->cap * sizeof(*t->slots));
+	t->n = 0;
+}
+
+void idtab_free(struct idtab *t)
+{
+	free(t->slots);
+	t->slots = NULL;
+	t->cap = t->n = 0;
+}
+
+uint64_t hash_bytes(const void *p, size_t n)
+{
+	/* FNV-1a, then a final mix for the table's low bits. */
+	const unsigned char *s = p;
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	while (n--)
+		h = (h ^ *s++) * 0x100000001b3ULL;
+	return hash_u64(h);
+}

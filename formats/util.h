@@ -3,6 +3,7 @@
 #define FORMATS_UTIL_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,6 +29,53 @@ static inline int fmt_grow(void **p, size_t *cap, size_t want, size_t sz)
 	*p = np;
 	*cap = c;
 	return 0;
+}
+
+/* The growable array of the whole tree: VEC(T) v = {0}; VEC_PUSH(v, x)
+ * returns 0 or -ENOMEM. A named one: struct foos { VEC_BODY(struct foo) }; */
+#define VEC_BODY(T)                                                                                \
+	T *v;                                                                                      \
+	size_t n, cap;
+#define VEC(T)                                                                                     \
+	struct {                                                                                   \
+		VEC_BODY(T)                                                                        \
+	}
+#define VEC_RESERVE(a, want) fmt_grow((void **)&(a).v, &(a).cap, (want), sizeof(*(a).v))
+#define VEC_PUSH(a, x)	     (VEC_RESERVE(a, (a).n + 1) ? -ENOMEM : ((a).v[(a).n++] = (x), 0))
+#define VEC_FREE(a)                                                                                \
+	do {                                                                                       \
+		free((a).v);                                                                       \
+		(a).v = NULL;                                                                      \
+		(a).n = (a).cap = 0;                                                               \
+	} while (0)
+
+/* The hash table of the whole tree: open addressing of 32-bit ids keyed by
+ * a caller-computed 64-bit hash; the caller owns the objects (most often a
+ * VEC, the id their index) and says whether id matches its key. */
+struct idtab {
+	uint64_t *slots; /* hash high bits << 32 | (id + 1); 0: empty */
+	size_t cap, n;
+};
+typedef bool (*idtab_eq_fn)(const void *ctx, uint32_t id, const void *key);
+/* Returns the id or UINT32_MAX when absent. */
+uint32_t idtab_find(const struct idtab *t, uint64_t hash, idtab_eq_fn eq, const void *ctx,
+		    const void *key);
+/* Inserts an id that idtab_find just did not find. 0 or -ENOMEM. */
+int idtab_insert(struct idtab *t, uint64_t hash, uint32_t id);
+/* Empties it for reuse: a small table is kept, a large one given back
+ * rather than cleared slot by slot each time. */
+void idtab_clear(struct idtab *t);
+void idtab_free(struct idtab *t);
+
+uint64_t hash_bytes(const void *p, size_t n);
+static inline uint64_t hash_u64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
 }
 
 /* A growable byte buffer for encoders; a failed growth sticks in err and

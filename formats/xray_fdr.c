@@ -53,7 +53,8 @@ struct thread {
 	bool have_cpu;
 	uint64_t last_ts;
 	uint32_t *stack; /* open calls now */
-	uint32_t depth, stack_cap;
+	uint32_t depth;
+	size_t stack_cap;
 };
 
 struct fdr {
@@ -123,15 +124,8 @@ static struct thread *get_thread(struct fdr *w, int32_t tid)
 	for (i = w->nthreads; i-- > 0;)
 		if (w->threads[i].tid == tid)
 			return &w->threads[i];
-	if (w->nthreads == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 8;
-		struct thread *t = realloc(w->threads, cap * sizeof(*t));
-
-		if (!t)
-			return NULL;
-		w->threads = t;
-		w->cap = cap;
-	}
+	if (fmt_grow((void **)&w->threads, &w->cap, w->nthreads + 1, sizeof(*w->threads)))
+		return NULL;
 	memset(&w->threads[w->nthreads], 0, sizeof(w->threads[0]));
 	w->threads[w->nthreads].tid = tid;
 	return &w->threads[w->nthreads++];
@@ -197,15 +191,8 @@ static struct ev *append(struct fdr *w, int32_t tid, uint64_t ts, unsigned nargs
 
 static int push_call(struct thread *t, uint32_t id)
 {
-	if (t->depth == t->stack_cap) {
-		uint32_t cap = t->stack_cap ? t->stack_cap * 2 : 32;
-		uint32_t *s = realloc(t->stack, cap * sizeof(*s));
-
-		if (!s)
-			return -ENOMEM;
-		t->stack = s;
-		t->stack_cap = cap;
-	}
+	if (fmt_grow((void **)&t->stack, &t->stack_cap, t->depth + 1, sizeof(*t->stack)))
+		return -ENOMEM;
 	t->stack[t->depth++] = id;
 	return 0;
 }

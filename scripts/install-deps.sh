@@ -11,6 +11,10 @@ PKGS=(
   graphviz
   linux-perf bpftrace google-perftools
   time
+  # JIT runtimes for test_jit.sh and test_jitguide.sh (node; java and javac 17)
+  nodejs openjdk-17-jdk-headless
+  # tests/integration/test_flame.sh: flamegraph.html loaded in headless Chromium
+  chromium
   golang-go golang-github-google-pprof-dev
   golang-github-ianlancetaylor-demangle-dev golang-github-chzyer-readline-dev
   # make test-kernels: Debian's kernels booted in qemu from a busybox initramfs

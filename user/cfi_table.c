@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include "formats/util.h"
 #include "user/cfi_table.h"
 #include "user/unwind.h"
 
@@ -314,23 +315,6 @@ static int cmp_fde(const void *a, const void *b)
 	return x->hi < y->hi ? -1 : x->hi > y->hi;
 }
 
-/* Appends one element to a malloc'd array. */
-static int grow(void **v, size_t *cap, size_t n, size_t esz)
-{
-	size_t ncap;
-	void *nv;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 256;
-	nv = realloc(*v, ncap * esz);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = ncap;
-	return 0;
-}
-
 /* The nonempty FDE ranges of a CFI section, sorted by address. */
 static int list_fdes(Elf *elf, Elf_Data *data, uint64_t sec_vaddr, bool eh_frame,
 		     struct fde_range **out, size_t *nout)
@@ -353,7 +337,8 @@ static int list_fdes(Elf *elf, Elf_Data *data, uint64_t sec_vaddr, bool eh_frame
 			uint64_t lo, len, field;
 
 			if (pass == 0 && dwarf_cfi_cie_p(&ent)) {
-				if ((err = grow((void **)&cies, &ciecap, ncies, sizeof(*cies))))
+				if ((err = fmt_grow((void **)&cies, &ciecap, ncies + 1,
+						    sizeof(*cies))))
 					break;
 				cies[ncies].off = off;
 				cies[ncies++].enc = cie_fde_encoding(&ent.cie, eh_frame);
@@ -374,7 +359,7 @@ static int list_fdes(Elf *elf, Elf_Data *data, uint64_t sec_vaddr, bool eh_frame
 			 * .debug_frame FDE then starts at 0). */
 			if (!len || !lo || lo + len < lo)
 				continue;
-			if ((err = grow((void **)&fdes, &fdecap, nfdes, sizeof(*fdes))))
+			if ((err = fmt_grow((void **)&fdes, &fdecap, nfdes + 1, sizeof(*fdes))))
 				break;
 			fdes[nfdes].lo = lo;
 			fdes[nfdes++].hi = lo + len;
@@ -420,7 +405,7 @@ static int emit(struct builder *b, uint64_t pc, struct cfi_row r)
 	} else if (b->n && same_rules(b->rows[b->n - 1], r)) {
 		return 0;
 	}
-	if (grow((void **)&b->rows, &b->cap, b->n, sizeof(*b->rows)))
+	if (fmt_grow((void **)&b->rows, &b->cap, b->n + 1, sizeof(*b->rows)))
 		return -ENOMEM;
 	b->rows[b->n++] = r;
 	return 0;

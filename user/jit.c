@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
@@ -30,12 +31,23 @@
 /* Read in chunks: memory grows with what the file holds, not its size. */
 #define JIT_CHUNK (1u << 20)
 
+enum runtime { RT_UNKNOWN, RT_NODE, RT_JAVA, RT_DOTNET, RT_PYTHON };
+
 struct jit_state {
 	int dump_fd, map_fd;
+	/* The process's root (O_PATH), kept while it has JIT-like code: its
+	 * runtime may write its files as it exits (Java's DumpPerfMapAtExit),
+	 * when /proc/PID is gone. */
+	int root_fd;
 	char *dump_path;
 	struct jitdump dump;
 	struct perfmap map;
-	bool dump_ok, map_ok, warned;
+	bool dump_ok, map_ok;
+	bool warned, dump_warned; /* about the perf map, the jitdump: once */
+	enum runtime runtime;
+	uint64_t anon_leaf; /* samples whose user leaf is in JIT-like code */
+	bool guided;
+	struct jit_guide guide;
 };
 
 static const char *explicit_dump; /* --jitdump */
@@ -74,50 +86,66 @@ static struct jit_state *state(struct proc *p)
 	if (!p->jit) {
 		p->jit = calloc(1, sizeof(*p->jit));
 		if (p->jit)
-			p->jit->dump_fd = p->jit->map_fd = -1;
+			p->jit->dump_fd = p->jit->map_fd = p->jit->root_fd = -1;
 	}
 	return p->jit;
 }
 
-/* A regular file owned by the target's user or by root; else a warning. */
-static bool acceptable(struct proc *p, int fd, const char *what)
+/* A regular file owned by the target's user or by root; else a warning,
+ * once per *warned (the files are looked for again as maps change, and as
+ * the process exits). */
+static bool acceptable(struct proc *p, int fd, const char *what, bool *warned)
 {
+	const char *why = NULL;
+	char buf[96];
 	struct stat st;
 
 	if (fstat(fd, &st)) {
-		warn("%s: %s; ignored", what, strerror(errno));
-		return false;
+		why = strerror(errno);
+	} else if (!S_ISREG(st.st_mode)) {
+		why = "not a regular file";
+	} else if (st.st_uid != 0 && st.st_uid != p->uid) {
+		snprintf(buf, sizeof(buf),
+			 "owned by uid %u, not by the process's user (uid %u) or root", st.st_uid,
+			 p->uid);
+		why = buf;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		warn("%s: not a regular file; ignored", what);
-		return false;
-	}
-	if (st.st_uid != 0 && st.st_uid != p->uid) {
-		warn("%s: owned by uid %u, not by the process's user (uid %u) or root; ignored",
-		     what, st.st_uid, p->uid);
-		return false;
-	}
-	return true;
+	if (!why)
+		return true;
+	if (!warned || !*warned)
+		warn("%s: %s; ignored", what, why);
+	if (warned)
+		*warned = true;
+	return false;
 }
 
-/* /tmp/perf-PID.map as the process sees it, no symlink on the way. */
-static int open_perf_map(struct proc *p, char *what, size_t len)
+/* path (relative) inside the root rfd, no symlink on the way. */
+static int open_in_root(int rfd, const char *path)
 {
 	struct open_how how = {
 	    .flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
 	    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 	};
+
+	return syscall(SYS_openat2, rfd, path, &how, sizeof(how));
+}
+
+/* /tmp/perf-PID.map as the process sees it: inside its root, the one kept
+ * or /proc/PID/root while it lives. */
+static int open_perf_map(struct proc *p, char *what, size_t len)
+{
 	char rel[64], root[64];
-	int rfd, fd;
+	int rfd = p->jit->root_fd, fd;
 
 	snprintf(root, sizeof(root), "/proc/%d/root", p->pid);
 	snprintf(rel, sizeof(rel), "tmp/perf-%d.map", p->pid);
 	snprintf(what, len, "%s/%s", root, rel);
-	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rfd < 0)
+	/* /proc/PID of an exited process may be another's by now. */
+	if (rfd < 0 && (p->exited || (rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0))
 		return -1;
-	fd = syscall(SYS_openat2, rfd, rel, &how, sizeof(how));
-	close(rfd);
+	fd = open_in_root(rfd, rel);
+	if (rfd != p->jit->root_fd)
+		close(rfd);
 	if (fd < 0 && errno != ENOENT && errno != ESRCH && !p->jit->warned) {
 		warn("%s: %s; ignored", what, strerror(errno));
 		p->jit->warned = true; /* it is looked for again as maps change */
@@ -137,14 +165,75 @@ static bool is_jitdump_name(const char *path)
 	return end > b + 4 && !strcmp(end, ".dump");
 }
 
+/* Executable memory that no file backs: where runtimes put JIT code (.NET's
+ * W^X double mapping is a memfd). */
+static bool jit_like(const struct mapping *m)
+{
+	return m && m->exec &&
+	       (!m->path[0] || !strncmp(m->path, "[anon", 5) || !strncmp(m->path, "/memfd:", 7));
+}
+
+static enum runtime runtime_of(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	b = b ? b + 1 : path;
+	if (!strcmp(b, "node") || !strcmp(b, "nodejs") || !strncmp(b, "libnode.so", 10))
+		return RT_NODE;
+	if (!strcmp(b, "java") || !strcmp(b, "libjvm.so"))
+		return RT_JAVA;
+	if (!strcmp(b, "dotnet") || !strcmp(b, "libcoreclr.so"))
+		return RT_DOTNET;
+	if (!strncmp(b, "python3", 7) || !strncmp(b, "libpython3", 10))
+		return RT_PYTHON;
+	return RT_UNKNOWN;
+}
+
+/* The jitdump the process maps, opened through the mapping while it lives;
+ * after it exited, by its path inside the root kept, if that is still the
+ * file it mapped (device and inode). */
+static int open_mapped_dump(struct proc *p, const struct mapping *m, char *what, size_t len)
+{
+	struct stat st;
+	int fd;
+
+	if (!p->exited) {
+		snprintf(what, len, "/proc/%d/map_files/%llx-%llx", p->pid,
+			 (unsigned long long)m->start, (unsigned long long)m->end);
+		return open(what, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	}
+	if (p->jit->root_fd < 0 || (fd = open_in_root(p->jit->root_fd, m->path)) < 0)
+		return -1;
+	if (fstat(fd, &st) || st.st_ino != m->inode || major(st.st_dev) != m->dev_major ||
+	    minor(st.st_dev) != m->dev_minor) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 void jit_scan(struct proc *p)
 {
 	struct jit_state *j = state(p);
 	char what[PATH_MAX + 64];
+	bool jit_code = false;
 	size_t i;
 
 	if (!j)
 		return;
+	for (i = 0; i < p->maps.n; i++) {
+		const struct mapping *m = p->maps.v[i];
+
+		jit_code |= jit_like(m);
+		if (!j->runtime && m->exec && m->path[0] == '/')
+			j->runtime = runtime_of(m->path);
+	}
+	if (!j->runtime && p->exe)
+		j->runtime = runtime_of(p->exe);
+	if (jit_code && j->root_fd < 0 && !p->exited) {
+		snprintf(what, sizeof(what), "/proc/%d/root", p->pid);
+		j->root_fd = open(what, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	}
 	if (j->dump_fd < 0) {
 		for (i = 0; i < p->maps.n; i++) {
 			const struct mapping *m = p->maps.v[i];
@@ -152,13 +241,11 @@ void jit_scan(struct proc *p)
 
 			if (!m->path[0] || !is_jitdump_name(m->path))
 				continue;
-			/* The mapping itself: the very file the runtime writes. */
-			snprintf(what, sizeof(what), "/proc/%d/map_files/%llx-%llx", p->pid,
-				 (unsigned long long)m->start, (unsigned long long)m->end);
-			fd = open(what, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+			/* The very file the runtime writes. */
+			fd = open_mapped_dump(p, m, what, sizeof(what));
 			if (fd < 0)
 				continue;
-			if (!acceptable(p, fd, m->path)) {
+			if (!acceptable(p, fd, m->path, &j->dump_warned)) {
 				close(fd);
 				break;
 			}
@@ -172,7 +259,7 @@ void jit_scan(struct proc *p)
 		int fd = open_perf_map(p, what, sizeof(what));
 
 		if (fd >= 0) {
-			if (acceptable(p, fd, what)) {
+			if (acceptable(p, fd, what, &j->warned)) {
 				j->map_fd = fd;
 				debug("pid %d: perf map %s", p->pid, what);
 			} else {
@@ -180,6 +267,26 @@ void jit_scan(struct proc *p)
 			}
 		}
 	}
+}
+
+void jit_count_leaf(struct proc *p, const struct frame *leaf)
+{
+	struct jit_state *j;
+
+	if (!leaf->name && jit_like(leaf->map) && (j = state(p)))
+		j->anon_leaf++;
+}
+
+void jit_on_exit(struct proc *p)
+{
+	struct jit_state *j = p->jit;
+
+	if (!j)
+		return;
+	if (!jit_has_files(p) && j->anon_leaf)
+		jit_scan(p); /* written as it exited? */
+	if (!jit_has_files(p) && !j->anon_leaf)
+		jit_proc_free(p); /* nothing to name, nor to say */
 }
 
 static bool all_nul(const char *p, size_t n)
@@ -317,7 +424,7 @@ static void load_explicit(void)
 		close(fd);
 		return;
 	}
-	if (!state(p) || !acceptable(p, fd, explicit_dump)) {
+	if (!state(p) || !acceptable(p, fd, explicit_dump, NULL)) {
 		close(fd);
 		return;
 	}
@@ -338,8 +445,10 @@ void jit_load_all(void)
 
 		if (!p->nsamples)
 			continue;
-		if (!p->exited)
-			jit_scan(p); /* still running: its files may have appeared */
+		/* Still running, its files may have appeared; exited, it may have
+		 * written them as it exited. */
+		if (!p->exited || (p->jit && p->jit->anon_leaf))
+			jit_scan(p);
 	}
 	if (explicit_dump)
 		load_explicit();
@@ -356,10 +465,8 @@ void jit_load_all(void)
 	}
 }
 
-bool jit_find(struct proc *p, uint64_t pc, uint64_t t, struct jit_hit *hit)
+static bool lookup(const struct jit_state *j, uint64_t pc, uint64_t t, struct jit_hit *hit)
 {
-	struct jit_state *j = p->jit;
-
 	memset(hit, 0, sizeof(*hit));
 	if (!j)
 		return false;
@@ -394,9 +501,87 @@ bool jit_find(struct proc *p, uint64_t pc, uint64_t t, struct jit_hit *hit)
 	return false;
 }
 
+bool jit_find(struct proc *p, uint64_t pc, uint64_t t, struct jit_hit *hit)
+{
+	return lookup(p->jit, pc, t, hit);
+}
+
 bool jit_has_files(const struct proc *p)
 {
 	return p->jit && (p->jit->dump_fd >= 0 || p->jit->map_fd >= 0);
+}
+
+/* How each runtime names its JIT code for profilers. */
+static void fix_for(enum runtime rt, pid_t pid, char *buf, size_t len)
+{
+	switch (rt) {
+	case RT_NODE:
+		snprintf(buf, len,
+			 "run node with --perf-basic-prof (a perf map; or --perf-prof for a "
+			 "jitdump), and --interpreted-frames-native-stack");
+		break;
+	case RT_JAVA:
+		snprintf(buf, len,
+			 "jcmd %d Compiler.perfmap while it runs, or start java with "
+			 "-XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit; with "
+			 "-XX:+PreserveFramePointer",
+			 (int)pid);
+		break;
+	case RT_DOTNET:
+		snprintf(buf, len, "set DOTNET_PerfMapEnabled=1 in its environment");
+		break;
+	case RT_PYTHON:
+		snprintf(buf, len, "run Python 3.12+ with -X perf (or PYTHONPERFSUPPORT=1)");
+		break;
+	default:
+		snprintf(buf, len,
+			 "have its runtime write a perf map, /tmp/perf-%d.map (a line \"START "
+			 "SIZE NAME\" in hex per function), or a perf jitdump file it maps "
+			 "(jit-%d.dump)",
+			 (int)pid, (int)pid);
+	}
+}
+
+const struct jit_guide *jit_guide(const struct proc *p)
+{
+	static const char *const names[] = {"unknown", "node", "java", "dotnet", "python"};
+	struct jit_state *j = p->jit;
+	struct jit_guide *g;
+	uint64_t unnamed;
+	size_t i;
+
+	if (!j || !p->nsamples)
+		return NULL;
+	g = &j->guide;
+	if (j->guided)
+		return g->share > JIT_GUIDE_SHARE ? g : NULL;
+	j->guided = true;
+	/* Samples not kept (folded into the profile before the files were
+	 * found) stay counted: they were written unnamed. */
+	unnamed = j->anon_leaf;
+	for (i = 0; (j->dump_ok || j->map_ok) && i < p->samples.n && unnamed; i++) {
+		const struct sample *s = &p->samples.v[i];
+		const uint32_t *ids;
+		const struct frame *f;
+		struct jit_hit hit;
+		uint32_t nk, nu;
+
+		ids = proc_stack(p, s->stack, &nk, &nu);
+		if (!nu)
+			continue;
+		f = &p->frames.v[ids[nk]];
+		if (!f->name && jit_like(f->map) && lookup(j, f->pc, s->time_ns, &hit))
+			unnamed -= s->count < unnamed ? s->count : unnamed;
+	}
+	g->share = (double)unnamed / (double)p->nsamples;
+	if (g->share <= JIT_GUIDE_SHARE)
+		return NULL;
+	g->runtime = names[j->runtime];
+	fix_for(j->runtime, p->pid, g->fix, sizeof(g->fix));
+	warn("%s (pid %d): %.0f%% of its samples are in JIT code that no perf map or jitdump "
+	     "names (runtime: %s); to name it: %s",
+	     p->comm, p->pid, 100 * g->share, g->runtime, g->fix);
+	return g;
 }
 
 void jit_proc_free(struct proc *p)
@@ -409,6 +594,8 @@ void jit_proc_free(struct proc *p)
 		close(j->dump_fd);
 	if (j->map_fd >= 0)
 		close(j->map_fd);
+	if (j->root_fd >= 0)
+		close(j->root_fd);
 	if (j->dump_ok)
 		jitdump_free(&j->dump);
 	if (j->map_ok)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 struct proc;
+struct frame;
 
 /* At the start of the recording; jitdump_path is --jitdump's, or NULL. */
 void jit_start(const char *jitdump_path);
@@ -33,6 +34,26 @@ bool jit_find(struct proc *p, uint64_t pc, uint64_t t, struct jit_hit *hit);
 /* Whether the process has a jitdump or perf map: its unnamed code is named
  * by the time of each sample. */
 bool jit_has_files(const struct proc *p);
+/* Counts a sample whose user leaf is this frame (interned): in executable
+ * memory that no file backs, and no symbol names, it is JIT code. */
+void jit_count_leaf(struct proc *p, const struct frame *leaf);
+/* The process exited: its files are looked for once more, through the root
+ * kept while it ran (a runtime may write them as it exits, as Java's
+ * -XX:+DumpPerfMapAtExit does), and kept only if it ran JIT code. */
+void jit_on_exit(struct proc *p);
+
+/* More than this share of a process's samples in JIT code that no file
+ * names: it is told how to have its runtime name it. */
+#define JIT_GUIDE_SHARE 0.05
+struct jit_guide {
+	double share;	     /* of the process's samples */
+	const char *runtime; /* "node", "java", "dotnet", "python" or "unknown" */
+	char fix[320];	     /* the flag or command that names it */
+};
+/* Once its files are read (jit_load_all; or as it is folded away, with
+ * none): the guidance for the process, warned once, or NULL when its JIT
+ * code is named (or it ran little). */
+const struct jit_guide *jit_guide(const struct proc *p);
 void jit_proc_free(struct proc *p);
 
 #endif

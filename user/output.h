@@ -1,26 +1,13 @@
 /* Writes the recording's files from the per-process state: profile.pb.gz,
- * cpu-<pid>.prof and summary.json, each to a temporary name then renamed. */
+ * summary.json, and with per-process files cpu-PID.prof, jit-PID.so and
+ * the XRay traces, each to a temporary name then renamed (outdir.h). */
 #ifndef USER_OUTPUT_H
 #define USER_OUTPUT_H
 
-#include <signal.h>
-#include "user/features.h"
 #include <stdbool.h>
 #include <stdint.h>
-
-/* The writer state: the output directory, opened once before recording
- * (O_DIRECTORY|O_NOFOLLOW) and checked by writing a probe file in it; every
- * file is then created relative to fd, never by path, so that nothing
- * swapped in under the path later (a symlink in /tmp) is followed. */
-struct outdir {
-	const char *path; /* as given: for messages */
-	int fd;		  /* -1: not open */
-	/* The temporary file being written, for output_abort() in a signal
-	 * handler: tmp is complete before writing is set, and writing is
-	 * cleared once the file is renamed or removed. */
-	volatile sig_atomic_t writing;
-	char tmp[256];
-};
+#include "user/features.h"
+#include "user/outdir.h"
 
 struct run_info {
 	uint64_t start_realtime_ns; /* wall clock at the start */
@@ -51,15 +38,6 @@ struct run_info {
 	char **argv;
 };
 
-/* Creates the directory if missing (the last component only), opens it,
- * refuses a symlink or a directory owned by anyone but root or the invoking
- * user (SUDO_UID), and creates, writes, renames and removes a probe file in
- * it. 0, or -errno after a one-line error naming the directory. */
-int outdir_open(struct outdir *od, const char *path);
-/* Async-signal-safe: removes the temporary file being written, if any. For
- * a signal handler about to _exit, so that no temporary file is left. */
-void output_abort(void);
-
 /* Under -a without per-process files: the profile and the summary take in
  * each exited process as it is done with (output_fold, a proc_done_fn for
  * procs_retire), set aside in nameless files in the output directory, so
@@ -67,7 +45,7 @@ void output_abort(void);
  * warning when those files cannot be made: processes then stay in memory. */
 struct fold *output_fold_new(const struct run_info *ri);
 struct proc;
-bool output_fold(void *fold, struct proc *p);
+bool output_fold(struct fold *fo, struct proc *p);
 /* The same for the samples of the processes still running, which then
  * forget them (proc_drop_samples): called every minute or so. */
 void output_fold_live(struct fold *fo);

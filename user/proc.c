@@ -15,11 +15,9 @@
 #include "formats/procmaps.h"
 #include "formats/util.h"
 #include "user/unwind.h"
-#include "user/xray.h"
 
 struct procs procs;
 bool proc_aggregate;
-void (*proc_maps_hook)(struct proc *p);
 void (*proc_leaf_hint_hook)(pid_t pid, uint64_t ip, uint32_t need);
 
 /* An address outside every mapping re-reads /proc/PID/maps (a dlopen, a new
@@ -43,6 +41,8 @@ static struct {
 
 /* Exited processes not compacted yet, in order of exit. */
 static VEC(struct proc *) exited;
+/* Processes whose maps were read since procs_take_maps_read last ran. */
+static VEC(pid_t) maps_read;
 
 static uint64_t file_hash(unsigned major, unsigned minor, uint64_t ino)
 {
@@ -210,8 +210,8 @@ static int read_maps(struct proc *p)
 	resolve_unmapped(p);
 	if (!err) {
 		jit_scan(p);
-		if (proc_maps_hook)
-			proc_maps_hook(p);
+		if (!p->maps_read_queued && !VEC_PUSH(maps_read, p->pid))
+			p->maps_read_queued = true;
 	}
 	return err;
 }
@@ -231,6 +231,16 @@ static struct mapping *find_mapping(struct proc *p, uint64_t addr)
 	if (lo && addr < p->maps.v[lo - 1]->end)
 		return p->maps.v[lo - 1];
 	return NULL;
+}
+
+/* The mapping at a code address: only an executable one. A pc in another
+ * lies in memory mapped since the maps were read (JIT code mapped where
+ * ld.so.cache was, right after exec), which is unmapped until a re-read. */
+static struct mapping *code_mapping(struct proc *p, uint64_t pc)
+{
+	struct mapping *m = find_mapping(p, pc);
+
+	return m && m->exec ? m : NULL;
 }
 
 /* Opens the mapped file as the process sees it: through /proc/PID/root (so
@@ -394,7 +404,7 @@ static void resolve_unmapped(struct proc *p)
 	for (i = p->image_frames; i < p->frames.n && p->unmapped; i++) {
 		struct frame *f = &p->frames.v[i];
 
-		if (f->kind != FRAME_USER || f->map || !(f->map = find_mapping(p, f->pc)))
+		if (f->kind != FRAME_USER || f->map || !(f->map = code_mapping(p, f->pc)))
 			continue;
 		p->unmapped--;
 		name_user_frame(p, f);
@@ -452,9 +462,9 @@ static uint32_t intern_frame(struct proc *p, uint64_t ip, uint8_t kind, bool cal
 	if (kind == FRAME_KERNEL) {
 		f.name = kallsyms_lookup(f.pc, &f.module);
 	} else {
-		f.map = find_mapping(p, f.pc);
+		f.map = code_mapping(p, f.pc);
 		if (!f.map && reread_maps(p))
-			f.map = find_mapping(p, f.pc);
+			f.map = code_mapping(p, f.pc);
 		if (f.map)
 			name_user_frame(p, &f);
 		else
@@ -691,6 +701,8 @@ int proc_add_sample(const struct ev_sample *s)
 		st[2 + n++] = id;
 		st[1]++;
 	}
+	if (nu > 0)
+		jit_count_leaf(p, &p->frames.v[st[2 + st[0]]]);
 	smp.stack = intern_stack(p, st);
 	if (smp.stack == UINT32_MAX)
 		return -ENOMEM;
@@ -769,6 +781,32 @@ const uint32_t *proc_stack(const struct proc *p, uint32_t stack, uint32_t *nk, u
 	*nk = st[0];
 	*nu = st[1];
 	return st + 2;
+}
+
+void frame_iter_init(struct frame_iter *it, struct proc *p, const struct sample *s, bool root_first)
+{
+	uint32_t nu;
+
+	*it = (struct frame_iter){.p = p, .s = s, .root_first = root_first};
+	it->ids = proc_stack(p, s->stack, &it->nk, &nu);
+	it->n = it->nk + nu;
+}
+
+bool frame_iter_next(struct frame_iter *it)
+{
+	if (it->k >= it->n)
+		return false;
+	it->id = it->ids[it->root_first ? it->n - 1 - it->k : it->k];
+	it->k++;
+	it->f = &it->p->frames.v[it->id];
+	it->stable = it->f->name || it->f->kind != FRAME_USER;
+	return true;
+}
+
+const char *frame_iter_name(const struct frame_iter *it, char *buf, size_t len, const char **file,
+			    int *line)
+{
+	return frame_name_at(it->p, it->f, it->s->time_ns, buf, len, file, line);
 }
 
 void proc_on_exec(pid_t pid, const char *comm)
@@ -854,18 +892,15 @@ static void compact(struct proc *p)
 	}
 	VEC_FREE(p->maps);
 	p->unmapped = 0;
-	/* out_id is the writers' scratch, zeroed before each use: here it
-	 * marks the mappings a frame refers to. */
 	for (i = 0; i < p->maps_all.n; i++)
-		p->maps_all.v[i]->out_id = 0;
+		p->maps_all.v[i]->referenced = false;
 	for (i = 0; i < p->frames.n; i++)
 		if (p->frames.v[i].map)
-			p->frames.v[i].map->out_id = 1;
+			p->frames.v[i].map->referenced = true;
 	for (i = 0, n = 0; i < p->maps_all.n; i++) {
 		struct mapping *m = p->maps_all.v[i];
 
-		if (m->out_id) {
-			m->out_id = 0;
+		if (m->referenced) {
 			p->maps_all.v[n++] = m;
 		} else {
 			symfile_put(m->sym);
@@ -913,8 +948,6 @@ static void proc_free(struct proc *p)
 	if (p->uw)
 		unwinder_free(p->uw);
 	free(p->hints);
-	xray_proc_free(p);
-	jit_proc_free(p);
 	free(p);
 }
 
@@ -1018,6 +1051,20 @@ void proc_on_vma(pid_t pid, const struct ev_vma *v)
 	resolve_unmapped(p);
 }
 
+void procs_take_maps_read(void (*fn)(void *ctx, pid_t pid), void *ctx)
+{
+	size_t i;
+
+	for (i = 0; i < maps_read.n; i++) {
+		struct proc *p = proc_find(maps_read.v[i]);
+
+		if (p)
+			p->maps_read_queued = false;
+		fn(ctx, maps_read.v[i]);
+	}
+	maps_read.n = 0;
+}
+
 void procs_free(void)
 {
 	size_t i;
@@ -1031,4 +1078,5 @@ void procs_free(void)
 	VEC_FREE(files.v);
 	idtab_free(&files.tab);
 	VEC_FREE(exited);
+	VEC_FREE(maps_read);
 }

@@ -30,7 +30,7 @@ struct mapping {
 	bool exec, deleted;
 	bool sym_tried;
 	struct symfile *sym; /* loaded while the process lives, on first use */
-	uint64_t out_id;     /* scratch for writers */
+	bool referenced;     /* compact()'s mark: a frame names it */
 };
 
 enum frame_kind { FRAME_USER, FRAME_KERNEL };
@@ -44,7 +44,6 @@ struct frame {
 	const char *module;	 /* kernel module, NULL for the core kernel */
 	uint8_t kind;		 /* enum frame_kind */
 	bool caller;		 /* pc is a return address - 1 */
-	uint64_t out_id;	 /* scratch for writers */
 };
 
 struct sample {
@@ -85,6 +84,7 @@ struct proc {
 	uint64_t exit_ns;  /* CLOCK_MONOTONIC of its exit event */
 	char *maps_text;   /* the latest /proc/PID/maps, each line sanitized */
 	uint64_t maps_read_ns;
+	bool maps_read_queued;		/* in the list procs_take_maps_read gives */
 	VEC(struct mapping *) maps_all; /* owned, never freed while recording */
 	VEC(struct mapping *) maps;	/* current, sorted by start */
 	VEC(struct frame) frames;
@@ -106,8 +106,10 @@ struct proc {
 	/* Samples the CFI walk in BPF unwound, of those reaching the root, and
 	 * copied for DWARF instead (a table not loaded yet, or over budget). */
 	uint64_t cfi_walked, cfi_root, cfi_to_dwarf;
-	uint64_t unwind_ns;		  /* time spent in DWARF unwinding */
-	struct leaf_hint *hints;	  /* LEAF_HINTS, by ip hash: what BPF was told */
+	uint64_t unwind_ns;	 /* time spent in DWARF unwinding */
+	struct leaf_hint *hints; /* LEAF_HINTS, by ip hash: what BPF was told */
+	/* Others' state of the process, which they free (the model does not:
+	 * xray_proc_free, jit_proc_free) before it is given back or freed. */
 	struct fdr *exact;		  /* XRay trace of -t calls */
 	struct jit_state *jit;		  /* its jitdump and perf map */
 	VEC(struct migration) migrations; /* for the sampled timelines */
@@ -128,9 +130,6 @@ struct procs {
 };
 extern struct procs procs;
 
-/* Called after /proc/PID/maps was read (a new process, an exec, a new
- * library). */
-extern void (*proc_maps_hook)(struct proc *p);
 /* Tells BPF how many stack bytes the leaf-caller fix needs at ip in pid. */
 extern void (*proc_leaf_hint_hook)(pid_t pid, uint64_t ip, uint32_t need);
 
@@ -186,8 +185,40 @@ bool proc_srcline(const struct frame *f, const char **file, int *line);
  * no source line wanted, and no debug info read for one). */
 const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, char *buf, size_t len,
 			  const char **file, int *line);
+/* Calls fn(ctx, pid) for each process whose /proc/PID/maps was read since
+ * the last call (a new process, an exec, a new library), once each. */
+void procs_take_maps_read(void (*fn)(void *ctx, pid_t pid), void *ctx);
 /* Frames of a stack: *nk kernel then *nu user ids, leaf first. */
 const uint32_t *proc_stack(const struct proc *p, uint32_t stack, uint32_t *nk, uint32_t *nu);
+
+/* The one walk of a sample's frames, for every writer: leaf first (its
+ * kernel frames, then its user frames) or root first.
+ *	struct frame_iter it;
+ *	frame_iter_init(&it, p, s, false);
+ *	while (frame_iter_next(&it))
+ *		... it.f, it.id, frame_iter_name(&it, buf, sizeof(buf), NULL, NULL) ...
+ */
+struct frame_iter {
+	struct proc *p;
+	const struct sample *s;
+	const uint32_t *ids;
+	uint32_t nk, n, k; /* kernel frames, all frames, the next one's place */
+	bool root_first;
+	/* The current frame: */
+	const struct frame *f;
+	uint32_t id; /* its index in p->frames */
+	/* Its name is the same in every sample: a writer may keep what it made
+	 * of it by id. Not so for user code with no symbol, which may be JIT
+	 * code, named as it was at each sample's time. */
+	bool stable;
+};
+void frame_iter_init(struct frame_iter *it, struct proc *p, const struct sample *s,
+		     bool root_first);
+bool frame_iter_next(struct frame_iter *it);
+/* The current frame's name, as every file names it (frame_name_at at the
+ * sample's time); file and line where known, when file is not NULL. */
+const char *frame_iter_name(const struct frame_iter *it, char *buf, size_t len, const char **file,
+			    int *line);
 void procs_free(void);
 
 #endif

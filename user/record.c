@@ -47,13 +47,6 @@ enum stop_reason { STOP_NONE, STOP_SIGNAL, STOP_DURATION, STOP_TARGETS, STOP_ERR
 
 /* One recording, from load to write: each phase of record_run fills in its
  * part. */
-/* --call-graph cfi: the unwind tables of the processes' binaries in the BPF
- * walker's maps (user/cfi_maps.c), added as each process's maps are read
- * (first sight, exec, a library that appeared) and removed at its exit.
- * Until a process is added, its samples are copied for DWARF unwinding. */
-static struct cfi_maps *cfi;
-static struct cfi_worker *cfi_worker; /* builds and loads them off the drain */
-
 struct recorder {
 	struct features feat;
 	struct degraded degraded;
@@ -61,6 +54,13 @@ struct recorder {
 	struct sample_bpf *skel;
 	struct trace_bpf *tracer;
 	struct trace_links tlinks;
+	/* --call-graph cfi: the unwind tables of the processes' binaries in
+	 * the BPF walker's maps (user/cfi_maps.c), added as each process's
+	 * maps are read (first sight, exec, a library that appeared) and
+	 * removed at its exit, by a worker thread off the drain. Until a
+	 * process is added, its samples are copied for DWARF unwinding. */
+	struct cfi_maps *cfi;
+	struct cfi_worker *cfi_worker;
 	struct ring_buffer *rb;
 	struct bpf_link **links; /* the sampler's, one per CPU */
 	int nlinks;
@@ -71,6 +71,7 @@ struct recorder {
 	uint64_t yield_ns;	    /* handle_event returns to the loop after this; 0: unset */
 	uint64_t samples, sample_bytes, last_status_ns;
 	uint64_t last_fold_ns, fold_live_ns; /* output_fold_live: the last, the period */
+	uint64_t last_trim_ns;		     /* symfiles_trim: the last */
 	uint64_t samples_seen;		     /* records handled, for the time slice */
 	uint64_t unresolved_calls;	     /* -t by address: no mapping known there */
 	enum stop_reason stop;
@@ -143,7 +144,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	/* A second Ctrl-C means now: the file being written is removed, and
 	 * the files not yet written are not. */
 	if (sig == SIGINT && stop_sig) {
-		output_abort();
+		outdir_abort();
 		_exit(130);
 	}
 	stop_sig = sig;
@@ -325,6 +326,16 @@ static uint32_t traced_func(const struct trace_links *tl, struct proc *p, uint64
 			     addr - m->start + m->offset);
 }
 
+/* Processes whose maps the model read (first sight, exec, a new library):
+ * their tables are built and loaded. */
+static void cfi_add(void *ctx, pid_t pid)
+{
+	struct recorder *r = ctx;
+
+	if (r->cfi_worker && pid > 0)
+		cfi_worker_queue(r->cfi_worker, pid, true);
+}
+
 static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size)
 {
 	const void *data = h;
@@ -363,12 +374,10 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		struct proc *p = proc_find(h->pid);
 
 		proc_on_exit(h->pid, h->time_ns);
-		if (cfi_worker)
-			cfi_worker_queue(cfi_worker, h->pid, false);
-		/* No JIT files found while it ran: none will be (jit_load_all
-		 * looks again only for live processes). */
-		if (p && !jit_has_files(p))
-			jit_proc_free(p);
+		if (r->cfi_worker)
+			cfi_worker_queue(r->cfi_worker, h->pid, false);
+		if (p)
+			jit_on_exit(p);
 		break;
 	}
 	case EV_VMA:
@@ -427,6 +436,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 
 	if (err)
 		return err;
+	procs_take_maps_read(cfi_add, r);
 	/* The slice starts at the first record the drain handles, not when it
 	 * began to wait; a clock read per record would cost more than some
 	 * records. */
@@ -435,12 +445,6 @@ static int handle_event(void *ctx, void *data, size_t size)
 	else if (!(++r->samples_seen & 63) && now_ns(CLOCK_MONOTONIC) > r->yield_ns)
 		return -EAGAIN;
 	return 0;
-}
-
-static void cfi_add(struct proc *p)
-{
-	if (cfi_worker && p->pid > 0)
-		cfi_worker_queue(cfi_worker, p->pid, true);
 }
 
 static void read_stats(struct sample_bpf *skel, uint64_t out[STAT_NR])
@@ -591,9 +595,9 @@ static int rec_load_cfi(struct recorder *r)
 	err = cfi_maps_new(bpf_map__fd(skel->maps.cfi_rows), bpf_map__fd(skel->maps.cfi_tables),
 			   bpf_map__fd(skel->maps.cfi_mappings),
 			   bpf_map__max_entries(skel->maps.cfi_rows),
-			   bpf_map__max_entries(skel->maps.cfi_tables), &cfi);
+			   bpf_map__max_entries(skel->maps.cfi_tables), &r->cfi);
 	if (!err)
-		err = cfi_worker_start(cfi, &cfi_worker);
+		err = cfi_worker_start(r->cfi, &r->cfi_worker);
 	if (err) {
 		err("unwind tables: %s", strerror(-err));
 		return -1;
@@ -665,7 +669,6 @@ static int rec_load(struct recorder *r)
 	proc_aggregate = env.all && !env.per_process;
 	if (skel->rodata->cfi_walk && rec_load_cfi(r))
 		return -1;
-	proc_maps_hook = cfi_add;
 	leaf_need_fd = bpf_map__fd(skel->maps.leaf_need);
 	proc_leaf_hint_hook = send_leaf_hint;
 	if (r->target.child > 0 && add_targets(skel, &r->target.child, 1))
@@ -673,6 +676,7 @@ static int rec_load(struct recorder *r)
 	/* Maps of the targets as they are now, before any sample. */
 	for (i = 0; i < env.npids; i++)
 		proc_get(env.pids[i], NULL);
+	procs_take_maps_read(cfi_add, r);
 	r->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle_event, r, NULL);
 	if (!r->rb) {
 		err("ring buffer: %s", strerror(errno));
@@ -767,6 +771,19 @@ static int rec_attach(struct recorder *r)
  * Each pass hands back within DRAIN_SLICE_NS however fast records come, so a
  * stop is seen within about twice that; what the drain cannot keep up with
  * fills the ring buffer, and BPF drops and counts it. */
+/* An exited process, done with (procs_retire): into the files as it goes,
+ * then what the recorder keeps of it is freed with it. */
+static bool retire_proc(void *ctx, struct proc *p)
+{
+	struct recorder *r = ctx;
+
+	if (!output_fold(r->ri.fold, p))
+		return false;
+	xray_proc_free(p);
+	jit_proc_free(p);
+	return true;
+}
+
 static void rec_drain(struct recorder *r)
 {
 	uint64_t now;
@@ -785,9 +802,12 @@ static void rec_drain(struct recorder *r)
 			break;
 		}
 		now = now_ns(CLOCK_MONOTONIC);
-		procs_retire(now, now + RETIRE_BUDGET_NS, r->ri.fold ? output_fold : NULL,
-			     r->ri.fold);
-		symfiles_trim(now, SYMFILE_IDLE_NS);
+		procs_retire(now, now + RETIRE_BUDGET_NS, r->ri.fold ? retire_proc : NULL, r);
+		/* It walks every cached file: once a second is enough. */
+		if (now - r->last_trim_ns > 1000000000ULL) {
+			r->last_trim_ns = now;
+			symfiles_trim(now, SYMFILE_IDLE_NS);
+		}
 		if (r->ri.fold && now - r->last_fold_ns > r->fold_live_ns) {
 			r->last_fold_ns = now;
 			output_fold_live(r->ri.fold);
@@ -909,12 +929,12 @@ static int rec_write(struct recorder *r)
 	ri->kernel_walks = st[STAT_KERNEL_WALKS];
 	ri->traced_calls = st[STAT_CALLS];
 	ri->lost_calls = st[STAT_LOST_CALLS];
-	cfi_worker_stop(cfi_worker); /* its stats are ours from here */
-	cfi_worker = NULL;
-	if (cfi) {
+	cfi_worker_stop(r->cfi_worker); /* its stats are ours from here */
+	r->cfi_worker = NULL;
+	if (r->cfi) {
 		struct cfi_maps_stats cs;
 
-		cfi_maps_get_stats(cfi, &cs);
+		cfi_maps_get_stats(r->cfi, &cs);
 		ri->cfi = true;
 		ri->cfi_walks = st[STAT_CFI_WALKS];
 		ri->cfi_root = st[STAT_CFI_END];
@@ -940,10 +960,10 @@ static int rec_finish(struct recorder *r, int code)
 	int status;
 
 	ring_buffer__free(r->rb);
-	cfi_worker_stop(cfi_worker);
-	cfi_worker = NULL;
-	cfi_maps_free(cfi);
-	cfi = NULL;
+	cfi_worker_stop(r->cfi_worker);
+	r->cfi_worker = NULL;
+	cfi_maps_free(r->cfi);
+	r->cfi = NULL;
 	sample_bpf__destroy(r->skel);
 	if (r->target.child > 0) {
 		if (!r->started)
@@ -958,6 +978,10 @@ static int rec_finish(struct recorder *r, int code)
 	if (r->exec_status)
 		code = r->exec_status;
 	output_fold_free(r->ri.fold);
+	for (size_t i = 0; i < procs.v.n; i++) {
+		xray_proc_free(procs.v.v[i]);
+		jit_proc_free(procs.v.v[i]);
+	}
 	procs_free();
 	xray_free();
 	symfiles_free();

@@ -815,31 +815,21 @@ uint64_t symfile_offset(const struct symfile *f, uint64_t vaddr)
  * the demangler's work grows with the name. */
 #define DEMANGLE_MAX 4096
 
-/* The name a symbol is shown by: Itanium C++ and Rust (legacy and v0)
- * names demangled, once per symbol. A version suffix a .symtab name
- * carries (memcpy@GLIBC_2.2.5) stays, after the demangled part. */
-static const char *sym_display(struct symfile *f, size_t i)
+char *demangle_name(const char *raw)
 {
-	const char *raw = f->names + f->syms[i].name, *at;
+	const char *at = strchr(raw, '@');
+	size_t n = at ? (size_t)(at - raw) : strlen(raw), dn, need;
 	char base[DEMANGLE_MAX], *d, *out;
-	size_t n, dn, need;
 
-	if (!f->dnames && !(f->dnames = calloc(f->nsyms, sizeof(*f->dnames))))
-		return raw; /* ENOMEM: the mangled name still names it */
-	if (f->dnames[i])
-		return f->dnames[i] == not_mangled ? raw : f->dnames[i];
-	f->dnames[i] = not_mangled;
-	at = strchr(raw, '@');
-	n = at ? (size_t)(at - raw) : strlen(raw);
 	if (n < 3 || n >= sizeof(base) || raw[0] != '_' || (raw[1] != 'Z' && raw[1] != 'R'))
-		return raw;
+		return NULL;
 	memcpy(base, raw, n);
 	base[n] = 0;
 	/* DMGL_AUTO: C++, and Rust's legacy (_ZN...17h<hash>E, the hash
 	 * dropped) and v0 (_R) schemes. */
 	d = cplus_demangle(base, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
 	if (!d)
-		return raw;
+		return NULL;
 	dn = strlen(d);
 	need = fmt_sanitize(NULL, 0, d, dn) + (at ? strlen(at) : 0) + 1;
 	out = malloc(need);
@@ -847,10 +837,24 @@ static const char *sym_display(struct symfile *f, size_t i)
 		fmt_sanitize(out, need, d, dn);
 		if (at)
 			strcat(out, at);
-		f->dnames[i] = out;
 	}
 	free(d);
-	return out ? out : raw;
+	return out;
+}
+
+/* The name a symbol is shown by, demangled once per symbol. */
+static const char *sym_display(struct symfile *f, size_t i)
+{
+	const char *raw = f->names + f->syms[i].name;
+	char *d;
+
+	if (!f->dnames && !(f->dnames = calloc(f->nsyms, sizeof(*f->dnames))))
+		return raw; /* ENOMEM: the mangled name still names it */
+	if (f->dnames[i])
+		return f->dnames[i] == not_mangled ? raw : f->dnames[i];
+	d = demangle_name(raw);
+	f->dnames[i] = d ? d : not_mangled;
+	return d ? d : raw;
 }
 
 int symfile_foreach(struct symfile *f, symfile_fn fn, void *ctx)

@@ -26,6 +26,12 @@ const char *symfile_lookup(struct symfile *f, uint64_t file_off, uint64_t *vaddr
 			   uint64_t *sym_addr, const char **system_name);
 /* The file offset of an ELF vaddr, or UINT64_MAX when no PT_LOAD has it. */
 uint64_t symfile_offset(const struct symfile *f, uint64_t vaddr);
+/* A symbol name demangled (Itanium C++, Rust legacy and v0, by libiberty's
+ * cplus_demangle) and sanitized, malloc'd; a version suffix
+ * (memcpy@GLIBC_2.2.5) kept after it. NULL when it is not a mangled name
+ * (or on ENOMEM). */
+char *demangle_name(const char *raw);
+
 /* One name of a function: every alias at an address is one. */
 struct symfile_sym {
 	uint64_t vaddr, size;

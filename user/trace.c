@@ -316,8 +316,8 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 			struct traced_fn fn = {st.st_dev, st.st_ino, m.offsets.v[i],
 					       m.cookies.v[i]};
 
-			if (vec_grow_((void **)&out->fns, &out->fns_cap, out->nfns + 1,
-				      sizeof(fn))) {
+			if (fmt_grow((void **)&out->fns, &out->fns_cap, out->nfns + 1,
+				     sizeof(fn))) {
 				err = -ENOMEM;
 				goto out;
 			}

@@ -26,7 +26,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "formats/util.h"
 #include "user/unwind.h"
+#include "user/util.h"
 
 /* x86_64 DWARF register numbers. */
 #define REG_RBP 6
@@ -37,15 +39,8 @@
  * after exec), then at most every 100 ms (JIT code is in no module). */
 #define REPORT_FIRST_GAP_NS 1000000ULL
 #define REPORT_EVERY_NS	    100000000ULL
-#define HTAB_MAX	    (1u << 20) /* entries per cache; a full one starts again */
+#define CFI_CACHE_MAX	    (1u << 19) /* addresses cached; a full cache starts again */
 #define FP_MAX_STEPS	    256
-
-/* Open-addressing table of fixed-size entries whose first member is a
- * nonzero uint64_t key. */
-struct htab {
-	unsigned char *slots;
-	size_t cap, n, esz;
-};
 
 /* What the CFI says at one address (a pc, minus 1 for return addresses). */
 enum cfi_kind {
@@ -87,88 +82,15 @@ struct unwinder {
 	bool new_nomod;	  /* a frame lies in no module, and no report since it was seen */
 	uint64_t last_bp; /* rbp of the last frame DWARF produced */
 	bool last_bp_ok;
-	struct htab cfi; /* struct cfi_ent by address; emptied when the modules change */
+	/* What the CFI says by address; emptied when the modules change. */
+	VEC(struct cfi_ent) cfi;
+	struct idtab cfi_tab;
 };
 
-static uint64_t now_mono_ns(void)
+static void cfi_cache_clear(struct unwinder *u)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static size_t htab_slot(uint64_t key, size_t cap)
-{
-	key ^= key >> 33;
-	key *= 0xff51afd7ed558ccdULL;
-	key ^= key >> 33;
-	return (size_t)key & (cap - 1);
-}
-
-static void *htab_get(const struct htab *t, uint64_t key)
-{
-	size_t i;
-
-	if (!t->cap)
-		return NULL;
-	for (i = htab_slot(key, t->cap);; i = (i + 1) & (t->cap - 1)) {
-		uint64_t *e = (uint64_t *)(t->slots + i * t->esz);
-
-		if (*e == key)
-			return e;
-		if (!*e)
-			return NULL;
-	}
-}
-
-static void htab_clear(struct htab *t)
-{
-	if (t->slots)
-		memset(t->slots, 0, t->cap * t->esz);
-	t->n = 0;
-}
-
-/* A zeroed entry for key, which is absent; NULL when out of memory. */
-static void *htab_add(struct htab *t, uint64_t key)
-{
-	uint64_t *e;
-	size_t i;
-
-	if ((t->n + 1) * 2 > t->cap) {
-		struct htab g = {.cap = t->cap ? t->cap * 2 : 256, .esz = t->esz};
-
-		if (t->cap >= HTAB_MAX) {
-			/* Bounded memory: a process that runs through more
-			 * addresses than this starts its cache again. */
-			htab_clear(t);
-		} else {
-			g.slots = calloc(g.cap, g.esz);
-			if (!g.slots)
-				return NULL;
-			for (i = 0; i < t->cap; i++) {
-				uint64_t *old = (uint64_t *)(t->slots + i * t->esz);
-
-				if (*old) {
-					size_t j = htab_slot(*old, g.cap);
-
-					while (*(uint64_t *)(g.slots + j * g.esz))
-						j = (j + 1) & (g.cap - 1);
-					memcpy(g.slots + j * g.esz, old, g.esz);
-					g.n++;
-				}
-			}
-			free(t->slots);
-			*t = g;
-		}
-	}
-	for (i = htab_slot(key, t->cap); *(uint64_t *)(t->slots + i * t->esz);
-	     i = (i + 1) & (t->cap - 1))
-		;
-	e = (uint64_t *)(t->slots + i * t->esz);
-	*e = key;
-	t->n++;
-	return e;
+	u->cfi.n = 0;
+	idtab_clear(&u->cfi_tab);
 }
 
 /* No separate debug files: libdwfl's unwinder asks for .debug_frame before
@@ -185,16 +107,17 @@ static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, 
 }
 
 /* A regular file's fd, and its name for libdwfl (which frees it); or -1. */
+/* An fd of the file at path if it is a regular one, with the path
+ * strdup'd into *file_name for libdwfl; else -1. */
 static int open_regular_named(const char *path, char **file_name)
 {
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	int fd = open_regular(path, 0);
 
-	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || !(*file_name = strdup(path)))) {
+	if (fd >= 0 && !(*file_name = strdup(path))) {
 		close(fd);
 		fd = -1;
 	}
-	return fd;
+	return fd < 0 ? -1 : fd;
 }
 
 /* The module's file as the process mapped it: its mapping at base (the
@@ -367,12 +290,12 @@ static int report(struct unwinder *u, bool *changed)
 	dwfl_report_begin(u->dwfl);
 	err = dwfl_linux_proc_report(u->dwfl, u->pid);
 	dwfl_report_end(u->dwfl, NULL, NULL);
-	u->reported_ns = now_mono_ns();
+	u->reported_ns = now_ns(CLOCK_MONOTONIC);
 	dwfl_getmodules(u->dwfl, module_sig_cb, &rc, 0);
 	*changed = rc.sig != u->modules_sig;
 	if (*changed) {
 		u->modules_sig = rc.sig;
-		htab_clear(&u->cfi);
+		cfi_cache_clear(u);
 	}
 	return err;
 }
@@ -401,14 +324,14 @@ static bool report_again(struct unwinder *u)
 {
 	bool changed = false;
 
-	if (now_mono_ns() - u->reported_ns < u->report_gap_ns)
+	if (now_ns(CLOCK_MONOTONIC) - u->reported_ns < u->report_gap_ns)
 		return false;
 	u->report_gap_ns =
 	    u->report_gap_ns * 2 < REPORT_EVERY_NS ? u->report_gap_ns * 2 : REPORT_EVERY_NS;
 	if (maps_readable(u->pid))
 		report(u, &changed);
 	else
-		u->reported_ns = now_mono_ns();
+		u->reported_ns = now_ns(CLOCK_MONOTONIC);
 	return changed;
 }
 
@@ -429,7 +352,6 @@ struct unwinder *unwinder_new(pid_t pid)
 		u->own_root = !stat(root, &a) && !stat("/", &b) && a.st_dev == b.st_dev &&
 			      a.st_ino == b.st_ino;
 	}
-	u->cfi.esz = sizeof(struct cfi_ent);
 	u->dwfl = dwfl_begin(&proc_callbacks);
 	if (!u->dwfl) {
 		free(u);
@@ -466,7 +388,8 @@ void unwinder_free(struct unwinder *u)
 	dwfl_end(u->dwfl);
 	if (u->arch)
 		elf_end(u->arch);
-	free(u->cfi.slots);
+	VEC_FREE(u->cfi);
+	idtab_free(&u->cfi_tab);
 	free(u);
 }
 
@@ -544,7 +467,7 @@ static void cfi_lookup(struct unwinder *u, uint64_t addr, struct cfi_ent *e)
 	int ra;
 
 	e->kind = CFI_NOMOD;
-	e->seen_ns = now_mono_ns();
+	e->seen_ns = now_ns(CLOCK_MONOTONIC);
 	if (!m)
 		return;
 	e->kind = CFI_NONE;
@@ -583,23 +506,34 @@ out:
 	free(frame);
 }
 
+static bool cfi_ent_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct unwinder *u = ctx;
+
+	return u->cfi.v[id].pc == *(const uint64_t *)key;
+}
+
 /* Cached: an address costs a CFI evaluation the first time only. */
 static struct cfi_ent cfi_at(struct unwinder *u, uint64_t addr)
 {
-	struct cfi_ent tmp = {.pc = addr}, *e;
+	struct cfi_ent tmp = {.pc = addr};
+	uint32_t id;
 
 	if (!addr) {
 		tmp.kind = CFI_NOMOD;
 		tmp.seen_ns = 0; /* never worth a report */
 		return tmp;
 	}
-	e = htab_get(&u->cfi, addr);
-	if (e)
-		return *e;
+	id = idtab_find(&u->cfi_tab, hash_u64(addr), cfi_ent_eq, u, &addr);
+	if (id != UINT32_MAX)
+		return u->cfi.v[id];
 	cfi_lookup(u, addr, &tmp);
-	e = htab_add(&u->cfi, addr);
-	if (e)
-		*e = tmp;
+	/* Bounded memory: a process that runs through more addresses than
+	 * this starts its cache again. */
+	if (u->cfi.n >= CFI_CACHE_MAX)
+		cfi_cache_clear(u);
+	if (!VEC_PUSH(u->cfi, tmp) && idtab_insert(&u->cfi_tab, hash_u64(addr), u->cfi.n - 1))
+		u->cfi.n--;
 	return tmp;
 }
 

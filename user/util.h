@@ -1,5 +1,5 @@
-/* Small shared helpers of the loader: messages, growable arrays, an id hash
- * table, and bounded file reading. */
+/* Small shared helpers of the loader: messages and bounded file reading
+ * (the growable array and the hash table are formats/util.h's). */
 #ifndef USER_UTIL_H
 #define USER_UTIL_H
 
@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "formats/util.h"
 
 /* The one message layer: every line on stderr goes through msg(), prefixed
  * "bpftrace-rec: " (and "warning: " / "debug: "), with control characters and
@@ -25,50 +26,6 @@ void msg(enum msg_level level, const char *fmt, ...) __attribute__((format(print
  * with control characters and invalid bytes escaped as \xNN: formats/util.h's
  * fmt_sanitize, the one sanitizer of names from outside. */
 void sanitize_append(char *dst, size_t cap, const char *s);
-
-/* Growable array: VEC(T) v = {0}; VEC_PUSH(v, x) returns 0 or -ENOMEM.
- * A named one: struct foos { VEC_BODY(struct foo) }; */
-#define VEC_BODY(T)                                                                                \
-	T *v;                                                                                      \
-	size_t n, cap;
-#define VEC(T)                                                                                     \
-	struct {                                                                                   \
-		VEC_BODY(T)                                                                        \
-	}
-int vec_grow_(void **v, size_t *cap, size_t want, size_t elsz);
-#define VEC_RESERVE(a, want) vec_grow_((void **)&(a).v, &(a).cap, (want), sizeof(*(a).v))
-#define VEC_PUSH(a, x)	     (VEC_RESERVE(a, (a).n + 1) ? -ENOMEM : ((a).v[(a).n++] = (x), 0))
-#define VEC_FREE(a)                                                                                \
-	do {                                                                                       \
-		free((a).v);                                                                       \
-		(a).v = NULL;                                                                      \
-		(a).n = (a).cap = 0;                                                               \
-	} while (0)
-
-/* Open-addressing table of 32-bit ids keyed by a caller-computed 64-bit hash;
- * the caller owns the objects and says whether id matches its key. */
-struct idtab {
-	uint64_t *slots; /* hash high bits << 32 | (id + 1); 0: empty */
-	size_t cap, n;
-};
-typedef bool (*idtab_eq_fn)(const void *ctx, uint32_t id, const void *key);
-/* Returns the id or UINT32_MAX when absent. */
-uint32_t idtab_find(const struct idtab *t, uint64_t hash, idtab_eq_fn eq, const void *ctx,
-		    const void *key);
-/* Inserts an id that idtab_find just did not find. 0 or -ENOMEM. */
-int idtab_insert(struct idtab *t, uint64_t hash, uint32_t id);
-void idtab_free(struct idtab *t);
-
-uint64_t hash_bytes(const void *p, size_t n);
-static inline uint64_t hash_u64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
 
 /* Reads all of fd (at most max bytes; -EFBIG beyond) into a NUL-terminated
  * malloc'd buffer. 0 or -errno. */

@@ -5,6 +5,8 @@
 #include <string.h>
 #include "formats/xray_fdr.h"
 #include "formats/xray_map.h"
+#include "user/outdir.h"
+#include "user/output.h"
 #include "user/proc.h"
 #include "user/util.h"
 #include "user/xray.h"
@@ -111,15 +113,13 @@ static int cmp_tl(const void *a, const void *b)
 /* Each sample's stack, root first, as function ids. */
 static int stack_ids(struct proc *p, const struct sample *s, uint32_t *ids)
 {
-	uint32_t nk, nu, i, n = 0;
-	const uint32_t *fr = proc_stack(p, s->stack, &nk, &nu);
+	struct frame_iter it;
 	char buf[PATH_MAX + 4];
-	const char *file;
-	int line;
+	int n = 0;
 
-	for (i = nk + nu; i-- > 0;) {
-		uint32_t id = xray_func_id(frame_name_at(p, &p->frames.v[fr[i]], s->time_ns, buf,
-							 sizeof(buf), &file, &line));
+	frame_iter_init(&it, p, s, true);
+	while (frame_iter_next(&it)) {
+		uint32_t id = xray_func_id(frame_iter_name(&it, buf, sizeof(buf), NULL, NULL));
 
 		if (id)
 			ids[n++] = id;
@@ -130,7 +130,7 @@ static int stack_ids(struct proc *p, const struct sample *s, uint32_t *ids)
 /* Sampled timeline: per thread, compare consecutive samples' stacks from
  * the root down; frames that went away exit, frames that appeared enter, at
  * the sample's kernel timestamp. */
-int xray_write_sampled(struct proc *p, FILE *f)
+static int write_sampled(struct proc *p, FILE *f)
 {
 	struct tl_ev *ev;
 	size_t n = p->samples.n + p->migrations.n, i, k = 0;
@@ -194,12 +194,12 @@ int xray_write_sampled(struct proc *p, FILE *f)
 	return err;
 }
 
-int xray_write_exact(struct proc *p, FILE *f)
+static int write_exact(struct proc *p, FILE *f)
 {
 	return p->exact ? fdr_write(p->exact, f) : -ENODATA;
 }
 
-int xray_write_map(int fd)
+static int write_map(int fd)
 {
 	struct xray_map_func *fn = calloc(fnames.n ? fnames.n : 1, sizeof(*fn));
 	size_t i;
@@ -212,6 +212,52 @@ int xray_write_map(int fd)
 	err = xray_map_write(fd, fn, fnames.n);
 	free(fn);
 	return err;
+}
+
+static int fill_map(void *ctx, FILE *f, int fd)
+{
+	(void)ctx;
+	fflush(f);
+	return write_map(fd);
+}
+
+static int fill_sampled(void *ctx, FILE *f, int fd)
+{
+	(void)fd;
+	return write_sampled(ctx, f);
+}
+
+static int fill_exact(void *ctx, FILE *f, int fd)
+{
+	(void)fd;
+	return write_exact(ctx, f);
+}
+
+/* The XRay trace(s) of a process and the map that names their ids. */
+int xray_write_files(const struct run_info *ri, struct proc *p, const char *suffix, bool sampled)
+{
+	char name[96], map[96], cmd[3 * PATH_MAX];
+	size_t before, after;
+	int first = 0;
+
+	outdir_written(&before);
+	snprintf(map, sizeof(map), "xray-%d.map", p->pid);
+	if (sampled) {
+		snprintf(name, sizeof(name), "xray-%d%s.fdr", p->pid, suffix);
+		snprintf(cmd, sizeof(cmd), "llvm-xray account -m %s/%s %s/%s", ri->outdir, map,
+			 ri->outdir, name);
+		OUT_FIRST(first, outdir_emit(ri->out, name, p->pid, cmd, fill_sampled, p));
+	}
+	snprintf(name, sizeof(name), "xray-trace-%d%s.fdr", p->pid, suffix);
+	snprintf(cmd, sizeof(cmd), "llvm-xray account -m %s/%s %s/%s", ri->outdir, map, ri->outdir,
+		 name);
+	OUT_FIRST(first, outdir_emit(ri->out, name, p->pid, cmd, fill_exact, p));
+	/* Written after the traces: their writing gave the last ids names. */
+	if (outdir_written(&after), after > before) {
+		snprintf(cmd, sizeof(cmd), "llvm-xray extract %s/%s", ri->outdir, map);
+		OUT_FIRST(first, outdir_emit(ri->out, map, p->pid, cmd, fill_map, NULL));
+	}
+	return first;
 }
 
 void xray_proc_free(struct proc *p)

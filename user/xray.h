@@ -6,6 +6,7 @@
 #ifndef USER_XRAY_H
 #define USER_XRAY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include "bpf/events.h"
@@ -31,10 +32,12 @@ uint32_t xray_func_id(const char *name);
 int xray_on_call(struct proc *p, const struct ev_call *c, uint32_t func_id, unsigned kind);
 int xray_on_migrate(struct proc *p, const struct ev_hdr *h);
 
-/* Writers: 0, -ENODATA when there is nothing to write, or -errno. */
-int xray_write_sampled(struct proc *p, FILE *f);
-int xray_write_exact(struct proc *p, FILE *f);
-int xray_write_map(int fd);
+/* The files of a process: its sampled timeline (xray-PID.fdr, when
+ * sampled), its -t trace (xray-trace-PID.fdr) and the map that names their
+ * ids (xray-PID.map), each name with suffix before the extension. 0, or the
+ * first write's -errno after reporting. */
+struct run_info;
+int xray_write_files(const struct run_info *ri, struct proc *p, const char *suffix, bool sampled);
 /* At the stop (ts): every -t call still open is closed, so that each entry
  * has its exit. */
 void xray_close_calls(uint64_t ts);

@@ -4,7 +4,7 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(names_cxx_pprof_demangled names_cxx_pprof_system_name names_cxx_split
-	names_cxx_gperftools names_cxx_xray names_trace_free_alias names_trace_alias_once names_pprof_svg
+	names_cxx_gperftools names_cxx_xray names_cxx_folded names_trace_free_alias names_trace_alias_once names_pprof_svg
 	names_all_no_program names_go_split names_go_lines)
 require_bpf "${ALL[@]}"
 
@@ -78,6 +78,16 @@ if require_tool llvm-xray $t; then
 		head -5 "$TMP/cxx.acc" >&2
 		grep -m3 'geo\|_Z' "$TMP/cxx.nm" >&2
 	fi
+fi
+
+# stacks.folded: the names as profile.pb.gz has them.
+t=names_cxx_folded
+if grep -q ';void geo::inner::sweep<int>(std::vector<int, std::allocator<int> >&, unsigned long) [0-9]*$' "$TMP/cxx/stacks.folded" &&
+	! grep -q '_Z' "$TMP/cxx/stacks.folded"; then
+	pass $t
+else
+	fail $t "stacks.folded has no demangled geo::inner::sweep<int> leaf, or a _Z name"
+	grep -m3 'geo\|_Z' "$TMP/cxx/stacks.folded" >&2
 fi
 
 # -t 'libc.so.6:free': libc's .dynsym has __libc_free, free@@GLIBC_2.2.5

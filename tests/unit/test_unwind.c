@@ -641,16 +641,17 @@ static void test_cost(void)
 	for (j = 0; j < 2; j++) {
 		struct sample *s = ss[j];
 
-		unwind_dwarf(u, s->regs, s->stack, s->len, pcs, MAXPCS, &flags);
+		int n0 = unwind_dwarf(u, s->regs, s->stack, s->len, pcs, MAXPCS, &flags);
+
 		t0 = now_ns();
 		for (i = 0; i < iters; i++)
 			n = unwind_dwarf(u, s->regs, s->stack, s->len, pcs, MAXPCS, &flags);
 		t1 = now_ns() - t0;
+		/* A figure, not a check: speed is the benchmarks' (a loaded
+		 * machine doubles it). The cache must not change the answer. */
 		fprintf(stderr, "# unwind_dwarf, %s: %d frames, %.0f ns per sample\n",
 			j ? "through qsort" : "chain", n, (double)t1 / iters);
-		/* perf's per-sample Dwfl costs more than 40 us; 7-10 us is the aim. */
-		if (!under_valgrind())
-			CHECKF((double)t1 / iters < 100000, "%.0f ns", (double)t1 / iters);
+		CHECKF(n == n0 && n >= 8, "%d frames cached, %d the first time", n, n0);
 	}
 	unwinder_free(u);
 }

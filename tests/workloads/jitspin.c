@@ -2,11 +2,29 @@
  * loop from an anonymous executable mapping (code that only a perf map can
  * name), after printing its address so the test can write that map.
  * argv[1], when given, becomes the process's comm (prctl PR_SET_NAME), so a
- * test can give it bytes that are not text. Runs until killed. */
+ * test can give it bytes that are not text. Runs until killed, or with
+ * JITSPIN_SECONDS=N for N seconds: then, with JITSPIN_EXIT_MAP=PATH, it
+ * renames PATH (a file or a symlink the test made) to /tmp/perf-PID.map
+ * as it exits, as a runtime that writes its map at exit does (Java's
+ * -XX:+DumpPerfMapAtExit). */
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <unistd.h>
+
+static const char *exit_map;
+static char map_path[64];
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	if (exit_map)
+		rename(exit_map, map_path); /* async-signal-safe, as _exit */
+	_exit(0);
+}
 
 int main(int argc, char **argv)
 {
@@ -27,6 +45,12 @@ int main(int argc, char **argv)
 	}
 	printf("%lx\n", (unsigned long)p);
 	fflush(stdout);
+	if (getenv("JITSPIN_SECONDS")) {
+		exit_map = getenv("JITSPIN_EXIT_MAP");
+		snprintf(map_path, sizeof(map_path), "/tmp/perf-%d.map", (int)getpid());
+		signal(SIGALRM, on_alarm);
+		alarm(atoi(getenv("JITSPIN_SECONDS")));
+	}
 	code = (void (*)(void))p;
 	code();
 	return 0;

@@ -1,0 +1,233 @@
+/* cpu-PID.prof (gperftools' CPU profile format, formats/cpuprofile.c) for
+ * each process, one more per program it ran before an exec, and jit-PID.so,
+ * the ELF image of its JIT code that the readers name those frames from. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "formats/cpuprofile.h"
+#include "formats/jitdump.h"
+#include "formats/jitelf.h"
+#include "user/jit.h"
+#include "user/outdir.h"
+#include "user/proc.h"
+#include "user/util.h"
+#include "user/writers.h"
+
+/* The program's path (exe: the process's, or an earlier image's), for the
+ * command that opens its gperftools file. */
+static void exe_path(const struct proc *p, const char *exe, char *buf, size_t len)
+{
+	size_t n;
+
+	if (!exe) {
+		snprintf(buf, len, "/proc/%d/exe", p->pid);
+		return;
+	}
+	snprintf(buf, len, "%s", exe);
+	n = strlen(buf);
+	if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
+		buf[n - 10] = 0;
+}
+
+/* The JIT code of a process for its gperftools file: an ELF image named
+ * jit-PID.so and the mapping line that points the readers at it. */
+struct jit_image {
+	VEC(struct jitelf_func) funcs;
+	uint64_t start, end, offset;
+	char line[PATH_MAX + 128];
+};
+
+static int fill_jitelf(void *ctx, FILE *f, int fd)
+{
+	struct jit_image *ji = ctx;
+
+	fflush(f);
+	return jitelf_write(fd, ji->funcs.v, ji->funcs.n, &ji->start, &ji->end, &ji->offset);
+}
+
+/* The JIT functions the samples of p ran in, named as at their times. */
+static int collect_jit(struct proc *p, struct jit_image *ji)
+{
+	size_t j;
+
+	for (j = 0; j < p->samples.n; j++) {
+		const struct sample *s = &p->samples.v[j];
+		struct frame_iter it;
+
+		frame_iter_init(&it, p, s, false);
+		while (frame_iter_next(&it)) {
+			struct jitelf_func fn = {0};
+			struct jit_hit hit;
+			size_t i;
+
+			if (it.stable || !jit_find(p, it.f->pc, s->time_ns, &hit))
+				continue;
+			for (i = ji->funcs.n; i-- > 0;)
+				if (ji->funcs.v[i].start == hit.start)
+					break;
+			if (i != (size_t)-1)
+				continue;
+			fn.start = hit.start;
+			fn.size = hit.size;
+			fn.name = hit.name;
+			if (hit.nlines) {
+				struct jitelf_line *l = calloc(hit.nlines, sizeof(*l));
+
+				if (!l)
+					return -ENOMEM;
+				for (i = 0; i < hit.nlines; i++)
+					l[i] = (struct jitelf_line){hit.lines[i].addr,
+								    hit.lines[i].line,
+								    hit.lines[i].file};
+				fn.lines = l;
+				fn.nlines = hit.nlines;
+			}
+			if (VEC_PUSH(ji->funcs, fn)) {
+				free((void *)fn.lines);
+				return -ENOMEM;
+			}
+		}
+	}
+	return 0;
+}
+
+struct cpuprof_ctx {
+	const struct run_info *ri;
+	struct proc *p;
+	const struct jit_image *jit; /* NULL: no JIT image */
+	size_t first, end;	     /* the image's samples */
+	const char *maps;	     /* the image's maps */
+};
+
+/* The process's mapping lines, with the anonymous ones that the JIT image
+ * covers replaced by the image's line: the readers take the first mapping
+ * that holds an address. */
+static char *maps_with_jit(const char *maps, const struct jit_image *ji)
+{
+	size_t len = strlen(maps), n = 0;
+	char *out = malloc(len + strlen(ji->line) + 1);
+	const char *p = maps;
+	bool placed = false;
+
+	if (!out)
+		return NULL;
+	while (*p) {
+		const char *nl = strchr(p, '\n'), *end = nl ? nl + 1 : p + strlen(p);
+		unsigned long long a, b;
+		char line[256], file[2] = "";
+		size_t ll = end - p < (long)sizeof(line) - 1 ? (size_t)(end - p) : sizeof(line) - 1;
+
+		memcpy(line, p, ll);
+		line[ll] = 0;
+		/* anonymous: no sixth field */
+		if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %1s", &a, &b, file) == 2 &&
+		    a < ji->end && b > ji->start) {
+			if (!placed) {
+				memcpy(out + n, ji->line, strlen(ji->line));
+				n += strlen(ji->line);
+				placed = true;
+			}
+		} else {
+			memcpy(out + n, p, end - p);
+			n += end - p;
+		}
+		p = end;
+	}
+	if (!placed) {
+		memcpy(out + n, ji->line, strlen(ji->line));
+		n += strlen(ji->line);
+	}
+	out[n] = 0;
+	return out;
+}
+
+static int fill_cpuprofile(void *ctx, FILE *f, int fd)
+{
+	struct cpuprof_ctx *cc = ctx;
+	const struct run_info *ri = cc->ri;
+	struct proc *p = cc->p;
+	struct cpuprof *c;
+	uint64_t pcs[MAX_USER_FRAMES];
+	size_t j, users = 0;
+	int err = 0;
+
+	(void)fd;
+	c = cpuprof_new(1000000 / ri->freq ? 1000000 / ri->freq : 1);
+	if (!c)
+		return -ENOMEM;
+	for (j = cc->first; j < cc->end && !err; j++) {
+		const struct sample *s = &p->samples.v[j];
+		struct frame_iter it;
+		size_t nu = 0;
+
+		/* User frames only, stored verbatim: the readers subtract 1
+		 * from callers themselves. */
+		frame_iter_init(&it, p, s, false);
+		while (frame_iter_next(&it))
+			if (it.f->kind == FRAME_USER && nu < MAX_USER_FRAMES)
+				pcs[nu++] = it.f->caller ? it.f->pc + 1 : it.f->pc;
+		if (nu) {
+			users++;
+			err = cpuprof_add(c, pcs, nu, s->count);
+		}
+	}
+	if (!err && !users)
+		err = -ENODATA;
+	if (!err) {
+		char *maps = cc->jit && cc->maps ? maps_with_jit(cc->maps, cc->jit) : NULL;
+
+		err = cpuprof_write(c, f, maps ? maps : cc->maps);
+		free(maps);
+	}
+	cpuprof_free(c);
+	return err;
+}
+
+/* The per-process gperftools file, with the image of its JIT code; one
+ * more for each program it ran before an exec (cpu-PID.N.prof, N from 0,
+ * oldest first): a file has one maps section, and the readers could not
+ * name an earlier program's addresses with the last one's. */
+int write_cpuprofile(const struct run_info *ri, struct proc *p)
+{
+	struct jit_image ji = {0};
+	struct cpuprof_ctx cc = {ri, p, NULL, 0, p->samples.n, p->maps_text};
+	char name[64], cmd[3 * PATH_MAX], exe[PATH_MAX], dir[PATH_MAX];
+	int first = 0;
+	size_t i;
+
+	for (i = 0; i < p->images.n; i++) {
+		struct cpuprof_ctx ic = {
+		    ri, p, NULL, cc.first, p->images.v[i].samples_end, p->images.v[i].maps_text};
+
+		cc.first = ic.end;
+		if (!ic.maps || ic.end <= ic.first)
+			continue;
+		snprintf(name, sizeof(name), "cpu-%d.%zu.prof", p->pid, i);
+		exe_path(p, p->images.v[i].exe, exe, sizeof(exe));
+		snprintf(cmd, sizeof(cmd), "google-pprof --text %s %s/%s", exe, ri->outdir, name);
+		OUT_FIRST(first, outdir_emit(ri->out, name, p->pid, cmd, fill_cpuprofile, &ic));
+	}
+
+	OUT_FIRST(first, collect_jit(p, &ji));
+	if (ji.funcs.n && outdir_realpath(ri->out, dir, sizeof(dir))) {
+		snprintf(name, sizeof(name), "jit-%d.so", p->pid);
+		snprintf(cmd, sizeof(cmd), "nm -n %s/%s", ri->outdir, name);
+		OUT_FIRST(first, outdir_emit(ri->out, name, p->pid, cmd, fill_jitelf, &ji));
+		if (ji.end > ji.start) {
+			snprintf(ji.line, sizeof(ji.line), "%llx-%llx r-xp %08llx 00:00 0 %s/%s\n",
+				 (unsigned long long)ji.start, (unsigned long long)ji.end,
+				 (unsigned long long)ji.offset, dir, name);
+			cc.jit = &ji;
+		}
+	}
+	snprintf(name, sizeof(name), "cpu-%d.prof", p->pid);
+	exe_path(p, p->exe, exe, sizeof(exe));
+	snprintf(cmd, sizeof(cmd), "google-pprof --text %s %s/%s", exe, ri->outdir, name);
+	OUT_FIRST(first, outdir_emit(ri->out, name, p->pid, cmd, fill_cpuprofile, &cc));
+	for (i = 0; i < ji.funcs.n; i++)
+		free((void *)ji.funcs.v[i].lines);
+	VEC_FREE(ji.funcs);
+	return first;
+}

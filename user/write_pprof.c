@@ -1,0 +1,260 @@
+/* profile.pb.gz: every process's samples, with pid, tid, comm and cpu
+ * labels, written with formats/pprof.c. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "formats/pprof.h"
+#include "user/outdir.h"
+#include "user/proc.h"
+#include "user/symbols.h"
+#include "user/util.h"
+#include "user/writers.h"
+
+static uint64_t kernel_mapping(struct pprof *pp)
+{
+	return pprof_mapping(pp, 0xffff800000000000ULL, UINT64_MAX, 0, "[kernel.kallsyms]", NULL,
+			     true);
+}
+
+static uint64_t frame_location(struct pprof *pp, const struct frame *f, const char *name,
+			       const char *file, int line, uint64_t *kmap)
+{
+	struct pprof_line l = {.function = name, .filename = file, .line = line};
+	uint64_t mapping = 0;
+
+	if (name == f->name) /* profile.proto: the mangled name is the system name */
+		l.system_name = f->system_name;
+	if (f->kind == FRAME_KERNEL) {
+		if (!*kmap)
+			*kmap = kernel_mapping(pp);
+		mapping = *kmap;
+		if (f->module)
+			l.filename = f->module;
+	} else if (f->map) {
+		const char *bid = f->map->sym ? symfile_build_id(f->map->sym) : NULL;
+
+		/* The same mapping's id each time: pprof interns them. */
+		mapping = pprof_mapping(pp, f->map->start, f->map->end, f->map->offset,
+					f->map->path, bid, true);
+		if (!mapping)
+			return 0;
+	}
+	return pprof_location(pp, mapping, f->pc, &l, 1);
+}
+
+/* A program's mapping, kept for the profile's "File:" (set_program). */
+struct program {
+	uint64_t nsamples, start, end, offset;
+	char *path, *build_id;
+};
+
+/* The profile of the processes folded as they go (output.c's fold): each
+ * one a scope, spilled to a nameless file. Frames get no source lines
+ * then: reading a program's DWARF for them took 0.1 s and more per program
+ * with debug info, in the middle of the drain (short-lived processes then
+ * exited before their maps were read), and kept it all in memory, so that
+ * the recorder grew with every program the host ran. */
+struct pprof_fold {
+	struct pprof *pp;
+	uint64_t kmap;		/* the kernel's mapping in pp */
+	struct program program; /* of the folded process with the most samples */
+	bool warned;
+};
+
+/* A process's samples into the profile, each frame a location; with their
+ * source lines when lines is set. */
+static int add_proc(struct pprof *pp, struct proc *p, uint64_t *kmap, bool lines)
+{
+	uint64_t locs[MAX_STACK_FRAMES];
+	/* Each frame's location, made on its first sample (0: not yet). */
+	uint64_t *loc_of = calloc(p->frames.n ? p->frames.n : 1, sizeof(*loc_of));
+	size_t j;
+	int err = 0;
+
+	if (!loc_of)
+		return -ENOMEM;
+	for (j = 0; j < p->samples.n && !err; j++) {
+		const struct sample *s = &p->samples.v[j];
+		const struct thread *t = proc_thread_find(p, s->tid);
+		struct pprof_label labels[4] = {
+		    /* Units keep value 0 (cpu 0, pid 0): pprof drops a
+		     * numeric label that is 0 and has no unit. */
+		    {.key = "pid", .num = p->pid, .num_unit = "pid"},
+		    {.key = "tid", .num = s->tid, .num_unit = "tid"},
+		    {.key = "comm", .str = t && t->comm[0] ? t->comm : p->comm},
+		    {.key = "cpu", .num = s->cpu, .num_unit = "cpu"},
+		};
+		struct frame_iter it;
+		size_t n = 0;
+
+		frame_iter_init(&it, p, s, false);
+		while (frame_iter_next(&it) && !err) {
+			char buf[PATH_MAX + 4];
+			const char *name, *file = NULL;
+			int line = 0;
+
+			if (!it.stable || !loc_of[it.id]) {
+				name = frame_iter_name(&it, buf, sizeof(buf), lines ? &file : NULL,
+						       &line);
+				locs[n] = frame_location(pp, it.f, name, file, line, kmap);
+				if (it.stable)
+					loc_of[it.id] = locs[n];
+			} else {
+				locs[n] = loc_of[it.id];
+			}
+			if (!locs[n++])
+				err = -ENOMEM;
+		}
+		if (!err)
+			err = pprof_add_sample(pp, locs, n, s->count, labels, 4);
+	}
+	free(loc_of);
+	return err;
+}
+
+/* The program of the process with the most samples: pprof shows the first
+ * mapping as the profile's ("File:"), which would otherwise be whatever
+ * came first (often the kernel, in exec). Its mapping of the program, with
+ * symbols loaded (its frames were named, and the build id is known). */
+static const struct mapping *program_mapping(const struct proc *p)
+{
+	size_t i;
+
+	for (i = 0; p->exe && i < p->maps_all.n; i++) {
+		const struct mapping *m = p->maps_all.v[i];
+
+		if (m->exec && m->sym && !strcmp(m->path, p->exe))
+			return m;
+	}
+	return NULL;
+}
+
+static void note_program(struct program *best, const struct proc *p)
+{
+	const struct mapping *m = program_mapping(p);
+	const char *bid;
+
+	if (!m || p->nsamples <= best->nsamples)
+		return;
+	bid = symfile_build_id(m->sym);
+	free(best->path);
+	free(best->build_id);
+	*best = (struct program){p->nsamples, m->start,	       m->end,
+				 m->offset,   strdup(m->path), bid ? strdup(bid) : NULL};
+}
+
+static void set_program(struct pprof *pp, const struct program *folded, bool system_wide)
+{
+	struct program live = {0};
+	const struct program *best;
+	uint64_t id;
+	size_t i;
+
+	/* A profile of many programs has none to name: a first mapping with
+	 * no file, which pprof shows as no "File:" line (it names the first
+	 * mapping's file, whatever covers most samples). */
+	if (system_wide) {
+		if ((id = pprof_mapping(pp, 0, 0, 0, "", NULL, true)))
+			pprof_set_main_mapping(pp, id);
+		return;
+	}
+
+	for (i = 0; i < procs.v.n; i++)
+		note_program(&live, procs.v.v[i]);
+	best = folded && folded->nsamples > live.nsamples ? folded : &live;
+	if (best->path && (id = pprof_mapping(pp, best->start, best->end, best->offset, best->path,
+					      best->build_id, true)))
+		pprof_set_main_mapping(pp, id);
+	free(live.path);
+	free(live.build_id);
+}
+
+struct pprof_fold *pprof_fold_new(const struct run_info *ri, int spill_fd)
+{
+	struct pprof_fold *pf = calloc(1, sizeof(*pf));
+
+	if (!pf)
+		return NULL;
+	pf->pp = pprof_new(1000000000LL / ri->freq, ri->start_realtime_ns, 0);
+	if (pf->pp)
+		pf->kmap = kernel_mapping(pf->pp);
+	if (!pf->pp || !pf->kmap) {
+		pprof_fold_free(pf);
+		return NULL;
+	}
+	pprof_spill_to(pf->pp, spill_fd);
+	return pf;
+}
+
+int pprof_fold_add(struct pprof_fold *pf, struct proc *p)
+{
+	int err;
+
+	if (p->exited)
+		note_program(&pf->program, p);
+	pprof_scope_begin(pf->pp);
+	err = add_proc(pf->pp, p, &pf->kmap, false);
+	if (err) /* ENOMEM: what is in the scope goes; the rest is lost */
+		warn("pid %d: %s; some of its samples are not in the profile", p->pid,
+		     strerror(-err));
+	err = pprof_scope_end(pf->pp);
+	if (err && !pf->warned) {
+		warn("cannot set aside samples in the output directory (%s): they stay in "
+		     "memory to the end",
+		     strerror(-err));
+		pf->warned = true;
+	}
+	return err;
+}
+
+void pprof_fold_free(struct pprof_fold *pf)
+{
+	if (!pf)
+		return;
+	pprof_free(pf->pp);
+	free(pf->program.path);
+	free(pf->program.build_id);
+	free(pf);
+}
+
+struct profile_ctx {
+	const struct run_info *ri;
+	struct pprof_fold *pf;
+};
+
+static int fill_pprof(void *ctx, FILE *out, int fd)
+{
+	const struct profile_ctx *pc = ctx;
+	const struct run_info *ri = pc->ri;
+	struct pprof_fold *pf = pc->pf;
+	struct pprof *pp;
+	uint64_t kmap = 0, *km = pf ? &pf->kmap : &kmap;
+	size_t i;
+	int err = 0;
+
+	pp = pf ? pf->pp : pprof_new(1000000000LL / ri->freq, ri->start_realtime_ns, 0);
+	if (!pp)
+		return -ENOMEM;
+	pprof_set_duration(pp, ri->duration_ns);
+	set_program(pp, pf ? &pf->program : NULL, ri->system_wide);
+	for (i = 0; i < procs.v.n && !err; i++)
+		err = add_proc(pp, procs.v.v[i], km, !pf);
+	if (!err) {
+		fflush(out);
+		err = pprof_write_fd(pp, fd);
+	}
+	if (!pf)
+		pprof_free(pp);
+	return err;
+}
+
+int write_profile(const struct run_info *ri, struct pprof_fold *pf)
+{
+	struct profile_ctx pc = {ri, pf};
+	char cmd[PATH_MAX + 64];
+
+	snprintf(cmd, sizeof(cmd), "pprof -top %s/profile.pb.gz", ri->outdir);
+	return outdir_emit(ri->out, "profile.pb.gz", 0, cmd, fill_pprof, &pc);
+}

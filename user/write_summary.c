@@ -1,0 +1,170 @@
+/* summary.json: the run (event, rate, counts, the CFI walk's figures,
+ * what this kernel lacks), a row per process, and the files written. */
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "formats/util.h"
+#include "user/jit.h"
+#include "user/outdir.h"
+#include "user/proc.h"
+#include "user/util.h"
+#include "user/writers.h"
+
+/* A JSON string. Names are sanitized where they enter the model; the rest
+ * (command line, output directory) is the user's, sanitized here as JSON
+ * must be valid UTF-8. */
+static void json_str(FILE *f, const char *raw)
+{
+	char *clean = fmt_sanitize_dup(raw, strlen(raw));
+	const char *s = clean ? clean : "";
+
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = *s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+	free(clean);
+}
+
+/* A process's row of summary.json, on one line. */
+void summary_row(FILE *f, const struct proc *p)
+{
+	const struct jit_guide *g;
+
+	fprintf(f, "{\"pid\": %d, \"comm\": ", p->pid);
+	json_str(f, p->comm);
+	fprintf(f,
+		", \"samples\": %" PRIu64 ", \"lost_samples\": %" PRIu64 ", \"threads\": %zu"
+		", \"unwinding\": \"%s\", \"cfi_walked\": %" PRIu64
+		", \"cfi_reached_root\": %" PRIu64 ", \"cfi_to_dwarf\": %" PRIu64
+		", \"dwarf_unwound\": %" PRIu64 ", \"dwarf_truncated\": %" PRIu64
+		", \"leaf_callers_added\": %" PRIu64 ", \"dwarf_unwind_ns\": %" PRIu64,
+		p->nsamples, p->lost, p->threads.n,
+		p->cfi_walked > p->unwound ? "cfi"
+		: p->unwound		   ? "dwarf"
+					   : "fp",
+		p->cfi_walked, p->cfi_root, p->cfi_to_dwarf, p->unwound, p->truncated,
+		p->leaf_fixed, p->unwind_ns);
+	if ((g = jit_guide(p))) {
+		fprintf(f, ", \"jit_unnamed\": {\"share\": %.3f, \"runtime\": ", g->share);
+		json_str(f, g->runtime);
+		fprintf(f, ", \"fix\": ");
+		json_str(f, g->fix);
+		fputc('}', f);
+	}
+	fputc('}', f);
+}
+
+struct summary_ctx {
+	const struct run_info *ri;
+	FILE *rows;
+	long rows_end;
+};
+
+static int fill_summary(void *ctx, FILE *f, int fd)
+{
+	const struct summary_ctx *sc = ctx;
+	const struct run_info *ri = sc->ri;
+	const struct written *written;
+	size_t i, nwritten;
+	int k;
+
+	(void)fd;
+	fprintf(f, "{\n  \"command_line\": [");
+	for (k = 0; k < ri->argc; k++) {
+		fputs(k ? ", " : "", f);
+		json_str(f, ri->argv[k]);
+	}
+	fprintf(f, "],\n  \"event\": ");
+	json_str(f, ri->event);
+	fprintf(f,
+		",\n  \"frequency_hz\": %d,\n  \"ringbuf_mib\": %u,\n  \"duration_s\": %.3f,\n  "
+		"\"start_time_ns\": %" PRIu64 ",\n  \"samples\": %" PRIu64
+		",\n  \"sample_bytes\": %" PRIu64 ",\n  \"lost_samples\": %" PRIu64
+		",\n  \"lost_task_events\": %" PRIu64 ",\n  \"kernel_stack_errors\": %" PRIu64
+		",\n  \"user_stack_errors\": %" PRIu64
+		",\n  \"user_stacks_walked_by_kernel\": %" PRIu64 ",\n  \"traced_calls\": %" PRIu64
+		",\n  \"lost_traced_calls\": %" PRIu64 ",\n  \"kernel\": ",
+		ri->freq, ri->ringbuf_mb, ri->duration_ns / 1e9, ri->start_realtime_ns, ri->samples,
+		ri->sample_bytes, ri->lost, ri->lost_tasks, ri->kstack_err, ri->ustack_err,
+		ri->kernel_walks, ri->traced_calls, ri->lost_calls);
+	json_str(f, ri->kernel ? ri->kernel : "");
+	if (ri->cfi)
+		fprintf(f,
+			",\n  \"cfi_walk\": {\"walks\": %" PRIu64 ", \"reached_root\": %" PRIu64
+			", \"truncated\": %" PRIu64 ", \"to_dwarf\": %" PRIu64
+			", \"fp_steps_no_mapping\": %" PRIu64 ", \"fp_steps_no_cfi\": %" PRIu64
+			", \"read_errors\": %" PRIu64 ", \"uretprobe_misses\": %" PRIu64
+			", \"tables_built\": %" PRIu64 ", \"table_bytes_peak\": %" PRIu64
+			", \"budget_bytes\": %" PRIu64 ", \"out_of_budget\": %" PRIu64 "}",
+			ri->cfi_walks, ri->cfi_root, ri->cfi_trunc, ri->cfi_to_dwarf,
+			ri->cfi_fp_nomap, ri->cfi_fp_nocfi, ri->cfi_read_err,
+			ri->cfi_uretprobe_miss, ri->cfi_tables, ri->cfi_table_bytes,
+			ri->cfi_budget_bytes, ri->cfi_out_of_budget);
+	fprintf(f, ",\n  \"degraded\": [");
+	for (i = 0; ri->degraded && i < ri->degraded->n; i++) {
+		fprintf(f, "%s\n    {\"feature\": ", i ? "," : "");
+		json_str(f, ri->degraded->what[i]);
+		fprintf(f, ", \"why\": ");
+		json_str(f, ri->degraded->why[i]);
+		fputc('}', f);
+	}
+	fprintf(f, "%s],\n  \"processes\": [", i ? "\n  " : "");
+	k = 0;
+	if (sc->rows && !fseek(sc->rows, 0, SEEK_SET)) {
+		char *line = NULL;
+		size_t cap = 0;
+		ssize_t n;
+		long at = 0;
+
+		/* Complete rows only: a failed write may have left part of one. */
+		while (at < sc->rows_end && (n = getline(&line, &cap, sc->rows)) > 0) {
+			fprintf(f, "%s\n    %.*s", k++ ? "," : "", (int)(n - 1), line);
+			at += n;
+		}
+		free(line);
+		if (ferror(sc->rows))
+			warn("summary.json: the rows of exited processes set aside in %s could "
+			     "not be read back: some are missing",
+			     ri->out->path);
+	}
+	for (i = 0; i < procs.v.n; i++) {
+		const struct proc *p = procs.v.v[i];
+
+		if (!p->nsamples && !p->lost && !p->exact)
+			continue;
+		fprintf(f, "%s\n    ", k++ ? "," : "");
+		summary_row(f, p);
+	}
+	fprintf(f, "\n  ],\n  \"files\": [");
+	written = outdir_written(&nwritten);
+	for (i = 0; i < nwritten; i++) {
+		fprintf(f, "%s\n    {\"file\": ", i ? "," : "");
+		json_str(f, written[i].name);
+		if (written[i].pid)
+			fprintf(f, ", \"pid\": %d", written[i].pid);
+		fprintf(f, ", \"open\": ");
+		json_str(f, written[i].open_cmd);
+		fputc('}', f);
+	}
+	fprintf(f, "\n  ]\n}\n");
+	return 0;
+}
+
+int write_summary(const struct run_info *ri, FILE *rows, long rows_end)
+{
+	struct summary_ctx sc = {ri, rows, rows_end};
+	char cmd[PATH_MAX + 64];
+
+	snprintf(cmd, sizeof(cmd), "cat %s/summary.json", ri->outdir);
+	return outdir_emit(ri->out, "summary.json", 0, cmd, fill_summary, &sc);
+}

@@ -1,0 +1,40 @@
+/* The writers behind output.c, one for each file (or family of files):
+ * each names its file, fills it and writes it through outdir_emit. */
+#ifndef USER_WRITERS_H
+#define USER_WRITERS_H
+
+#include <stdio.h>
+#include "user/output.h"
+
+struct proc;
+
+/* profile.pb.gz (write_pprof.c). Under -a, the processes done with are
+ * folded into it as they go (output_fold): each a scope, spilled to
+ * spill_fd; write_profile then writes those and what is left. */
+struct pprof_fold;
+struct pprof_fold *pprof_fold_new(const struct run_info *ri, int spill_fd);
+/* A process's samples into the profile, now (warned about, once, when they
+ * could not be set aside). 0 or -errno. */
+int pprof_fold_add(struct pprof_fold *pf, struct proc *p);
+void pprof_fold_free(struct pprof_fold *pf);
+int write_profile(const struct run_info *ri, struct pprof_fold *pf);
+
+/* stacks.folded and flamegraph.html (write_flame.c): every process's
+ * samples merged into one tree of frames, named as profile.pb.gz names them,
+ * each process under its comm. Under -a, processes are added as they are
+ * folded into the profile (flame_fold_add: as they exit, and the live ones
+ * every minute), and forgotten: the tree grows with distinct stacks only.
+ * A failure (ENOMEM) is kept, and the two files are then not written. */
+void flame_fold_add(struct proc *p);
+/* The processes still held are added first. */
+int write_flame(const struct run_info *ri);
+
+/* cpu-PID.prof, cpu-PID.N.prof and jit-PID.so (write_gperf.c). */
+int write_cpuprofile(const struct run_info *ri, struct proc *p);
+
+/* summary.json (write_summary.c): rows (rows_end bytes of them) are those
+ * of processes folded away, a line each, as summary_row writes them. */
+void summary_row(FILE *f, const struct proc *p);
+int write_summary(const struct run_info *ri, FILE *rows, long rows_end);
+
+#endif
