@@ -26,8 +26,9 @@ ARCH    := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN_FLAGS) -I. -I$(OUT)
-# libstdc++: its C++ demangler, for the folded stacks' names.
-LDLIBS  := -lbpf -lelf -ldw -lz -lstdc++
+# libiberty: cplus_demangle, which demangles Rust (legacy and v0) as well as
+# C++; __cxa_demangle leaves the legacy hash and fails on v0.
+LDLIBS  := -lbpf -lelf -ldw -lz -liberty
 # Clang for BPF: CO-RE against the checked-in vmlinux.h.
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -I. $(WARN) -Wno-unused-parameter
 
@@ -82,11 +83,17 @@ $(OUT)/tests/test_unwind: tests/unit/test_unwind.c $(wildcard tests/unit/*.h) $(
 		$(LDLIBS)
 
 # The symbol readers are user/ code too, unit-testable with util.o alone.
+# Their library of C++ and Rust names and symbol versions, stripped.
+$(OUT)/tests/libnames.so: tests/unit/names_lib.c tests/unit/names_lib.map
+	@mkdir -p $(@D)
+	$(CC) -O2 -fPIC -shared -Wl,--version-script=tests/unit/names_lib.map -o $@.tmp $<
+	strip -o $@ $@.tmp && rm -f $@.tmp
 $(OUT)/tests/test_symbols: tests/unit/test_symbols.c $(wildcard tests/unit/*.h) $(OUT)/user/symbols.o \
-			   $(OUT)/user/util.o $(OUT)/formats/util.o
+			   $(OUT)/user/util.o $(OUT)/formats/util.o $(OUT)/formats/gopclntab.o \
+			   $(OUT)/tests/libnames.so
 	@mkdir -p $(@D)
 	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/symbols.o $(OUT)/user/util.o \
-		$(OUT)/formats/util.o $(LDLIBS)
+		$(OUT)/formats/util.o $(OUT)/formats/gopclntab.o $(LDLIBS)
 
 # The unwind tables for BPF (user/cfi_table.c), walked over this test's own
 # stacks and compared with the unwinder above: compiled without sanitizers
@@ -196,7 +203,8 @@ clean:
 WL_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Wall -Werror
 WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/calls $(OUT)/workloads/leafy $(OUT)/workloads/spin \
 	     $(OUT)/workloads/deep $(OUT)/workloads/jitspin $(OUT)/workloads/execspin $(OUT)/workloads/nofp \
-	     $(OUT)/workloads/mixed $(OUT)/workloads/cxxalloc $(OUT)/workloads/waits
+	     $(OUT)/workloads/mixed $(OUT)/workloads/cxxalloc $(OUT)/workloads/waits \
+	     $(OUT)/workloads/cxxsplit $(OUT)/workloads/frees $(OUT)/workloads/gowork
 workloads: $(WORKLOADS)
 all: workloads
 $(OUT)/workloads/libwork.so: tests/workloads/libwork.c tests/workloads/work.h
@@ -221,6 +229,13 @@ $(OUT)/workloads/leafy: tests/workloads/leafy.c
 $(OUT)/workloads/deep: tests/workloads/deep.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $<
+# Go, for source lines from .gopclntab (golang-go, from make deps).
+$(OUT)/workloads/gowork: tests/workloads/gowork.go
+	@mkdir -p $(@D)
+	GO111MODULE=off GOCACHE=$(abspath $(OUT))/go-cache go build -o $@ $<
+$(OUT)/workloads/frees: tests/workloads/frees.c
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -o $@ $<
 $(OUT)/workloads/execspin: tests/workloads/execspin.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $<
@@ -241,6 +256,10 @@ $(OUT)/workloads/cxxalloc: tests/workloads/cxxalloc.cc
 $(OUT)/workloads/waits: tests/workloads/waits.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $< -pthread
+# C++ names (templates, namespaces, std:: types) for the demangling tests.
+$(OUT)/workloads/cxxsplit: tests/workloads/cxxsplit.cc
+	@mkdir -p $(@D)
+	g++ $(WL_CFLAGS) -o $@ $<
 $(OUT)/workloads/spin: tests/workloads/spin.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -fno-omit-frame-pointer -Wall -Werror -o $@ $< -pthread

@@ -6,7 +6,9 @@ set -euo pipefail
 
 PKGS=(
   make pkg-config clang llvm gcc libc6-dev binutils libclang-rt-14-dev
-  libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev
+  libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev libiberty-dev
+  # pprof -svg, -pdf and the graph view of pprof -http run graphviz's dot
+  graphviz
   linux-perf bpftrace google-perftools
   # scripts/bench-offcpu.sh: bcc's offcputime, the peer of --off-cpu
   bpfcc-tools

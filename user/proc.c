@@ -388,7 +388,7 @@ static void name_user_frame(struct proc *p, struct frame *f)
 
 	if (!sf)
 		return;
-	f->name = symfile_lookup(sf, off, NULL, NULL);
+	f->name = symfile_lookup(sf, off, NULL, NULL, &f->system_name);
 	if (!f->name)
 		f->func = symfile_func_start(sf, off);
 }

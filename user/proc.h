@@ -38,11 +38,12 @@ enum frame_kind { FRAME_USER, FRAME_KERNEL };
 struct frame {
 	uint64_t pc;	     /* lookup address: the ip for a leaf, return address - 1 for callers */
 	struct mapping *map; /* user frames: the mapping at pc, or NULL */
-	const char *name;    /* function, NULL when unknown */
-	uint64_t func;	     /* no name: the function's start (ELF vaddr, by .eh_frame), or 0 */
-	const char *module;  /* kernel module, NULL for the core kernel */
-	uint8_t kind;	     /* enum frame_kind */
-	bool caller;	     /* pc is a return address - 1 */
+	const char *name;    /* function (demangled), NULL when unknown */
+	const char *system_name; /* its mangled name, NULL when not mangled */
+	uint64_t func;		 /* no name: the function's start (ELF vaddr, by .eh_frame), or 0 */
+	const char *module;	 /* kernel module, NULL for the core kernel */
+	uint8_t kind;		 /* enum frame_kind */
+	bool caller;		 /* pc is a return address - 1 */
 };
 
 struct sample {

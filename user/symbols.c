@@ -3,20 +3,28 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <libiberty/demangle.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "formats/gopclntab.h"
 #include "formats/util.h"
 #include "user/symbols.h"
 #include "user/util.h"
 
+/* Every FUNC symbol, aliases included (-t matches any name at an address;
+ * lookups take the first at it). */
 struct sym {
 	uint64_t addr, size;
 	uint32_t name; /* offset into names */
+	uint32_t ver;  /* .dynsym's version (offset into names), 0: none */
+	uint32_t idx;  /* order in the tables: ties keep it */
 	uint8_t rank;  /* lower wins among symbols at one address */
+	bool hidden;   /* a non-default version (name@VER, not name@@VER) */
+	bool dyn;      /* from .dynsym (merged into .symtab's same name) */
 };
 
 struct symvec {
@@ -35,6 +43,9 @@ struct symfile {
 	ino_t ino;
 	struct sym *syms;
 	size_t nsyms;
+	/* Demangled names, made on a symbol's first lookup: NULL untried,
+	 * not_mangled when the name is its own display name. */
+	char **dnames;
 	char *names;
 	size_t names_len;
 	struct load *loads;
@@ -42,6 +53,12 @@ struct symfile {
 	uint64_t *fstarts; /* function starts from .eh_frame_hdr, sorted */
 	size_t nfstarts;
 	bool go; /* a Go program: frame pointers always, with Go's own prologue */
+	/* Go's line table (.gopclntab: libdw reads no line of Go's DWARF),
+	 * read from dw_fd on the first line looked up, freed with the Dwfl. */
+	uint64_t go_tab_off, go_tab_size, go_text;
+	uint8_t *go_tab;
+	struct gopcln go_lines;
+	bool go_tried;
 	char build_id[41 * 2];
 	/* Source lines and .eh_frame function ranges: the file stays open (the
 	 * process may be gone when the files are written); libdw reads its
@@ -80,7 +97,78 @@ static int cmp_sym(const void *a, const void *b)
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
-	return (int)x->rank - (int)y->rank;
+	/* An old version's name (cfree@GLIBC_2.2.5) names no function today. */
+	if (x->hidden != y->hidden)
+		return x->hidden ? 1 : -1;
+	if (x->rank != y->rank)
+		return (int)x->rank - (int)y->rank;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Appends a sanitized copy of s to names; its offset, or 0 on ENOMEM (0 is
+ * the empty name, which no caller appends). */
+static uint32_t add_name(struct charvec *names, const char *s)
+{
+	size_t n = strlen(s), len = fmt_sanitize(NULL, 0, s, n) + 1;
+	uint32_t off = names->n;
+
+	/* Sanitized: a symbol name is the binary's author's to choose. */
+	if (names->n + len > UINT32_MAX || VEC_RESERVE(*names, names->n + len))
+		return 0;
+	fmt_sanitize(names->v + names->n, len, s, n);
+	names->n += len;
+	return off;
+}
+
+/* .dynsym's symbol versions (.gnu.version, and the names of the versions
+ * the file defines in .gnu.version_d): free@@GLIBC_2.2.5 is "free" in
+ * the string table. */
+struct versions {
+	Elf_Data *versym;
+	VEC(uint32_t) names; /* by version index: offset into names, 0 none */
+};
+
+static int read_versions(Elf *elf, Elf_Scn *dynsym, struct versions *v, struct charvec *names)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d;
+		size_t off = 0, i;
+		GElf_Verdef vd;
+		GElf_Verdaux va;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_GNU_versym && sh.sh_link == elf_ndxscn(dynsym)) {
+			v->versym = elf_getdata(scn, NULL);
+			continue;
+		}
+		if (sh.sh_type != SHT_GNU_verdef || !(d = elf_getdata(scn, NULL)))
+			continue;
+		/* Bounded by the section's count: a loop of vd_next must end. */
+		for (i = 0; i < sh.sh_info && gelf_getverdef(d, off, &vd); i++) {
+			const char *n;
+			uint32_t no;
+
+			if (vd.vd_ndx < 0x8000 && gelf_getverdaux(d, off + vd.vd_aux, &va) &&
+			    (n = elf_strptr(elf, sh.sh_link, va.vda_name)) && *n &&
+			    !(vd.vd_flags & VER_FLG_BASE)) {
+				if (VEC_RESERVE(v->names, vd.vd_ndx + 1u))
+					return -ENOMEM;
+				while (v->names.n <= vd.vd_ndx)
+					v->names.v[v->names.n++] = 0;
+				if (!(no = add_name(names, n)))
+					return -ENOMEM;
+				v->names.v[vd.vd_ndx] = no;
+			}
+			if (!vd.vd_next)
+				break;
+			off += vd.vd_next;
+		}
+	}
+	return 0;
 }
 
 /* Appends the FUNC symbols of one symbol table. */
@@ -88,16 +176,20 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct symvec *out
 		       struct charvec *names)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
+	struct versions ver = {0};
 	size_t i, n;
+	int err = 0;
 
 	if (!data || !sh->sh_entsize)
 		return 0;
+	if (sh->sh_type == SHT_DYNSYM && (err = read_versions(elf, scn, &ver, names)))
+		goto out;
 	n = sh->sh_size / sh->sh_entsize;
 	for (i = 0; i < n; i++) {
+		GElf_Versym vs;
 		GElf_Sym s;
 		const char *name;
-		size_t len;
-		struct sym y;
+		struct sym y = {0};
 
 		if (!gelf_getsym(data, i, &s))
 			break;
@@ -108,22 +200,26 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct symvec *out
 		name = elf_strptr(elf, sh->sh_link, s.st_name);
 		if (!name || !*name)
 			continue;
-		/* Sanitized: a symbol name is the binary's author's to choose. */
-		len = fmt_sanitize(NULL, 0, name, strlen(name)) + 1;
-		if (names->n + len > UINT32_MAX || VEC_RESERVE(*names, names->n + len))
-			return -ENOMEM;
 		y.addr = s.st_value;
 		y.size = s.st_size;
-		y.name = names->n;
+		y.idx = out->n;
+		y.dyn = sh->sh_type == SHT_DYNSYM;
 		y.rank = GELF_ST_BIND(s.st_info) == STB_GLOBAL ? 0
 			 : GELF_ST_BIND(s.st_info) == STB_WEAK ? 1
 							       : 2;
-		fmt_sanitize(names->v + names->n, len, name, strlen(name));
-		names->n += len;
-		if (VEC_PUSH(*out, y))
-			return -ENOMEM;
+		if (ver.versym && gelf_getversym(ver.versym, i, &vs) &&
+		    (vs & 0x7fff) < ver.names.n) {
+			y.ver = ver.names.v[vs & 0x7fff];
+			y.hidden = vs & 0x8000;
+		}
+		if (!(y.name = add_name(names, name)) || VEC_PUSH(*out, y)) {
+			err = -ENOMEM;
+			break;
+		}
 	}
-	return 0;
+out:
+	VEC_FREE(ver.names);
+	return err;
 }
 
 static void read_build_id(Elf *elf, struct symfile *f)
@@ -153,11 +249,13 @@ static void read_build_id(Elf *elf, struct symfile *f)
 	}
 }
 
-/* Reads .symtab, else .dynsym, of elf. */
+/* Reads .symtab and .dynsym of elf: .symtab names more functions,
+ * .dynsym's names carry their versions (merge_dynsym). */
 static int read_syms(Elf *elf, struct symvec *syms, struct charvec *names, bool *had_symtab)
 {
 	Elf_Scn *scn = NULL, *dyn = NULL, *tab = NULL;
 	GElf_Shdr sh, dsh, tsh;
+	int err = 0;
 
 	while ((scn = elf_nextscn(elf, scn))) {
 		if (!gelf_getshdr(scn, &sh))
@@ -172,10 +270,52 @@ static int read_syms(Elf *elf, struct symvec *syms, struct charvec *names, bool 
 	}
 	*had_symtab = tab != NULL;
 	if (tab)
-		return read_symtab(elf, tab, &tsh, syms, names);
-	if (dyn)
-		return read_symtab(elf, dyn, &dsh, syms, names);
-	return 0;
+		err = read_symtab(elf, tab, &tsh, syms, names);
+	if (dyn && !err)
+		err = read_symtab(elf, dyn, &dsh, syms, names);
+	return err;
+}
+
+/* syms sorted by address: a .dynsym symbol whose name .symtab has at the
+ * same address adds only its version to it. */
+static void merge_dynsym(struct symvec *syms, const char *names)
+{
+	size_t i, j, k, end, n = 0;
+
+	for (i = 0; i < syms->n; i = end) {
+		for (end = i + 1; end < syms->n && syms->v[end].addr == syms->v[i].addr; end++)
+			;
+		for (j = i; j < end; j++) {
+			struct sym *d = &syms->v[j];
+
+			for (k = i; d->dyn && k < end; k++) {
+				struct sym *t = &syms->v[k];
+
+				if (t->dyn || strcmp(names + t->name, names + d->name))
+					continue;
+				if (!t->ver) {
+					t->ver = d->ver;
+					t->hidden = d->hidden;
+				}
+				/* Its place in .dynsym (the first table read
+				 * where there is no .symtab): the address's
+				 * name stays the one it was before the merge. */
+				t->idx = t->idx < d->idx ? t->idx : d->idx;
+				d->name = 0; /* merged: dropped below */
+				break;
+			}
+		}
+	}
+	for (i = 0; i < syms->n; i = end) {
+		size_t start = n;
+
+		for (end = i; end < syms->n && syms->v[end].addr == syms->v[i].addr; end++)
+			if (syms->v[end].name)
+				syms->v[n++] = syms->v[end];
+		if (n - start > 1) /* merged entries moved in their group */
+			qsort(syms->v + start, n - start, sizeof(*syms->v), cmp_sym);
+	}
+	syms->n = n;
 }
 
 /* Debian's -dbgsym packages put full symbol tables under the build id: a
@@ -231,8 +371,15 @@ static void read_fde_starts(Elf *elf, struct symfile *f)
 
 		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
 			continue;
-		if (!strcmp(name, ".gopclntab"))
+		if (!strcmp(name, ".gopclntab") && sh.sh_type == SHT_PROGBITS) {
 			f->go = true;
+			f->go_tab_off = sh.sh_offset;
+			f->go_tab_size = sh.sh_size;
+		}
+		/* Go 1.18+'s table is relative to the text, which a PIE's
+		 * table leaves to a relocation (0 in the file). */
+		if (!strcmp(name, ".text"))
+			f->go_text = sh.sh_addr;
 		/* The first table only: a second (objcopy can add one) would
 		 * replace it, leaking it. */
 		if (strcmp(name, ".eh_frame_hdr") || sh.sh_type != SHT_PROGBITS || f->fstarts)
@@ -264,7 +411,7 @@ static int load_symfile(struct symfile *f, int fd)
 	struct symvec syms = {0};
 	struct charvec names = {0};
 	VEC(struct load) loads = {0};
-	size_t i, nph, j;
+	size_t i, nph;
 	bool had_symtab = false;
 	Elf *elf;
 	int err = 0;
@@ -313,11 +460,7 @@ static int load_symfile(struct symfile *f, int fd)
 	read_fde_starts(elf, f);
 	if (syms.n) /* syms.v is NULL with no symbol; qsort wants a pointer */
 		qsort(syms.v, syms.n, sizeof(*syms.v), cmp_sym);
-	/* One symbol per address: aliases (weak/global pairs) add nothing. */
-	for (i = j = 0; i < syms.n; i++)
-		if (!j || syms.v[j - 1].addr != syms.v[i].addr)
-			syms.v[j++] = syms.v[i];
-	syms.n = j;
+	merge_dynsym(&syms, names.v);
 	f->syms = syms.v;
 	f->nsyms = syms.n;
 	f->names = names.v;
@@ -336,8 +479,25 @@ out:
 	return err;
 }
 
+static char not_mangled[] = "";
+
+static void go_lines_free(struct symfile *f)
+{
+	free(f->go_tab);
+	f->go_tab = NULL;
+	f->go_tried = false;
+	memset(&f->go_lines, 0, sizeof(f->go_lines));
+}
+
 static void symfile_free(struct symfile *f)
 {
+	size_t i;
+
+	go_lines_free(f);
+	for (i = 0; f->dnames && i < f->nsyms; i++)
+		if (f->dnames[i] != not_mangled)
+			free(f->dnames[i]);
+	free(f->dnames);
 	free(f->syms);
 	free(f->names);
 	free(f->loads);
@@ -524,13 +684,17 @@ void symfiles_trim(uint64_t now, uint64_t idle_ns)
 		struct symfile *f = files.v[i];
 
 		if (!f->refs && now - f->released_ns >= idle_ns) {
-			freed |= f->dwfl != NULL;
+			freed |= f->dwfl != NULL || f->go_tab;
 			symfile_free(f);
 			dropped = true;
 			continue;
 		}
 		files.v[n++] = f;
-		if (!f->dwfl || now - f->dwfl_used_ns < idle_ns)
+		if ((!f->dwfl && !f->go_tab) || now - f->dwfl_used_ns < idle_ns)
+			continue;
+		go_lines_free(f);
+		freed = true;
+		if (!f->dwfl)
 			continue;
 		dwfl_end(f->dwfl);
 		f->dwfl = NULL;
@@ -547,17 +711,53 @@ void symfiles_trim(uint64_t now, uint64_t idle_ns)
 			idtab_insert(&files_tab, file_hash(&st), i);
 		}
 	}
-	/* Their file names were libdw's strings, keys of the cache. */
+	/* Their file names were libdw's strings (or Go tables'), keys of the
+	 * cache. */
 	if (freed)
 		dirty_files_clear();
 }
 
+/* Go's line table, read on first use; NULL when it is not there or not a
+ * layout gopcln knows. */
+static const struct gopcln *go_lines(struct symfile *f)
+{
+	int err;
+
+	f->dwfl_used_ns = now_ns(CLOCK_MONOTONIC);
+	if (f->go_tried)
+		return f->go_tab ? &f->go_lines : NULL;
+	f->go_tried = true;
+	/* The whole table in memory: 64 MiB covers the largest Go programs
+	 * (kubelet's is ~30 MiB). */
+	if (!f->go_tab_size || f->go_tab_size > (64u << 20) || f->dw_fd < 0 ||
+	    !(f->go_tab = malloc(f->go_tab_size)))
+		return NULL;
+	if (pread(f->dw_fd, f->go_tab, f->go_tab_size, f->go_tab_off) != (ssize_t)f->go_tab_size)
+		err = -EIO;
+	else
+		err = gopcln_open(&f->go_lines, f->go_tab, f->go_tab_size);
+	if (err) {
+		debug("%s: .gopclntab: %s", f->path ? f->path : "?",
+		      err == -ENOTSUP ? "a Go version before 1.18" : "unreadable");
+		go_lines_free(f);
+		f->go_tried = true;
+		return NULL;
+	}
+	if (!f->go_lines.text_start)
+		f->go_lines.text_start = f->go_text;
+	return &f->go_lines;
+}
+
 int symfile_srcline(struct symfile *f, uint64_t file_off, const char **file, int *line)
 {
-	Dwfl *dwfl = symfile_dwfl(f);
+	const struct gopcln *g = f->go ? go_lines(f) : NULL;
+	const char *fn, *s;
 	Dwfl_Line *dl;
-	const char *s;
+	Dwfl *dwfl;
 
+	if (g && !gopcln_lookup(g, symfile_vaddr(f, file_off), &fn, &s, line))
+		return (*file = clean_file(s)) ? 0 : -ENOENT;
+	dwfl = symfile_dwfl(f);
 	if (!dwfl || !(dl = dwfl_getsrc(dwfl, symfile_vaddr(f, file_off))))
 		return -ENOENT;
 	s = dwfl_lineinfo(dl, NULL, line, NULL, NULL, NULL);
@@ -611,14 +811,74 @@ uint64_t symfile_offset(const struct symfile *f, uint64_t vaddr)
 	return UINT64_MAX;
 }
 
-int symfile_foreach(const struct symfile *f, symfile_fn fn, void *ctx)
+/* Names longer than this are not demangled: no real one comes near it, and
+ * the demangler's work grows with the name. */
+#define DEMANGLE_MAX 4096
+
+char *demangle_name(const char *raw)
 {
-	size_t i;
+	const char *at = strchr(raw, '@');
+	size_t n = at ? (size_t)(at - raw) : strlen(raw), dn, need;
+	char base[DEMANGLE_MAX], *d, *out;
+
+	if (n < 3 || n >= sizeof(base) || raw[0] != '_' || (raw[1] != 'Z' && raw[1] != 'R'))
+		return NULL;
+	memcpy(base, raw, n);
+	base[n] = 0;
+	/* DMGL_AUTO: C++, and Rust's legacy (_ZN...17h<hash>E, the hash
+	 * dropped) and v0 (_R) schemes. */
+	d = cplus_demangle(base, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
+	if (!d)
+		return NULL;
+	dn = strlen(d);
+	need = fmt_sanitize(NULL, 0, d, dn) + (at ? strlen(at) : 0) + 1;
+	out = malloc(need);
+	if (out) {
+		fmt_sanitize(out, need, d, dn);
+		if (at)
+			strcat(out, at);
+	}
+	free(d);
+	return out;
+}
+
+/* The name a symbol is shown by, demangled once per symbol. */
+static const char *sym_display(struct symfile *f, size_t i)
+{
+	const char *raw = f->names + f->syms[i].name;
+	char *d;
+
+	if (!f->dnames && !(f->dnames = calloc(f->nsyms, sizeof(*f->dnames))))
+		return raw; /* ENOMEM: the mangled name still names it */
+	if (f->dnames[i])
+		return f->dnames[i] == not_mangled ? raw : f->dnames[i];
+	d = demangle_name(raw);
+	f->dnames[i] = d ? d : not_mangled;
+	return d ? d : raw;
+}
+
+int symfile_foreach(struct symfile *f, symfile_fn fn, void *ctx)
+{
+	size_t i, first = 0;
 	int r;
 
-	for (i = 0; i < f->nsyms; i++)
-		if ((r = fn(ctx, f->syms[i].addr, f->syms[i].size, f->names + f->syms[i].name)))
+	for (i = 0; i < f->nsyms; i++) {
+		const struct sym *y = &f->syms[i];
+		struct symfile_sym s = {
+		    .vaddr = y->addr,
+		    .size = y->size,
+		    .name = f->names + y->name,
+		    .version = y->ver ? f->names + y->ver : NULL,
+		    .hidden = y->hidden,
+		    .display = sym_display(f, i),
+		};
+
+		if (!i || f->syms[i - 1].addr != y->addr)
+			first = i;
+		s.primary = sym_display(f, first);
+		if ((r = fn(ctx, &s)))
 			return r;
+	}
 	return 0;
 }
 
@@ -664,7 +924,9 @@ int symfile_fp_percent(const struct symfile *f, int fd)
 	return seen < 8 ? -1 : (int)(fp * 100 / seen);
 }
 
-static const struct sym *find_sym(const struct sym *s, size_t n, uint64_t addr)
+/* The first symbol (the lowest rank) at the highest address <= addr;
+ * -1 when none. */
+static ssize_t find_sym(const struct sym *s, size_t n, uint64_t addr)
 {
 	size_t lo = 0, hi = n;
 
@@ -676,24 +938,35 @@ static const struct sym *find_sym(const struct sym *s, size_t n, uint64_t addr)
 		else
 			hi = mid;
 	}
-	return lo ? &s[lo - 1] : NULL;
+	if (!lo)
+		return -1;
+	while (lo > 1 && s[lo - 2].addr == s[lo - 1].addr)
+		lo--;
+	return lo - 1;
 }
 
-const char *symfile_lookup(const struct symfile *f, uint64_t file_off, uint64_t *vaddr,
-			   uint64_t *sym_addr)
+const char *symfile_lookup(struct symfile *f, uint64_t file_off, uint64_t *vaddr,
+			   uint64_t *sym_addr, const char **system_name)
 {
 	uint64_t va = symfile_vaddr(f, file_off);
-	const struct sym *s = find_sym(f->syms, f->nsyms, va);
+	ssize_t i = find_sym(f->syms, f->nsyms, va);
+	const struct sym *s = i >= 0 ? &f->syms[i] : NULL;
+	const char *name;
 
 	if (vaddr)
 		*vaddr = va;
+	if (system_name)
+		*system_name = NULL;
 	/* A sized symbol ends at its size: past it lies code with no symbol
 	 * (stripped statics), which must not take its neighbour's name. */
 	if (!s || (s->size && va - s->addr >= s->size))
 		return NULL;
 	if (sym_addr)
 		*sym_addr = s->addr;
-	return f->names + s->name;
+	name = sym_display(f, i);
+	if (system_name && name != f->names + s->name)
+		*system_name = f->names + s->name;
+	return name;
 }
 
 const char *symfile_build_id(const struct symfile *f)

@@ -18,16 +18,33 @@ struct symfile *symfile_get(int fd, const char *path);
 void symfile_put(struct symfile *f);
 
 /* Name of the function at a file offset (as in /proc/PID/maps: address -
- * start + offset); NULL when no symbol covers it. *vaddr gets the ELF virtual
- * address of that offset (what llvm-symbolizer and nm speak). */
-const char *symfile_lookup(const struct symfile *f, uint64_t file_off, uint64_t *vaddr,
-			   uint64_t *sym_addr);
+ * start + offset), demangled (C++, Rust); NULL when no symbol covers it.
+ * *vaddr gets the ELF virtual address of that offset (what llvm-symbolizer
+ * and nm speak); *system_name the mangled name, NULL when the name is not
+ * mangled. */
+const char *symfile_lookup(struct symfile *f, uint64_t file_off, uint64_t *vaddr,
+			   uint64_t *sym_addr, const char **system_name);
 /* The file offset of an ELF vaddr, or UINT64_MAX when no PT_LOAD has it. */
 uint64_t symfile_offset(const struct symfile *f, uint64_t vaddr);
-/* Calls fn for every function symbol, in address order; stops when fn
- * returns non-zero and returns that. */
-typedef int (*symfile_fn)(void *ctx, uint64_t vaddr, uint64_t size, const char *name);
-int symfile_foreach(const struct symfile *f, symfile_fn fn, void *ctx);
+/* A symbol name demangled (Itanium C++, Rust legacy and v0, by libiberty's
+ * cplus_demangle) and sanitized, malloc'd; a version suffix
+ * (memcpy@GLIBC_2.2.5) kept after it. NULL when it is not a mangled name
+ * (or on ENOMEM). */
+char *demangle_name(const char *raw);
+
+/* One name of a function: every alias at an address is one. */
+struct symfile_sym {
+	uint64_t vaddr, size;
+	const char *name;    /* as in the symbol table (mangled) */
+	const char *version; /* its .dynsym version (GLIBC_2.2.5), or NULL */
+	bool hidden;	     /* a non-default version: name@VER, not name@@VER */
+	const char *display; /* demangled name */
+	const char *primary; /* what symfile_lookup names the address by */
+};
+/* Calls fn for every function symbol, aliases included, in address order;
+ * stops when fn returns non-zero and returns that. */
+typedef int (*symfile_fn)(void *ctx, const struct symfile_sym *s);
+int symfile_foreach(struct symfile *f, symfile_fn fn, void *ctx);
 /* Percentage of a sample of the file's functions whose code sets up a frame
  * pointer (push %rbp; mov %rsp,%rbp, after an optional endbr64), read from
  * fd; -1 when it has too few functions to tell. */

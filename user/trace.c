@@ -121,29 +121,96 @@ static char *find_library(const char *obj)
 }
 
 struct matches {
-	const char *glob;
-	const struct symfile *sf;
+	const char *glob, *path;
+	struct symfile *sf;
+	dev_t dev;
+	ino_t ino;
+	size_t matched; /* functions matched, probed already or not */
 	VEC(uint64_t) offsets;
 	VEC(uint64_t) cookies;
 };
 
-static int match_sym(void *ctx, uint64_t vaddr, uint64_t size, const char *name)
+/* Addresses probed already, by any pattern: a function two patterns name
+ * (-t free -t __libc_free) is probed once, or each call would be recorded
+ * twice. */
+struct probed_addr {
+	dev_t dev;
+	ino_t ino;
+	uint64_t off;
+};
+static VEC(struct probed_addr) probed_addrs;
+static struct idtab probed_addr_tab;
+
+static bool probed_addr_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct probed_addr *a = &probed_addrs.v[id], *b = key;
+
+	(void)ctx;
+	return a->dev == b->dev && a->ino == b->ino && a->off == b->off;
+}
+
+/* 1 when the address was probed already, else records it: 0, or -ENOMEM. */
+static int probe_once(dev_t dev, ino_t ino, uint64_t off)
+{
+	struct probed_addr a = {dev, ino, off};
+	uint64_t h = hash_u64(hash_u64(dev ^ (ino << 20)) ^ off);
+
+	if (idtab_find(&probed_addr_tab, h, probed_addr_eq, NULL, &a) != UINT32_MAX)
+		return 1;
+	if (VEC_PUSH(probed_addrs, a))
+		return -ENOMEM;
+	if (idtab_insert(&probed_addr_tab, h, probed_addrs.n - 1)) {
+		probed_addrs.n--;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Whether any name of the symbol matches: its own, its demangled one, and
+ * with its version (free@GLIBC_2.2.5, and free@@GLIBC_2.2.5 for the
+ * default one), as the symbol table or .gnu.version gives it; the version
+ * is no part of the name otherwise. */
+static bool sym_matches(const char *glob, const struct symfile_sym *s)
+{
+	size_t n = strcspn(s->name, "@");
+	char buf[1024];
+
+	if (!fnmatch(glob, s->name, 0) || !fnmatch(glob, s->display, 0))
+		return true;
+	if (s->name[n] && n < sizeof(buf)) { /* a .symtab name with its version */
+		snprintf(buf, sizeof(buf), "%.*s", (int)n, s->name);
+		if (!fnmatch(glob, buf, 0))
+			return true;
+	}
+	if (!s->version)
+		return false;
+	snprintf(buf, sizeof(buf), "%s@%s", s->name, s->version);
+	if (!fnmatch(glob, buf, 0))
+		return true;
+	snprintf(buf, sizeof(buf), "%s@@%s", s->name, s->version);
+	return !s->hidden && !fnmatch(glob, buf, 0);
+}
+
+static int match_sym(void *ctx, const struct symfile_sym *s)
 {
 	struct matches *m = ctx;
 	uint64_t off;
-	size_t i;
+	int r;
 
-	(void)size;
-	if (fnmatch(m->glob, name, 0))
+	if (!sym_matches(m->glob, s))
 		return 0;
-	off = symfile_offset(m->sf, vaddr);
+	off = symfile_offset(m->sf, s->vaddr);
 	if (off == UINT64_MAX)
 		return 0;
-	for (i = 0; i < m->offsets.n; i++) /* aliases share an address */
-		if (m->offsets.v[i] == off)
-			return 0;
-	if (VEC_PUSH(m->offsets, off) || VEC_PUSH(m->cookies, (uint64_t)xray_func_id(name)))
+	m->matched++;
+	/* Aliases share an address: one probe. */
+	if ((r = probe_once(m->dev, m->ino, off)))
+		return r < 0 ? r : 0;
+	/* Named as the samples name the address, whichever alias matched. */
+	if (VEC_PUSH(m->offsets, off) || VEC_PUSH(m->cookies, (uint64_t)xray_func_id(s->primary)))
 		return -ENOMEM;
+	debug("-t %s: %s at %#llx (file offset) in %s", m->glob, s->primary,
+	      (unsigned long long)off, m->path);
 	return 0;
 }
 
@@ -159,7 +226,7 @@ static VEC(struct probed) probed;
 static int attach_one(struct trace_bpf *skel, const char *path, const char *glob,
 		      struct trace_links *out)
 {
-	struct matches m = {.glob = glob};
+	struct matches m = {.glob = glob, .path = path};
 	struct probed pr = {.glob = glob};
 	struct stat st;
 	int fd, err = 0;
@@ -185,6 +252,8 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 		close(fd);
 		return -ENOMEM;
 	}
+	m.dev = st.st_dev;
+	m.ino = st.st_ino;
 	m.sf = symfile_get(fd, path);
 	close(fd);
 	if (!m.sf) {
@@ -194,9 +263,13 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 	err = symfile_foreach(m.sf, match_sym, &m);
 	if (err)
 		goto out;
-	if (!m.offsets.n) {
+	if (!m.matched) {
 		err("-t %s: no function matches in %s", glob, path);
 		err = -ENOENT;
+		goto out;
+	}
+	if (!m.offsets.n) {
+		debug("-t %s: its functions in %s are traced already", glob, path);
 		goto out;
 	}
 	if (out->multi != 0 && !out->by_ip) {
@@ -392,4 +465,6 @@ void trace_detach(struct trace_links *l)
 	free(l->fns);
 	memset(l, 0, sizeof(*l));
 	VEC_FREE(probed);
+	VEC_FREE(probed_addrs);
+	idtab_free(&probed_addr_tab);
 }

@@ -11,6 +11,7 @@
 #include "user/outdir.h"
 #include "user/output.h"
 #include "user/proc.h"
+#include "user/symbols.h"
 #include "user/util.h"
 #include "user/writers.h"
 
@@ -19,11 +20,9 @@ static int tree_err;	     /* the first failure: no file is written then */
 static bool took_live;	     /* the processes held at the end are in */
 static uint64_t not_in_tree; /* samples a failure left out, for the warning */
 
-/* libstdc++'s demangler (C linkage; cxxabi.h is C++ only). pprof
- * demangles profile.pb.gz's C++ names as it shows them; flamegraph.pl and
- * speedscope show what the file says, so the names are demangled here, in
- * full, as perf script writes them. */
-char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+/* Symbol names come demangled (symbols.c); JIT names (perf maps, jitdump)
+ * may be mangled too: flamegraph.pl and speedscope show what the file says,
+ * so they are demangled here, in full, as perf script writes them. */
 
 /* The demangled names of the frames seen lately, by their name's address
  * (checked against a copy: a freed symbol table's address may come back
@@ -39,14 +38,13 @@ static const char *demangle(const char *name)
 {
 	size_t i = hash_u64((uintptr_t)name) % DEMANGLE_CACHE, len = strlen(name);
 	char *d;
-	int st;
 
-	if (name[0] != '_' || name[1] != 'Z' || len > DEMANGLE_MAX)
+	if (name[0] != '_' || (name[1] != 'Z' && name[1] != 'R') || len > DEMANGLE_MAX)
 		return name;
 	if (demangled[i].mangled && !strcmp(demangled[i].mangled, name))
 		return demangled[i].name;
-	d = __cxa_demangle(name, NULL, NULL, &st);
-	if (!d || st)
+	d = demangle_name(name);
+	if (!d)
 		return name;
 	free(demangled[i].mangled);
 	free(demangled[i].name);

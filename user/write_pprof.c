@@ -25,6 +25,8 @@ static uint64_t frame_location(struct pprof *pp, const struct frame *f, const ch
 	struct pprof_line l = {.function = name, .filename = file, .line = line};
 	uint64_t mapping = 0;
 
+	if (name == f->name) /* profile.proto: the mangled name is the system name */
+		l.system_name = f->system_name;
 	if (f->kind == FRAME_KERNEL) {
 		if (!*kmap)
 			*kmap = kernel_mapping(pp);
@@ -184,12 +186,21 @@ static void note_program(struct program *best, const struct proc *p)
 				 m->offset,   strdup(m->path), bid ? strdup(bid) : NULL};
 }
 
-static void set_program(struct pprof *pp, const struct program *folded)
+static void set_program(struct pprof *pp, const struct program *folded, bool system_wide)
 {
 	struct program live = {0};
 	const struct program *best;
 	uint64_t id;
 	size_t i;
+
+	/* A profile of many programs has none to name: a first mapping with
+	 * no file, which pprof shows as no "File:" line (it names the first
+	 * mapping's file, whatever covers most samples). */
+	if (system_wide) {
+		if ((id = pprof_mapping(pp, 0, 0, 0, "", NULL, true)))
+			pprof_set_main_mapping(pp, id);
+		return;
+	}
 
 	for (i = 0; i < procs.v.n; i++)
 		note_program(&live, procs.v.v[i]);
@@ -272,7 +283,7 @@ static int fill_pprof(void *ctx, FILE *out, int fd)
 	if (ri->offcpu && !pf)
 		pprof_enable_offcpu(pp);
 	pprof_set_duration(pp, ri->duration_ns);
-	set_program(pp, pf ? &pf->program : NULL);
+	set_program(pp, pf ? &pf->program : NULL, ri->system_wide);
 	for (i = 0; i < procs.v.n && !err; i++)
 		err = add_proc(pp, procs.v.v[i], km, !pf);
 	if (!err) {

@@ -13,22 +13,21 @@ struct seen {
 	size_t n;
 };
 
-static int on_sym(void *ctx, uint64_t vaddr, uint64_t size, const char *name)
+static int on_sym(void *ctx, const struct symfile_sym *y)
 {
 	struct seen *s = ctx;
 
-	(void)size;
-	(void)name;
 	if (s->n < 16)
-		s->va[s->n++] = vaddr;
+		s->va[s->n++] = y->vaddr;
 	return 0;
 }
 
 static void look(struct symfile *f, uint64_t off)
 {
 	uint64_t va, sa;
+	const char *sys;
 
-	symfile_lookup(f, off, &va, &sa);
+	symfile_lookup(f, off, &va, &sa, &sys);
 	symfile_func_start(f, off);
 }
 

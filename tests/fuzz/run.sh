@@ -6,7 +6,8 @@
 # workloads), and the corpus earlier runs grew in build/fuzz/work/NAME.
 # The committed seeds: jitdump and xray_fdr files written by the formats' own
 # writers, perfmap, procmaps and kallsyms lines written by hand, and two
-# 1-2 KB static ELF programs (with .symtab, and stripped) for symbols.
+# 1-2 KB static ELF programs (with .symtab, and stripped) for symbols; the
+# gopclntab seed is the Go workload's table, cut out here.
 # Prints "PASS fuzz_NAME" or "FAIL fuzz_NAME" per target, then
 # "N passed, N failed"; fails when a target found a crash, a leak, a
 # sanitizer report or a slow input (the input is in build/fuzz/artifacts/NAME).
@@ -25,6 +26,10 @@ gather() { # NAME DIR: seeds that exist only on this machine
 		cat /proc/1/maps > "$2/init" 2>/dev/null
 		;;
 	kallsyms) head -n 300 /proc/kallsyms > "$2/head" 2>/dev/null ;;
+	gopclntab) # a Go program's table: ~250 KB, not committed
+		[ -f build/workloads/gowork ] &&
+			objcopy -O binary --only-section=.gopclntab build/workloads/gowork "$2/gowork"
+		;;
 	symbols)
 		for f in build/workloads/calls build/workloads/libwork.so build/workloads/leafy; do
 			[ -f "$f" ] && cp "$f" "$2/"

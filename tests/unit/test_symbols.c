@@ -73,13 +73,12 @@ struct find {
 	uint64_t vaddr;
 };
 
-static int find_sym(void *ctx, uint64_t vaddr, uint64_t size, const char *name)
+static int find_sym(void *ctx, const struct symfile_sym *s)
 {
 	struct find *f = ctx;
 
-	(void)size;
-	if (!strcmp(name, f->name))
-		f->vaddr = vaddr;
+	if (!strcmp(s->name, f->name))
+		f->vaddr = s->vaddr;
 	return 0;
 }
 
@@ -95,7 +94,7 @@ static void test_no_symbols(void)
 	CHECK(f != NULL);
 	if (f) {
 		CHECK(symfile_foreach(f, find_sym, &any) == 0 && any.vaddr == 0);
-		CHECK(symfile_lookup(f, 0x144, NULL, NULL) == NULL);
+		CHECK(symfile_lookup(f, 0x144, NULL, NULL, NULL) == NULL);
 		CHECK(symfile_func_start(f, 0x150) == 0x40014a); /* in mid */
 	}
 	symfiles_free();
@@ -152,12 +151,98 @@ static void test_two_eh_frame_hdrs(void)
 		close(fd);
 }
 
+struct named {
+	const char *name;
+	struct symfile_sym s;
+	int seen;
+};
+
+static int find_named(void *ctx, const struct symfile_sym *s)
+{
+	struct named *n = ctx;
+
+	for (; n->name; n++)
+		if (!strcmp(s->name, n->name) && (!n->s.version || !s->hidden == !n->s.hidden)) {
+			n->s = *s;
+			n->seen++;
+		}
+	return 0;
+}
+
+/* libnames.so (tests/unit/names_lib.c, stripped, built next to this
+ * program): C++ and Rust names demangled, the mangled one kept as the
+ * system name; .dynsym's versions; every alias at an address listed. */
+static void test_names(void)
+{
+	struct named want[] = {
+	    {"_ZN2ns3fooISt6vectorIiSaIiEEEEvT_", {0}, 0},
+	    {"_ZN4core3fmt9Formatter3pad17h0d2e1c0a2a5c8f1bE", {0}, 0},
+	    {"_RNvNtCs1234_7mycrate3foo3bar", {0}, 0},
+	    {"plain_fn", {0}, 0},
+	    {"impl_free", {0}, 0},
+	    {"vfree", {.version = "", .hidden = false}, 0},
+	    {"vfree", {.version = "", .hidden = true}, 0},
+	    {NULL, {0}, 0},
+	};
+	static const char *const display[] = {
+	    ("void ns::foo<std::vector<int, std::allocator<int> > >(std::vector<int, "
+	     "std::allocator<int> >)"),
+	    "core::fmt::Formatter::pad", "mycrate::foo::bar", "plain_fn"};
+	char exe[512], path[600], *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	const char *name, *sys;
+	struct symfile *f = NULL;
+	size_t i;
+	int fd = -1;
+
+	if (n > 0) {
+		exe[n] = 0;
+		if ((slash = strrchr(exe, '/')))
+			*slash = 0;
+		snprintf(path, sizeof(path), "%s/libnames.so", exe);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	CHECKF(fd >= 0, "%s", path);
+	f = fd >= 0 ? symfile_get(fd, path) : NULL;
+	CHECK(f != NULL);
+	if (!f)
+		goto out;
+	CHECK(symfile_foreach(f, find_named, want) == 0);
+	for (i = 0; want[i].name; i++)
+		CHECKF(want[i].seen == 1, "%s seen %d times", want[i].name, want[i].seen);
+	for (i = 0; i < 4; i++) {
+		uint64_t off = symfile_offset(f, want[i].s.vaddr);
+
+		CHECKF(want[i].s.display && !strcmp(want[i].s.display, display[i]), "%s: \"%s\"",
+		       want[i].name, want[i].s.display);
+		name = symfile_lookup(f, off, NULL, NULL, &sys);
+		CHECKF(name && !strcmp(name, display[i]), "lookup: \"%s\"", name);
+		if (i < 3)
+			CHECKF(sys && !strcmp(sys, want[i].name), "system name \"%s\"", sys);
+		else
+			CHECK(sys == NULL);
+		/* Once per symbol: the same string again. */
+		CHECK(symfile_lookup(f, off, NULL, NULL, NULL) == name);
+	}
+	/* impl_free and vfree@@V_2: one address, one name for it. */
+	CHECK(want[4].s.vaddr && want[4].s.vaddr == want[5].s.vaddr);
+	CHECK(want[4].s.primary && want[4].s.primary == want[5].s.primary);
+	CHECK(want[5].s.version && !strcmp(want[5].s.version, "V_2") && !want[5].s.hidden);
+	CHECK(want[6].s.version && !strcmp(want[6].s.version, "V_1") && want[6].s.hidden);
+	CHECK(want[6].s.vaddr != want[5].s.vaddr);
+out:
+	symfiles_free();
+	if (fd >= 0)
+		close(fd);
+}
+
 int main(void)
 {
 	RUN_TEST(test_kallsyms_basic);
 	RUN_TEST(test_kallsyms_no_text);
 	RUN_TEST(test_kallsyms_no_name);
 	RUN_TEST(test_no_symbols);
+	RUN_TEST(test_names);
 	if (make_two())
 		RUN_TEST(test_two_eh_frame_hdrs);
 	else
