@@ -325,14 +325,19 @@ static size_t pid_range(const void *base, size_t count, size_t size, int32_t pid
 	return lo;
 }
 
+/* NULL and *n 0 when nothing was recorded (no pointer arithmetic on NULL). */
 const struct offcpu_sum *offcpu_sums_of(const struct proc *p, size_t *n)
 {
-	return oc.sums.v + pid_range(oc.sums.v, oc.sums.n, sizeof(*oc.sums.v), p->pid, n);
+	size_t lo = pid_range(oc.sums.v, oc.sums.n, sizeof(*oc.sums.v), p->pid, n);
+
+	return *n ? oc.sums.v + lo : NULL;
 }
 
 const struct offcpu_wait *offcpu_waits_of(const struct proc *p, size_t *n)
 {
-	return oc.waits.v + pid_range(oc.waits.v, oc.waits.n, sizeof(*oc.waits.v), p->pid, n);
+	size_t lo = pid_range(oc.waits.v, oc.waits.n, sizeof(*oc.waits.v), p->pid, n);
+
+	return *n ? oc.waits.v + lo : NULL;
 }
 
 uint64_t offcpu_proc_ns(const struct proc *p)
