@@ -65,8 +65,10 @@
  *    last instruction of its function, and the return address then lies
  *    in the next function) except after a SIGNAL frame, whose "return
  *    address" is the exact interrupted pc.
- * Memory reads are bpf_probe_read_user of 8 bytes each (or reads from the
- * already copied stack when they fall in it); a failed read ends the walk
+ * Memory reads come from the already copied stack when they fall in it,
+ * else from a window of stack read from the word to the end of its page (a
+ * bpf_probe_read_user costs about as much for 1 KiB as for 8 bytes twice,
+ * and the next frames' words are above); a failed read ends the walk
  * as truncated, and so does a CFA at or below sp (a caller's frame is
  * always above). The frame loop is bounded by MAX_FRAMES (bpf/events.h).
  * bpf/cfi_walk.bpf.h implements this. */

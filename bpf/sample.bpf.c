@@ -8,6 +8,7 @@
 #include <bpf/bpf_core_read.h>
 #include "bpf/events.h"
 #include "bpf/maps.bpf.h"
+#include "bpf/cfi.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -80,6 +81,8 @@ struct cfi_state {
 	__u32 notable;	   /* a pc of a process or binary with no table: copy for DWARF */
 	__u32 m_table;	   /* the last mapping found (struct cfi_mapping), while */
 	__u64 m_start, m_end, m_bias; /* ... pcs stay in [m_start, m_end) */
+	struct cfi_row r_row;	      /* the last row found, while lookup addresses */
+	__u64 r_lo, r_hi;	      /* ... stay in [r_lo, r_hi) of that mapping */
 };
 
 struct scratch {
