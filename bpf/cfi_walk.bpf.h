@@ -54,6 +54,17 @@ struct {
 	__type(value, struct cfi_mapping);
 } cfi_mappings SEC(".maps");
 
+/* Processes whose first walk that met no table was sent with a wakeup: the
+ * drain then sees the process now, not at its next 50 ms pass, and has its
+ * tables loaded that much sooner (until then each sample is a DWARF copy of
+ * kilobytes, for user space to unwind). Once per process. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u8);
+} cfi_woken SEC(".maps");
+
 /* [0]: on_cfi_walk, [1]: on_cfi_walk_compat; filled by user space. Empty,
  * the tail call fails and the sample takes the usual path
  * (STAT_CFI_NO_PROG). */
@@ -385,6 +396,12 @@ static __always_inline int cfi_finish(struct scratch *sc, int r, const bool comp
 	} else if (r == CFI_DONE_NOTABLE) {
 		s->flags |= SAMPLE_CFI_NOTABLE;
 		count(STAT_CFI_NOTABLE);
+		if (!bpf_map_lookup_elem(&cfi_woken, &sc->cfi.tgid)) {
+			__u8 one = 1;
+
+			bpf_map_update_elem(&cfi_woken, &sc->cfi.tgid, &one, BPF_ANY);
+			sc->wake = 1;
+		}
 		/* The usual DWARF path: user space unwinds the copy with
 		 * libdwfl, which reads the binary itself. */
 		if (!(s->flags & SAMPLE_DWARF)) {

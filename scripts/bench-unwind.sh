@@ -11,10 +11,16 @@
 #   - gzip: Debian's gzip (no frame pointers: only cfi and dwarf are whole).
 # Prints medians of RUNS rounds (default 3) with their range; the modes of a
 # round run back to back, as the host's speed drifts over minutes.
+# Also per mode: samples lost (the ring buffer full; all CPUs at 999 Hz) and,
+# for cfi, the share of walks sent the DWARF way (a process or library whose
+# table was not loaded yet: 16 KB records).
 # Usage: bash scripts/bench-unwind.sh   (as root, after make and make workloads)
+#   RUNS=N, MODES="cfi fp dwarf bpftrace", KINDS="deep gzip" pick a subset.
 set -eu
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
+MODES=${MODES:-cfi fp dwarf bpftrace}
+KINDS=${KINDS:-deep gzip}
 DEEP=build/workloads/deep
 PPROF=${PPROF:-tools/pprof}
 [ "$(id -u)" = 0 ] || { echo "bench-unwind: run as root" >&2; exit 1; }
@@ -88,31 +94,37 @@ n = int(b[2]) - int(a[2]); print((int(b[1]) - int(a[1])) // n if n > 0 and a[0] 
 import json, sys
 s = json.load(open(sys.argv[1]))
 n = max(s["samples"], 1)
-print(s["sample_bytes"] // n, int(int(sys.argv[2]) * 10_000_000 / n))
+c = s.get("cfi_walk") or {}
+dw = "%.2f" % (100 * c["to_dwarf"] / c["walks"]) if c.get("walks") else "-"
+print(s["sample_bytes"] // n, int(int(sys.argv[2]) * 10_000_000 / n), s["lost_samples"], dw)
 EOF
-	read -r bytes cpu < "$TMP/per"
+	read -r bytes cpu lost dw < "$TMP/per"
 	add "$mode $kind bytes" "$bytes"
 	add "$mode $kind cpu_ns" "$cpu"
+	add "$mode $kind lost" "$lost"
+	add "$mode $kind dwarf_pct" "$dw"
 	add "$mode $kind root" "$("$PPROF" -top -cum -nodecount=300 -relative_percentages -tagfocus=comm=$comm \
 		"$TMP/$mode/profile.pb.gz" 2>/dev/null |
 		awk '$NF == "__libc_start_call_main" || $NF == "start_thread" { sub("%", "", $5); s += $5 } END { print s + 0 }')"
 }
 
 for _ in $(seq "$RUNS"); do
-	for kind in deep gzip; do
-		for mode in cfi fp dwarf; do
+	for kind in $KINDS; do
+		for mode in $MODES; do
+			[ $mode = bpftrace ] && [ $kind != deep ] && continue
 			measure $mode $kind
 		done
-		[ $kind = deep ] && measure bpftrace deep
 	done
 done
 med() { printf '%s\n' $1 | sort -n | awk '{v[NR] = $1} END {printf "%s (%s-%s)", v[int((NR + 1) / 2)], v[1], v[NR]}'; }
-printf '%-6s %-9s %-22s %-22s %-22s %s\n' workload mode "BPF ns/sample" "bytes/sample" "user CPU ns/sample" "% reaching root"
-for kind in deep gzip; do
-	for mode in cfi fp dwarf bpftrace; do
+printf '%-6s %-9s %-22s %-22s %-22s %-18s %-10s %s\n' workload mode "BPF ns/sample" "bytes/sample (mean)" \
+	"user CPU ns/sample" "% reaching root" lost "% walks to DWARF"
+for kind in $KINDS; do
+	for mode in $MODES; do
 		[ -n "${vals[$mode $kind bpf_ns]:-}" ] || continue
-		printf '%-6s %-9s %-22s %-22s %-22s %s\n' $kind $mode "$(med "${vals[$mode $kind bpf_ns]}")" \
+		printf '%-6s %-9s %-22s %-22s %-22s %-18s %-10s %s\n' $kind $mode "$(med "${vals[$mode $kind bpf_ns]}")" \
 			"$(med "${vals[$mode $kind bytes]:--}")" "$(med "${vals[$mode $kind cpu_ns]:--}")" \
-			"$(med "${vals[$mode $kind root]:--}")"
+			"$(med "${vals[$mode $kind root]:--}")" "$(med "${vals[$mode $kind lost]:--}")" \
+			"$(med "${vals[$mode $kind dwarf_pct]:--}")"
 	done
 done

@@ -44,6 +44,16 @@ struct table {
 	unsigned refs;
 	int load_err; /* why nrows is 0: -ENOSPC (out of budget), -ENOENT (no CFI), ... */
 	bool live;
+	/* refs 0, its rows kept: a binary mapped by one short-lived process
+	 * after another (a compiler, a test's tools) is built once, not per
+	 * process (a big library's table takes a second, and while the worker
+	 * builds, every new process's samples are DWARF copies). Freed, oldest
+	 * first, when a new table needs the space. */
+	bool idle;
+	uint64_t idle_seq;
+	/* The file as built: an idle table is reused only for the same (the
+	 * inode may have been freed and reused). */
+	uint64_t size, mtime_ns, ctime_ns;
 };
 
 struct range {
@@ -63,6 +73,7 @@ struct cfi_maps {
 	VEC(struct range) free; /* free slices of cfi_rows, sorted, merged */
 	VEC(struct table) tables;
 	VEC(struct proc) procs;
+	uint64_t idle_clock;
 	struct cfi_maps_stats st;
 };
 
@@ -233,13 +244,75 @@ static void table_unload(struct cfi_maps *m, struct table *t)
 		id_free(m, t->ids[k]);
 	if (t->nrows) {
 		slice_free(m, t->first_row, t->nrows);
-		m->st.rows_used -= t->nrows;
-		m->st.tables--;
+		if (t->idle) {
+			m->st.rows_idle -= t->nrows;
+			m->st.tables_idle--;
+		} else {
+			m->st.rows_used -= t->nrows;
+			m->st.tables--;
+		}
 	}
 	free(t->ids);
 	free(t->lo);
 	free(t->segs);
 	memset(t, 0, sizeof(*t));
+}
+
+/* Frees the idle table left longest ago; false when there is none. */
+static bool evict_idle(struct cfi_maps *m)
+{
+	struct table *old = NULL;
+	size_t i;
+
+	for (i = 0; i < m->tables.n; i++) {
+		struct table *t = &m->tables.v[i];
+
+		if (t->live && t->idle && (!old || t->idle_seq < old->idle_seq))
+			old = t;
+	}
+	if (!old)
+		return false;
+	table_unload(m, old);
+	return true;
+}
+
+/* The last process of a table left: its rows stay, for the next process
+ * of the binary. One without rows (no CFI, out of budget) is dropped: the
+ * next may find room. */
+static void table_release(struct cfi_maps *m, struct table *t)
+{
+	if (!t->nrows) {
+		table_unload(m, t);
+		return;
+	}
+	t->idle = true;
+	t->idle_seq = ++m->idle_clock;
+	m->st.rows_used -= t->nrows;
+	m->st.tables--;
+	m->st.rows_idle += t->nrows;
+	m->st.tables_idle++;
+}
+
+static void table_reuse(struct cfi_maps *m, struct table *t)
+{
+	t->idle = false;
+	m->st.rows_idle -= t->nrows;
+	m->st.tables_idle--;
+	m->st.rows_used += t->nrows;
+	m->st.tables++;
+	m->st.tables_reused++;
+}
+
+static void file_id(int fd, uint64_t *size, uint64_t *mtime_ns, uint64_t *ctime_ns)
+{
+	struct stat st;
+
+	*size = *mtime_ns = *ctime_ns = 0;
+	if (fd < 0 || fstat(fd, &st))
+		return; /* the vdso: the kernel's image, the same for the whole run */
+	*size = st.st_size;
+	*mtime_ns = st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec;
+	*ctime_ns = st.st_ctim.tv_sec * 1000000000ull + st.st_ctim.tv_nsec;
 }
 
 /* Builds and loads the table of a binary. nrows stays 0 when it has no
@@ -255,10 +328,15 @@ static int table_load(struct cfi_maps *m, struct table *t, Elf *elf)
 		err = cfi_table_build(elf, &ct);
 	if (err)
 		return err;
-	if (!ct.nrows || ct.nrows > m->rows_cap || slice_alloc(m, ct.nrows, &first)) {
+	if (!ct.nrows || ct.nrows > m->rows_cap) {
 		cfi_table_free(&ct);
 		return -ENOSPC;
 	}
+	while (slice_alloc(m, ct.nrows, &first))
+		if (!evict_idle(m)) {
+			cfi_table_free(&ct);
+			return -ENOSPC;
+		}
 	t->nslices = (ct.nrows + CFI_TABLE_MAX_ROWS - 1) / CFI_TABLE_MAX_ROWS;
 	t->ids = calloc(t->nslices, sizeof(*t->ids));
 	t->lo = calloc(t->nslices, sizeof(*t->lo));
@@ -278,7 +356,8 @@ static int table_load(struct cfi_maps *m, struct table *t, Elf *elf)
 		    .base = ct.base,
 		};
 
-		t->ids[k] = id_alloc(m);
+		while (!(t->ids[k] = id_alloc(m)) && evict_idle(m))
+			;
 		if (!t->ids[k]) {
 			err = -ENOSPC; /* out of table ids: as out of budget */
 			goto fail;
@@ -386,10 +465,19 @@ static int add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t e
 	uint32_t k;
 	int err = 0;
 
+	file_id(fd, &fresh.size, &fresh.mtime_ns, &fresh.ctime_ns);
 	for (ti = 0; ti < m->tables.n; ti++)
 		if (m->tables.v[ti].live && m->tables.v[ti].dev == dev &&
 		    m->tables.v[ti].ino == ino)
 			break;
+	/* An idle table of a file since replaced (its inode reused): rebuilt.
+	 * A mapped file's inode cannot be reused: one in use is that file. */
+	if (ti < m->tables.n && m->tables.v[ti].idle &&
+	    (m->tables.v[ti].size != fresh.size || m->tables.v[ti].mtime_ns != fresh.mtime_ns ||
+	     m->tables.v[ti].ctime_ns != fresh.ctime_ns)) {
+		table_unload(m, &m->tables.v[ti]);
+		ti = m->tables.n;
+	}
 	if (ti == m->tables.n) {
 		for (ti = 0; ti < m->tables.n && m->tables.v[ti].live; ti++)
 			;
@@ -429,6 +517,8 @@ static int add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t e
 	bias = start - (offset + t->segs[i].delta);
 	if (VEC_PUSH(p->tables, ti))
 		return -ENOMEM;
+	if (t->idle)
+		table_reuse(m, t);
 	t->refs++;
 
 	if (!t->nrows) {
@@ -509,7 +599,7 @@ static void drop_proc(struct cfi_maps *m, struct proc *p)
 		struct table *t = &m->tables.v[p->tables.v[i]];
 
 		if (--t->refs == 0)
-			table_unload(m, t);
+			table_release(m, t);
 	}
 	VEC_FREE(p->keys);
 	VEC_FREE(p->tables);

@@ -22,8 +22,8 @@ struct cfi_maps_stats {
 	uint64_t rows_used;	/* rows in cfi_rows taken by them */
 	uint64_t rows_cap;	/* cfi_rows' entries */
 	uint64_t bytes_used;	/* rows_used * sizeof(struct cfi_row) */
-	uint64_t tables_built;	/* tables built over the run (a binary again after its last
-				 * process left counts again) */
+	uint64_t tables_built;	/* tables built over the run (a binary again after its
+				 * idle table was evicted, or the file changed, counts again) */
 	uint64_t rows_peak;	/* the most rows_used has been */
 	uint64_t bytes_peak;	/* rows_peak * sizeof(struct cfi_row) */
 	uint64_t processes;	/* processes added and not removed */
@@ -32,6 +32,9 @@ struct cfi_maps_stats {
 	uint64_t no_cfi;	/* mappings of binaries without CFI (left out: frame pointers) */
 	uint64_t open_failed;	/* mappings whose file could not be opened (or changed) */
 	uint64_t build_failed;	/* mappings whose binary's table could not be built */
+	uint64_t tables_idle;	/* tables kept loaded after their last process left */
+	uint64_t rows_idle;	/* rows in cfi_rows taken by them (freed as space is needed) */
+	uint64_t tables_reused; /* idle tables a new process mapped again (no build) */
 };
 
 /* Entries of cfi_rows for a budget of bytes, for bpf_map__set_max_entries

@@ -450,6 +450,17 @@ static int run_case(const char *name, char *const argv[], bool compat, bool nota
 	CHECK(!cfi_maps_remove_process(cm, t.pid));
 	cfi_maps_get_stats(cm, &ms);
 	CHECK(ms.prefixes == 0 && ms.rows_used == 0);
+	if (!notable) {
+		/* The tables stay, idle: our own libc (the workload's) is
+		 * reused, not built again. */
+		CHECKF(ms.tables_idle >= 2 && ms.rows_idle > 0, "%s: %llu idle tables", name,
+		       (unsigned long long)ms.tables_idle);
+		CHECK(!cfi_maps_add_process(cm, getpid()));
+		cfi_maps_get_stats(cm, &ms);
+		CHECKF(ms.tables_reused >= 1, "%s: %llu tables reused", name,
+		       (unsigned long long)ms.tables_reused);
+		CHECK(!cfi_maps_remove_process(cm, getpid()));
+	}
 out:
 	bpf_link__destroy(link);
 	if (ufd >= 0)
