@@ -33,17 +33,20 @@ trap 'echo "$old" > /proc/sys/kernel/bpf_stats_enabled; rm -rf "$TMP"; jobs -p |
 trap 'exit 130' INT TERM
 head -c 48000000 /dev/urandom > "$TMP/rnd"
 
-# "id run_time_ns run_cnt" of the newest program called NAME (perf_event: the
-# newest perf_event program, bpftrace's probe).
+# "id run_time_ns run_cnt" of the program called NAME (perf_event: the
+# perf_event program, bpftrace's probe) that process PID holds (its fds'
+# prog_id: other recorders may run on the machine).
 prog_stats() {
+	local ids
+	ids=$(cat /proc/"$2"/fdinfo/* 2> /dev/null | awk '$1 == "prog_id:" {print $2}' | sort -u | tr '\n' ' ')
 	bpftool prog show -j | python3 -c '
 import json, sys
-want = sys.argv[1]
-ps = [p for p in json.load(sys.stdin)
-      if (p.get("type") == "perf_event" if want == "perf_event" else p.get("name") == want)]
+want, ids = sys.argv[1], set(map(int, sys.argv[2].split()))
+ps = [p for p in json.load(sys.stdin) if p["id"] in ids and
+      (p.get("type") == "perf_event" if want == "perf_event" else p.get("name") == want)]
 if ps:
     p = max(ps, key=lambda p: p["id"])
-    print(p["id"], p.get("run_time_ns", 0), p.get("run_cnt", 0))' "$1"
+    print(p["id"], p.get("run_time_ns", 0), p.get("run_cnt", 0))' "$1" "$ids"
 }
 
 workload() { # KIND
@@ -72,16 +75,16 @@ measure() {
 		pid=$!
 	fi
 	for i in $(seq 100); do
-		a=$(prog_stats "$([ "$mode" = bpftrace ] && echo perf_event || echo on_sample)")
+		a=$(prog_stats "$([ "$mode" = bpftrace ] && echo perf_event || echo on_sample)" $pid)
 		[ -n "$a" ] && break
 		sleep 0.1
 	done
 	sleep 0.5
-	a=$(prog_stats "$([ "$mode" = bpftrace ] && echo perf_event || echo on_sample)")
+	a=$(prog_stats "$([ "$mode" = bpftrace ] && echo perf_event || echo on_sample)" $pid)
 	t0=$(awk '{print $14 + $15}' /proc/$pid/stat)
 	workload "$kind"
 	t1=$(awk '{print $14 + $15}' /proc/$pid/stat)
-	b=$(prog_stats "$([ "$mode" = bpftrace ] && echo perf_event || echo on_sample)")
+	b=$(prog_stats "$([ "$mode" = bpftrace ] && echo perf_event || echo on_sample)" $pid)
 	kill -INT "$pid"
 	wait "$pid" 2> /dev/null || true
 	add "$mode $kind bpf_ns" "$(python3 -c 'import sys; a, b = sys.argv[1].split(), sys.argv[2].split()

@@ -58,6 +58,13 @@ void cfi_maps_free(struct cfi_maps *m);
  * -errno when the process's maps could not be read or a map update
  * failed. */
 int cfi_maps_add_process(struct cfi_maps *m, pid_t pid);
+/* The same, except that binaries of more than `big` bytes whose table is
+ * not built yet get table 0 for now (their samples go to DWARF, as before
+ * the process was added): -EAGAIN when it left any, for a later
+ * cfi_maps_add_process to build them. The worker does so, so that a big
+ * build (a compiler's: close to a second here) does not hold up the
+ * processes queued behind it. */
+int cfi_maps_add_process_quick(struct cfi_maps *m, pid_t pid, uint64_t big);
 /* One mapping of a process: [start, end) maps file offset `offset` of the
  * file fd (only read; the caller keeps it), whose (dev, ino) keys the
  * table (ino 0 is refused: (0, 0) is the vdso's). 0 or -errno (-ENOSPC:
