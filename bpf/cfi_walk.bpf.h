@@ -98,7 +98,7 @@ static __always_inline int cfi_lookup(struct cfi_state *st, __u64 addr, struct c
 	struct cfi_table_info *t;
 	struct cfi_mapping *m;
 	struct cfi_row *r;
-	__u32 lo = 0, hi, mid, i, first, idx;
+	__u32 lo = 0, hi, mid, i, first, idx, page;
 	__u64 off;
 
 	if (addr < st->m_start || addr >= st->m_end) {
@@ -133,6 +133,26 @@ static __always_inline int cfi_lookup(struct cfi_state *st, __u64 addr, struct c
 	if (off >= (1ULL << 32)) {
 		row->kind = CFI_ROW_NONE;
 		return CFI_LK_ROW;
+	}
+	/* The rows of off's page only (bpf/cfi.h's page index). */
+	page = ((__u32)off >> CFI_PAGE_SHIFT) - t->idx_page0;
+	if (((__u32)off >> CFI_PAGE_SHIFT) >= t->idx_page0 && page < t->idx_n) {
+		idx = t->idx_first + page;
+		r = bpf_map_lookup_elem(&cfi_rows, &idx);
+		if (!r)
+			return CFI_LK_BAD;
+		lo = r->pc_off;
+		if (page + 1 < t->idx_n) {
+			idx++;
+			r = bpf_map_lookup_elem(&cfi_rows, &idx);
+			if (!r)
+				return CFI_LK_BAD;
+			hi = r->pc_off + 1;
+		}
+		if (hi > t->nrows || lo >= hi) { /* a bad index: the whole table */
+			lo = 0;
+			hi = t->nrows;
+		}
 	}
 	for (i = 0; i < CFI_BSEARCH_STEPS && hi - lo > 1; i++) {
 		mid = lo + (hi - lo) / 2;

@@ -315,12 +315,40 @@ static void file_id(int fd, uint64_t *size, uint64_t *mtime_ns, uint64_t *ctime_
 	*ctime_ns = st.st_ctim.tv_sec * 1000000000ull + st.st_ctim.tv_nsec;
 }
 
+/* Rows of slice r0 of a table (up to CFI_TABLE_MAX_ROWS) and the pages
+ * (bpf/cfi.h's index) their pc_offs span, the first in *page0. */
+static uint32_t slice_pages(const struct cfi_table *ct, uint32_t r0, uint32_t *page0)
+{
+	uint32_t n = ct->nrows - r0 > CFI_TABLE_MAX_ROWS ? CFI_TABLE_MAX_ROWS : ct->nrows - r0;
+
+	*page0 = ct->rows[r0].pc_off >> CFI_PAGE_SHIFT;
+	return (ct->rows[r0 + n - 1].pc_off >> CFI_PAGE_SHIFT) - *page0 + 1;
+}
+
+/* Writes slice r0's page index to out (slice_pages entries): the slice's
+ * row of each page's first byte. Returns the entries. */
+static uint32_t slice_index(const struct cfi_table *ct, uint32_t r0, struct cfi_row *out)
+{
+	uint32_t page0, np = slice_pages(ct, r0, &page0), p, i = 0;
+	uint32_t n = ct->nrows - r0 > CFI_TABLE_MAX_ROWS ? CFI_TABLE_MAX_ROWS : ct->nrows - r0;
+
+	for (p = 0; p < np; p++) {
+		uint64_t start = (uint64_t)(page0 + p) << CFI_PAGE_SHIFT;
+
+		while (i + 1 < n && ct->rows[r0 + i + 1].pc_off <= start)
+			i++;
+		out[p] = (struct cfi_row){.pc_off = i};
+	}
+	return np;
+}
+
 /* Builds and loads the table of a binary. nrows stays 0 when it has no
  * CFI or does not fit: segs is still read, for the bias. */
 static int table_load(struct cfi_maps *m, struct table *t, Elf *elf)
 {
 	struct cfi_table ct = {0};
-	uint32_t k, first;
+	struct cfi_row *all;
+	uint32_t k, first, total, page0, ni, np;
 	int err;
 
 	err = read_segs(elf, t);
@@ -328,12 +356,24 @@ static int table_load(struct cfi_maps *m, struct table *t, Elf *elf)
 		err = cfi_table_build(elf, &ct);
 	if (err)
 		return err;
-	if (!ct.nrows || ct.nrows > m->rows_cap) {
+	if (!ct.nrows) {
 		cfi_table_free(&ct);
 		return -ENOSPC;
 	}
-	while (slice_alloc(m, ct.nrows, &first))
+	/* The rows, then each slice's page index. */
+	for (k = 0, total = ct.nrows; k * CFI_TABLE_MAX_ROWS < ct.nrows; k++)
+		total += slice_pages(&ct, k * CFI_TABLE_MAX_ROWS, &page0);
+	all = total > m->rows_cap ? NULL : malloc((size_t)total * sizeof(*all));
+	if (!all) {
+		cfi_table_free(&ct);
+		return total > m->rows_cap ? -ENOSPC : -ENOMEM;
+	}
+	memcpy(all, ct.rows, (size_t)ct.nrows * sizeof(*all));
+	for (k = 0, ni = ct.nrows; k * CFI_TABLE_MAX_ROWS < ct.nrows; k++)
+		ni += slice_index(&ct, k * CFI_TABLE_MAX_ROWS, all + ni);
+	while (slice_alloc(m, total, &first))
 		if (!evict_idle(m)) {
+			free(all);
 			cfi_table_free(&ct);
 			return -ENOSPC;
 		}
@@ -344,16 +384,21 @@ static int table_load(struct cfi_maps *m, struct table *t, Elf *elf)
 		err = -ENOMEM;
 		goto fail;
 	}
-	err = write_rows(m, first, ct.rows, ct.nrows);
+	err = write_rows(m, first, all, total);
 	if (err)
 		goto fail;
-	for (k = 0; k < t->nslices; k++) {
+	for (k = 0, ni = ct.nrows; k < t->nslices; k++, ni += np) {
 		uint32_t r0 = k * CFI_TABLE_MAX_ROWS;
+
+		np = slice_pages(&ct, r0, &page0);
 		struct cfi_table_info info = {
 		    .first_row = first + r0,
 		    .nrows =
 			ct.nrows - r0 > CFI_TABLE_MAX_ROWS ? CFI_TABLE_MAX_ROWS : ct.nrows - r0,
 		    .base = ct.base,
+		    .idx_first = first + ni,
+		    .idx_n = np,
+		    .idx_page0 = page0,
 		};
 
 		while (!(t->ids[k] = id_alloc(m)) && evict_idle(m))
@@ -370,9 +415,10 @@ static int table_load(struct cfi_maps *m, struct table *t, Elf *elf)
 			goto fail;
 	}
 	t->first_row = first;
-	t->nrows = ct.nrows;
+	t->nrows = total;
 	t->base = ct.base;
-	m->st.rows_used += ct.nrows;
+	free(all);
+	m->st.rows_used += total;
 	m->st.tables++;
 	m->st.tables_built++;
 	if (m->st.rows_used > m->st.rows_peak)
@@ -382,7 +428,8 @@ static int table_load(struct cfi_maps *m, struct table *t, Elf *elf)
 fail:
 	for (k = 0; t->ids && k < t->nslices; k++)
 		id_free(m, t->ids[k]);
-	slice_free(m, first, ct.nrows);
+	slice_free(m, first, total);
+	free(all);
 	free(t->ids);
 	free(t->lo);
 	t->ids = NULL;
