@@ -20,11 +20,12 @@ set -eu
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 MODES=${MODES:-cfi fp dwarf bpftrace}
+REC=${REC:-./bpftrace-rec} # another build, to compare
 KINDS=${KINDS:-deep gzip}
 DEEP=build/workloads/deep
 PPROF=${PPROF:-tools/pprof}
 [ "$(id -u)" = 0 ] || { echo "bench-unwind: run as root" >&2; exit 1; }
-[ -x bpftrace-rec ] && [ -x $DEEP ] || { echo "bench-unwind: make && make workloads first" >&2; exit 1; }
+[ -x "$REC" ] && [ -x $DEEP ] || { echo "bench-unwind: make && make workloads first" >&2; exit 1; }
 command -v bpftrace > /dev/null || { echo "bench-unwind: bpftrace not found (make deps)" >&2; exit 1; }
 TMP=$(mktemp -d)
 old=$(cat /proc/sys/kernel/bpf_stats_enabled)
@@ -71,7 +72,7 @@ measure() {
 		bpftrace -e 'profile:hz:999 { @[kstack, ustack] = count(); }' > /dev/null 2>&1 &
 		pid=$!
 	else
-		./bpftrace-rec -q -a -F 999 --call-graph "$mode" -o "$TMP/$mode" &
+		"$REC" -q -a -F 999 --call-graph "$mode" -o "$TMP/$mode" &
 		pid=$!
 	fi
 	for i in $(seq 100); do
