@@ -8,6 +8,7 @@
 #include <bpf/bpf_core_read.h>
 #include "bpf/events.h"
 #include "bpf/maps.bpf.h"
+#include "bpf/cfi.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -80,6 +81,8 @@ struct cfi_state {
 	__u32 notable;	   /* a pc of a process or binary with no table: copy for DWARF */
 	__u32 m_table;	   /* the last mapping found (struct cfi_mapping), while */
 	__u64 m_start, m_end, m_bias; /* ... pcs stay in [m_start, m_end) */
+	struct cfi_row r_row;	      /* the last row found, while lookup addresses */
+	__u64 r_lo, r_hi;	      /* ... stay in [r_lo, r_hi) of that mapping */
 };
 
 struct scratch {
@@ -95,6 +98,7 @@ struct scratch {
 	 * the states it visits in the walk's loop past its limit. */
 	__u64 win_lo, win_len, win_reads;
 	struct cfi_state cfi;
+	__u64 wake; /* send the record with a wakeup (the drain's attention now) */
 };
 
 struct {
@@ -257,7 +261,7 @@ static __always_inline int emit(struct scratch *sc, __u64 ips_len, __u32 slen)
 		bpf_dynptr_write(&rec, 0, sc->head, hlen, 0);
 	if (slen)
 		bpf_dynptr_write(&rec, hlen, sc->stack, slen, 0);
-	bpf_ringbuf_submit_dynptr(&rec, rb_flags());
+	bpf_ringbuf_submit_dynptr(&rec, sc->wake ? BPF_RB_FORCE_WAKEUP : rb_flags());
 	return 0;
 }
 
@@ -273,7 +277,10 @@ static __always_inline int emit_compat(struct scratch *sc, __u64 ips_len, __u32 
 	if (off > HEAD_MAX - sizeof(struct ev_sample) || hlen > HEAD_MAX)
 		return 0;
 	bpf_probe_read_kernel(&sc->pre[off], hlen, sc->head);
-	return bpf_ringbuf_output(&events, &sc->pre[off], hlen + slen, rb_flags()) ? -1 : 0;
+	return bpf_ringbuf_output(&events, &sc->pre[off], hlen + slen,
+				  sc->wake ? BPF_RB_FORCE_WAKEUP : rb_flags())
+		   ? -1
+		   : 0;
 }
 
 /* Sends the record built in the slot: nk kernel and nu user ips. */
@@ -364,6 +371,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 	s->flags = (PT_REGS_IP(&ctx->regs) >= 0xffff800000000000ULL) ? SAMPLE_IN_KERNEL : 0;
 	s->stack_len = 0;
 	s->stack_id = 0;
+	sc->wake = 0;
 	s->uregs[UREG_IP] = s->uregs[UREG_SP] = s->uregs[UREG_BP] = 0;
 
 	if (kernel_stacks && (s->flags & SAMPLE_IN_KERNEL)) {

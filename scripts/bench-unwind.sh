@@ -11,14 +11,21 @@
 #   - gzip: Debian's gzip (no frame pointers: only cfi and dwarf are whole).
 # Prints medians of RUNS rounds (default 3) with their range; the modes of a
 # round run back to back, as the host's speed drifts over minutes.
+# Also per mode: samples lost (the ring buffer full; all CPUs at 999 Hz) and,
+# for cfi, the share of walks sent the DWARF way (a process or library whose
+# table was not loaded yet: 16 KB records).
 # Usage: bash scripts/bench-unwind.sh   (as root, after make and make workloads)
+#   RUNS=N, MODES="cfi fp dwarf bpftrace", KINDS="deep gzip" pick a subset.
 set -eu
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
+MODES=${MODES:-cfi fp dwarf bpftrace}
+REC=${REC:-./bpftrace-rec} # another build, to compare
+KINDS=${KINDS:-deep gzip}
 DEEP=build/workloads/deep
 PPROF=${PPROF:-tools/pprof}
 [ "$(id -u)" = 0 ] || { echo "bench-unwind: run as root" >&2; exit 1; }
-[ -x bpftrace-rec ] && [ -x $DEEP ] || { echo "bench-unwind: make && make workloads first" >&2; exit 1; }
+[ -x "$REC" ] && [ -x $DEEP ] || { echo "bench-unwind: make && make workloads first" >&2; exit 1; }
 command -v bpftrace > /dev/null || { echo "bench-unwind: bpftrace not found (make deps)" >&2; exit 1; }
 TMP=$(mktemp -d)
 old=$(cat /proc/sys/kernel/bpf_stats_enabled)
@@ -27,17 +34,20 @@ trap 'echo "$old" > /proc/sys/kernel/bpf_stats_enabled; rm -rf "$TMP"; jobs -p |
 trap 'exit 130' INT TERM
 head -c 48000000 /dev/urandom > "$TMP/rnd"
 
-# "id run_time_ns run_cnt" of the newest program called NAME (perf_event: the
-# newest perf_event program, bpftrace's probe).
+# "id run_time_ns run_cnt" of the program called NAME (perf_event: the
+# perf_event program, bpftrace's probe) that process PID holds (its fds'
+# prog_id: other recorders may run on the machine).
 prog_stats() {
+	local ids
+	ids=$(cat /proc/"$2"/fdinfo/* 2> /dev/null | awk '$1 == "prog_id:" {print $2}' | sort -u | tr '\n' ' ')
 	bpftool prog show -j | python3 -c '
 import json, sys
-want = sys.argv[1]
-ps = [p for p in json.load(sys.stdin)
-      if (p.get("type") == "perf_event" if want == "perf_event" else p.get("name") == want)]
+want, ids = sys.argv[1], set(map(int, sys.argv[2].split()))
+ps = [p for p in json.load(sys.stdin) if p["id"] in ids and
+      (p.get("type") == "perf_event" if want == "perf_event" else p.get("name") == want)]
 if ps:
     p = max(ps, key=lambda p: p["id"])
-    print(p["id"], p.get("run_time_ns", 0), p.get("run_cnt", 0))' "$1"
+    print(p["id"], p.get("run_time_ns", 0), p.get("run_cnt", 0))' "$1" "$ids"
 }
 
 workload() { # KIND
@@ -62,20 +72,20 @@ measure() {
 		bpftrace -e 'profile:hz:999 { @[kstack, ustack] = count(); }' > /dev/null 2>&1 &
 		pid=$!
 	else
-		./bpftrace-rec -q -a -F 999 --call-graph "$mode" -o "$TMP/$mode" &
+		"$REC" -q -a -F 999 --call-graph "$mode" -o "$TMP/$mode" &
 		pid=$!
 	fi
 	for i in $(seq 100); do
-		a=$(prog_stats "$([ "$mode" = bpftrace ] && echo perf_event || echo on_sample)")
+		a=$(prog_stats "$([ "$mode" = bpftrace ] && echo perf_event || echo on_sample)" $pid)
 		[ -n "$a" ] && break
 		sleep 0.1
 	done
 	sleep 0.5
-	a=$(prog_stats "$([ "$mode" = bpftrace ] && echo perf_event || echo on_sample)")
+	a=$(prog_stats "$([ "$mode" = bpftrace ] && echo perf_event || echo on_sample)" $pid)
 	t0=$(awk '{print $14 + $15}' /proc/$pid/stat)
 	workload "$kind"
 	t1=$(awk '{print $14 + $15}' /proc/$pid/stat)
-	b=$(prog_stats "$([ "$mode" = bpftrace ] && echo perf_event || echo on_sample)")
+	b=$(prog_stats "$([ "$mode" = bpftrace ] && echo perf_event || echo on_sample)" $pid)
 	kill -INT "$pid"
 	wait "$pid" 2> /dev/null || true
 	add "$mode $kind bpf_ns" "$(python3 -c 'import sys; a, b = sys.argv[1].split(), sys.argv[2].split()
@@ -88,31 +98,37 @@ n = int(b[2]) - int(a[2]); print((int(b[1]) - int(a[1])) // n if n > 0 and a[0] 
 import json, sys
 s = json.load(open(sys.argv[1]))
 n = max(s["samples"], 1)
-print(s["sample_bytes"] // n, int(int(sys.argv[2]) * 10_000_000 / n))
+c = s.get("cfi_walk") or {}
+dw = "%.2f" % (100 * c["to_dwarf"] / c["walks"]) if c.get("walks") else "-"
+print(s["sample_bytes"] // n, int(int(sys.argv[2]) * 10_000_000 / n), s["lost_samples"], dw)
 EOF
-	read -r bytes cpu < "$TMP/per"
+	read -r bytes cpu lost dw < "$TMP/per"
 	add "$mode $kind bytes" "$bytes"
 	add "$mode $kind cpu_ns" "$cpu"
+	add "$mode $kind lost" "$lost"
+	add "$mode $kind dwarf_pct" "$dw"
 	add "$mode $kind root" "$("$PPROF" -top -cum -nodecount=300 -relative_percentages -tagfocus=comm=$comm \
 		"$TMP/$mode/profile.pb.gz" 2>/dev/null |
 		awk '$NF == "__libc_start_call_main" || $NF == "start_thread" { sub("%", "", $5); s += $5 } END { print s + 0 }')"
 }
 
 for _ in $(seq "$RUNS"); do
-	for kind in deep gzip; do
-		for mode in cfi fp dwarf; do
+	for kind in $KINDS; do
+		for mode in $MODES; do
+			[ $mode = bpftrace ] && [ $kind != deep ] && continue
 			measure $mode $kind
 		done
-		[ $kind = deep ] && measure bpftrace deep
 	done
 done
 med() { printf '%s\n' $1 | sort -n | awk '{v[NR] = $1} END {printf "%s (%s-%s)", v[int((NR + 1) / 2)], v[1], v[NR]}'; }
-printf '%-6s %-9s %-22s %-22s %-22s %s\n' workload mode "BPF ns/sample" "bytes/sample" "user CPU ns/sample" "% reaching root"
-for kind in deep gzip; do
-	for mode in cfi fp dwarf bpftrace; do
+printf '%-6s %-9s %-22s %-22s %-22s %-18s %-10s %s\n' workload mode "BPF ns/sample" "bytes/sample (mean)" \
+	"user CPU ns/sample" "% reaching root" lost "% walks to DWARF"
+for kind in $KINDS; do
+	for mode in $MODES; do
 		[ -n "${vals[$mode $kind bpf_ns]:-}" ] || continue
-		printf '%-6s %-9s %-22s %-22s %-22s %s\n' $kind $mode "$(med "${vals[$mode $kind bpf_ns]}")" \
+		printf '%-6s %-9s %-22s %-22s %-22s %-18s %-10s %s\n' $kind $mode "$(med "${vals[$mode $kind bpf_ns]}")" \
 			"$(med "${vals[$mode $kind bytes]:--}")" "$(med "${vals[$mode $kind cpu_ns]:--}")" \
-			"$(med "${vals[$mode $kind root]:--}")"
+			"$(med "${vals[$mode $kind root]:--}")" "$(med "${vals[$mode $kind lost]:--}")" \
+			"$(med "${vals[$mode $kind dwarf_pct]:--}")"
 	done
 done

@@ -44,6 +44,16 @@ struct table {
 	unsigned refs;
 	int load_err; /* why nrows is 0: -ENOSPC (out of budget), -ENOENT (no CFI), ... */
 	bool live;
+	/* refs 0, its rows kept: a binary mapped by one short-lived process
+	 * after another (a compiler, a test's tools) is built once, not per
+	 * process (a big library's table takes a second, and while the worker
+	 * builds, every new process's samples are DWARF copies). Freed, oldest
+	 * first, when a new table needs the space. */
+	bool idle;
+	uint64_t idle_seq;
+	/* The file as built: an idle table is reused only for the same (the
+	 * inode may have been freed and reused). */
+	uint64_t size, mtime_ns, ctime_ns;
 };
 
 struct range {
@@ -63,6 +73,7 @@ struct cfi_maps {
 	VEC(struct range) free; /* free slices of cfi_rows, sorted, merged */
 	VEC(struct table) tables;
 	VEC(struct proc) procs;
+	uint64_t idle_clock;
 	struct cfi_maps_stats st;
 };
 
@@ -233,8 +244,13 @@ static void table_unload(struct cfi_maps *m, struct table *t)
 		id_free(m, t->ids[k]);
 	if (t->nrows) {
 		slice_free(m, t->first_row, t->nrows);
-		m->st.rows_used -= t->nrows;
-		m->st.tables--;
+		if (t->idle) {
+			m->st.rows_idle -= t->nrows;
+			m->st.tables_idle--;
+		} else {
+			m->st.rows_used -= t->nrows;
+			m->st.tables--;
+		}
 	}
 	free(t->ids);
 	free(t->lo);
@@ -242,12 +258,97 @@ static void table_unload(struct cfi_maps *m, struct table *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* Frees the idle table left longest ago; false when there is none. */
+static bool evict_idle(struct cfi_maps *m)
+{
+	struct table *old = NULL;
+	size_t i;
+
+	for (i = 0; i < m->tables.n; i++) {
+		struct table *t = &m->tables.v[i];
+
+		if (t->live && t->idle && (!old || t->idle_seq < old->idle_seq))
+			old = t;
+	}
+	if (!old)
+		return false;
+	table_unload(m, old);
+	return true;
+}
+
+/* The last process of a table left: its rows stay, for the next process
+ * of the binary. One without rows (no CFI, out of budget) is dropped: the
+ * next may find room. */
+static void table_release(struct cfi_maps *m, struct table *t)
+{
+	if (!t->nrows) {
+		table_unload(m, t);
+		return;
+	}
+	t->idle = true;
+	t->idle_seq = ++m->idle_clock;
+	m->st.rows_used -= t->nrows;
+	m->st.tables--;
+	m->st.rows_idle += t->nrows;
+	m->st.tables_idle++;
+}
+
+static void table_reuse(struct cfi_maps *m, struct table *t)
+{
+	t->idle = false;
+	m->st.rows_idle -= t->nrows;
+	m->st.tables_idle--;
+	m->st.rows_used += t->nrows;
+	m->st.tables++;
+	m->st.tables_reused++;
+}
+
+static void file_id(int fd, uint64_t *size, uint64_t *mtime_ns, uint64_t *ctime_ns)
+{
+	struct stat st;
+
+	*size = *mtime_ns = *ctime_ns = 0;
+	if (fd < 0 || fstat(fd, &st))
+		return; /* the vdso: the kernel's image, the same for the whole run */
+	*size = st.st_size;
+	*mtime_ns = st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec;
+	*ctime_ns = st.st_ctim.tv_sec * 1000000000ull + st.st_ctim.tv_nsec;
+}
+
+/* Rows of slice r0 of a table (up to CFI_TABLE_MAX_ROWS) and the pages
+ * (bpf/cfi.h's index) their pc_offs span, the first in *page0. */
+static uint32_t slice_pages(const struct cfi_table *ct, uint32_t r0, uint32_t *page0)
+{
+	uint32_t n = ct->nrows - r0 > CFI_TABLE_MAX_ROWS ? CFI_TABLE_MAX_ROWS : ct->nrows - r0;
+
+	*page0 = ct->rows[r0].pc_off >> CFI_PAGE_SHIFT;
+	return (ct->rows[r0 + n - 1].pc_off >> CFI_PAGE_SHIFT) - *page0 + 1;
+}
+
+/* Writes slice r0's page index to out (slice_pages entries): the slice's
+ * row of each page's first byte. Returns the entries. */
+static uint32_t slice_index(const struct cfi_table *ct, uint32_t r0, struct cfi_row *out)
+{
+	uint32_t page0, np = slice_pages(ct, r0, &page0), p, i = 0;
+	uint32_t n = ct->nrows - r0 > CFI_TABLE_MAX_ROWS ? CFI_TABLE_MAX_ROWS : ct->nrows - r0;
+
+	for (p = 0; p < np; p++) {
+		uint64_t start = (uint64_t)(page0 + p) << CFI_PAGE_SHIFT;
+
+		while (i + 1 < n && ct->rows[r0 + i + 1].pc_off <= start)
+			i++;
+		out[p] = (struct cfi_row){.pc_off = i};
+	}
+	return np;
+}
+
 /* Builds and loads the table of a binary. nrows stays 0 when it has no
  * CFI or does not fit: segs is still read, for the bias. */
 static int table_load(struct cfi_maps *m, struct table *t, Elf *elf)
 {
 	struct cfi_table ct = {0};
-	uint32_t k, first;
+	struct cfi_row *all;
+	uint32_t k, first, total, page0, ni, np;
 	int err;
 
 	err = read_segs(elf, t);
@@ -255,10 +356,27 @@ static int table_load(struct cfi_maps *m, struct table *t, Elf *elf)
 		err = cfi_table_build(elf, &ct);
 	if (err)
 		return err;
-	if (!ct.nrows || ct.nrows > m->rows_cap || slice_alloc(m, ct.nrows, &first)) {
+	if (!ct.nrows) {
 		cfi_table_free(&ct);
 		return -ENOSPC;
 	}
+	/* The rows, then each slice's page index. */
+	for (k = 0, total = ct.nrows; k * CFI_TABLE_MAX_ROWS < ct.nrows; k++)
+		total += slice_pages(&ct, k * CFI_TABLE_MAX_ROWS, &page0);
+	all = total > m->rows_cap ? NULL : malloc((size_t)total * sizeof(*all));
+	if (!all) {
+		cfi_table_free(&ct);
+		return total > m->rows_cap ? -ENOSPC : -ENOMEM;
+	}
+	memcpy(all, ct.rows, (size_t)ct.nrows * sizeof(*all));
+	for (k = 0, ni = ct.nrows; k * CFI_TABLE_MAX_ROWS < ct.nrows; k++)
+		ni += slice_index(&ct, k * CFI_TABLE_MAX_ROWS, all + ni);
+	while (slice_alloc(m, total, &first))
+		if (!evict_idle(m)) {
+			free(all);
+			cfi_table_free(&ct);
+			return -ENOSPC;
+		}
 	t->nslices = (ct.nrows + CFI_TABLE_MAX_ROWS - 1) / CFI_TABLE_MAX_ROWS;
 	t->ids = calloc(t->nslices, sizeof(*t->ids));
 	t->lo = calloc(t->nslices, sizeof(*t->lo));
@@ -266,19 +384,25 @@ static int table_load(struct cfi_maps *m, struct table *t, Elf *elf)
 		err = -ENOMEM;
 		goto fail;
 	}
-	err = write_rows(m, first, ct.rows, ct.nrows);
+	err = write_rows(m, first, all, total);
 	if (err)
 		goto fail;
-	for (k = 0; k < t->nslices; k++) {
+	for (k = 0, ni = ct.nrows; k < t->nslices; k++, ni += np) {
 		uint32_t r0 = k * CFI_TABLE_MAX_ROWS;
+
+		np = slice_pages(&ct, r0, &page0);
 		struct cfi_table_info info = {
 		    .first_row = first + r0,
 		    .nrows =
 			ct.nrows - r0 > CFI_TABLE_MAX_ROWS ? CFI_TABLE_MAX_ROWS : ct.nrows - r0,
 		    .base = ct.base,
+		    .idx_first = first + ni,
+		    .idx_n = np,
+		    .idx_page0 = page0,
 		};
 
-		t->ids[k] = id_alloc(m);
+		while (!(t->ids[k] = id_alloc(m)) && evict_idle(m))
+			;
 		if (!t->ids[k]) {
 			err = -ENOSPC; /* out of table ids: as out of budget */
 			goto fail;
@@ -291,9 +415,10 @@ static int table_load(struct cfi_maps *m, struct table *t, Elf *elf)
 			goto fail;
 	}
 	t->first_row = first;
-	t->nrows = ct.nrows;
+	t->nrows = total;
 	t->base = ct.base;
-	m->st.rows_used += ct.nrows;
+	free(all);
+	m->st.rows_used += total;
 	m->st.tables++;
 	m->st.tables_built++;
 	if (m->st.rows_used > m->st.rows_peak)
@@ -303,7 +428,8 @@ static int table_load(struct cfi_maps *m, struct table *t, Elf *elf)
 fail:
 	for (k = 0; t->ids && k < t->nslices; k++)
 		id_free(m, t->ids[k]);
-	slice_free(m, first, ct.nrows);
+	slice_free(m, first, total);
+	free(all);
 	free(t->ids);
 	free(t->lo);
 	t->ids = NULL;
@@ -376,8 +502,9 @@ static int add_marker(struct cfi_maps *m, pid_t pid)
 	return 0;
 }
 
+/* big: see cfi_maps_add_process_quick (0: build whatever the size). */
 static int add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end, uint64_t offset,
-		       uint64_t dev, uint64_t ino, int fd, Elf *mem)
+		       uint64_t dev, uint64_t ino, int fd, Elf *mem, uint64_t big)
 {
 	struct table *t = NULL, fresh = {.dev = dev, .ino = ino};
 	struct proc *p;
@@ -386,10 +513,28 @@ static int add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t e
 	uint32_t k;
 	int err = 0;
 
+	file_id(fd, &fresh.size, &fresh.mtime_ns, &fresh.ctime_ns);
 	for (ti = 0; ti < m->tables.n; ti++)
 		if (m->tables.v[ti].live && m->tables.v[ti].dev == dev &&
 		    m->tables.v[ti].ino == ino)
 			break;
+	/* An idle table of a file since replaced (its inode reused): rebuilt.
+	 * A mapped file's inode cannot be reused: one in use is that file. */
+	if (ti < m->tables.n && m->tables.v[ti].idle &&
+	    (m->tables.v[ti].size != fresh.size || m->tables.v[ti].mtime_ns != fresh.mtime_ns ||
+	     m->tables.v[ti].ctime_ns != fresh.ctime_ns)) {
+		table_unload(m, &m->tables.v[ti]);
+		ti = m->tables.n;
+	}
+	if (ti == m->tables.n && big && fresh.size > big) {
+		struct cfi_mapping val = {.table = 0, .start = start, .end = end};
+
+		p = find_proc(m, pid, true);
+		if (!p)
+			return -ENOMEM;
+		err = add_range(m, p, start, end, &val);
+		return err ? err : -EAGAIN;
+	}
 	if (ti == m->tables.n) {
 		for (ti = 0; ti < m->tables.n && m->tables.v[ti].live; ti++)
 			;
@@ -429,6 +574,8 @@ static int add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t e
 	bias = start - (offset + t->segs[i].delta);
 	if (VEC_PUSH(p->tables, ti))
 		return -ENOMEM;
+	if (t->idle)
+		table_reuse(m, t);
 	t->refs++;
 
 	if (!t->nrows) {
@@ -470,7 +617,7 @@ int cfi_maps_add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t
 {
 	if (!ino)
 		return -EINVAL; /* (0, 0) is the vdso's key */
-	return add_mapping(m, pid, start, end, offset, dev, ino, fd, NULL);
+	return add_mapping(m, pid, start, end, offset, dev, ino, fd, NULL, 0);
 }
 
 /* The vdso: the kernel's, the same image in every 64-bit process, so ours
@@ -493,7 +640,7 @@ int cfi_maps_add_vdso(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t en
 	elf = elf_memory((char *)eh, size);
 	if (!elf)
 		return -ENOEXEC;
-	err = add_mapping(m, pid, start, end, 0, 0, 0, -1, elf);
+	err = add_mapping(m, pid, start, end, 0, 0, 0, -1, elf, 0);
 	elf_end(elf);
 	return err;
 }
@@ -509,7 +656,7 @@ static void drop_proc(struct cfi_maps *m, struct proc *p)
 		struct table *t = &m->tables.v[p->tables.v[i]];
 
 		if (--t->refs == 0)
-			table_unload(m, t);
+			table_release(m, t);
 	}
 	VEC_FREE(p->keys);
 	VEC_FREE(p->tables);
@@ -548,12 +695,13 @@ static void release_old(struct cfi_maps *m, pid_t pid, struct proc *old)
 	drop_proc(m, old);
 }
 
-int cfi_maps_add_process(struct cfi_maps *m, pid_t pid)
+static int add_process(struct cfi_maps *m, pid_t pid, uint64_t big)
 {
 	char path[64], *buf = NULL, *line, *save = NULL;
 	struct proc old = {.pid = pid}, *p;
 	size_t len;
 	int err;
+	bool deferred = false;
 
 	p = find_proc(m, pid, false);
 	if (p) {
@@ -610,9 +758,11 @@ int cfi_maps_add_process(struct cfi_maps *m, pid_t pid)
 			debug("cfi: pid %d: cannot open %s: %s", (int)pid, file, strerror(-fd));
 			continue;
 		}
-		err = cfi_maps_add_mapping(m, pid, start, end, off, makedev(maj, min), ino, fd);
+		err = add_mapping(m, pid, start, end, off, makedev(maj, min), ino, fd, NULL, big);
 		close(fd);
-		if (err && err != -ENOSPC && err != -ENOENT && err != -ENOEXEC && err != -EIO) {
+		deferred |= err == -EAGAIN;
+		if (err && err != -EAGAIN && err != -ENOSPC && err != -ENOENT && err != -ENOEXEC &&
+		    err != -EIO) {
 			free(buf);
 			release_old(m, pid, &old);
 			return err;
@@ -622,7 +772,17 @@ int cfi_maps_add_process(struct cfi_maps *m, pid_t pid)
 	/* Loaded: a pc in no file mapping is JIT code, not a gap (bpf/cfi.h). */
 	err = add_marker(m, pid);
 	release_old(m, pid, &old);
-	return err;
+	return !err && deferred ? -EAGAIN : err;
+}
+
+int cfi_maps_add_process(struct cfi_maps *m, pid_t pid)
+{
+	return add_process(m, pid, 0);
+}
+
+int cfi_maps_add_process_quick(struct cfi_maps *m, pid_t pid, uint64_t big)
+{
+	return add_process(m, pid, big);
 }
 
 void cfi_maps_get_stats(const struct cfi_maps *m, struct cfi_maps_stats *st)
@@ -655,7 +815,13 @@ void cfi_maps_free(struct cfi_maps *m)
 struct op {
 	pid_t pid;
 	bool add;
+	bool build; /* the big builds an add left (-EAGAIN): after the other ops */
 };
+
+/* Files bigger than this have their tables built after the queue's other
+ * processes are added: python3.11 (6.6 MB) builds in 24-50 ms, node (90 MB)
+ * in 171-369 ms, a compiler's cc1 took 845 ms under load. */
+#define CFI_BIG_FILE (16u << 20)
 
 struct cfi_worker {
 	struct cfi_maps *m;
@@ -669,6 +835,7 @@ struct cfi_worker {
 static void *worker_main(void *arg)
 {
 	struct cfi_worker *w = arg;
+	size_t i;
 
 	/* Not niced: on a machine whose CPUs are all busy (what is profiled)
 	 * a niced worker loaded no table in a 2 s run, and every sample went
@@ -681,14 +848,26 @@ static void *worker_main(void *arg)
 			pthread_cond_wait(&w->cond, &w->lock);
 		if (w->stop)
 			break;
-		op = w->ops.v[0];
-		memmove(w->ops.v, w->ops.v + 1, --w->ops.n * sizeof(*w->ops.v));
+		/* The first op that is no deferred build, else the first. */
+		for (i = 0; i < w->ops.n && w->ops.v[i].build; i++)
+			;
+		if (i == w->ops.n)
+			i = 0;
+		op = w->ops.v[i];
+		memmove(w->ops.v + i, w->ops.v + i + 1, (--w->ops.n - i) * sizeof(*w->ops.v));
 		pthread_mutex_unlock(&w->lock);
 		if (op.add) {
-			int err = cfi_maps_add_process(w->m, op.pid);
+			int err = op.build ? cfi_maps_add_process(w->m, op.pid)
+					   : cfi_maps_add_process_quick(w->m, op.pid, CFI_BIG_FILE);
 
-			if (err && err != -ENOENT && err != -ESRCH)
+			if (err == -EAGAIN) {
+				op.build = true;
+				pthread_mutex_lock(&w->lock);
+				VEC_PUSH(w->ops, op); /* on ENOMEM: table 0, DWARF */
+				pthread_mutex_unlock(&w->lock);
+			} else if (err && err != -ENOENT && err != -ESRCH) {
 				debug("pid %d: unwind tables: %s", (int)op.pid, strerror(-err));
+			}
 		} else {
 			cfi_maps_remove_process(w->m, op.pid);
 		}
@@ -730,11 +909,11 @@ void cfi_worker_queue(struct cfi_worker *w, pid_t pid, bool add)
 
 	pthread_mutex_lock(&w->lock);
 	for (i = 0; add && i < w->ops.n; i++)
-		if (w->ops.v[i].pid == pid && w->ops.v[i].add)
+		if (w->ops.v[i].pid == pid && w->ops.v[i].add && !w->ops.v[i].build)
 			break;
 	/* On ENOMEM the process is only not loaded (or not removed). */
 	if (!add || i == w->ops.n)
-		VEC_PUSH(w->ops, ((struct op){pid, add}));
+		VEC_PUSH(w->ops, ((struct op){.pid = pid, .add = add}));
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 }

@@ -22,8 +22,8 @@ struct cfi_maps_stats {
 	uint64_t rows_used;	/* rows in cfi_rows taken by them */
 	uint64_t rows_cap;	/* cfi_rows' entries */
 	uint64_t bytes_used;	/* rows_used * sizeof(struct cfi_row) */
-	uint64_t tables_built;	/* tables built over the run (a binary again after its last
-				 * process left counts again) */
+	uint64_t tables_built;	/* tables built over the run (a binary again after its
+				 * idle table was evicted, or the file changed, counts again) */
 	uint64_t rows_peak;	/* the most rows_used has been */
 	uint64_t bytes_peak;	/* rows_peak * sizeof(struct cfi_row) */
 	uint64_t processes;	/* processes added and not removed */
@@ -32,6 +32,9 @@ struct cfi_maps_stats {
 	uint64_t no_cfi;	/* mappings of binaries without CFI (left out: frame pointers) */
 	uint64_t open_failed;	/* mappings whose file could not be opened (or changed) */
 	uint64_t build_failed;	/* mappings whose binary's table could not be built */
+	uint64_t tables_idle;	/* tables kept loaded after their last process left */
+	uint64_t rows_idle;	/* rows in cfi_rows taken by them (freed as space is needed) */
+	uint64_t tables_reused; /* idle tables a new process mapped again (no build) */
 };
 
 /* Entries of cfi_rows for a budget of bytes, for bpf_map__set_max_entries
@@ -55,6 +58,13 @@ void cfi_maps_free(struct cfi_maps *m);
  * -errno when the process's maps could not be read or a map update
  * failed. */
 int cfi_maps_add_process(struct cfi_maps *m, pid_t pid);
+/* The same, except that binaries of more than `big` bytes whose table is
+ * not built yet get table 0 for now (their samples go to DWARF, as before
+ * the process was added): -EAGAIN when it left any, for a later
+ * cfi_maps_add_process to build them. The worker does so, so that a big
+ * build (a compiler's: close to a second here) does not hold up the
+ * processes queued behind it. */
+int cfi_maps_add_process_quick(struct cfi_maps *m, pid_t pid, uint64_t big);
 /* One mapping of a process: [start, end) maps file offset `offset` of the
  * file fd (only read; the caller keeps it), whose (dev, ino) keys the
  * table (ino 0 is refused: (0, 0) is the vdso's). 0 or -errno (-ENOSPC:
