@@ -275,7 +275,7 @@ int offcpu_collect(struct sample_bpf *skel)
 	vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
-	for (i = STAT_OFFCPU_SWITCHES; i <= STAT_OFFCPU_LOST; i++)
+	for (i = STAT_OFFCPU_SWITCHES; i <= STAT_OFFCPU_STALE; i++)
 		if (!bpf_map_lookup_elem(sfd, &i, vals))
 			for (c = 0; c < ncpu; c++)
 				st[i] += vals[c];
