@@ -165,10 +165,12 @@ struct offcpu_val {
 
 /* A thread's wait in progress (offcpu_start map, by tid). switches: the
  * task's context switches (nvcsw + nivcsw) as it left: a start whose thread
- * switched since without the program seeing it is stale, and dropped. */
+ * switched since without the program seeing it is stale, and dropped. The
+ * waits still open at the stop are counted up to it from here. */
 struct offcpu_start {
 	__u64 ts, switches;
 	__u32 stack, kind;
+	__u32 tgid, pad;
 };
 
 /* With XRay timelines: one per wait of at least --off-cpu-min. hdr: the

@@ -234,6 +234,8 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, cons
 	}
 	count(STAT_OFFCPU_SWITCHES);
 	st.ts = bpf_ktime_get_ns();
+	st.tgid = k.tgid;
+	st.pad = 0;
 	st.switches = task_switches(prev);
 	st.kind = task_state(prev) == 0 ? OFFCPU_PREEMPTED : OFFCPU_BLOCKED;
 	k.kind = st.kind;
