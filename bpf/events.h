@@ -129,19 +129,28 @@ struct ev_call {
  * offcpu_sums map; user space reads it at the end. */
 enum offcpu_kind { OFFCPU_BLOCKED = 0, OFFCPU_PREEMPTED = 1 };
 
-/* Identity of an off-CPU stack for the dedupe: a thread blocking again at
- * the same user ip, sp and bp, in the same system call and the same kind of
- * wait, is taken to have the same stack, and is not walked again; so is a
- * kernel thread at the same kernel stack. Taken as one (the first seen):
- * two call paths that reach the same wait at the same sp and bp through
- * frames of the same sizes, and one system call blocking at two places in
- * the kernel (a read of a pipe that faults on its buffer). */
+/* Identity of an off-CPU stack for the dedupe: a thread blocking again with
+ * the same key is taken to have the same stack, and is not walked again.
+ * User tasks: the user ip, sp and bp, the system call, the kind and the
+ * words of the user stack that may be return addresses (uhash: user code
+ * addresses in the OFFCPU_UWIN bytes above sp, and the return addresses of
+ * the first OFFCPU_FP frame records from bp). Kernel threads: their whole
+ * kernel stack's id. What is still taken as one (the first seen): two call
+ * paths that differ only above the window and the frame records walked
+ * (code without frame pointers more than OFFCPU_UWIN bytes of stack up),
+ * with the same sp, bp and words in the window; one system call blocking
+ * at two places in the kernel from the same user stack (a read of a pipe
+ * that faults on its buffer: the user stack is right, the kernel frames
+ * are the first's); and two different hashes colliding (64 bits). */
+#define OFFCPU_UWIN 256
+#define OFFCPU_FP   4
 struct offcpu_stack_key {
 	__u32 tgid;
 	/* User tasks: the system call (orig_ax; -1 outside one); kernel
 	 * threads: bpf_get_stackid of the kernel stack, or its error. */
 	__s32 kstack;
 	__u64 ip, sp, bp;
+	__u64 uhash;
 	__u32 kind, pad;
 };
 
@@ -154,10 +163,14 @@ struct offcpu_val {
 	__u64 ns, count;
 };
 
-/* A thread's wait in progress (offcpu_start map, by tid). */
+/* A thread's wait in progress (offcpu_start map, by tid). switches: the
+ * task's context switches (nvcsw + nivcsw) as it left: a start whose thread
+ * switched since without the program seeing it is stale, and dropped. The
+ * waits still open at the stop are counted up to it from here. */
 struct offcpu_start {
-	__u64 ts;
+	__u64 ts, switches;
 	__u32 stack, kind;
+	__u32 tgid, pad;
 };
 
 /* With XRay timelines: one per wait of at least --off-cpu-min. hdr: the
@@ -206,6 +219,7 @@ enum stat_idx {
 	STAT_OFFCPU_STACKS,	 /* new stacks walked and sent (EV_OFFCPU_STACK) */
 	STAT_OFFCPU_LOST_STACKS, /* ... that the ring buffer could not take */
 	STAT_OFFCPU_LOST,	 /* waits lost: offcpu_sums full, or their event not taken */
+	STAT_OFFCPU_STALE,	 /* waits dropped: a switch of the thread was not seen */
 	STAT_NR,
 };
 

@@ -75,6 +75,8 @@ struct task_struct___o {
 	volatile long state;
 } __attribute__((preserve_access_index));
 
+#define OFFCPU_TASK_DEAD 0x80 /* TASK_DEAD, the same since 4.14 */
+
 static __always_inline long task_state(struct task_struct *t)
 {
 	if (bpf_core_field_exists(t->__state))
@@ -165,25 +167,88 @@ static __always_inline int offcpu_send_stack(void *ctx, struct task_struct *prev
 	return err ? -1 : 0;
 }
 
+static __always_inline __u64 offcpu_mix(__u64 h, __u64 v)
+{
+	h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 31);
+}
+
+/* The task's context switches: as the switch's tracepoint runs, prev's
+ * already counts this one. */
+static __always_inline __u64 task_switches(struct task_struct *t)
+{
+	return BPF_CORE_READ(t, nvcsw) + BPF_CORE_READ(t, nivcsw);
+}
+
+/* uhash of a user task's key (events.h), ~0.9 us. Reads use the slot's
+ * stack area, free until offcpu_send_stack. */
+static __always_inline void offcpu_user_hash(struct scratch *sc, struct offcpu_stack_key *k)
+{
+	__u64 *w = (__u64 *)sc->stack, h = 0, v, fp, next;
+	int i;
+
+	if (!user_stacks || !k->sp)
+		return;
+	/* Words that could be user code addresses: not small numbers, not
+	 * stack addresses near sp, canonical user addresses. A local that
+	 * changes from call to call only costs a walk more. */
+	if (!bpf_probe_read_user(w, OFFCPU_UWIN, (void *)k->sp))
+		for (i = 0; i < OFFCPU_UWIN / 8; i++) {
+			v = w[i];
+			if (v >= 0x400000 && v < 0x800000000000ULL &&
+			    (v < k->sp - 65536 || v >= k->sp + (8 << 20)))
+				h = offcpu_mix(h, v);
+		}
+	/* Frame records from bp while they go up the stack: the callers of
+	 * code with frame pointers beyond the window. */
+	fp = k->bp;
+	for (i = 0; i < OFFCPU_FP; i++) {
+		if (fp < k->sp || fp >= k->sp + (8 << 20) || (fp & 7) ||
+		    bpf_probe_read_user(w, 16, (void *)fp))
+			break;
+		next = w[0];
+		h = offcpu_mix(h, w[1]);
+		if (next <= fp)
+			break;
+		fp = next;
+	}
+	k->uhash = h;
+}
+
 /* prev leaves the CPU: the wait starts. */
 static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, const bool compat)
 {
 	struct offcpu_stack_key k = {};
 	struct offcpu_start st;
 	struct pt_regs *ur;
-	__u32 tid = prev->pid, zero = 0, *idp, *next;
+	struct scratch *sc;
+	__u32 tid = prev->pid, zero = 0, slot, *idp, *next;
 
 	k.tgid = prev->tgid;
 	if (!offcpu_recorded(k.tgid, tid))
 		return;
+	/* An exiting thread's last switch: it never comes back (and its tid
+	 * may be another thread's next). */
+	if (task_state(prev) & OFFCPU_TASK_DEAD) {
+		bpf_map_delete_elem(&offcpu_start, &tid);
+		return;
+	}
 	count(STAT_OFFCPU_SWITCHES);
 	st.ts = bpf_ktime_get_ns();
+	st.tgid = k.tgid;
+	st.pad = 0;
+	st.switches = task_switches(prev);
 	st.kind = task_state(prev) == 0 ? OFFCPU_PREEMPTED : OFFCPU_BLOCKED;
 	k.kind = st.kind;
 	/* A kernel stack id costs a walk of the kernel stack at every switch
-	 * (~1 us here): user tasks are told apart by their registers and
-	 * system call instead, and walked only at a new one. */
+	 * (~1 us here; its first 16 frames ~2.5 us from this tracepoint):
+	 * user tasks are told apart by their registers, system call and
+	 * stack words instead, and walked only at a new one. */
 	if (prev->mm) {
+		slot = nr_cpus + bpf_get_smp_processor_id();
+		sc = bpf_map_lookup_elem(&scratch_map, &slot);
+		if (!sc)
+			return;
 		ur = user_regs(prev, compat);
 		k.kstack = BPF_CORE_READ(ur, orig_ax);
 		if (user_stacks) {
@@ -191,6 +256,7 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, cons
 			k.sp = BPF_CORE_READ(ur, sp);
 			k.bp = BPF_CORE_READ(ur, bp);
 		}
+		offcpu_user_hash(sc, &k);
 	} else {
 		k.kstack = kernel_stacks ? bpf_get_stackid(ctx, &offcpu_kstacks, 0) : -1;
 	}
@@ -227,6 +293,11 @@ static __always_inline void offcpu_in(struct task_struct *next_task)
 
 	if (!st)
 		return;
+	if (st->switches != task_switches(next_task)) {
+		bpf_map_delete_elem(&offcpu_start, &tid);
+		count(STAT_OFFCPU_STALE);
+		return;
+	}
 	now = bpf_ktime_get_ns();
 	delta = now - st->ts;
 	k.tgid = next_task->tgid;

@@ -1,32 +1,47 @@
 #!/usr/bin/env bash
 # --off-cpu's cost (a benchmark, not a test): `perf bench sched pipe` (two
 # threads handing a byte back and forth: a context switch per hand-over)
-# alone, under bpftrace-rec --off-cpu, and under bcc's offcputime, in the
-# same run, alternating, ROUNDS times (default 3). For each: the benchmark's
-# time (its slowdown against alone) and the switch program's BPF time per
-# run (kernel.bpf_stats_enabled): bpftrace-rec's on_switch, offcputime's
-# oncpu (a kprobe on finish_task_switch). Both tools system-wide (-a, and
-# offcputime's default), so that both see every switch; plus bpftrace-rec
+# alone, under bpftrace-rec --off-cpu -a, under bpftrace running what
+# offcputime does (scripts/offcputime.bt: both stacks at the switch-out, the
+# time at the switch-in, @[kstack, ustack, comm] = sum; Debian ships no
+# offcputime.bt) and under bcc's offcputime-bpfcc where it can run, in the
+# same run, alternating, ROUNDS times (default 5). For each: the
+# benchmark's time (its slowdown against alone: ratio of medians) and the
+# switch program's BPF time per run (kernel.bpf_stats_enabled):
+# bpftrace-rec's on_switch, bpftrace's sched_switch, offcputime's oncpu.
+# All system-wide, so that each sees every switch; plus bpftrace-rec
 # recording the benchmark alone (-- CMD, with the per-wait events of the
 # XRay timelines). Prints medians, ratios and what was lost.
-# Usage: bash scripts/bench-offcpu.sh   (as root, after make; needs linux-perf
-# and bpfcc-tools: make deps)
+# Usage: bash scripts/bench-offcpu.sh   (as root, after make; needs linux-perf,
+# bpftrace and bpfcc-tools: make deps)
 set -eu
 cd "$(dirname "$0")/.."
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 LOOPS=${LOOPS:-100000}
 [ "$(id -u)" = 0 ] || { echo "bench-offcpu: run as root" >&2; exit 1; }
 [ -x bpftrace-rec ] || { echo "bench-offcpu: make first" >&2; exit 1; }
 command -v perf > /dev/null || { echo "bench-offcpu: perf not found (make deps)" >&2; exit 1; }
+command -v bpftrace > /dev/null || { echo "bench-offcpu: bpftrace not found (make deps)" >&2; exit 1; }
+# bpftrace's tracepoints need tracefs (not mounted on some machines).
+if [ ! -e /sys/kernel/tracing/events/sched/sched_switch ]; then
+	mount -t tracefs nodev /sys/kernel/tracing ||
+		{ echo "bench-offcpu: cannot mount tracefs for bpftrace" >&2; exit 1; }
+fi
 OFFCPUTIME=$(command -v offcputime-bpfcc || true)
-[ -n "$OFFCPUTIME" ] || { echo "bench-offcpu: offcputime-bpfcc not found (make deps)" >&2; exit 1; }
 # bcc compiles its C at run time against the running kernel's headers: a
 # kernel without them (no /lib/modules/RELEASE/build, no CONFIG_IKHEADERS)
-# cannot run offcputime, and the figures are then bpftrace-rec's alone.
-PEER=1
-if [ ! -e "/lib/modules/$(uname -r)/build" ] && [ ! -e /sys/kernel/kheaders.tar.xz ]; then
-	PEER=
-	echo "bench-offcpu: no kernel headers for $(uname -r) (nor CONFIG_IKHEADERS): bcc cannot compile offcputime; measuring without it" >&2
+# cannot run offcputime; its error is printed and the figures are the
+# others'.
+BCC=
+if [ -n "$OFFCPUTIME" ]; then
+	if timeout 60 "$OFFCPUTIME" 1 > /dev/null 2> /tmp/bench-offcpu-bcc.err; then
+		BCC=1
+	else
+		echo "bench-offcpu: offcputime-bpfcc cannot run here: $(grep -m1 -E 'modules|headers|rror' /tmp/bench-offcpu-bcc.err)" >&2
+	fi
+	rm -f /tmp/bench-offcpu-bcc.err
+else
+	echo "bench-offcpu: offcputime-bpfcc not found (make deps): measuring without it" >&2
 fi
 TMP=$(mktemp -d)
 old=$(cat /proc/sys/kernel/bpf_stats_enabled)
@@ -87,7 +102,8 @@ for r in $(seq "$ROUNDS"); do
 	echo "alone $(bench) 0 0"
 	measure rec-a on_switch ./bpftrace-rec -q -a --off-cpu -F 99 -o "$TMP/a"
 	lost "$TMP/a"
-	[ -z "$PEER" ] || measure bcc oncpu "$OFFCPUTIME" -f 120
+	measure bpftrace sched_switch bpftrace scripts/offcputime.bt
+	[ -z "$BCC" ] || measure bcc oncpu "$OFFCPUTIME" -f 120
 	measure_cmd
 done | tee "$TMP/all" >&2
 
@@ -101,7 +117,7 @@ for line in open(sys.argv[1]):
     rows.setdefault(name, []).append((float(secs), int(ns), int(runs)))
 base = statistics.median(s for s, _, _ in rows["alone"])
 print(f"perf bench sched pipe, median of {len(rows['alone'])} alternating rounds:")
-for name in ("alone", "rec-a", "bcc", "rec-cmd"):
+for name in ("alone", "rec-a", "bpftrace", "bcc", "rec-cmd"):
     r = rows.get(name)
     if not r:
         continue

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "sample.skel.h"
@@ -18,8 +19,8 @@ struct ostack {
 };
 
 static struct {
-	bool on;
-	uint64_t min_ns;
+	bool on, timelines;
+	uint64_t min_ns, stop_ns;
 	struct bpf_link *link;
 	VEC(struct ostack) stacks;
 	struct idtab stack_tab;
@@ -63,6 +64,7 @@ int offcpu_prepare(struct sample_bpf *skel, const struct offcpu_cfg *cfg, struct
 	}
 	oc.on = true;
 	oc.min_ns = cfg->min_ns;
+	oc.timelines = cfg->timelines;
 	skel->rodata->offcpu_min_ns = cfg->min_ns;
 	skel->rodata->offcpu_events = cfg->timelines;
 	skel->rodata->offcpu_copy = cfg->copy;
@@ -101,6 +103,8 @@ int offcpu_attach(struct sample_bpf *skel)
 
 void offcpu_detach(void)
 {
+	if (oc.link)
+		oc.stop_ns = now_ns(CLOCK_MONOTONIC);
 	bpf_link__destroy(oc.link);
 	oc.link = NULL;
 }
@@ -240,6 +244,41 @@ static int cmp_wait(const void *a, const void *b)
 	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
 }
 
+/* The waits still open at the stop (their thread is still off CPU): up to
+ * the stop, as sums and, with timelines, as waits. 0 or -ENOMEM. */
+static int collect_open(struct sample_bpf *skel)
+{
+	int fd = bpf_map__fd(skel->maps.offcpu_start);
+	__u32 tid, next, *prev = NULL;
+	struct offcpu_start st;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		const struct ostack *o;
+		uint32_t stack;
+
+		tid = next;
+		prev = &tid;
+		if (bpf_map_lookup_elem(fd, &tid, &st) || st.ts >= oc.stop_ns ||
+		    oc.stop_ns - st.ts < oc.min_ns)
+			continue;
+		o = st.stack ? ostack_find(st.stack) : NULL;
+		stack = o && o->pid == (int32_t)st.tgid ? o->stack : UINT32_MAX;
+		if (VEC_PUSH(oc.sums, ((struct offcpu_sum){(int32_t)st.tgid, tid, stack, st.kind,
+							   oc.stop_ns - st.ts, 1})))
+			return -ENOMEM;
+		oc.tot.open++;
+		if (oc.timelines &&
+		    VEC_PUSH(oc.waits, ((struct offcpu_wait){(int32_t)st.tgid, tid, 0, stack,
+							     st.kind, st.ts, oc.stop_ns,
+							     st.kind == OFFCPU_PREEMPTED
+								 ? "[off-cpu] preempted"
+							     : o ? o->what
+								 : "[off-cpu]"})))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int offcpu_collect(struct sample_bpf *skel)
 {
 	int fd = bpf_map__fd(skel->maps.offcpu_sums), ncpu = libbpf_num_possible_cpus();
@@ -270,12 +309,14 @@ int offcpu_collect(struct sample_bpf *skel)
 		if (VEC_PUSH(oc.sums, s))
 			return -ENOMEM;
 	}
+	if (collect_open(skel))
+		return -ENOMEM;
 	qsort(oc.sums.v, oc.sums.n, sizeof(*oc.sums.v), cmp_sum);
 	qsort(oc.waits.v, oc.waits.n, sizeof(*oc.waits.v), cmp_wait);
 	vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
-	for (i = STAT_OFFCPU_SWITCHES; i <= STAT_OFFCPU_LOST; i++)
+	for (i = STAT_OFFCPU_SWITCHES; i <= STAT_OFFCPU_STALE; i++)
 		if (!bpf_map_lookup_elem(sfd, &i, vals))
 			for (c = 0; c < ncpu; c++)
 				st[i] += vals[c];
@@ -289,6 +330,8 @@ int offcpu_collect(struct sample_bpf *skel)
 	    .lost_stacks = st[STAT_OFFCPU_LOST_STACKS],
 	    .lost = st[STAT_OFFCPU_LOST],
 	    .min_ns = oc.min_ns,
+	    .open = oc.tot.open,
+	    .stale = st[STAT_OFFCPU_STALE],
 	};
 	if (oc.tot.lost || oc.tot.lost_stacks)
 		warn("--off-cpu: %llu waits and %llu stacks lost (the ring buffer or the sums' map "

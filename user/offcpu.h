@@ -40,7 +40,8 @@ bool offcpu_on(void);
 int offcpu_on_stack(const struct ev_sample *s, size_t size);
 int offcpu_on_wait(const struct ev_offcpu *e);
 
-/* At the stop: the sums from BPF. */
+/* At the stop: the sums from BPF, and the waits still open, counted up to
+ * the detach. */
 int offcpu_collect(struct sample_bpf *skel);
 
 /* One (thread, stack, kind) of a process: stack is a proc stack index, or
@@ -65,6 +66,7 @@ const struct offcpu_wait *offcpu_waits_of(const struct proc *p, size_t *n);
 /* For summary.json. */
 struct offcpu_totals {
 	uint64_t switches, waits, short_waits, short_ns, stacks, lost_stacks, lost;
+	uint64_t open, stale; /* waits still open at the stop; starts dropped */
 	uint64_t min_ns;
 };
 void offcpu_totals(struct offcpu_totals *t);

@@ -121,9 +121,10 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 			",\n  \"offcpu\": {\"switches\": %" PRIu64 ", \"waits\": %" PRIu64
 			", \"min_ns\": %" PRIu64 ", \"short_waits\": %" PRIu64
 			", \"short_waits_ns\": %" PRIu64 ", \"stacks\": %" PRIu64
-			", \"lost_stacks\": %" PRIu64 ", \"lost_waits\": %" PRIu64 "}",
+			", \"lost_stacks\": %" PRIu64 ", \"lost_waits\": %" PRIu64
+			", \"open_waits\": %" PRIu64 ", \"stale_waits\": %" PRIu64 "}",
 			t.switches, t.waits, t.min_ns, t.short_waits, t.short_ns, t.stacks,
-			t.lost_stacks, t.lost);
+			t.lost_stacks, t.lost, t.open, t.stale);
 	}
 	fprintf(f, ",\n  \"degraded\": [");
 	for (i = 0; ri->degraded && i < ri->degraded->n; i++) {

@@ -4,7 +4,7 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(offcpu_known_waits_pprof offcpu_kernel_frames offcpu_cpu_view offcpu_wall_view offcpu_labels
-	offcpu_xray_account offcpu_xray_trace_event offcpu_summary offcpu_futex offcpu_min)
+	offcpu_xray_account offcpu_xray_trace_event offcpu_summary offcpu_futex offcpu_min offcpu_callers offcpu_open_at_stop)
 require_bpf "${ALL[@]}"
 
 # cum of a function in `pprof -top -unit=ms` output, in ms (0 when absent).
@@ -162,4 +162,33 @@ if [ "$under" = 0 ] && [ "$smin" = 50000000 ] && at_least "$sn" 1 && at_least "$
 else
 	fail $t "$under samples under 50 ms; summary: $short"
 	cat "$TMP/m.err" >&2
+fi
+
+# Two call paths to the same blocking read with the same user ip, sp, bp and
+# system call (tests/workloads/waits.c: callers): each wait on its own
+# stack. A dedupe key of those alone put read_b's second in read_a.
+t=offcpu_callers
+"$REC" -q --off-cpu -F 99 -o "$TMP/c" -- "$WL/waits" callers 2>"$TMP/c.err"
+ctop=$("$PPROF" -sample_index=offcpu -unit=ms -top -nodecount=1000 "$TMP/c/profile.pb.gz" 2>/dev/null)
+ca=$(cum_ms read_a <<<"$ctop"); cb=$(cum_ms read_b <<<"$ctop")
+if within "$ca" 500 50 && within "$cb" 1000 50; then
+	pass $t
+else
+	fail $t "read_a $ca ms (want 500 +-50), read_b $cb ms (want 1000 +-50)"
+	head -12 <<<"$ctop" >&2
+	cat "$TMP/c.err" >&2
+fi
+
+# A wait still open at the stop counts up to it: stopped by -d 2 in the
+# main thread's 2 s sleep (from 1 s to 3 s), sleep_wait has about 1 s.
+t=offcpu_open_at_stop
+"$REC" -q --off-cpu -d 2 -F 99 -o "$TMP/o" -- "$WL/waits" 2>"$TMP/o.err"
+otop=$("$PPROF" -sample_index=offcpu -unit=ms -top -nodecount=1000 "$TMP/o/profile.pb.gz" 2>/dev/null)
+os=$(cum_ms sleep_wait <<<"$otop")
+oo=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["offcpu"]["open_waits"])' "$TMP/o/summary.json" 2>/dev/null)
+if within "$os" 1000 150 && at_least "${oo:-0}" 1; then
+	pass $t
+else
+	fail $t "sleep_wait $os ms (want 1000 +-150), open_waits ${oo:-none}"
+	cat "$TMP/o.err" >&2
 fi

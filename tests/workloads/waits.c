@@ -5,7 +5,10 @@
  * until a second thread (writer), asleep until 4 s after the start, writes:
  * about 1 s.
  * futex: two threads (locker) take one mutex in take_lock for 2 s, each
- * holding it ~1 ms of CPU: each waits for the other in pthread_mutex_lock. */
+ * holding it ~1 ms of CPU: each waits for the other in pthread_mutex_lock.
+ * callers: the main thread blocks on a pipe read in read_a until 0.5 s,
+ * then in read_b until 1.5 s: two call paths with the same user ip, sp, bp
+ * and system call, which differ only in their return addresses. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,7 +16,7 @@
 #include <unistd.h>
 
 static struct timespec t0;
-static int fds[2];
+static int fds[2], fds_a[2], fds_b[2];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static volatile unsigned long sink;
 
@@ -63,6 +66,44 @@ static void *writer(void *arg)
 	return NULL;
 }
 
+/* The same frame as read_b's: only the pipe differs. */
+static void __attribute__((noinline)) read_a(void)
+{
+	char c;
+
+	if (read(fds_a[0], &c, 1) != 1)
+		perror("read");
+}
+
+static void __attribute__((noinline)) read_b(void)
+{
+	char c;
+
+	if (read(fds_b[0], &c, 1) != 1)
+		perror("read");
+}
+
+static void write_at(int fd, double s)
+{
+	struct timespec at = {t0.tv_sec + (time_t)s, t0.tv_nsec + (long)((s - (time_t)s) * 1e9)};
+
+	if (at.tv_nsec >= 1000000000) {
+		at.tv_sec++;
+		at.tv_nsec -= 1000000000;
+	}
+	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL);
+	if (write(fd, "x", 1) != 1)
+		perror("write");
+}
+
+static void *writer_ab(void *arg)
+{
+	(void)arg;
+	write_at(fds_a[1], 0.5);
+	write_at(fds_b[1], 1.5);
+	return NULL;
+}
+
 static void __attribute__((noinline)) take_lock(double hold, double end)
 {
 	while (since_start() < end) {
@@ -92,6 +133,15 @@ int main(int argc, char **argv)
 		pthread_create(&b, NULL, locker, NULL);
 		pthread_join(a, NULL);
 		pthread_join(b, NULL);
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "callers")) {
+		if (pipe(fds_a) || pipe(fds_b))
+			return 1;
+		pthread_create(&a, NULL, writer_ab, NULL);
+		read_a();
+		read_b();
+		pthread_join(a, NULL);
 		return 0;
 	}
 	if (pipe(fds))
