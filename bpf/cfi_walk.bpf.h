@@ -431,7 +431,7 @@ static __always_inline int cfi_finish(struct scratch *sc, int r, const bool comp
 			if (want > MAX_STACK_COPY)
 				want = MAX_STACK_COPY;
 			copied = copy_stack(sc, sc->cfi.sp0, want, compat);
-			s->flags &= ~(SAMPLE_LEAF_HINT | SAMPLE_STACK_TRUNC);
+			s->flags &= ~SAMPLE_STACK_TRUNC;
 			s->flags |= SAMPLE_DWARF;
 			if (copied < want)
 				s->flags |= SAMPLE_STACK_TRUNC;
@@ -442,12 +442,6 @@ static __always_inline int cfi_finish(struct scratch *sc, int r, const bool comp
 	} else {
 		s->flags |= SAMPLE_CFI_TRUNC;
 		count(STAT_CFI_TRUNC);
-	}
-	/* The leaf-caller copy of frame-pointer samples: the CFI's ips need
-	 * no fix, so it is not sent. */
-	if (r != CFI_DONE_NOTABLE && !(s->flags & SAMPLE_DWARF)) {
-		s->stack_len = 0;
-		s->flags &= ~SAMPLE_LEAF_HINT;
 	}
 	return send_sample(sc, s->nkernel, sc->cfi.n, compat);
 }

@@ -11,9 +11,10 @@
 #define COMM_LEN       16
 #define MAX_FRAMES     127   /* per stack, as bpf_get_stack's sysctl default */
 #define MAX_STACK_COPY 65528 /* bytes of user stack, as perf's --call-graph dwarf limit */
-/* Stack bytes for the leaf-caller fix: 512 covered every sample measured (the
- * largest need was 344). */
-#define FP_LEAF_COPY 512
+/* Bytes of user stack copied from sp at each sample, the walks' first
+ * window (most frames' records of a shallow stack lie in them); sent only
+ * when the stack is copied for DWARF. */
+#define WALK_COPY 512
 
 enum ev_type {
 	EV_SAMPLE = 1,	/* struct ev_sample */
@@ -43,7 +44,7 @@ struct ev_hdr {
 
 #define SAMPLE_STACK_TRUNC (1u << 3) /* the stack copy stopped at an unreadable page */
 #define SAMPLE_DWARF	   (1u << 4) /* the stack was copied for DWARF unwinding */
-#define SAMPLE_LEAF_HINT   (1u << 5) /* stack_len came from the leaf_need map */
+/* (1u << 5): unused (the leaf-caller fix's hint, gone with the fix) */
 /* The CFI walk (bpf/cfi_walk.bpf.h, rodata cfi_walk): the nuser ips are its
  * frames. With SAMPLE_CFI_END it reached a CFI_ROW_END row (the thread's
  * root: _start, clone) or a return address of 0; with SAMPLE_CFI_TRUNC it
@@ -53,19 +54,11 @@ struct ev_hdr {
  * loaded, and the stack was copied for DWARF too (SAMPLE_DWARF: user space
  * unwinds the copy; the ips, walked on by frame pointers from there, are
  * what it takes when the copy cannot be unwound). A CFI-walked
- * sample carries a stack copy only with SAMPLE_DWARF (no leaf-caller copy). */
+ * sample carries a stack copy only with SAMPLE_DWARF. */
 #define SAMPLE_CFI	   (1u << 6)
 #define SAMPLE_CFI_END	   (1u << 7)
 #define SAMPLE_CFI_TRUNC   (1u << 8)
 #define SAMPLE_CFI_NOTABLE (1u << 9)
-
-/* Key of the leaf_need map: how many bytes from sp the leaf-caller fix needs
- * at this ip of this process, as user space found from the CFI. */
-struct leaf_key {
-	__u32 tgid;
-	__u32 pad;
-	__u64 ip;
-};
 
 /* User registers the unwinders need, x86_64. */
 enum { UREG_IP, UREG_SP, UREG_BP, UREG_NR };

@@ -32,10 +32,10 @@ struct {
 #define COPY_AREA                                                                                  \
 	(MAX_STACK_COPY + PAGE_SZ) /* a page of slack keeps the verifier's bounds simple */
 
-/* Bytes of user stack copied from sp at each sample: stack_copy_fp for the
- * leaf-caller fix of frame-pointer stacks, stack_copy_dwarf for processes
+/* Bytes of user stack copied from sp at each sample: stack_copy_walk for
+ * the walks' first window (not sent), stack_copy_dwarf for processes
  * unwound with DWARF (all of them, or those in dwarf_pids). */
-const volatile __u32 stack_copy_fp = 0;
+const volatile __u32 stack_copy_walk = 0;
 const volatile __u32 stack_copy_dwarf = 0;
 const volatile bool dwarf_all = false;
 
@@ -45,17 +45,6 @@ struct {
 	__type(key, __u32); /* tgid */
 	__type(value, __u8);
 } dwarf_pids SEC(".maps");
-
-/* A frame-pointer sample sends FP_LEAF_COPY bytes of stack for the
- * leaf-caller fix until user space has looked at the CFI of its ip; then only
- * the bytes that fix needs (most often none: the function has set up its
- * frame). Halves the record and the ring buffer's cost per sample. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct leaf_key);
-	__type(value, __u32);
-} leaf_need SEC(".maps");
 
 /* The record is built here, then copied once into the ring buffer at its
  * true length: the BPF stack is only 512 bytes. One slot per CPU (an array,
@@ -154,7 +143,7 @@ static __always_inline __u32 copy_stack(struct scratch *sc, __u64 sp, __u64 want
 	struct copy_ctx c = {.sc = sc, .sp = sp, .want = want};
 	__u32 i;
 
-	/* Most often (the leaf-caller copy) it is one read within one page. */
+	/* Most often (the walks' first window) it is one read within one page. */
 	if (want <= PAGE_SZ - (sp & (PAGE_SZ - 1)))
 		return copy_more(sc, sp, &c.copied, want) ? 0 : c.copied;
 	if (!compat) {
@@ -391,7 +380,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 		struct task_struct *task = compat ? (struct task_struct *)bpf_get_current_task()
 						  : bpf_get_current_task_btf();
 		struct pt_regs *ur = user_regs(task, compat);
-		__u64 sp, cs, want = stack_copy_fp, top;
+		__u64 sp, cs, want = stack_copy_walk, top;
 		__u32 copied = 0;
 		bool walked = false;
 
@@ -421,7 +410,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 		}
 		sp = s->uregs[UREG_SP];
 		/* The main thread's stack ends at start_stack; no need to copy past
-		 * it. Not worth two reads for the leaf-caller copy. */
+		 * it. Not worth two reads for the walks' first window. */
 		if (want > PAGE_SZ) {
 			top = BPF_CORE_READ(task, mm, start_stack);
 			if (sp < top && top - sp < want)
@@ -436,18 +425,8 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 			if (!copied)
 				count(STAT_COPY_ERR);
 		}
-		/* Only what was asked for is sent; the walk may read further. */
-		s->stack_len = copied;
-		if (copied && !(s->flags & SAMPLE_DWARF)) {
-			struct leaf_key k = {.tgid = tgid, .ip = s->uregs[UREG_IP]};
-			__u32 *need = bpf_map_lookup_elem(&leaf_need, &k);
-
-			if (need) {
-				s->flags |= SAMPLE_LEAF_HINT;
-				if (*need < copied)
-					s->stack_len = *need;
-			}
-		}
+		/* Sent only for DWARF unwinding; the walks read it (and further). */
+		s->stack_len = s->flags & SAMPLE_DWARF ? copied : 0;
 
 		/* The CFI walk, when on, takes over from here (a tail call that
 		 * sends the record itself); back here only if it could not. */

@@ -18,7 +18,6 @@
 
 struct procs procs;
 bool proc_aggregate;
-void (*proc_leaf_hint_hook)(pid_t pid, uint64_t ip, uint32_t need);
 
 /* An address outside every mapping re-reads /proc/PID/maps (a dlopen, a new
  * JIT region), but not more often than this: garbage frames from
@@ -567,37 +566,9 @@ static int store_sample(struct proc *p, const struct sample *smp)
 	return idtab_insert(&p->sample_tab, h, p->samples.n - 1);
 }
 
-/* Tells BPF what the leaf-caller fix needs at this sample's ip, once: unless
- * BPF already sent exactly that (a hint from an earlier image of this pid is
- * corrected), or the sample was taken before the hint was sent. */
-static void leaf_hint(struct proc *p, const struct ev_sample *s)
-{
-	uint64_t ip = s->uregs[UREG_IP];
-	struct leaf_hint *h;
-	int need;
-
-	if (!proc_leaf_hint_hook || (s->flags & (SAMPLE_DWARF | SAMPLE_STACK_TRUNC)))
-		return;
-	need = unwind_leaf_need(p->uw, ip);
-	if (need < 0)
-		return;
-	if (need > FP_LEAF_COPY)
-		need = FP_LEAF_COPY; /* more is never copied */
-	if ((s->flags & SAMPLE_LEAF_HINT) && s->stack_len == (uint32_t)need)
-		return;
-	if (!p->hints && !(p->hints = calloc(LEAF_HINTS, sizeof(*p->hints))))
-		return;
-	h = &p->hints[hash_u64(ip) & (LEAF_HINTS - 1)];
-	if (!(s->flags & SAMPLE_LEAF_HINT) && h->ip == ip && h->need == need &&
-	    s->hdr.time_ns < h->sent_ns)
-		return;
-	proc_leaf_hint_hook(p->pid, ip, (uint32_t)need);
-	*h = (struct leaf_hint){.ip = ip, .need = need, .sent_ns = now_ns(CLOCK_MONOTONIC)};
-}
-
 /* The user frames of a sample, leaf first: DWARF-unwound from the copied
- * stack when the record carries enough of it, else the frame-pointer walk,
- * with the caller of a frameless leaf put back. Returns the count. */
+ * stack when the record carries one, else the ips BPF walked (by CFI or by
+ * frame pointers). Returns the count. */
 static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs)
 {
 	const __u64 *fp = &s->ips[s->nkernel];
@@ -605,7 +576,7 @@ static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs)
 	int n = 0, i;
 	unsigned flags = 0;
 
-	if ((s->stack_len || (s->flags & SAMPLE_LEAF_HINT)) && !p->uw)
+	if (s->stack_len && !p->uw)
 		p->uw = unwinder_new(p->pid);
 	if (s->flags & SAMPLE_CFI) {
 		p->cfi_walked++;
@@ -625,21 +596,8 @@ static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs)
 		if (n > 1 || n >= s->nuser)
 			return n;
 	}
-	for (i = 0; i < s->nuser && fp[i] && n < MAX_USER_FRAMES; i++) {
+	for (i = 0; i < s->nuser && fp[i] && n < MAX_USER_FRAMES; i++)
 		pcs[n++] = fp[i];
-		/* A leaf that set up no frame hides its caller from the
-		 * frame-pointer walk (the CFI walk finds it). */
-		if (i == 0 && p->uw && fp[0] == s->uregs[UREG_IP] && !(s->flags & SAMPLE_CFI)) {
-			uint64_t c = unwind_leaf_caller(p->uw, fp[0], s->uregs[UREG_SP], stack,
-							s->stack_len);
-
-			if (c && (s->nuser < 2 || fp[1] != c)) {
-				pcs[n++] = c;
-				p->leaf_fixed++;
-			}
-			leaf_hint(p, s);
-		}
-	}
 	return n;
 }
 
@@ -844,8 +802,6 @@ void proc_on_exec(pid_t pid, const char *comm)
 		unwinder_free(p->uw);
 		p->uw = NULL;
 	}
-	free(p->hints);
-	p->hints = NULL;
 }
 
 void proc_on_exit(pid_t pid, uint64_t time_ns)
@@ -860,8 +816,6 @@ void proc_on_exit(pid_t pid, uint64_t time_ns)
 		unwinder_free(p->uw);
 		p->uw = NULL;
 	}
-	free(p->hints);
-	p->hints = NULL;
 	mark_exited(p, time_ns);
 }
 
@@ -958,7 +912,6 @@ static void proc_free(struct proc *p)
 	VEC_FREE(p->images);
 	if (p->uw)
 		unwinder_free(p->uw);
-	free(p->hints);
 	free(p);
 }
 

@@ -100,14 +100,13 @@ struct proc {
 	uint64_t nsamples;	 /* the sum of their counts */
 	VEC(struct thread) threads;
 	struct idtab thread_tab;
-	uint64_t lost;	     /* from BPF's per-process counter */
-	struct unwinder *uw; /* DWARF unwinder, made on the first copied stack */
-	uint64_t unwound, truncated, leaf_fixed; /* samples DWARF-unwound, cut short, fixed */
+	uint64_t lost;		     /* from BPF's per-process counter */
+	struct unwinder *uw;	     /* DWARF unwinder, made on the first copied stack */
+	uint64_t unwound, truncated; /* samples DWARF-unwound, of them cut short */
 	/* Samples the CFI walk in BPF unwound, of those reaching the root, and
 	 * copied for DWARF instead (a table not loaded yet, or over budget). */
 	uint64_t cfi_walked, cfi_root, cfi_to_dwarf;
-	uint64_t unwind_ns;	 /* time spent in DWARF unwinding */
-	struct leaf_hint *hints; /* LEAF_HINTS, by ip hash: what BPF was told */
+	uint64_t unwind_ns; /* time spent in DWARF unwinding */
 	/* Others' state of the process, which they free (the model does not:
 	 * xray_proc_free, jit_proc_free) before it is given back or freed. */
 	struct fdr *exact;		  /* XRay trace of -t calls */
@@ -116,22 +115,12 @@ struct proc {
 	VEC(struct image) images;	  /* before each exec, oldest first */
 };
 
-/* A leaf_need entry sent to BPF (see proc_leaf_hint_hook). */
-struct leaf_hint {
-	uint64_t ip, sent_ns;
-	int need;
-};
-#define LEAF_HINTS 128
-
 /* All processes seen, in order of first sight. */
 struct procs {
 	VEC(struct proc *) v;
 	struct idtab tab;
 };
 extern struct procs procs;
-
-/* Tells BPF how many stack bytes the leaf-caller fix needs at ip in pid. */
-extern void (*proc_leaf_hint_hook)(pid_t pid, uint64_t ip, uint32_t need);
 
 /* Set before the first sample when no writer needs samples one by one (no
  * per-sample timeline, no per-process file): samples of the same stack,
@@ -150,7 +139,7 @@ int proc_add_sample(const struct ev_sample *s);
 int proc_intern_record(const struct ev_sample *s, struct proc **pp, uint32_t *stack);
 void proc_on_exec(pid_t pid, const char *comm);
 /* The process exited (time: its event's): what only a live process needs
- * goes now (the unwinder and its open files, the leaf hints). */
+ * goes now (the unwinder and its open files). */
 void proc_on_exit(pid_t pid, uint64_t time_ns);
 /* Under proc_aggregate, processes that exited before time_ns -
  * PROC_COMPACT_NS are done with: each is given to done(ctx, p), and freed

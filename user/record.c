@@ -307,16 +307,6 @@ static void detach_sampler(struct bpf_link **links, int n)
 		bpf_link__destroy(links[i]);
 }
 
-static int leaf_need_fd = -1;
-
-static void send_leaf_hint(pid_t pid, uint64_t ip, uint32_t need)
-{
-	struct leaf_key k = {.tgid = (__u32)pid, .ip = ip};
-
-	/* A failure only costs bytes: BPF then sends the full copy. */
-	bpf_map_update_elem(leaf_need_fd, &k, &need, BPF_ANY);
-}
-
 /* Without BPF cookies: the function probed at addr, from the process's
  * mapping there. 0 when it is not one of ours. */
 static uint32_t traced_func(const struct trace_links *tl, struct proc *p, uint64_t addr)
@@ -641,7 +631,7 @@ static int rec_load(struct recorder *r)
 	if (!env.ringbuf_mb)
 		env.ringbuf_mb = ringbuf_size_mb();
 	skel->rodata->wakeup_bytes = (uint64_t)env.ringbuf_mb << 18; /* a quarter full */
-	skel->rodata->stack_copy_fp = env.no_user ? 0 : FP_LEAF_COPY;
+	skel->rodata->stack_copy_walk = env.no_user ? 0 : WALK_COPY;
 	skel->rodata->stack_copy_dwarf =
 	    env.call_graph == CG_FP || env.no_user ? 0 : env.stack_copy;
 	skel->rodata->dwarf_all = env.call_graph == CG_DWARF;
@@ -697,8 +687,6 @@ static int rec_load(struct recorder *r)
 	proc_aggregate = env.all && !env.per_process;
 	if (skel->rodata->cfi_walk && rec_load_cfi(r))
 		return -1;
-	leaf_need_fd = bpf_map__fd(skel->maps.leaf_need);
-	proc_leaf_hint_hook = send_leaf_hint;
 	if (r->target.child > 0 && add_targets(skel, &r->target.child, 1))
 		return -1;
 	/* Maps of the targets as they are now, before any sample. */

@@ -645,15 +645,3 @@ uint64_t unwind_leaf_caller(struct unwinder *u, uint64_t ip, uint64_t sp, const 
 		return 0;
 	return ra;
 }
-
-int unwind_leaf_need(struct unwinder *u, uint64_t ip)
-{
-	struct cfi_ent c = cfi_at(u, ip);
-	int64_t end = (int64_t)c.cfa_off + c.ra_off + 8;
-
-	if (c.kind == CFI_NOMOD)
-		return -1;
-	if (c.kind != CFI_SP || end <= 0 || end > INT32_MAX)
-		return 0;
-	return (int)end;
-}

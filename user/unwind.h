@@ -33,17 +33,13 @@ enum { UNWIND_IP, UNWIND_SP, UNWIND_BP };
 int unwind_dwarf(struct unwinder *u, const uint64_t regs[3], const void *stack, size_t stack_len,
 		 uint64_t *pcs, int max, unsigned *flags);
 
-/* The leaf-caller fix of frame-pointer stacks: when the CFI at ip puts the
- * return address relative to sp (a frameless leaf, a prologue or an
- * epilogue), that return address, read from the stack_len bytes copied from
- * sp; else 0. Cached per ip. */
+/* One CFI step at the leaf: when the CFI at ip puts the return address
+ * relative to sp (a frameless leaf, a prologue or an epilogue), that return
+ * address, read from the stack_len bytes copied from sp; else 0. Cached per
+ * ip. The unit tests' probe of the CFI cache; the recorder no longer puts
+ * back leaf callers (the CFI walk in BPF finds them). */
 uint64_t unwind_leaf_caller(struct unwinder *u, uint64_t ip, uint64_t sp, const void *stack,
 			    size_t stack_len);
-
-/* Bytes of stack from sp that unwind_leaf_caller reads at ip: 0 when the CFI
- * there says the frame is set up (or there is no CFI), -1 while the address
- * is in no known module. */
-int unwind_leaf_need(struct unwinder *u, uint64_t ip);
 
 /* A word of a copied stack (the BPF sample's copy): [sp, sp + stack_len)
  * is all we know. Shared by the libdwfl unwinder and the CFI table walker. */

@@ -43,18 +43,17 @@ void summary_row(FILE *f, const struct proc *p)
 
 	fprintf(f, "{\"pid\": %d, \"comm\": ", p->pid);
 	json_str(f, p->comm);
-	fprintf(f,
-		", \"samples\": %" PRIu64 ", \"lost_samples\": %" PRIu64 ", \"threads\": %zu"
-		", \"unwinding\": \"%s\", \"cfi_walked\": %" PRIu64
-		", \"cfi_reached_root\": %" PRIu64 ", \"cfi_to_dwarf\": %" PRIu64
-		", \"dwarf_unwound\": %" PRIu64 ", \"dwarf_truncated\": %" PRIu64
-		", \"leaf_callers_added\": %" PRIu64 ", \"dwarf_unwind_ns\": %" PRIu64,
-		p->nsamples, p->lost, p->threads.n,
-		p->cfi_walked > p->unwound ? "cfi"
-		: p->unwound		   ? "dwarf"
-					   : "fp",
-		p->cfi_walked, p->cfi_root, p->cfi_to_dwarf, p->unwound, p->truncated,
-		p->leaf_fixed, p->unwind_ns);
+	fprintf(
+	    f,
+	    ", \"samples\": %" PRIu64 ", \"lost_samples\": %" PRIu64 ", \"threads\": %zu"
+	    ", \"unwinding\": \"%s\", \"cfi_walked\": %" PRIu64 ", \"cfi_reached_root\": %" PRIu64
+	    ", \"cfi_to_dwarf\": %" PRIu64 ", \"dwarf_unwound\": %" PRIu64
+	    ", \"dwarf_truncated\": %" PRIu64 ", \"dwarf_unwind_ns\": %" PRIu64,
+	    p->nsamples, p->lost, p->threads.n,
+	    p->cfi_walked > p->unwound ? "cfi"
+	    : p->unwound	       ? "dwarf"
+				       : "fp",
+	    p->cfi_walked, p->cfi_root, p->cfi_to_dwarf, p->unwound, p->truncated, p->unwind_ns);
 	if ((g = jit_guide(p))) {
 		fprintf(f, ", \"jit_unnamed\": {\"share\": %.3f, \"runtime\": ", g->share);
 		json_str(f, g->runtime);

@@ -5,7 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(unwind_gzip_reaches_root unwind_container_reaches_root unwind_stripped_functions unwind_sort_reaches_root unwind_leaf_callers_default
-	unwind_leaf_callers_fp unwind_leaf_hint_bytes unwind_split_dwarf_mode unwind_split_dwarf_root unwind_source_lines
+	unwind_fp_records_small unwind_split_dwarf_mode unwind_split_dwarf_root unwind_source_lines
 	unwind_gperftools_deep unwind_fp_deep_chain unwind_fp_deep_in_bpf unwind_fp_depth_limit)
 require_bpf "${ALL[@]}"
 
@@ -98,33 +98,26 @@ od -An -tx4 "$TMP/rnd" | head -c 30000000 > "$TMP/sortin"
 r=$(root_share "$TMP/so/profile.pb.gz" sort)
 if within "$r" 100 5; then pass $t; else fail $t "$r% of sort's samples reach the thread's start"; fi
 
-# leafy: hot_leaf (no frame) called 2:1 by caller_two and caller_one.
-leaf_check() { # NAME DIR [options]
-	local t=$1 dir=$2 two one added n
-	shift 2
-	"$REC" -q -F 499 -o "$dir" "$@" -- "$WL/leafy" 2 2>/dev/null
-	"$PPROF" -top -cum -nodecount=20 "$dir/profile.pb.gz" > "$dir.top" 2>&1
-	two=$(awk '$NF == "caller_two" { sub("%", "", $5); print $5 }' "$dir.top")
-	one=$(awk '$NF == "caller_one" { sub("%", "", $5); print $5 }' "$dir.top")
-	read -r added n walked < <(python3 -c 'import json,sys; p=[p for p in json.load(open(sys.argv[1]))["processes"] if p["comm"]=="leafy"][0]; print(p["leaf_callers_added"], p["samples"], p["cfi_walked"])' "$dir/summary.json")
-	# The callers are there, in proportion, and it is the fix that put them
-	# there (frame pointers), or the CFI walk (the default: no fix needed).
-	if [ "$walked" -gt $((n * 9 / 10)) ]; then
-		added=$walked
-	fi
-	if within "${two:-0}" 66.7 5 && within "${one:-0}" 33.3 5 && [ "$added" -gt $((n * 9 / 10)) ]; then
-		pass "$t"
-	else
-		fail "$t" "caller_two ${two:-0}% caller_one ${one:-0}% (want 67/33), callers added to $added of $n samples"
-	fi
-}
-leaf_check unwind_leaf_callers_default "$TMP/lf"
-leaf_check unwind_leaf_callers_fp "$TMP/lffp" --call-graph fp
+# leafy: hot_leaf (no frame) called 2:1 by caller_two and caller_one. The
+# frame-pointer walk cannot see a frameless leaf's caller; the CFI walk (the
+# default) finds it, with no fix-up in user space.
+t=unwind_leaf_callers_default
+"$REC" -q -F 499 -o "$TMP/lf" -- "$WL/leafy" 2 2>/dev/null
+"$PPROF" -top -cum -nodecount=20 "$TMP/lf/profile.pb.gz" > "$TMP/lf.top" 2>&1
+two=$(awk '$NF == "caller_two" { sub("%", "", $5); print $5 }' "$TMP/lf.top")
+one=$(awk '$NF == "caller_one" { sub("%", "", $5); print $5 }' "$TMP/lf.top")
+read -r n walked < <(python3 -c 'import json,sys; p=[p for p in json.load(open(sys.argv[1]))["processes"] if p["comm"]=="leafy"][0]; print(p["samples"], p["cfi_walked"])' "$TMP/lf/summary.json")
+if within "${two:-0}" 66.7 5 && within "${one:-0}" 33.3 5 && [ "${walked:-0}" -gt $((${n:-0} * 9 / 10)) ]; then
+	pass $t
+else
+	fail $t "caller_two ${two:-0}% caller_one ${one:-0}% (want 67/33), ${walked:-0} of ${n:-0} samples walked by CFI"
+fi
 
-# Once user space has read the CFI at a sampled ip, BPF sends only the stack
-# bytes the fix needs there (leafy's hot leaf: its return address, 8 bytes),
-# not the 512-byte copy: records stay far below header + frames + 512.
-t=unwind_leaf_hint_bytes
+# --call-graph fp is the pure frame-pointer walk: no stack bytes go with a
+# record (the 512 copied at sp are the walk's first window, not sent), so
+# records stay at header + frames.
+t=unwind_fp_records_small
+"$REC" -q -F 499 --call-graph fp -o "$TMP/lffp" -- "$WL/leafy" 2 2>/dev/null
 read -r bytes n < <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["sample_bytes"], s["samples"])' "$TMP/lffp/summary.json")
 per=$((bytes / (n > 0 ? n : 1)))
 if [ "$n" -gt 0 ] && [ "$per" -lt 300 ]; then pass $t; else fail $t "$per bytes per sample over $n samples (want < 300)"; fi
