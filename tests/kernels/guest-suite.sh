@@ -195,6 +195,27 @@ else
 	fail $t "bpftrace-rec exited with status $?"
 fi
 
+# --- --off-cpu: the sleep of a workload of known waits --------------------------
+# waits sleeps 2 s in nanosleep from sleep_wait (and blocks on a pipe in
+# pipe_wait): under TCG the timers are loose, so 2 s +- 15 %. A kernel where
+# the switch program cannot run must say so in the degraded list instead.
+t=offcpu_sleep
+if rec $t --off-cpu -F 99 -- "$WL/waits"; then
+	"$PPROF" -top -sample_index=offcpu -unit=ms -nodecount=60 "$TMP/$t/profile.pb.gz" > "$TMP/$t.top" 2>&1
+	ms=$(awk '$NF == "sleep_wait" { v = $4; sub("ms", "", v); if (v ~ /s$/) { sub("s", "", v); v *= 1000 } print v + 0; f = 1 } END { if (!f) print 0 }' "$TMP/$t.top")
+	if awk -v v="$ms" 'BEGIN { exit !(v >= 1700 && v <= 2300) }'; then
+		pass $t
+	elif python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["degraded"]; sys.exit(0 if any("off-cpu" in x["feature"] for x in d) else 1)' "$TMP/$t/summary.json"; then
+		pass $t
+		info "$t: --off-cpu degraded on this kernel, as the summary says"
+	else
+		fail $t "sleep_wait off-CPU ${ms} ms (want 2000 +- 15 %)"
+		sed -n 1,15p "$TMP/$t.top"
+	fi
+else
+	fail $t "bpftrace-rec exited with status $?"
+fi
+
 # --- JIT frames: node's functions named from its jitdump --------------------------
 t=jit_node
 if ! command -v node > /dev/null; then
