@@ -392,6 +392,25 @@ static void name_user_frame(struct proc *p, struct frame *f)
 		f->func = symfile_func_start(sf, off);
 }
 
+void proc_name_again(struct proc *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->frames.n; i++) {
+		struct frame *f = &p->frames.v[i];
+		struct mapping *m = f->map;
+
+		if (f->kind != FRAME_USER || f->name || f->func || !m || m->sym)
+			continue;
+		if (m->sym_tried && !m->sym_retried) {
+			m->sym_retried = true;
+			m->sym_tried = false;
+		}
+		if (!m->sym_tried)
+			name_user_frame(p, f);
+	}
+}
+
 /* Frames interned while no mapping covered them (sampled between an mmap
  * and the next read of the maps: libc right after exec, a dlopen) are named
  * once a mapping does; a frame is interned once, so later samples of the

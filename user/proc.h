@@ -28,9 +28,9 @@ struct mapping {
 	unsigned dev_major, dev_minor;
 	char *path; /* as in maps, " (deleted)" removed, sanitized; "" when anonymous */
 	bool exec, deleted;
-	bool sym_tried;
-	struct symfile *sym; /* loaded while the process lives, on first use */
-	bool referenced;     /* compact()'s mark: a frame names it */
+	bool sym_tried, sym_retried; /* opened for symbols; once more (proc_name_again) */
+	struct symfile *sym;	     /* loaded while the process lives, on first use */
+	bool referenced;	     /* compact()'s mark: a frame names it */
 };
 
 enum frame_kind { FRAME_USER, FRAME_KERNEL };
@@ -177,6 +177,11 @@ bool proc_srcline(const struct frame *f, const char **file, int *line);
  * no source line wanted, and no debug info read for one). */
 const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, char *buf, size_t len,
 			  const char **file, int *line);
+/* Frames left unnamed because their file could not be opened when they
+ * were first seen (a race with exec, seen under slow emulated kernels: every
+ * frame of a program stayed "[prog]") are named now: each such file is
+ * tried once more. Before writing a process. */
+void proc_name_again(struct proc *p);
 /* Calls fn(ctx, pid) for each process whose /proc/PID/maps was read since
  * the last call (a new process, an exec, a new library), once each. */
 void procs_take_maps_read(void (*fn)(void *ctx, pid_t pid), void *ctx);

@@ -795,6 +795,7 @@ static bool retire_proc(void *ctx, struct proc *p)
 {
 	struct recorder *r = ctx;
 
+	proc_name_again(p);
 	if (!output_fold(r->ri.fold, p))
 		return false;
 	xray_proc_free(p);
@@ -971,6 +972,8 @@ static int rec_write(struct recorder *r)
 		ri->cfi_out_of_budget = cs.out_of_budget;
 	}
 	jit_load_all();
+	for (size_t i = 0; i < procs.v.n; i++)
+		proc_name_again(procs.v.v[i]);
 	return output_write(ri) ? 1 : 0;
 }
 
