@@ -176,4 +176,40 @@ struct cfi_mapping {
  * samples): those are copied for DWARF unwinding, as a table 0 is. */
 #define CFI_TABLE_NOMAP 0xffffffffu
 
+/* A mapping the trie does not have (a process user space has not loaded
+ * yet, a library mapped since): the walk finds its vma (bpf_find_vma,
+ * 5.17+) and the table of its file here, keyed by the vma's
+ * vm_file->f_inode (device in the kernel's encoding, major << 20 | minor:
+ * what /proc/PID/maps shows, also on overlayfs, whose vmas map the
+ * layer's file). The [vdso] (no file) is (0, 0). One entry per loaded
+ * table, idle ones included, filled by user/cfi_maps.c. */
+#define CFI_FILE_SEGS	8 /* PT_LOAD segments kept (the bias of a mapping) */
+#define CFI_FILE_SLICES 4 /* slices of a split table (4 Mi rows) */
+
+struct cfi_file_key {
+	__u32 dev; /* MAJOR << 20 | MINOR, as the kernel's dev_t */
+	__u32 pad;
+	__u64 ino;
+};
+
+struct cfi_file {
+	/* The file as built: an inode number freed and reused for another
+	 * file must not find this table. Not checked for the vdso. */
+	__u64 size;
+	__s64 mtime_sec;
+	__u32 mtime_nsec;
+	__u32 nsegs, nslices;
+	__u32 pad;
+	/* File offsets [off_lo, off_hi) hold vaddrs off + delta: a mapping
+	 * at vm_start of offset vm_pgoff << 12 has the bias vm_start -
+	 * (offset + delta). */
+	struct {
+		__u64 off_lo, off_hi, delta;
+	} seg[CFI_FILE_SEGS];
+	/* Slice k (key of cfi_tables) covers vaddrs [lo[k], lo[k + 1]); lo[0]
+	 * is 0. */
+	__u64 slice_lo[CFI_FILE_SLICES];
+	__u32 slice_id[CFI_FILE_SLICES];
+};
+
 #endif
