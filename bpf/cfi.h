@@ -212,4 +212,18 @@ struct cfi_file {
 	__u32 slice_id[CFI_FILE_SLICES];
 };
 
+/* bpf_find_vma works once per sample: from the perf_event's interrupt it
+ * leaves the mmap lock to an irq_work, and until that has run (after the
+ * sample) the next call fails with EBUSY. So each sample of a process not
+ * loaded yet finds one new mapping, kept here (per tgid, for its later
+ * samples and the rest of its walks) until user space has loaded it. */
+#define CFI_PCACHE_N 8
+struct cfi_pcache {
+	struct {
+		__u64 start, end, bias;
+		__u32 table, pad;
+	} e[CFI_PCACHE_N];
+	__u32 n, next; /* entries used; the one to replace when full */
+};
+
 #endif

@@ -74,6 +74,15 @@ struct {
 	__type(value, struct cfi_file);
 } cfi_files SEC(".maps");
 
+/* tgid -> the mappings bpf_find_vma found for a process not loaded yet
+ * (bpf/cfi.h's cfi_pcache). Emptied at exec and exit (sample.bpf.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1); /* the loader: 4096 when the walk is on */
+	__type(key, __u32);
+	__type(value, struct cfi_pcache);
+} cfi_pcache SEC(".maps");
+
 /* [0]: on_cfi_walk, [1]: on_cfi_walk_compat; filled by user space. Empty,
  * the tail call fails and the sample takes the usual path
  * (STAT_CFI_NO_PROG). */
@@ -160,6 +169,23 @@ static __always_inline int cfi_by_file(struct cfi_state *st, __u64 addr, struct 
 
 	if (compat)
 		return miss;
+	if (!m) {
+		struct cfi_pcache *pc = bpf_map_lookup_elem(&cfi_pcache, &st->tgid);
+
+		for (i = 0; pc && i < CFI_PCACHE_N; i++) {
+			if (i >= pc->n || addr < pc->e[i].start || addr >= pc->e[i].end)
+				continue;
+			st->m_table = pc->e[i].table;
+			st->m_bias = pc->e[i].bias;
+			st->m_start = pc->e[i].start;
+			st->m_end = pc->e[i].end;
+			st->r_lo = st->r_hi = 0;
+			return CFI_LK_ROW;
+		}
+	}
+	if (st->vma_done)
+		return miss;
+	st->vma_done = 1;
 	if (bpf_find_vma(bpf_get_current_task_btf(), addr, vma_info_cb, &vi, 0) || !vi.kind)
 		return miss; /* anonymous memory (JIT code), or the mm busy */
 	if (vi.kind == 1) {
@@ -198,6 +224,24 @@ static __always_inline int cfi_by_file(struct cfi_state *st, __u64 addr, struct 
 	st->m_start = lo;
 	st->m_end = hi;
 	st->r_lo = st->r_hi = 0;
+	if (!m) {
+		struct cfi_pcache *pc = bpf_map_lookup_elem(&cfi_pcache, &st->tgid);
+
+		/* A copy, replaced whole: the process's other threads may
+		 * read it meanwhile on other CPUs. */
+		if (pc)
+			st->pcache = *pc;
+		else
+			__builtin_memset(&st->pcache, 0, sizeof(st->pcache));
+		i = st->pcache.n < CFI_PCACHE_N ? st->pcache.n++ : st->pcache.next++ % CFI_PCACHE_N;
+		if (i < CFI_PCACHE_N) {
+			st->pcache.e[i].start = lo;
+			st->pcache.e[i].end = hi;
+			st->pcache.e[i].bias = bias;
+			st->pcache.e[i].table = st->m_table;
+			bpf_map_update_elem(&cfi_pcache, &st->tgid, &st->pcache, BPF_ANY);
+		}
+	}
 	return CFI_LK_ROW;
 }
 
@@ -577,6 +621,7 @@ static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid,
 	st->calls = 0;
 	st->tramp = st->ri = st->ri0 = 0;
 	st->notable = 0;
+	st->vma_done = 0;
 	st->m_start = st->m_end = 0;
 	st->r_lo = st->r_hi = 0;
 	sc->win_lo = sc->win_len = 0;

@@ -657,6 +657,7 @@ static int rec_load(struct recorder *r)
 		bpf_program__set_autoload(skel->progs.on_cfi_walk_compat, r->feat.compat_sampler);
 		bpf_map__set_max_entries(skel->maps.cfi_files,
 					 bpf_map__max_entries(skel->maps.cfi_tables));
+		bpf_map__set_max_entries(skel->maps.cfi_pcache, 4096);
 		err = bpf_map__set_max_entries(
 		    skel->maps.cfi_rows, cfi_maps_rows_for_budget((size_t)env.unwind_mib << 20));
 		if (err) {

@@ -316,6 +316,7 @@ static int run_case(const char *name, char *const argv[], bool compat, bool nota
 	bpf_map__set_max_entries(skel->maps.events, 16 << 20);
 	bpf_map__set_max_entries(skel->maps.cfi_rows, rows);
 	bpf_map__set_max_entries(skel->maps.cfi_files, bpf_map__max_entries(skel->maps.cfi_tables));
+	bpf_map__set_max_entries(skel->maps.cfi_pcache, 64);
 	bpf_program__set_autoload(skel->progs.on_sample, !compat);
 	bpf_program__set_autoload(skel->progs.on_sample_compat, compat);
 	bpf_program__set_autoload(skel->progs.on_cfi_walk, !compat);
@@ -468,7 +469,9 @@ static int run_case(const char *name, char *const argv[], bool compat, bool nota
 		CHECKF(t.tramp_left * 100 <= t.cfi, "%s: %lu trampolines left", name, t.tramp_left);
 	}
 	if (fresh && !compat) {
-		CHECKF(t.notable == 0 && st[STAT_CFI_BY_FILE] > 0,
+		/* One mapping found per sample (bpf/cfi.h's cfi_pcache): the
+		 * first samples may still miss nofp's, libc's or ld.so's. */
+		CHECKF(t.notable <= 3 && st[STAT_CFI_BY_FILE] > 0,
 		       "%s: %lu of %lu walks without table, %llu mappings found by file", name,
 		       t.notable, t.cfi, (unsigned long long)st[STAT_CFI_BY_FILE]);
 	} else if (fresh) {
