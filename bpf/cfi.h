@@ -53,8 +53,11 @@
  * 1. row = lookup(addr); NONE or FALLBACK, or a pc in no mapping (JIT
  *    code, anonymous memory): one frame-pointer step (return address at
  *    rbp + 8, next rbp at rbp, sp = rbp + 16; only for an rbp at or above
- *    sp), then on with the CFI; a mapping of table 0 (not loaded): stop,
- *    the sample goes to DWARF; END: the outermost frame, done.
+ *    sp), then on with the CFI; no entry, table 0 (not loaded) or a file
+ *    mapping behind the /32 marker: the table by the vma's file
+ *    (cfi_files below, 5.17+), else the sample goes to DWARF (the walk
+ *    goes on by frame pointers, for user space's fallback); END: the
+ *    outermost frame, done.
  * 2. CFA: RSP: sp + 8 * cfa_off; RBP: bp + 8 * cfa_off; PLT: sp +
  *    8 * cfa_off + ((pc & 15) >= CFI_PLT_SPLIT ? 8 : 0) with the frame's
  *    own pc (not the lookup address). SIGNAL: see CFI_SIG_* below.
