@@ -425,9 +425,9 @@ static int run_case(const char *name, char *const argv[], bool compat, bool nota
 	    "copy; bpf longer %lu, dwfl longer %lu (dwfl truncated %lu)\n",
 	    name, compat ? " (compat)" : "", notable ? " (libc without table)" : "",
 	    uret ? " (uretprobe on level)" : "", windows ? " (every word read, no copy)" : "",
-	    fresh ? " (never added: tables by file)" : "",
-	    t.samples, t.cfi, t.end, t.cfi ? 100.0 * t.end / t.cfi : 0.0, t.trunc, t.notable,
-	    t.compared, t.mismatches, t.beyond_copy, t.bpf_longer, t.dwfl_longer, t.dwfl_trunc);
+	    fresh ? " (never added: tables by file)" : "", t.samples, t.cfi, t.end,
+	    t.cfi ? 100.0 * t.end / t.cfi : 0.0, t.trunc, t.notable, t.compared, t.mismatches,
+	    t.beyond_copy, t.bpf_longer, t.dwfl_longer, t.dwfl_trunc);
 	printf("#   stats: walks %llu end %llu trunc %llu notable %llu fp-nomap %llu fp-none %llu "
 	       "fp-fallback %llu read-err %llu no-prog %llu lost %llu by-file %llu; tables %llu, "
 	       "%llu rows (%llu KiB), %llu prefixes, %llu without CFI, %llu not opened\n",
@@ -437,10 +437,9 @@ static int run_case(const char *name, char *const argv[], bool compat, bool nota
 	       (unsigned long long)st[STAT_CFI_FP_FALLBACK],
 	       (unsigned long long)st[STAT_CFI_READ_ERR], (unsigned long long)st[STAT_CFI_NO_PROG],
 	       (unsigned long long)st[STAT_LOST], (unsigned long long)st[STAT_CFI_BY_FILE],
-	       (unsigned long long)ms.tables,
-	       (unsigned long long)ms.rows_used, (unsigned long long)ms.bytes_used >> 10,
-	       (unsigned long long)ms.prefixes, (unsigned long long)ms.no_cfi,
-	       (unsigned long long)ms.open_failed);
+	       (unsigned long long)ms.tables, (unsigned long long)ms.rows_used,
+	       (unsigned long long)ms.bytes_used >> 10, (unsigned long long)ms.prefixes,
+	       (unsigned long long)ms.no_cfi, (unsigned long long)ms.open_failed);
 	CHECKF(t.cfi >= 20, "%s: only %lu samples walked", name, t.cfi);
 	CHECKF(t.mismatches == 0, "%s: %lu mismatches", name, t.mismatches);
 	{
