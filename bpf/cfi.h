@@ -225,6 +225,9 @@ struct cfi_pcache {
 	struct {
 		__u64 start, end, bias;
 		__u32 table, pad;
+		/* The file whose table it is: still in cfi_files with this
+		 * table, or the id may have gone to another binary's. */
+		struct cfi_file_key file;
 	} e[CFI_PCACHE_N];
 	__u32 n, next; /* entries used; the one to replace when full */
 };

@@ -175,6 +175,12 @@ static __always_inline int cfi_by_file(struct cfi_state *st, __u64 addr, struct 
 		for (i = 0; pc && i < CFI_PCACHE_N; i++) {
 			if (i >= pc->n || addr < pc->e[i].start || addr >= pc->e[i].end)
 				continue;
+			f = bpf_map_lookup_elem(&cfi_files, &pc->e[i].file);
+			for (s = 0; f && s < CFI_FILE_SLICES; s++)
+				if (s < f->nslices && f->slice_id[s] == pc->e[i].table)
+					break;
+			if (!f || s >= CFI_FILE_SLICES)
+				break; /* unloaded or replaced: find it again */
 			st->m_table = pc->e[i].table;
 			st->m_bias = pc->e[i].bias;
 			st->m_start = pc->e[i].start;
@@ -207,6 +213,7 @@ static __always_inline int cfi_by_file(struct cfi_state *st, __u64 addr, struct 
 		return CFI_LK_NOTABLE;
 	bias = vi.start - (off + f->seg[i].delta);
 	va = addr - bias;
+	s = 0;
 	for (i = 1; i < CFI_FILE_SLICES; i++)
 		if (i < f->nslices && f->slice_lo[i] <= va)
 			s = i;
@@ -239,6 +246,7 @@ static __always_inline int cfi_by_file(struct cfi_state *st, __u64 addr, struct 
 			st->pcache.e[i].end = hi;
 			st->pcache.e[i].bias = bias;
 			st->pcache.e[i].table = st->m_table;
+			st->pcache.e[i].file = k;
 			bpf_map_update_elem(&cfi_pcache, &st->tgid, &st->pcache, BPF_ANY);
 		}
 	}
