@@ -224,9 +224,10 @@ struct cfi_file {
 struct cfi_pcache {
 	struct {
 		__u64 start, end, bias;
-		__u32 table, pad;
+		__u32 table, slice;
 		/* The file whose table it is: still in cfi_files with this
-		 * table, or the id may have gone to another binary's. */
+		 * table as its slice, or the id may have gone to another
+		 * binary's. */
 		struct cfi_file_key file;
 	} e[CFI_PCACHE_N];
 	__u32 n, next; /* entries used; the one to replace when full */

@@ -176,11 +176,10 @@ static __always_inline int cfi_by_file(struct cfi_state *st, __u64 addr, struct 
 			if (i >= pc->n || addr < pc->e[i].start || addr >= pc->e[i].end)
 				continue;
 			f = bpf_map_lookup_elem(&cfi_files, &pc->e[i].file);
-			for (s = 0; f && s < CFI_FILE_SLICES; s++)
-				if (s < f->nslices && f->slice_id[s] == pc->e[i].table)
-					break;
-			if (!f || s >= CFI_FILE_SLICES)
-				break; /* unloaded or replaced: find it again */
+			s = pc->e[i].slice;
+			/* Unloaded or replaced: found again. */
+			if (!f || s >= CFI_FILE_SLICES || f->slice_id[s] != pc->e[i].table)
+				break;
 			st->m_table = pc->e[i].table;
 			st->m_bias = pc->e[i].bias;
 			st->m_start = pc->e[i].start;
@@ -247,6 +246,7 @@ static __always_inline int cfi_by_file(struct cfi_state *st, __u64 addr, struct 
 			st->pcache.e[i].bias = bias;
 			st->pcache.e[i].table = st->m_table;
 			st->pcache.e[i].file = k;
+			st->pcache.e[i].slice = s;
 			bpf_map_update_elem(&cfi_pcache, &st->tgid, &st->pcache, BPF_ANY);
 		}
 	}
