@@ -53,8 +53,11 @@
  * 1. row = lookup(addr); NONE or FALLBACK, or a pc in no mapping (JIT
  *    code, anonymous memory): one frame-pointer step (return address at
  *    rbp + 8, next rbp at rbp, sp = rbp + 16; only for an rbp at or above
- *    sp), then on with the CFI; a mapping of table 0 (not loaded): stop,
- *    the sample goes to DWARF; END: the outermost frame, done.
+ *    sp), then on with the CFI; no entry, table 0 (not loaded) or a file
+ *    mapping behind the /32 marker: the table by the vma's file
+ *    (cfi_files below, 5.17+), else the sample goes to DWARF (the walk
+ *    goes on by frame pointers, for user space's fallback); END: the
+ *    outermost frame, done.
  * 2. CFA: RSP: sp + 8 * cfa_off; RBP: bp + 8 * cfa_off; PLT: sp +
  *    8 * cfa_off + ((pc & 15) >= CFI_PLT_SPLIT ? 8 : 0) with the frame's
  *    own pc (not the lookup address). SIGNAL: see CFI_SIG_* below.
@@ -175,5 +178,59 @@ struct cfi_mapping {
  * with no entry at all is one user space has not loaded yet (its first
  * samples): those are copied for DWARF unwinding, as a table 0 is. */
 #define CFI_TABLE_NOMAP 0xffffffffu
+
+/* A mapping the trie does not have (a process user space has not loaded
+ * yet, a library mapped since): the walk finds its vma (bpf_find_vma,
+ * 5.17+) and the table of its file here, keyed by the vma's
+ * vm_file->f_inode (device in the kernel's encoding, major << 20 | minor:
+ * what /proc/PID/maps shows, also on overlayfs, whose vmas map the
+ * layer's file). The [vdso] (no file) is (0, 0). One entry per loaded
+ * table, idle ones included, filled by user/cfi_maps.c. */
+#define CFI_FILE_SEGS	8 /* PT_LOAD segments kept (the bias of a mapping) */
+#define CFI_FILE_SLICES 4 /* slices of a split table (4 Mi rows) */
+
+struct cfi_file_key {
+	__u32 dev; /* MAJOR << 20 | MINOR, as the kernel's dev_t */
+	__u32 pad;
+	__u64 ino;
+};
+
+struct cfi_file {
+	/* The file as built: an inode number freed and reused for another
+	 * file must not find this table. Not checked for the vdso. */
+	__u64 size;
+	__s64 mtime_sec;
+	__u32 mtime_nsec;
+	__u32 nsegs, nslices;
+	__u32 pad;
+	/* File offsets [off_lo, off_hi) hold vaddrs off + delta: a mapping
+	 * at vm_start of offset vm_pgoff << 12 has the bias vm_start -
+	 * (offset + delta). */
+	struct {
+		__u64 off_lo, off_hi, delta;
+	} seg[CFI_FILE_SEGS];
+	/* Slice k (key of cfi_tables) covers vaddrs [lo[k], lo[k + 1]); lo[0]
+	 * is 0. */
+	__u64 slice_lo[CFI_FILE_SLICES];
+	__u32 slice_id[CFI_FILE_SLICES];
+};
+
+/* bpf_find_vma works once per sample: from the perf_event's interrupt it
+ * leaves the mmap lock to an irq_work, and until that has run (after the
+ * sample) the next call fails with EBUSY. So each sample of a process not
+ * loaded yet finds one new mapping, kept here (per tgid, for its later
+ * samples and the rest of its walks) until user space has loaded it. */
+#define CFI_PCACHE_N 8
+struct cfi_pcache {
+	struct {
+		__u64 start, end, bias;
+		__u32 table, slice;
+		/* The file whose table it is: still in cfi_files with this
+		 * table as its slice, or the id may have gone to another
+		 * binary's. */
+		struct cfi_file_key file;
+	} e[CFI_PCACHE_N];
+	__u32 n, next; /* entries used; the one to replace when full */
+};
 
 #endif

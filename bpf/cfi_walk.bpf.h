@@ -65,6 +65,24 @@ struct {
 	__type(value, __u8);
 } cfi_woken SEC(".maps");
 
+/* (device, inode) of a file -> its loaded table (bpf/cfi.h). A hash, as
+ * perf_event programs may use only preallocated ones. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* the loader: as cfi_tables, when the walk is on */
+	__type(key, struct cfi_file_key);
+	__type(value, struct cfi_file);
+} cfi_files SEC(".maps");
+
+/* tgid -> the mappings bpf_find_vma found for a process not loaded yet
+ * (bpf/cfi.h's cfi_pcache). Emptied at exec and exit (sample.bpf.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1); /* the loader: 4096 when the walk is on */
+	__type(key, __u32);
+	__type(value, struct cfi_pcache);
+} cfi_pcache SEC(".maps");
+
 /* [0]: on_cfi_walk, [1]: on_cfi_walk_compat; filled by user space. Empty,
  * the tail call fails and the sample takes the usual path
  * (STAT_CFI_NO_PROG). */
@@ -87,8 +105,157 @@ struct {
 enum { CFI_LK_ROW, CFI_LK_NOMAP, CFI_LK_NOTABLE, CFI_LK_BAD };
 enum { CFI_GO, CFI_DONE_END, CFI_DONE_TRUNC, CFI_DONE_NOTABLE };
 
+/* The inode's mtime before 6.11 (i_mtime_sec, i_mtime_nsec since). */
+struct inode___v66 {
+	struct timespec64 __i_mtime; /* 6.6 .. 6.10 */
+} __attribute__((preserve_access_index));
+struct inode___v5 {
+	struct timespec64 i_mtime; /* before 6.6 */
+} __attribute__((preserve_access_index));
+
+struct vma_info {
+	__u64 start, end, pgoff, ino, size;
+	__s64 mtime_sec;
+	__u32 mtime_nsec, dev;
+	__u32 kind; /* 0: anonymous, 1: a file, 2: the [vdso] */
+};
+
+static long vma_info_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct vma_info *vi = data;
+	struct file *f = vma->vm_file;
+
+	vi->start = vma->vm_start;
+	vi->end = vma->vm_end;
+	vi->pgoff = vma->vm_pgoff;
+	if (f) {
+		struct inode *in = f->f_inode;
+
+		vi->kind = 1;
+		vi->ino = in->i_ino;
+		vi->dev = in->i_sb->s_dev;
+		vi->size = in->i_size;
+		if (bpf_core_field_exists(in->i_mtime_sec)) {
+			vi->mtime_sec = BPF_CORE_READ(in, i_mtime_sec);
+			vi->mtime_nsec = BPF_CORE_READ(in, i_mtime_nsec);
+		} else if (bpf_core_field_exists(((struct inode___v66 *)in)->__i_mtime)) {
+			vi->mtime_sec = BPF_CORE_READ((struct inode___v66 *)in, __i_mtime.tv_sec);
+			vi->mtime_nsec = BPF_CORE_READ((struct inode___v66 *)in, __i_mtime.tv_nsec);
+		} else {
+			vi->mtime_sec = BPF_CORE_READ((struct inode___v5 *)in, i_mtime.tv_sec);
+			vi->mtime_nsec = BPF_CORE_READ((struct inode___v5 *)in, i_mtime.tv_nsec);
+		}
+	} else if ((__u64)BPF_CORE_READ(vma, vm_mm, context.vdso) == vma->vm_start) {
+		vi->kind = 2;
+	}
+	return 0;
+}
+
+/* A pc the trie has no table for (m: its entry, NULL for a process not
+ * loaded yet, else the /32 marker or a table 0): its file's table, from
+ * the vma (bpf/cfi.h's cfi_files), into the state's cached mapping. A new
+ * process of a binary already built is so walked from its first sample. No
+ * bpf_find_vma (5.17) in the compat walker: today's answers there. */
+static __always_inline int cfi_by_file(struct cfi_state *st, __u64 addr, struct cfi_mapping *m,
+				       const bool compat)
+{
+	struct vma_info vi = {};
+	struct cfi_file_key k = {};
+	struct cfi_file *f;
+	__u64 off, bias, lo, hi, va;
+	__u32 i, s = 0;
+	/* What the trie's answer meant: JIT code (the marker) or no table. */
+	int miss = m && m->table == CFI_TABLE_NOMAP ? CFI_LK_NOMAP : CFI_LK_NOTABLE;
+
+	if (compat)
+		return miss;
+	if (!m) {
+		struct cfi_pcache *pc = bpf_map_lookup_elem(&cfi_pcache, &st->tgid);
+
+		for (i = 0; pc && i < CFI_PCACHE_N; i++) {
+			if (i >= pc->n || addr < pc->e[i].start || addr >= pc->e[i].end)
+				continue;
+			f = bpf_map_lookup_elem(&cfi_files, &pc->e[i].file);
+			s = pc->e[i].slice;
+			/* Unloaded or replaced: found again. */
+			if (!f || s >= CFI_FILE_SLICES || f->slice_id[s] != pc->e[i].table)
+				break;
+			st->m_table = pc->e[i].table;
+			st->m_bias = pc->e[i].bias;
+			st->m_start = pc->e[i].start;
+			st->m_end = pc->e[i].end;
+			st->r_lo = st->r_hi = 0;
+			return CFI_LK_ROW;
+		}
+	}
+	if (st->vma_done)
+		return miss;
+	st->vma_done = 1;
+	if (bpf_find_vma(bpf_get_current_task_btf(), addr, vma_info_cb, &vi, 0) || !vi.kind)
+		return miss; /* anonymous memory (JIT code), or the mm busy */
+	if (vi.kind == 1) {
+		k.dev = vi.dev;
+		k.ino = vi.ino;
+	}
+	f = bpf_map_lookup_elem(&cfi_files, &k);
+	/* A file mapped since the process was loaded, not built yet. */
+	if (!f)
+		return CFI_LK_NOTABLE;
+	if (vi.kind == 1 &&
+	    (f->size != vi.size || f->mtime_sec != vi.mtime_sec || f->mtime_nsec != vi.mtime_nsec))
+		return CFI_LK_NOTABLE; /* another file, or changed: not this table */
+	off = vi.pgoff << 12;
+	for (i = 0; i < CFI_FILE_SEGS; i++)
+		if (i < f->nsegs && off >= f->seg[i].off_lo && off < f->seg[i].off_hi)
+			break;
+	if (i >= CFI_FILE_SEGS)
+		return CFI_LK_NOTABLE;
+	bias = vi.start - (off + f->seg[i].delta);
+	va = addr - bias;
+	s = 0;
+	for (i = 1; i < CFI_FILE_SLICES; i++)
+		if (i < f->nslices && f->slice_lo[i] <= va)
+			s = i;
+	lo = vi.start;
+	hi = vi.end;
+	if (s && f->slice_lo[s] + bias > lo)
+		lo = f->slice_lo[s] + bias;
+	if (s + 1 < f->nslices && s + 1 < CFI_FILE_SLICES && f->slice_lo[s + 1] + bias < hi)
+		hi = f->slice_lo[s + 1] + bias;
+	if (s >= CFI_FILE_SLICES || !f->slice_id[s] || addr < lo || addr >= hi)
+		return CFI_LK_NOTABLE;
+	count(STAT_CFI_BY_FILE);
+	st->m_table = f->slice_id[s];
+	st->m_bias = bias;
+	st->m_start = lo;
+	st->m_end = hi;
+	st->r_lo = st->r_hi = 0;
+	if (!m) {
+		struct cfi_pcache *pc = bpf_map_lookup_elem(&cfi_pcache, &st->tgid);
+
+		/* A copy, replaced whole: the process's other threads may
+		 * read it meanwhile on other CPUs. */
+		if (pc)
+			st->pcache = *pc;
+		else
+			__builtin_memset(&st->pcache, 0, sizeof(st->pcache));
+		i = st->pcache.n < CFI_PCACHE_N ? st->pcache.n++ : st->pcache.next++ % CFI_PCACHE_N;
+		if (i < CFI_PCACHE_N) {
+			st->pcache.e[i].start = lo;
+			st->pcache.e[i].end = hi;
+			st->pcache.e[i].bias = bias;
+			st->pcache.e[i].table = st->m_table;
+			st->pcache.e[i].file = k;
+			st->pcache.e[i].slice = s;
+			bpf_map_update_elem(&cfi_pcache, &st->tgid, &st->pcache, BPF_ANY);
+		}
+	}
+	return CFI_LK_ROW;
+}
+
 /* The row of a lookup address (bpf/cfi.h's lookup). */
-static __always_inline int cfi_lookup(struct cfi_state *st, __u64 addr, struct cfi_row *row)
+static __always_inline int cfi_lookup(struct cfi_state *st, __u64 addr, struct cfi_row *row,
+				      const bool compat)
 {
 	struct cfi_mapping_key k = {
 	    .prefixlen = 96,
@@ -103,18 +270,18 @@ static __always_inline int cfi_lookup(struct cfi_state *st, __u64 addr, struct c
 
 	if (addr < st->m_start || addr >= st->m_end) {
 		m = bpf_map_lookup_elem(&cfi_mappings, &k);
-		if (!m) /* the process is not loaded yet */
-			return CFI_LK_NOTABLE;
-		idx = m->table;
-		if (idx == CFI_TABLE_NOMAP)
-			return CFI_LK_NOMAP;
-		if (!idx)
-			return CFI_LK_NOTABLE;
-		st->m_table = idx;
-		st->m_bias = m->bias;
-		st->m_start = m->start;
-		st->m_end = m->end;
-		st->r_lo = st->r_hi = 0;
+		if (!m || !m->table || m->table == CFI_TABLE_NOMAP) {
+			int lk = cfi_by_file(st, addr, m, compat);
+
+			if (lk != CFI_LK_ROW)
+				return lk;
+		} else {
+			st->m_table = m->table;
+			st->m_bias = m->bias;
+			st->m_start = m->start;
+			st->m_end = m->end;
+			st->r_lo = st->r_hi = 0;
+		}
 	}
 	/* The row of the last frame's: a recursion's frames, or a loop's
 	 * calls from one function, skip the search. */
@@ -296,27 +463,6 @@ fail:
 	return -1;
 }
 
-static long vma_file_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
-{
-	*(bool *)data = vma->vm_file != NULL;
-	return 0;
-}
-
-/* Whether the pc lies in a file mapping: one the process mapped since user
- * space loaded its tables (its libraries, right after exec; a dlopen), not
- * JIT code. bpf_find_vma is 5.17's, as bpf_loop: the compat walker cannot
- * tell, and takes such a pc for JIT code (a frame-pointer step) until user
- * space adds the mapping. */
-static __always_inline bool in_file_mapping(__u64 pc, const bool compat)
-{
-	bool file = false;
-
-	if (compat)
-		return false;
-	bpf_find_vma(bpf_get_current_task_btf(), pc, vma_file_cb, &file, 0);
-	return file;
-}
-
 /* One frame: from the state's (pc, sp, bp) and lookup address to the
  * caller's, appending its return address to the ips. */
 static __always_inline int cfi_step(struct scratch *sc, const bool compat)
@@ -329,7 +475,7 @@ static __always_inline int cfi_step(struct scratch *sc, const bool compat)
 
 	if (st->n >= MAX_FRAMES)
 		return CFI_DONE_TRUNC;
-	r = cfi_lookup(st, st->addr, &row);
+	r = cfi_lookup(st, st->addr, &row, compat);
 	/* No table: the stack is copied for DWARF at the end, and the walk
 	 * goes on by frame pointers, which user space takes when DWARF cannot
 	 * unwind the copy (a short-lived process gone before its maps were
@@ -340,9 +486,6 @@ static __always_inline int cfi_step(struct scratch *sc, const bool compat)
 	}
 	if (r == CFI_LK_BAD)
 		return CFI_DONE_TRUNC;
-	/* A library mapped since the tables were loaded: as if not loaded. */
-	if (r == CFI_LK_NOMAP && !st->notable && in_file_mapping(st->addr, compat))
-		st->notable = 1;
 	if (r == CFI_LK_NOMAP || row.kind == CFI_ROW_NONE || row.kind == CFI_ROW_FALLBACK ||
 	    row.kind > CFI_ROW_END) {
 		count(r == CFI_LK_NOMAP		     ? STAT_CFI_FP_NOMAP
@@ -486,6 +629,7 @@ static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid,
 	st->calls = 0;
 	st->tramp = st->ri = st->ri0 = 0;
 	st->notable = 0;
+	st->vma_done = 0;
 	st->m_start = st->m_end = 0;
 	st->r_lo = st->r_hi = 0;
 	sc->win_lo = sc->win_len = 0;

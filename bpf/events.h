@@ -204,6 +204,7 @@ enum stat_idx {
 	STAT_CFI_READ_ERR,	 /* walks stopped by an unreadable stack word */
 	STAT_CFI_NO_PROG,	 /* the walker's tail call failed (cfi_progs not filled) */
 	STAT_CFI_URETPROBE_MISS, /* uretprobe trampolines found in no return_instance */
+	STAT_CFI_BY_FILE,	 /* mappings found by their file (cfi_files), not the trie */
 	/* --off-cpu: */
 	STAT_OFFCPU_SWITCHES,	 /* recorded threads that left the CPU */
 	STAT_OFFCPU_WAITS,	 /* ... and came back: waits measured */

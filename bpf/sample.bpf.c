@@ -72,6 +72,9 @@ struct cfi_state {
 	__u64 m_start, m_end, m_bias; /* ... pcs stay in [m_start, m_end) */
 	struct cfi_row r_row;	      /* the last row found, while lookup addresses */
 	__u64 r_lo, r_hi;	      /* ... stay in [r_lo, r_hi) of that mapping */
+	__u32 vma_done;		      /* bpf_find_vma was called (it works once) */
+	__u32 pad;
+	struct cfi_pcache pcache; /* a new cfi_pcache value, built here */
 };
 
 struct scratch {
@@ -524,6 +527,9 @@ int BPF_PROG(on_exec, struct task_struct *p)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
+	/* The mappings found for the old image are not the new one's. */
+	if (cfi_walk)
+		bpf_map_delete_elem(&cfi_pcache, &tgid);
 	if (filter_pids && !is_target(tgid))
 		return 0;
 	task_event(EV_EXEC, tgid, 0);
@@ -584,6 +590,9 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
 
+	/* Nor those of a process gone for the next to take its pid. */
+	if (cfi_walk && !BPF_CORE_READ(p, signal, live.counter))
+		bpf_map_delete_elem(&cfi_pcache, &tgid);
 	if (filter_pids && !is_target(tgid))
 		return 0;
 	/* The last thread: the tracepoint fires before the mm is released

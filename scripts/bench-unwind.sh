@@ -14,14 +14,18 @@
 # Also per mode: samples lost (the ring buffer full; all CPUs at 999 Hz) and,
 # for cfi, the share of walks sent the DWARF way (a process or library whose
 # table was not loaded yet: 16 KB records).
+#   - churn: a shell running short processes (ls, sort, true: new processes
+#     of binaries whose tables are already built, the case of a build).
 # Usage: bash scripts/bench-unwind.sh   (as root, after make and make workloads)
-#   RUNS=N, MODES="cfi fp dwarf bpftrace", KINDS="deep gzip" pick a subset.
+#   RUNS=N, MODES="cfi fp dwarf bpftrace", KINDS="deep gzip churn" pick a subset;
+#   a mode MODE@PATH runs the recorder at PATH (another build, paired with
+#   this one in the same rounds: MODES="cfi cfi@/work/main/bpftrace-rec fp").
 set -eu
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 MODES=${MODES:-cfi fp dwarf bpftrace}
 REC=${REC:-./bpftrace-rec} # another build, to compare
-KINDS=${KINDS:-deep gzip}
+KINDS=${KINDS:-deep gzip churn}
 DEEP=build/workloads/deep
 PPROF=${PPROF:-tools/pprof}
 [ "$(id -u)" = 0 ] || { echo "bench-unwind: run as root" >&2; exit 1; }
@@ -58,6 +62,13 @@ workload() { # KIND
 		wait $!
 		;;
 	gzip) gzip -c "$TMP/rnd" > /dev/null ;;
+	churn)
+		for _ in $(seq 150); do
+			ls -l /usr/bin > /dev/null
+			sort /etc/services > /dev/null
+			true
+		done
+		;;
 	esac
 }
 
@@ -66,13 +77,15 @@ add() { vals[$1]+="$2 "; }
 
 # MODE KIND: the recorder under -a for one run of the workload.
 measure() {
-	local mode=$1 kind=$2 pid a b i t0 t1 cpu comm
-	comm=$([ "$kind" = deep ] && echo deep || echo gzip)
+	local label=$1 kind=$2 pid a b i t0 t1 cpu comm mode=${1%%@*} rec=$REC out
+	comm=$(case $kind in deep) echo deep ;; gzip) echo gzip ;; *) echo ls ;; esac)
+	[ "$label" != "$mode" ] && rec=${label#*@}
+	out=$TMP/$(echo "$label" | tr / _)
 	if [ "$mode" = bpftrace ]; then
 		bpftrace -e 'profile:hz:999 { @[kstack, ustack] = count(); }' > /dev/null 2>&1 &
 		pid=$!
 	else
-		"$REC" -q -a -F 999 --call-graph "$mode" -o "$TMP/$mode" &
+		"$rec" -q -a -F 999 --call-graph "$mode" -o "$out" &
 		pid=$!
 	fi
 	for i in $(seq 100); do
@@ -88,13 +101,13 @@ measure() {
 	b=$(prog_stats "$([ "$mode" = bpftrace ] && echo perf_event || echo on_sample)" $pid)
 	kill -INT "$pid"
 	wait "$pid" 2> /dev/null || true
-	add "$mode $kind bpf_ns" "$(python3 -c 'import sys; a, b = sys.argv[1].split(), sys.argv[2].split()
+	add "$label $kind bpf_ns" "$(python3 -c 'import sys; a, b = sys.argv[1].split(), sys.argv[2].split()
 n = int(b[2]) - int(a[2]); print((int(b[1]) - int(a[1])) // n if n > 0 and a[0] == b[0] else "-")' "$a" "$b")"
 	[ "$mode" = bpftrace ] && return
 	# Per sample of the whole run: bytes of ring buffer, the recorder's CPU
 	# while the workload ran (clock ticks of 10 ms, over its samples), and
 	# the workload's samples reaching the root.
-	python3 - "$TMP/$mode/summary.json" "$((t1 - t0))" > "$TMP/per" <<'EOF'
+	python3 - "$out/summary.json" "$((t1 - t0))" > "$TMP/per" <<'EOF'
 import json, sys
 s = json.load(open(sys.argv[1]))
 n = max(s["samples"], 1)
@@ -103,12 +116,12 @@ dw = "%.2f" % (100 * c["to_dwarf"] / c["walks"]) if c.get("walks") else "-"
 print(s["sample_bytes"] // n, int(int(sys.argv[2]) * 10_000_000 / n), s["lost_samples"], dw)
 EOF
 	read -r bytes cpu lost dw < "$TMP/per"
-	add "$mode $kind bytes" "$bytes"
-	add "$mode $kind cpu_ns" "$cpu"
-	add "$mode $kind lost" "$lost"
-	add "$mode $kind dwarf_pct" "$dw"
-	add "$mode $kind root" "$("$PPROF" -top -cum -nodecount=300 -relative_percentages -tagfocus=comm=$comm \
-		"$TMP/$mode/profile.pb.gz" 2>/dev/null |
+	add "$label $kind bytes" "$bytes"
+	add "$label $kind cpu_ns" "$cpu"
+	add "$label $kind lost" "$lost"
+	add "$label $kind dwarf_pct" "$dw"
+	add "$label $kind root" "$("$PPROF" -top -cum -nodecount=300 -relative_percentages -tagfocus=comm=$comm \
+		"$out/profile.pb.gz" 2>/dev/null |
 		awk '$NF == "__libc_start_call_main" || $NF == "start_thread" { sub("%", "", $5); s += $5 } END { print s + 0 }')"
 }
 
@@ -116,17 +129,17 @@ for _ in $(seq "$RUNS"); do
 	for kind in $KINDS; do
 		for mode in $MODES; do
 			[ $mode = bpftrace ] && [ $kind != deep ] && continue
-			measure $mode $kind
+			measure "$mode" $kind
 		done
 	done
 done
 med() { printf '%s\n' $1 | sort -n | awk '{v[NR] = $1} END {printf "%s (%s-%s)", v[int((NR + 1) / 2)], v[1], v[NR]}'; }
-printf '%-6s %-9s %-22s %-22s %-22s %-18s %-10s %s\n' workload mode "BPF ns/sample" "bytes/sample (mean)" \
+printf '%-6s %-12s %-22s %-22s %-22s %-18s %-10s %s\n' workload mode "BPF ns/sample" "bytes/sample (mean)" \
 	"user CPU ns/sample" "% reaching root" lost "% walks to DWARF"
 for kind in $KINDS; do
 	for mode in $MODES; do
 		[ -n "${vals[$mode $kind bpf_ns]:-}" ] || continue
-		printf '%-6s %-9s %-22s %-22s %-22s %-18s %-10s %s\n' $kind $mode "$(med "${vals[$mode $kind bpf_ns]}")" \
+		printf '%-6s %-12s %-22s %-22s %-22s %-18s %-10s %s\n' $kind $mode "$(med "${vals[$mode $kind bpf_ns]}")" \
 			"$(med "${vals[$mode $kind bytes]:--}")" "$(med "${vals[$mode $kind cpu_ns]:--}")" \
 			"$(med "${vals[$mode $kind root]:--}")" "$(med "${vals[$mode $kind lost]:--}")" \
 			"$(med "${vals[$mode $kind dwarf_pct]:--}")"

@@ -67,7 +67,7 @@ struct proc {
 };
 
 struct cfi_maps {
-	int rows_fd, tables_fd, mappings_fd;
+	int rows_fd, tables_fd, mappings_fd, files_fd;
 	uint32_t rows_cap, ids_cap;
 	uint8_t *id_used;	/* [ids_cap]: ids of cfi_tables in use (0 never is) */
 	VEC(struct range) free; /* free slices of cfi_rows, sorted, merged */
@@ -97,6 +97,7 @@ int cfi_maps_new(int rows_fd, int tables_fd, int mappings_fd, uint32_t rows, uin
 	m->rows_fd = rows_fd;
 	m->tables_fd = tables_fd;
 	m->mappings_fd = mappings_fd;
+	m->files_fd = -1;
 	m->rows_cap = rows;
 	m->ids_cap = tables;
 	m->id_used = calloc(tables ? tables : 1, 1);
@@ -108,6 +109,53 @@ int cfi_maps_new(int rows_fd, int tables_fd, int mappings_fd, uint32_t rows, uin
 	}
 	*out = m;
 	return 0;
+}
+
+void cfi_maps_set_files(struct cfi_maps *m, int files_fd)
+{
+	m->files_fd = files_fd;
+}
+
+/* The cfi_files key of a table: the kernel's dev_t (MINORBITS 20), as the
+ * walk reads it from the vma's inode; t->dev is /proc/PID/maps' device,
+ * which is that same superblock's (not the map_files fd's fstat, which on
+ * overlayfs is the overlay's). */
+static struct cfi_file_key file_key(const struct table *t)
+{
+	return (struct cfi_file_key){
+	    .dev = (uint32_t)(major(t->dev) << 20 | (minor(t->dev) & 0xfffff)),
+	    .ino = t->ino,
+	};
+}
+
+/* The table's cfi_files entry, once its rows and slices are in. A file of
+ * more segments or slices than an entry holds has none: its processes are
+ * walked once added, as before. */
+static void file_publish(struct cfi_maps *m, const struct table *t)
+{
+	struct cfi_file_key k = file_key(t);
+	struct cfi_file f = {
+	    .size = t->size,
+	    .mtime_sec = (int64_t)(t->mtime_ns / 1000000000u),
+	    .mtime_nsec = (uint32_t)(t->mtime_ns % 1000000000u),
+	    .nsegs = (uint32_t)t->nsegs,
+	    .nslices = t->nslices,
+	};
+	uint32_t i;
+
+	if (m->files_fd < 0 || t->nsegs > CFI_FILE_SEGS || t->nslices > CFI_FILE_SLICES)
+		return;
+	for (i = 0; i < t->nsegs; i++) {
+		f.seg[i].off_lo = t->segs[i].off_lo;
+		f.seg[i].off_hi = t->segs[i].off_hi;
+		f.seg[i].delta = t->segs[i].delta;
+	}
+	for (i = 0; i < t->nslices; i++) {
+		f.slice_lo[i] = t->lo[i];
+		f.slice_id[i] = t->ids[i];
+	}
+	if (bpf_map_update_elem(m->files_fd, &k, &f, 0))
+		debug("cfi: inode %" PRIu64 ": no file entry: %s", t->ino, strerror(errno));
 }
 
 /* First fit. */
@@ -238,8 +286,12 @@ static void id_free(struct cfi_maps *m, uint32_t id)
 
 static void table_unload(struct cfi_maps *m, struct table *t)
 {
+	struct cfi_file_key key = file_key(t);
 	uint32_t k;
 
+	/* First: a walk must not find the file's ids once they are free. */
+	if (m->files_fd >= 0 && t->nrows)
+		bpf_map_delete_elem(m->files_fd, &key);
 	for (k = 0; k < t->nslices; k++)
 		id_free(m, t->ids[k]);
 	if (t->nrows) {
@@ -418,6 +470,7 @@ static int table_load(struct cfi_maps *m, struct table *t, Elf *elf)
 	t->nrows = total;
 	t->base = ct.base;
 	free(all);
+	file_publish(m, t);
 	m->st.rows_used += total;
 	m->st.tables++;
 	m->st.tables_built++;

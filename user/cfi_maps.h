@@ -47,6 +47,11 @@ uint32_t cfi_maps_rows_for_budget(size_t budget_bytes);
  * slice). 0 or -errno. */
 int cfi_maps_new(int rows_fd, int tables_fd, int mappings_fd, uint32_t rows, uint32_t tables,
 		 struct cfi_maps **out);
+/* The cfi_files map (bpf/cfi.h), which then gets an entry per loaded
+ * table: the walk finds a table by its file's (device, inode) from the
+ * first sample of a process not added yet. Without it (fd -1, the
+ * default), only added processes' mappings are found. */
+void cfi_maps_set_files(struct cfi_maps *m, int files_fd);
 /* Removes every process's entries and every table, and frees. */
 void cfi_maps_free(struct cfi_maps *m);
 

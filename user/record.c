@@ -601,6 +601,8 @@ static int rec_load_cfi(struct recorder *r)
 			   bpf_map__max_entries(skel->maps.cfi_rows),
 			   bpf_map__max_entries(skel->maps.cfi_tables), &r->cfi);
 	if (!err)
+		cfi_maps_set_files(r->cfi, bpf_map__fd(skel->maps.cfi_files));
+	if (!err)
 		err = cfi_worker_start(r->cfi, &r->cfi_worker);
 	if (err) {
 		err("unwind tables: %s", strerror(-err));
@@ -653,6 +655,9 @@ static int rec_load(struct recorder *r)
 		skel->rodata->cfi_walk = true;
 		bpf_program__set_autoload(skel->progs.on_cfi_walk, !r->feat.compat_sampler);
 		bpf_program__set_autoload(skel->progs.on_cfi_walk_compat, r->feat.compat_sampler);
+		bpf_map__set_max_entries(skel->maps.cfi_files,
+					 bpf_map__max_entries(skel->maps.cfi_tables));
+		bpf_map__set_max_entries(skel->maps.cfi_pcache, 4096);
 		err = bpf_map__set_max_entries(
 		    skel->maps.cfi_rows, cfi_maps_rows_for_budget((size_t)env.unwind_mib << 20));
 		if (err) {
