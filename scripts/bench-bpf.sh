@@ -16,24 +16,9 @@ DEEP=build/workloads/deep
 [ "$(id -u)" = 0 ] || { echo "bench-bpf: run as root" >&2; exit 1; }
 [ -x bpftrace-rec ] && [ -x $SPIN ] && [ -x $DEEP ] || { echo "bench-bpf: make && make workloads first" >&2; exit 1; }
 command -v bpftrace > /dev/null || { echo "bench-bpf: bpftrace not found (make deps)" >&2; exit 1; }
-TMP=$(mktemp -d)
-old=$(cat /proc/sys/kernel/bpf_stats_enabled)
-echo 1 > /proc/sys/kernel/bpf_stats_enabled
-trap 'echo "$old" > /proc/sys/kernel/bpf_stats_enabled; rm -rf "$TMP"; jobs -p | xargs -r kill 2>/dev/null' EXIT
-trap 'exit 130' INT TERM
+source scripts/lib.sh
+bpf_stats_begin
 
-# "id run_time_ns run_cnt" of the newest program called NAME (or, for
-# NAME=perf_event, of the newest perf_event program: bpftrace's probe).
-prog_stats() {
-	bpftool prog show -j | python3 -c '
-import json, sys
-want = sys.argv[1]
-ps = [p for p in json.load(sys.stdin)
-      if (p.get("type") == "perf_event" if want == "perf_event" else p.get("name") == want)]
-if ps:
-    p = max(ps, key=lambda p: p["id"])
-    print(p["id"], p.get("run_time_ns", 0), p.get("run_cnt", 0))' "$1"
-}
 
 workload() { # KIND
 	case $1 in

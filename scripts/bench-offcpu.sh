@@ -43,21 +43,9 @@ if [ -n "$OFFCPUTIME" ]; then
 else
 	echo "bench-offcpu: offcputime-bpfcc not found (make deps): measuring without it" >&2
 fi
-TMP=$(mktemp -d)
-old=$(cat /proc/sys/kernel/bpf_stats_enabled)
-echo 1 > /proc/sys/kernel/bpf_stats_enabled
-trap 'echo "$old" > /proc/sys/kernel/bpf_stats_enabled; rm -rf "$TMP"; jobs -p | xargs -r kill 2>/dev/null' EXIT
-trap 'exit 130' INT TERM
+source scripts/lib.sh
+bpf_stats_begin
 
-# "run_time_ns run_cnt" of the newest program called NAME.
-prog_stats() {
-	bpftool prog show -j | python3 -c '
-import json, sys
-ps = [p for p in json.load(sys.stdin) if p.get("name") == sys.argv[1]]
-if ps:
-    p = max(ps, key=lambda p: p["id"])
-    print(p.get("run_time_ns", 0), p.get("run_cnt", 0))' "$1"
-}
 
 bench() { # the benchmark's time in seconds
 	perf bench sched pipe -l "$LOOPS" 2>&1 | awk '/Total time/ { print $3 }'
@@ -83,7 +71,7 @@ measure() {
 	kill -INT $pid 2>/dev/null || true
 	wait $pid || true
 	set -- $a $b
-	echo "$name $secs $((($3 - $1) / ($4 - $2 ? $4 - $2 : 1))) $(($4 - $2))"
+	echo "$name $secs $((($5 - $2) / ($6 - $3 ? $6 - $3 : 1))) $(($6 - $3))"
 }
 
 # bpftrace-rec recording the benchmark itself (-- CMD): the slowdown only

@@ -31,28 +31,10 @@ PPROF=${PPROF:-tools/pprof}
 [ "$(id -u)" = 0 ] || { echo "bench-unwind: run as root" >&2; exit 1; }
 [ -x "$REC" ] && [ -x $DEEP ] || { echo "bench-unwind: make && make workloads first" >&2; exit 1; }
 command -v bpftrace > /dev/null || { echo "bench-unwind: bpftrace not found (make deps)" >&2; exit 1; }
-TMP=$(mktemp -d)
-old=$(cat /proc/sys/kernel/bpf_stats_enabled)
-echo 1 > /proc/sys/kernel/bpf_stats_enabled
-trap 'echo "$old" > /proc/sys/kernel/bpf_stats_enabled; rm -rf "$TMP"; jobs -p | xargs -r kill 2>/dev/null' EXIT
-trap 'exit 130' INT TERM
+source scripts/lib.sh
+bpf_stats_begin
 head -c 48000000 /dev/urandom > "$TMP/rnd"
 
-# "id run_time_ns run_cnt" of the program called NAME (perf_event: the
-# perf_event program, bpftrace's probe) that process PID holds (its fds'
-# prog_id: other recorders may run on the machine).
-prog_stats() {
-	local ids
-	ids=$(cat /proc/"$2"/fdinfo/* 2> /dev/null | awk '$1 == "prog_id:" {print $2}' | sort -u | tr '\n' ' ')
-	bpftool prog show -j | python3 -c '
-import json, sys
-want, ids = sys.argv[1], set(map(int, sys.argv[2].split()))
-ps = [p for p in json.load(sys.stdin) if p["id"] in ids and
-      (p.get("type") == "perf_event" if want == "perf_event" else p.get("name") == want)]
-if ps:
-    p = max(ps, key=lambda p: p["id"])
-    print(p["id"], p.get("run_time_ns", 0), p.get("run_cnt", 0))' "$1" "$ids"
-}
 
 workload() { # KIND
 	case $1 in
