@@ -557,6 +557,14 @@ static int rec_prepare(struct recorder *r)
 	size_t i;
 	int err;
 
+	/* First: a stop asked for during the set-up (reading kallsyms, the
+	 * feature probes: a second or more on a busy host) stops the recording
+	 * as soon as it starts. A shell starts background jobs with SIGINT
+	 * ignored, and an ignored signal is discarded: one that came before
+	 * the handler was lost, and the recording ran until its targets
+	 * exited. */
+	for (i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
+		sigaction(stop_signals[i], &sa, NULL);
 	libbpf_set_print(libbpf_print);
 	if (check_privileges() || check_freq() || features_probe(&r->feat))
 		return -1;
@@ -570,8 +578,6 @@ static int rec_prepare(struct recorder *r)
 	target_watch_pids(&r->target, env.pids, env.npids);
 	if (!env.no_kernel && (err = kallsyms_load()))
 		warn("/proc/kallsyms: %s; kernel frames stay unnamed", strerror(-err));
-	for (i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
-		sigaction(stop_signals[i], &sa, NULL);
 	/* stderr may be a pipe whose reader went away (| head): its messages
 	 * are lost, the recording and its files are not. */
 	signal(SIGPIPE, SIG_IGN);
