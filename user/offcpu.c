@@ -279,6 +279,45 @@ static int collect_open(struct sample_bpf *skel)
 	return 0;
 }
 
+/* One sum from BPF, its stack made the process's. */
+static int push_sum(const struct offcpu_key *key, const struct offcpu_val *v)
+{
+	const struct ostack *o = key->stack ? ostack_find(key->stack) : NULL;
+	struct offcpu_sum s = {
+	    (int32_t)key->tgid, key->tid, o && o->pid == (int32_t)key->tgid ? o->stack : UINT32_MAX,
+	    key->kind,		v->ns,	  v->count};
+
+	return VEC_PUSH(oc.sums, s);
+}
+
+int offcpu_take_exited(struct sample_bpf *skel)
+{
+	int fd = bpf_map__fd(skel->maps.offcpu_sums), err = 0;
+	struct offcpu_key key, next, *prev = NULL;
+	VEC(struct offcpu_key) gone = {0};
+	struct offcpu_val v;
+	size_t i, n0 = oc.sums.n;
+
+	if (!oc.on)
+		return 0;
+	/* Deleted after the walk: a deleted key would restart it. */
+	while (!err && !bpf_map_get_next_key(fd, prev, &next)) {
+		const struct proc *p = proc_find((pid_t)next.tgid);
+
+		key = next;
+		prev = &key;
+		if (!p || !p->exited || bpf_map_lookup_elem(fd, &key, &v))
+			continue;
+		err = push_sum(&key, &v) || VEC_PUSH(gone, key) ? -ENOMEM : 0;
+	}
+	for (i = 0; i < gone.n; i++)
+		bpf_map_delete_elem(fd, &gone.v[i]);
+	VEC_FREE(gone);
+	if (oc.sums.n > n0)
+		qsort(oc.sums.v, oc.sums.n, sizeof(*oc.sums.v), cmp_sum);
+	return err;
+}
+
 int offcpu_collect(struct sample_bpf *skel)
 {
 	int fd = bpf_map__fd(skel->maps.offcpu_sums), ncpu = libbpf_num_possible_cpus();
@@ -292,21 +331,11 @@ int offcpu_collect(struct sample_bpf *skel)
 	if (!oc.on)
 		return 0;
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		const struct ostack *o;
-		struct offcpu_sum s;
-
 		key = next;
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, &v))
 			continue;
-		o = key.stack ? ostack_find(key.stack) : NULL;
-		s = (struct offcpu_sum){(int32_t)key.tgid,
-					key.tid,
-					o && o->pid == (int32_t)key.tgid ? o->stack : UINT32_MAX,
-					key.kind,
-					v.ns,
-					v.count};
-		if (VEC_PUSH(oc.sums, s))
+		if (push_sum(&key, &v))
 			return -ENOMEM;
 	}
 	if (collect_open(skel))

@@ -40,6 +40,10 @@ bool offcpu_on(void);
 int offcpu_on_stack(const struct ev_sample *s, size_t size);
 int offcpu_on_wait(const struct ev_offcpu *e);
 
+/* Under -a, where exited processes are written out and freed as they go
+ * (1 s after their exit): the sums of the exited ones taken from BPF now,
+ * so that they are in the process when it is written. 0 or -ENOMEM. */
+int offcpu_take_exited(struct sample_bpf *skel);
 /* At the stop: the sums from BPF, and the waits still open, counted up to
  * the detach. */
 int offcpu_collect(struct sample_bpf *skel);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "user/jit.h"
+#include "user/offcpu.h"
 #include "user/outdir.h"
 #include "user/output.h"
 #include "user/proc.h"
@@ -85,7 +86,10 @@ void output_fold_live(struct fold *fo)
 {
 	size_t i;
 
-	if (fo->broken)
+	/* --off-cpu's sums name the processes' stacks by index until the
+	 * end: a stack forgotten here would be another's. Running processes
+	 * then keep their stacks to the end (or their exit). */
+	if (fo->broken || offcpu_on())
 		return;
 	for (i = 0; i < procs.v.n; i++) {
 		struct proc *p = procs.v.v[i];

@@ -73,6 +73,7 @@ struct recorder {
 	uint64_t samples, sample_bytes, last_status_ns;
 	uint64_t last_fold_ns, fold_live_ns; /* output_fold_live: the last, the period */
 	uint64_t last_trim_ns;		     /* symfiles_trim: the last */
+	uint64_t last_offcpu_ns;	     /* offcpu_take_exited: the last */
 	uint64_t samples_seen;		     /* records handled, for the time slice */
 	uint64_t unresolved_calls;	     /* -t by address: no mapping known there */
 	enum stop_reason stop;
@@ -832,6 +833,11 @@ static void rec_drain(struct recorder *r)
 			break;
 		}
 		now = now_ns(CLOCK_MONOTONIC);
+		/* Twice between a process's exit and its retirement. */
+		if (r->ri.fold && offcpu_on() && now - r->last_offcpu_ns > PROC_COMPACT_NS / 2) {
+			r->last_offcpu_ns = now;
+			offcpu_take_exited(r->skel);
+		}
 		procs_retire(now, now + RETIRE_BUDGET_NS, r->ri.fold ? retire_proc : NULL, r);
 		/* It walks every cached file: once a second is enough. */
 		if (now - r->last_trim_ns > 1000000000ULL) {

@@ -3,7 +3,7 @@
 # read back by pprof and llvm-xray.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(offcpu_known_waits_pprof offcpu_kernel_frames offcpu_cpu_view offcpu_wall_view offcpu_labels
+ALL=(offcpu_all_exited offcpu_known_waits_pprof offcpu_kernel_frames offcpu_cpu_view offcpu_wall_view offcpu_labels
 	offcpu_xray_account offcpu_xray_trace_event offcpu_summary offcpu_futex offcpu_min offcpu_callers offcpu_open_at_stop)
 require_bpf "${ALL[@]}"
 
@@ -192,3 +192,15 @@ else
 	fail $t "sleep_wait $os ms (want 1000 +-150), open_waits ${oo:-none}"
 	cat "$TMP/o.err" >&2
 fi
+
+# -a: a process that exits 3 s before the end is written out as it goes
+# (1 s after its exit) with its waits: they are taken from BPF before it is
+# (before, its waits were read at the end, when the process was gone, and
+# were missing).
+t=offcpu_all_exited
+"$REC" -q -a --off-cpu -F 99 -d 9 -o "$TMP/all" 2>"$TMP/all.err" & rec=$!
+sleep 1
+"$WL/waits" > /dev/null
+wait $rec
+s=$("$PPROF" -sample_index=offcpu -unit=ms -top -nodecount=1000 -tagfocus=comm=waits "$TMP/all/profile.pb.gz" 2>/dev/null | cum_ms sleep_wait)
+if within "$s" 2000 100; then pass $t; else fail $t "sleep_wait $s ms of an exited process under -a (want 2000 +-100)"; fi
