@@ -651,7 +651,9 @@ static void test_cost(void)
 		 * machine doubles it). The cache must not change the answer. */
 		fprintf(stderr, "# unwind_dwarf, %s: %d frames, %.0f ns per sample\n",
 			j ? "through qsort" : "chain", n, (double)t1 / iters);
-		CHECKF(n == n0 && n >= 8, "%d frames cached, %d the first time", n, n0);
+		/* (The qsort sample is empty under ASan, whose qsort interceptor
+		 * test_qsort skips: only the chain's depth is known here.) */
+		CHECKF(n == n0 && (j || n >= 8), "%d frames cached, %d the first time", n, n0);
 	}
 	unwinder_free(u);
 }
