@@ -118,7 +118,9 @@ static int64_t pcvalue(const struct gopcln *g, uint32_t table, uint64_t entry, u
 		pcd = read_varint(g, &off, &ok);
 		if (!ok)
 			return -1;
-		val += (int32_t)(-(uv & 1) ^ (uv >> 1));
+		/* Zig-zag delta, added with wrap-around as Go's int32 does: a
+		 * hostile table must not overflow a C int (found by fuzzing). */
+		val = (int32_t)((uint32_t)val + (-(uv & 1) ^ (uv >> 1)));
 		at += pcd; /* minLC is 1 */
 		if (pc < at)
 			return val;
