@@ -340,8 +340,12 @@ int offcpu_collect(struct sample_bpf *skel)
 	}
 	if (collect_open(skel))
 		return -ENOMEM;
-	qsort(oc.sums.v, oc.sums.n, sizeof(*oc.sums.v), cmp_sum);
-	qsort(oc.waits.v, oc.waits.n, sizeof(*oc.waits.v), cmp_wait);
+	/* (Empty arrays are NULL, which qsort must not get: -a without
+	 * timelines has no waits.) */
+	if (oc.sums.n > 1)
+		qsort(oc.sums.v, oc.sums.n, sizeof(*oc.sums.v), cmp_sum);
+	if (oc.waits.n > 1)
+		qsort(oc.waits.v, oc.waits.n, sizeof(*oc.waits.v), cmp_wait);
 	vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
