@@ -401,7 +401,7 @@ mkdir -p "$LOGS"
 
 # report NAME LOG SECONDS: the kernel's result from the suite's markers.
 report() {
-	local name=$1 log=$2 secs=$3 clean p f
+	local name=$1 log=$2 secs=$3 clean p f failed
 	clean=$log.txt
 	tr -d '\r' < "$log" > "$clean"
 	if ! grep -q '^KTEST BEGIN ' "$clean"; then
@@ -417,7 +417,10 @@ report() {
 		return
 	fi
 	read -r p f < <(sed -n 's/^KTEST DONE \([0-9]*\) \([0-9]*\).*/\1 \2/p' "$clean" | tail -1)
-	results+=("$name: $p passed, $f failed (${secs}s)")
+	# The failed checks' names and reasons on the kernel's own line: CI
+	# shows the end of this output, and the guest's lines come before it.
+	failed=$(sed -n 's/^KTEST FAIL //p' "$clean" | tr '\n' ';' | sed 's/;$//; s/;/; /g')
+	results+=("$name: $p passed, $f failed (${secs}s)${failed:+: $failed}")
 	if [ "$f" = 0 ] && [ "$p" -gt 0 ]; then
 		npass=$((npass + 1))
 	else

@@ -12,6 +12,7 @@ set -u
 cd "$(dirname "$0")/.."
 pass=0 fail=0 skip=0
 failed=()
+times=()
 pattern=${TESTS:-}
 export BPFTRACE_REC_BUILD=${BPFTRACE_REC_BUILD:-build}
 export BPFTRACE_REC=${BPFTRACE_REC:-bpftrace-rec}
@@ -35,7 +36,7 @@ if [ "${SANITIZE:-}" = 1 ]; then
 fi
 
 run_one() { # NAME CMD...: runs a test program and tallies its lines
-	local name=$1 line status=missing saw_fail=0
+	local name=$1 line status=missing saw_fail=0 t0=$SECONDS
 	shift
 	echo "== $name"
 	while IFS= read -r line; do
@@ -55,6 +56,7 @@ run_one() { # NAME CMD...: runs a test program and tallies its lines
 		fail=$((fail + 1))
 		failed+=("$name: exit status $status")
 	fi
+	times+=("$((SECONDS - t0))s $name")
 }
 
 for t in "$build"/tests/test_*; do
@@ -77,6 +79,9 @@ if [ -n "$san_dir" ]; then
 		failed+=("sanitizer: $(basename "$r")")
 	done
 fi
+# Where the time went: the slowest tests first.
+echo "Time by test:"
+printf '%s\n' "${times[@]}" | sort -rn | head -8 | sed 's/^/  /'
 if ((${#failed[@]})); then
 	echo "Failed:"
 	printf '  %s\n' "${failed[@]}"

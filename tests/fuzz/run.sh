@@ -8,7 +8,8 @@
 # writers, perfmap, procmaps and kallsyms lines written by hand, and two
 # 1-2 KB static ELF programs (with .symtab, and stripped) for symbols; the
 # gopclntab seed is the Go workload's table, cut out here.
-# Prints "PASS fuzz_NAME" or "FAIL fuzz_NAME" per target, then
+# Targets run FUZZ_JOBS at a time (default nproc). Prints "PASS fuzz_NAME"
+# or "FAIL fuzz_NAME" per target, in order, then
 # "N passed, N failed"; fails when a target found a crash, a leak, a
 # sanitizer report or a slow input (the input is in build/fuzz/artifacts/NAME).
 set -u
@@ -39,25 +40,53 @@ gather() { # NAME DIR: seeds that exist only on this machine
 	return 0
 }
 
-for bin in "$@"; do
+# fuzz_one BIN: one target for $secs; its verdict in build/fuzz/NAME.result.
+fuzz_one() {
+	local bin=$1 name work seeds art dirs rc
 	name=${bin##*/fuzz_}
 	work=build/fuzz/work/$name seeds=build/fuzz/seeds/$name art=build/fuzz/artifacts/$name
 	rm -rf "$seeds" && mkdir -p "$work" "$seeds" "$art"
 	gather "$name" "$seeds"
 	dirs=("$work" "$seeds")
 	[ -d "tests/fuzz/corpus/$name" ] && dirs+=("tests/fuzz/corpus/$name")
-	echo "== fuzz_$name (${secs}s)"
 	# -timeout: an input a parser takes seconds over is a bug too.
 	"$bin" -max_total_time="$secs" -timeout=10 -artifact_prefix="$art/" "${dirs[@]}" \
 		> "build/fuzz/$name.log" 2>&1
 	rc=$?
-	grep -E '^(#[0-9]+ +DONE|Done [0-9]+ runs)' "build/fuzz/$name.log" | tail -n 1
-	if [ $rc = 0 ]; then
-		echo "PASS fuzz_$name"
-		pass=$((pass + 1))
+	{
+		echo "== fuzz_$name (${secs}s)"
+		grep -E '^(#[0-9]+ +DONE|Done [0-9]+ runs)' "build/fuzz/$name.log" | tail -n 1
+		if [ $rc = 0 ]; then
+			echo "PASS fuzz_$name"
+		else
+			echo "FAIL fuzz_$name: exit status $rc, log build/fuzz/$name.log, input in $art/"
+			grep -E 'ERROR|runtime error|SUMMARY' "build/fuzz/$name.log" | head -n 5
+		fi
+	} > "build/fuzz/$name.result"
+}
+
+# The targets run FUZZ_JOBS at a time (default: one per CPU): each is one
+# single-threaded process, and each still gets its whole FUZZ_SECONDS.
+jobs=${FUZZ_JOBS:-$(nproc)}
+mkdir -p build/fuzz
+running=0
+for bin in "$@"; do
+	rm -f "build/fuzz/${bin##*/fuzz_}.result"
+	fuzz_one "$bin" &
+	running=$((running + 1))
+	if [ $running -ge "$jobs" ]; then
+		wait -n
+		running=$((running - 1))
+	fi
+done
+wait
+for bin in "$@"; do
+	r=build/fuzz/${bin##*/fuzz_}.result
+	if [ -f "$r" ]; then
+		cat "$r"
+		grep -q '^PASS ' "$r" && pass=$((pass + 1)) || fail=$((fail + 1))
 	else
-		echo "FAIL fuzz_$name: exit status $rc, log build/fuzz/$name.log, input in $art/"
-		grep -E 'ERROR|runtime error|SUMMARY' "build/fuzz/$name.log" | head -n 5
+		echo "FAIL fuzz_${bin##*/fuzz_}: no result (the runner died)"
 		fail=$((fail + 1))
 	fi
 done
