@@ -628,20 +628,3 @@ int unwind_dwarf(struct unwinder *u, const uint64_t regs[3], const void *stack, 
 	}
 	return u->n;
 }
-
-uint64_t unwind_leaf_caller(struct unwinder *u, uint64_t ip, uint64_t sp, const void *stack,
-			    size_t stack_len)
-{
-	struct cfi_ent c = cfi_at(u, ip);
-	uint64_t ra;
-
-	if (c.kind == CFI_NOMOD && c.seen_ns >= u->reported_ns && report_again(u))
-		c = cfi_at(u, ip);
-	/* Only a CFA relative to rsp puts the return address where sp says:
-	 * in a frameless leaf, a prologue or an epilogue. With a frame (CFA =
-	 * rbp + 16) the frame-pointer walk finds the caller itself. */
-	if (c.kind != CFI_SP || !stack ||
-	    !unwind_stack_word(stack, stack_len, sp, sp + (int64_t)c.cfa_off + c.ra_off, &ra))
-		return 0;
-	return ra;
-}
