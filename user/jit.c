@@ -25,6 +25,7 @@
 #include "formats/util.h"
 #include "user/jit.h"
 #include "user/proc.h"
+#include "user/symbols.h"
 #include "user/util.h"
 
 #define JIT_FILE_MAX (1u << 30)
@@ -43,6 +44,9 @@ struct jit_state {
 	struct jitdump dump;
 	struct perfmap map;
 	bool dump_ok, map_ok;
+	/* The names shown for dump.syms and map.syms (demangle_cached()): C++ and
+	 * Rust runtimes name their code as their symbols are named. */
+	char **dump_names, **map_names;
 	bool warned, dump_warned; /* about the perf map, the jitdump: once */
 	enum runtime runtime;
 	uint64_t anon_leaf; /* samples whose user leaf is in JIT-like code */
@@ -465,7 +469,15 @@ void jit_load_all(void)
 	}
 }
 
-static bool lookup(const struct jit_state *j, uint64_t pc, uint64_t t, struct jit_hit *hit)
+/* The hit's name as shown, its raw one the system name when they differ. */
+static void name_hit(struct jit_hit *hit, char ***names, size_t n, size_t i, const char *raw)
+{
+	hit->name = demangle_cached(names, n, i, raw);
+	if (hit->name != raw)
+		hit->system_name = raw;
+}
+
+static bool lookup(struct jit_state *j, uint64_t pc, uint64_t t, struct jit_hit *hit)
 {
 	memset(hit, 0, sizeof(*hit));
 	if (!j)
@@ -480,7 +492,7 @@ static bool lookup(const struct jit_state *j, uint64_t pc, uint64_t t, struct ji
 				hit->file = l->file;
 				hit->line = l->line;
 			}
-			hit->name = s->name;
+			name_hit(hit, &j->dump_names, j->dump.nsyms, s - j->dump.syms, s->name);
 			hit->start = s->start;
 			hit->size = s->size;
 			hit->lines = s->lines;
@@ -492,7 +504,7 @@ static bool lookup(const struct jit_state *j, uint64_t pc, uint64_t t, struct ji
 		const struct perfmap_sym *s = perfmap_lookup(&j->map, pc);
 
 		if (s) {
-			hit->name = s->name;
+			name_hit(hit, &j->map_names, j->map.nsyms, s - j->map.syms, s->name);
 			hit->start = s->start;
 			hit->size = s->size;
 			return true;
@@ -596,10 +608,14 @@ void jit_proc_free(struct proc *p)
 		close(j->map_fd);
 	if (j->root_fd >= 0)
 		close(j->root_fd);
-	if (j->dump_ok)
+	if (j->dump_ok) {
+		demangle_cache_free(j->dump_names, j->dump.nsyms);
 		jitdump_free(&j->dump);
-	if (j->map_ok)
+	}
+	if (j->map_ok) {
+		demangle_cache_free(j->map_names, j->map.nsyms);
 		perfmap_free(&j->map);
+	}
 	free(j->dump_path);
 	free(j);
 	p->jit = NULL;

@@ -20,8 +20,9 @@ struct jit_line;
 
 /* What named the code at a pc. */
 struct jit_hit {
-	const char *name;
-	const char *file; /* source of pc, or NULL */
+	const char *name;	 /* demangled, as symbols are */
+	const char *system_name; /* the name in the file when it differs (mangled), or NULL */
+	const char *file;	 /* source of pc, or NULL */
 	int line;
 	uint64_t start, size;	      /* the function's code */
 	const struct jit_line *lines; /* its line table (jitdump DEBUG_INFO), or NULL */

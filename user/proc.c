@@ -742,7 +742,7 @@ bool proc_srcline(const struct frame *f, const char **file, int *line)
 }
 
 const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, char *buf, size_t len,
-			  const char **file, int *line)
+			  const char **system_name, const char **file, int *line)
 {
 	struct jit_hit hit;
 
@@ -755,10 +755,14 @@ const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, cha
 			*file = hit.file;
 			*line = hit.line;
 		}
+		if (system_name)
+			*system_name = hit.system_name;
 		return hit.name;
 	}
 	if (file)
 		proc_srcline(f, file, line);
+	if (system_name)
+		*system_name = f->name ? f->system_name : NULL;
 	return frame_name(f, buf, len);
 }
 
@@ -791,10 +795,10 @@ bool frame_iter_next(struct frame_iter *it)
 	return true;
 }
 
-const char *frame_iter_name(const struct frame_iter *it, char *buf, size_t len, const char **file,
-			    int *line)
+const char *frame_iter_name(const struct frame_iter *it, char *buf, size_t len,
+			    const char **system_name, const char **file, int *line)
 {
-	return frame_name_at(it->p, it->f, it->s->time_ns, buf, len, file, line);
+	return frame_name_at(it->p, it->f, it->s->time_ns, buf, len, system_name, file, line);
 }
 
 void proc_on_exec(pid_t pid, const char *comm)

@@ -173,10 +173,12 @@ const char *frame_name(const struct frame *f, char *buf, size_t len);
 /* Source file and line of a user frame where its file has debug info. */
 bool proc_srcline(const struct frame *f, const char **file, int *line);
 /* The same for a frame seen at time t: JIT code is named by the runtime's
- * files, as it was at that time; *file and *line where known (file NULL:
- * no source line wanted, and no debug info read for one). */
+ * files, as it was at that time (demangled, as symbols are); *system_name
+ * the mangled name, NULL when the name is not mangled (system_name may be
+ * NULL); *file and *line where known (file NULL: no source line wanted,
+ * and no debug info read for one). */
 const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, char *buf, size_t len,
-			  const char **file, int *line);
+			  const char **system_name, const char **file, int *line);
 /* Frames left unnamed because their file could not be opened when they
  * were first seen (a race with exec, seen under slow emulated kernels: every
  * frame of a program stayed "[prog]") are named now: each such file is
@@ -193,7 +195,7 @@ const uint32_t *proc_stack(const struct proc *p, uint32_t stack, uint32_t *nk, u
  *	struct frame_iter it;
  *	frame_iter_init(&it, p, s, false);
  *	while (frame_iter_next(&it))
- *		... it.f, it.id, frame_iter_name(&it, buf, sizeof(buf), NULL, NULL) ...
+ *		... it.f, it.id, frame_iter_name(&it, buf, sizeof(buf), NULL, NULL, NULL) ...
  */
 struct frame_iter {
 	struct proc *p;
@@ -213,9 +215,9 @@ void frame_iter_init(struct frame_iter *it, struct proc *p, const struct sample 
 		     bool root_first);
 bool frame_iter_next(struct frame_iter *it);
 /* The current frame's name, as every file names it (frame_name_at at the
- * sample's time); file and line where known, when file is not NULL. */
-const char *frame_iter_name(const struct frame_iter *it, char *buf, size_t len, const char **file,
-			    int *line);
+ * sample's time); its system name, file and line as frame_name_at's. */
+const char *frame_iter_name(const struct frame_iter *it, char *buf, size_t len,
+			    const char **system_name, const char **file, int *line);
 void procs_free(void);
 
 #endif

@@ -43,8 +43,7 @@ struct symfile {
 	ino_t ino;
 	struct sym *syms;
 	size_t nsyms;
-	/* Demangled names, made on a symbol's first lookup: NULL untried,
-	 * not_mangled when the name is its own display name. */
+	/* Demangled names, made on a symbol's first lookup (demangle_cached()). */
 	char **dnames;
 	char *names;
 	size_t names_len;
@@ -491,13 +490,8 @@ static void go_lines_free(struct symfile *f)
 
 static void symfile_free(struct symfile *f)
 {
-	size_t i;
-
 	go_lines_free(f);
-	for (i = 0; f->dnames && i < f->nsyms; i++)
-		if (f->dnames[i] != not_mangled)
-			free(f->dnames[i]);
-	free(f->dnames);
+	demangle_cache_free(f->dnames, f->nsyms);
 	free(f->syms);
 	free(f->names);
 	free(f->loads);
@@ -842,19 +836,33 @@ char *demangle_name(const char *raw)
 	return out;
 }
 
+const char *demangle_cached(char ***names, size_t n, size_t i, const char *raw)
+{
+	char *d;
+
+	if (!*names && !(*names = calloc(n, sizeof(**names))))
+		return raw; /* ENOMEM: the mangled name still names it */
+	if ((*names)[i])
+		return (*names)[i] == not_mangled ? raw : (*names)[i];
+	d = demangle_name(raw);
+	(*names)[i] = d ? d : not_mangled;
+	return d ? d : raw;
+}
+
+void demangle_cache_free(char **names, size_t n)
+{
+	size_t i;
+
+	for (i = 0; names && i < n; i++)
+		if (names[i] != not_mangled)
+			free(names[i]);
+	free(names);
+}
+
 /* The name a symbol is shown by, demangled once per symbol. */
 static const char *sym_display(struct symfile *f, size_t i)
 {
-	const char *raw = f->names + f->syms[i].name;
-	char *d;
-
-	if (!f->dnames && !(f->dnames = calloc(f->nsyms, sizeof(*f->dnames))))
-		return raw; /* ENOMEM: the mangled name still names it */
-	if (f->dnames[i])
-		return f->dnames[i] == not_mangled ? raw : f->dnames[i];
-	d = demangle_name(raw);
-	f->dnames[i] = d ? d : not_mangled;
-	return d ? d : raw;
+	return demangle_cached(&f->dnames, f->nsyms, i, f->names + f->syms[i].name);
 }
 
 int symfile_foreach(struct symfile *f, symfile_fn fn, void *ctx)

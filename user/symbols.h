@@ -31,6 +31,11 @@ uint64_t symfile_offset(const struct symfile *f, uint64_t vaddr);
  * (memcpy@GLIBC_2.2.5) kept after it. NULL when it is not a mangled name
  * (or on ENOMEM). */
 char *demangle_name(const char *raw);
+/* The name shown for raw, the i-th of n names: demangled on its first call
+ * and kept in *names (made then, NULL before; freed with demangle_cache_free).
+ * raw itself when it is not mangled. */
+const char *demangle_cached(char ***names, size_t n, size_t i, const char *raw);
+void demangle_cache_free(char **names, size_t n);
 
 /* One name of a function: every alias at an address is one. */
 struct symfile_sym {

@@ -13,7 +13,6 @@
  *   unwinding as if it had reached the root (return 0, pc undefined). A
  *   failed memory read in the last step tells the two apart. */
 #include <dirent.h>
-#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -42,18 +41,16 @@
 #define CFI_CACHE_MAX	    (1u << 19) /* addresses cached; a full cache starts again */
 #define FP_MAX_STEPS	    256
 
-/* What the CFI says at one address (a pc, minus 1 for return addresses). */
+/* Whether CFI covers one address (a pc, minus 1 for return addresses). */
 enum cfi_kind {
 	CFI_NOMOD = 1, /* in no module */
 	CFI_NONE,      /* a module without CFI there */
-	CFI_SP,	       /* CFA = rsp + cfa_off, return address at CFA + ra_off */
-	CFI_OTHER,     /* CFA from rbp or an expression, or no return address (the root) */
+	CFI_FOUND,
 };
 
 struct cfi_ent {
 	uint64_t pc;
 	uint64_t seen_ns; /* CFI_NOMOD: when first looked up */
-	int32_t cfa_off, ra_off;
 	uint32_t kind;
 	uint32_t pad;
 };
@@ -393,78 +390,13 @@ void unwinder_free(struct unwinder *u)
 	free(u);
 }
 
-/* A CFA expression of rsp and rip evaluated at pc, as PLT entries have
- * (rsp + 8 + ((rip & 15) >= 11) * 8): true with the offset from rsp when
- * that is what it comes to. Other operations: false. */
-static bool cfa_expr_sp_off(const Dwarf_Op *ops, size_t nops, uint64_t pc, int64_t *off)
-{
-	uint64_t v[8];
-	bool rel[8]; /* v is an offset from rsp */
-	size_t i, n = 0;
-
-	for (i = 0; i < nops; i++) {
-		uint8_t a = ops[i].atom;
-		uint64_t x, y;
-		bool rx, ry;
-
-		if (n == 8)
-			return false;
-		if (a >= DW_OP_lit0 && a <= DW_OP_lit31) {
-			v[n] = a - DW_OP_lit0, rel[n++] = false;
-		} else if (a == DW_OP_breg7 || (a == DW_OP_bregx && ops[i].number == REG_RSP)) {
-			v[n] = a == DW_OP_bregx ? ops[i].number2 : ops[i].number, rel[n++] = true;
-		} else if (a == DW_OP_breg16 || (a == DW_OP_bregx && ops[i].number == REG_RA)) {
-			v[n] = pc + (a == DW_OP_bregx ? ops[i].number2 : ops[i].number);
-			rel[n++] = false;
-		} else if ((a >= DW_OP_const1u && a <= DW_OP_consts)) {
-			v[n] = ops[i].number, rel[n++] = false;
-		} else if (a == DW_OP_plus_uconst) {
-			if (!n)
-				return false;
-			v[n - 1] += ops[i].number;
-		} else {
-			if (n < 2)
-				return false;
-			x = v[n - 2], rx = rel[n - 2], y = v[n - 1], ry = rel[n - 1];
-			n -= 2;
-			if (a == DW_OP_plus && !(rx && ry))
-				v[n] = x + y, rel[n] = rx || ry;
-			else if (a == DW_OP_minus && !ry)
-				v[n] = x - y, rel[n] = rx;
-			else if (rx || ry)
-				return false;
-			else if (a == DW_OP_and)
-				v[n] = x & y, rel[n] = false;
-			else if (a == DW_OP_ge)
-				v[n] = (int64_t)x >= (int64_t)y, rel[n] = false;
-			else if (a == DW_OP_gt)
-				v[n] = (int64_t)x > (int64_t)y, rel[n] = false;
-			else if (a == DW_OP_shl && y < 64)
-				v[n] = x << y, rel[n] = false;
-			else
-				return false;
-			n++;
-		}
-	}
-	if (n != 1 || !rel[0])
-		return false;
-	*off = (int64_t)v[0];
-	return true;
-}
-
-/* The CFI rule at addr, from the module's .eh_frame (else its .debug_frame),
- * reduced to what this file needs. */
+/* Whether the module's .eh_frame (else its .debug_frame) covers addr. */
 static void cfi_lookup(struct unwinder *u, uint64_t addr, struct cfi_ent *e)
 {
 	Dwfl_Module *m = dwfl_addrmodule(u->dwfl, addr);
 	Dwarf_Frame *frame = NULL;
-	Dwarf_Op ops_mem[3], *ops;
-	Dwarf_Addr bias, start, end;
+	Dwarf_Addr bias;
 	Dwarf_CFI *cfi;
-	int64_t cfa_off;
-	size_t nops;
-	bool signal;
-	int ra;
 
 	e->kind = CFI_NOMOD;
 	e->seen_ns = now_ns(CLOCK_MONOTONIC);
@@ -479,30 +411,7 @@ static void cfi_lookup(struct unwinder *u, uint64_t addr, struct cfi_ent *e)
 		cfi = dwfl_module_dwarf_cfi(m, &bias);
 	if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &frame))
 		return;
-	e->kind = CFI_OTHER;
-	ra = dwarf_frame_info(frame, &start, &end, &signal);
-	if (ra < 0)
-		ra = REG_RA;
-	/* CFA = rsp + N, as DW_CFA_def_cfa_offset makes it, or as a PLT
-	 * entry's expression comes to at this address. */
-	if (dwarf_frame_cfa(frame, &ops, &nops) || !nops)
-		goto out;
-	if (nops == 1 && ops[0].atom == DW_OP_bregx && ops[0].number == REG_RSP)
-		cfa_off = (int64_t)ops[0].number2;
-	else if (!cfa_expr_sp_off(ops, nops, addr, &cfa_off))
-		goto out;
-	if (cfa_off < INT32_MIN || cfa_off > INT32_MAX)
-		goto out;
-	e->cfa_off = (int32_t)cfa_off;
-	/* Return address saved at CFA + M: DW_CFA_offset. */
-	if (dwarf_frame_register(frame, ra, ops_mem, &ops, &nops) || !ops || nops < 1 || nops > 2 ||
-	    ops[0].atom != DW_OP_call_frame_cfa)
-		goto out;
-	if (nops == 2 && ops[1].atom != DW_OP_plus_uconst)
-		goto out;
-	e->ra_off = nops == 2 ? (int32_t)(int64_t)ops[1].number : 0;
-	e->kind = CFI_SP;
-out:
+	e->kind = CFI_FOUND;
 	free(frame);
 }
 
@@ -627,21 +536,4 @@ int unwind_dwarf(struct unwinder *u, const uint64_t regs[3], const void *stack, 
 		bp = next;
 	}
 	return u->n;
-}
-
-uint64_t unwind_leaf_caller(struct unwinder *u, uint64_t ip, uint64_t sp, const void *stack,
-			    size_t stack_len)
-{
-	struct cfi_ent c = cfi_at(u, ip);
-	uint64_t ra;
-
-	if (c.kind == CFI_NOMOD && c.seen_ns >= u->reported_ns && report_again(u))
-		c = cfi_at(u, ip);
-	/* Only a CFA relative to rsp puts the return address where sp says:
-	 * in a frameless leaf, a prologue or an epilogue. With a frame (CFA =
-	 * rbp + 16) the frame-pointer walk finds the caller itself. */
-	if (c.kind != CFI_SP || !stack ||
-	    !unwind_stack_word(stack, stack_len, sp, sp + (int64_t)c.cfa_off + c.ra_off, &ra))
-		return 0;
-	return ra;
 }

@@ -33,14 +33,6 @@ enum { UNWIND_IP, UNWIND_SP, UNWIND_BP };
 int unwind_dwarf(struct unwinder *u, const uint64_t regs[3], const void *stack, size_t stack_len,
 		 uint64_t *pcs, int max, unsigned *flags);
 
-/* One CFI step at the leaf: when the CFI at ip puts the return address
- * relative to sp (a frameless leaf, a prologue or an epilogue), that return
- * address, read from the stack_len bytes copied from sp; else 0. Cached per
- * ip. The unit tests' probe of the CFI cache; the recorder no longer puts
- * back leaf callers (the CFI walk in BPF finds them). */
-uint64_t unwind_leaf_caller(struct unwinder *u, uint64_t ip, uint64_t sp, const void *stack,
-			    size_t stack_len);
-
 /* A word of a copied stack (the BPF sample's copy): [sp, sp + stack_len)
  * is all we know. Shared by the libdwfl unwinder and the CFI table walker. */
 static inline bool unwind_stack_word(const unsigned char *stack, size_t stack_len, uint64_t sp,

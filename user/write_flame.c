@@ -11,7 +11,6 @@
 #include "user/outdir.h"
 #include "user/output.h"
 #include "user/proc.h"
-#include "user/symbols.h"
 #include "user/util.h"
 #include "user/writers.h"
 
@@ -19,67 +18,6 @@ static struct flame *tree;
 static int tree_err;	     /* the first failure: no file is written then */
 static bool took_live;	     /* the processes held at the end are in */
 static uint64_t not_in_tree; /* samples a failure left out, for the warning */
-
-/* Symbol names come demangled (symbols.c); JIT names (perf maps, jitdump)
- * may be mangled too: flamegraph.pl and speedscope show what the file says,
- * so they are demangled here, in full, as perf script writes them. */
-
-/* The demangled names of the frames seen lately, by their name's address
- * (checked against a copy: a freed symbol table's address may come back
- * with another name). */
-#define DEMANGLE_CACHE 1024
-/* Longer names stay mangled: the demangler recurses on the name's nesting. */
-#define DEMANGLE_MAX 1024
-static struct {
-	char *mangled, *name;
-} demangled[DEMANGLE_CACHE];
-
-static const char *demangle(const char *name)
-{
-	size_t i = hash_u64((uintptr_t)name) % DEMANGLE_CACHE, len = strlen(name);
-	char *d;
-
-	if (name[0] != '_' || (name[1] != 'Z' && name[1] != 'R') || len > DEMANGLE_MAX)
-		return name;
-	if (demangled[i].mangled && !strcmp(demangled[i].mangled, name))
-		return demangled[i].name;
-	d = demangle_name(name);
-	if (!d)
-		return name;
-	free(demangled[i].mangled);
-	free(demangled[i].name);
-	demangled[i].name = d;
-	if (!(demangled[i].mangled = strdup(name))) {
-		free(d);
-		demangled[i].name = NULL;
-		return name;
-	}
-	return demangled[i].name;
-}
-
-/* The stack's demangled names, a buffer per frame: another frame of the
- * same stack may evict a name from the cache. */
-static struct {
-	char *s;
-	size_t cap;
-} held[MAX_STACK_FRAMES];
-
-static int hold(size_t slot, const char *name, const char **out)
-{
-	size_t len = strlen(name) + 1;
-
-	if (len > held[slot].cap) {
-		char *s = realloc(held[slot].s, len);
-
-		if (!s)
-			return -ENOMEM;
-		held[slot].s = s;
-		held[slot].cap = len;
-	}
-	memcpy(held[slot].s, name, len);
-	*out = held[slot].s;
-	return 0;
-}
 
 /* A frame name's buffer, as write_pprof.c's: a file's base name, whose
  * bytes may each be a 4-byte escape, with "[...]" or "+0x" and 16 digits. */
@@ -106,18 +44,14 @@ void flame_fold_add(struct proc *p)
 		/* Root first: the comm, then the frames (user then kernel). */
 		names[n++] = p->comm;
 		frame_iter_init(&it, p, s, true);
-		while (frame_iter_next(&it) && !err) {
+		while (frame_iter_next(&it)) {
 			size_t slot = n - 1;
-			const char *d;
 
 			if (!bufs[slot] && !(bufs[slot] = malloc(NAME_BUF))) {
 				err = -ENOMEM;
 				break;
 			}
-			names[n++] = frame_iter_name(&it, bufs[slot], NAME_BUF, NULL, NULL);
-			if (it.f->kind == FRAME_USER &&
-			    (d = demangle(names[slot + 1])) != names[slot + 1])
-				err = hold(slot, d, &names[slot + 1]);
+			names[n++] = frame_iter_name(&it, bufs[slot], NAME_BUF, NULL, NULL, NULL);
 		}
 		if (!err)
 			err = flame_add(tree, names, n, it.nk, s->count);
@@ -183,14 +117,6 @@ static void flame_free_all(void)
 	for (i = 0; i < MAX_STACK_FRAMES; i++) {
 		free(bufs[i]);
 		bufs[i] = NULL;
-		free(held[i].s);
-		held[i].s = NULL;
-		held[i].cap = 0;
-	}
-	for (i = 0; i < DEMANGLE_CACHE; i++) {
-		free(demangled[i].mangled);
-		free(demangled[i].name);
-		demangled[i].mangled = demangled[i].name = NULL;
 	}
 }
 

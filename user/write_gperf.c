@@ -71,7 +71,9 @@ static int collect_jit(struct proc *p, struct jit_image *ji)
 				continue;
 			fn.start = hit.start;
 			fn.size = hit.size;
-			fn.name = hit.name;
+			/* Mangled, as a compiler's symbol table has it: the
+			 * readers of cpu-PID.prof demangle what they read. */
+			fn.name = hit.system_name ? hit.system_name : hit.name;
 			if (hit.nlines) {
 				struct jitelf_line *l = calloc(hit.nlines, sizeof(*l));
 

@@ -20,13 +20,12 @@ static uint64_t kernel_mapping(struct pprof *pp)
 }
 
 static uint64_t frame_location(struct pprof *pp, const struct frame *f, const char *name,
-			       const char *file, int line, uint64_t *kmap)
+			       const char *system_name, const char *file, int line, uint64_t *kmap)
 {
-	struct pprof_line l = {.function = name, .filename = file, .line = line};
+	struct pprof_line l = {
+	    .function = name, .system_name = system_name, .filename = file, .line = line};
 	uint64_t mapping = 0;
 
-	if (name == f->name) /* profile.proto: the mangled name is the system name */
-		l.system_name = f->system_name;
 	if (f->kind == FRAME_KERNEL) {
 		if (!*kmap)
 			*kmap = kernel_mapping(pp);
@@ -76,12 +75,13 @@ static int stack_locs(struct pprof *pp, struct proc *p, const struct sample *s, 
 	frame_iter_init(&it, p, s, false);
 	while (frame_iter_next(&it)) {
 		char buf[PATH_MAX + 4];
-		const char *name, *file = NULL;
+		const char *name, *system_name, *file = NULL;
 		int line = 0;
 
 		if (!it.stable || !loc_of[it.id]) {
-			name = frame_iter_name(&it, buf, sizeof(buf), lines ? &file : NULL, &line);
-			locs[n] = frame_location(pp, it.f, name, file, line, kmap);
+			name = frame_iter_name(&it, buf, sizeof(buf), &system_name,
+					       lines ? &file : NULL, &line);
+			locs[n] = frame_location(pp, it.f, name, system_name, file, line, kmap);
 			if (it.stable)
 				loc_of[it.id] = locs[n];
 		} else {

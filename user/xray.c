@@ -127,7 +127,7 @@ static int stack_ids(struct proc *p, const struct sample *s, uint32_t *ids, bool
 
 		if (user_only && it.f->kind == FRAME_KERNEL)
 			continue;
-		id = xray_func_id(frame_iter_name(&it, buf, sizeof(buf), NULL, NULL));
+		id = xray_func_id(frame_iter_name(&it, buf, sizeof(buf), NULL, NULL, NULL));
 
 		if (id)
 			ids[n++] = id;

@@ -4,7 +4,8 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(names_cxx_pprof_demangled names_cxx_pprof_system_name names_cxx_split
-	names_cxx_gperftools names_cxx_xray names_cxx_folded names_trace_free_alias names_trace_alias_once names_pprof_svg
+	names_cxx_gperftools names_cxx_xray names_cxx_folded names_jit_cxx_pprof names_jit_cxx_xray
+	names_jit_cxx_folded names_trace_free_alias names_trace_alias_once names_pprof_svg
 	names_all_no_program names_go_split names_go_lines)
 require_bpf "${ALL[@]}"
 
@@ -88,6 +89,43 @@ if grep -q ';void geo::inner::sweep<int>(std::vector<int, std::allocator<int> >&
 else
 	fail $t "stacks.folded has no demangled geo::inner::sweep<int> leaf, or a _Z name"
 	grep -m3 'geo\|_Z' "$TMP/cxx/stacks.folded" >&2
+fi
+
+# JIT code that a perf map names with a C++ mangled name: demangled as
+# symbols are, the same in every file, the mangled one the system name.
+# pprof -symbolize=none: the file's own names, not pprof's demangling.
+exec {fd}< <(exec "$WL/jitspin")
+p=$!
+read -r -u $fd addr
+printf '%s 2 _ZN2ns3Jit7hotLoopEv\n' "$addr" > "/tmp/perf-$p.map"
+"$REC" -q -F 199 -d 1 -o "$TMP/jit" -p "$p" 2>"$TMP/jit.err"
+kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; rm -f "/tmp/perf-$p.map"
+"$PPROF" -raw -symbolize=none "$TMP/jit/profile.pb.gz" 2>/dev/null | sed -n '/^Locations/,/^Mappings/p' > "$TMP/jit.raw"
+t=names_jit_cxx_pprof
+if grep -q ' ns::Jit::hotLoop() :0 s=[0-9]*(_ZN2ns3Jit7hotLoopEv)$' "$TMP/jit.raw"; then
+	pass $t
+else
+	fail $t "want the JIT frame named ns::Jit::hotLoop(), system name _ZN2ns3Jit7hotLoopEv"
+	cat "$TMP/jit.raw" "$TMP/jit.err" >&2
+fi
+t=names_jit_cxx_xray
+if require_tool llvm-xray $t; then
+	nm "$TMP/jit/xray-$p.map" > "$TMP/jit.nm" 2>&1
+	llvm-xray account -m "$TMP/jit/xray-$p.map" "$TMP/jit/xray-$p.fdr" > "$TMP/jit.acc" 2>&1
+	if grep -q ' T ns::Jit::hotLoop()$' "$TMP/jit.nm" && ! grep -q '_Z' "$TMP/jit.nm" &&
+		grep -q ' ns::Jit::hotLoop()$' "$TMP/jit.acc"; then
+		pass $t
+	else
+		fail $t "the XRay map does not name the JIT code ns::Jit::hotLoop(), or has a _Z name"
+		cat "$TMP/jit.nm" >&2
+	fi
+fi
+t=names_jit_cxx_folded
+if grep -q '^jitspin;.*;ns::Jit::hotLoop() [0-9]*$' "$TMP/jit/stacks.folded" && ! grep -q '_Z' "$TMP/jit/stacks.folded"; then
+	pass $t
+else
+	fail $t "stacks.folded has no ns::Jit::hotLoop() leaf, or a _Z name"
+	cat "$TMP/jit/stacks.folded" >&2
 fi
 
 # -t 'libc.so.6:free': libc's .dynsym has __libc_free, free@@GLIBC_2.2.5

@@ -11,6 +11,29 @@ require_bpf "${ALL[@]}"
 cum_ms() { # FUNC < output
 	awk -v f="$1" '$NF == f { v = $4; sub("ms$", "", v); print v; found = 1; exit } END { if (!found) print 0 }'
 }
+# The recording's exit status and the off-CPU time of functions whose waits
+# are known by construction: PASS when it is 0 and each FUNC has MS +-TOL in
+# TOP (`pprof -sample_index=offcpu -unit=ms -top` output); else FAIL naming
+# them all, with TOP's head and the recording's stderr.
+check_waits() { # NAME RC TOP ERR-FILE FUNC MS TOL [FUNC MS TOL]...
+	local t=$1 rc=$2 top=$3 err=$4 ok=1 why v
+	shift 4
+	why="rc $rc"
+	[ "$rc" = 0 ] || ok=0
+	while [ $# -ge 3 ]; do
+		v=$(cum_ms "$1" <<<"$top")
+		within "$v" "$2" "$3" || ok=0
+		why+="; $1 $v ms (want $2 +-$3)"
+		shift 3
+	done
+	if [ $ok = 1 ]; then
+		pass "$t"
+	else
+		fail "$t" "$why"
+		head -20 <<<"$top" >&2
+		cat "$err" >&2
+	fi
+}
 # sum of a function in `llvm-xray account` output, in s (0 when absent).
 xray_sum() { # NAME < output
 	awk -v f="$1" '{ i = index($0, "<invalid>:0:0: ") }
@@ -29,15 +52,7 @@ rc=$?
 P="$TMP/w/profile.pb.gz"
 off=$("$PPROF" -sample_index=offcpu -unit=ms -top -nodecount=1000 "$P" 2>/dev/null)
 
-t=offcpu_known_waits_pprof
-s=$(cum_ms sleep_wait <<<"$off"); p=$(cum_ms pipe_wait <<<"$off")
-if [ $rc = 0 ] && within "$s" 2000 100 && within "$p" 1000 50; then
-	pass $t
-else
-	fail $t "rc $rc; sleep_wait $s ms (want 2000 +-100), pipe_wait $p ms (want 1000 +-50)"
-	head -20 <<<"$off" >&2
-	cat "$TMP/w.err" >&2
-fi
+check_waits offcpu_known_waits_pprof $rc "$off" "$TMP/w.err" sleep_wait 2000 100 pipe_wait 1000 50
 
 # The kernel's wait functions beneath each: the whole stack of each trace.
 t=offcpu_kernel_frames
@@ -167,17 +182,10 @@ fi
 # Two call paths to the same blocking read with the same user ip, sp, bp and
 # system call (tests/workloads/waits.c: callers): each wait on its own
 # stack. A dedupe key of those alone put read_b's second in read_a.
-t=offcpu_callers
 "$REC" -q --off-cpu -F 99 -o "$TMP/c" -- "$WL/waits" callers 2>"$TMP/c.err"
+rc=$?
 ctop=$("$PPROF" -sample_index=offcpu -unit=ms -top -nodecount=1000 "$TMP/c/profile.pb.gz" 2>/dev/null)
-ca=$(cum_ms read_a <<<"$ctop"); cb=$(cum_ms read_b <<<"$ctop")
-if within "$ca" 500 50 && within "$cb" 1000 50; then
-	pass $t
-else
-	fail $t "read_a $ca ms (want 500 +-50), read_b $cb ms (want 1000 +-50)"
-	head -12 <<<"$ctop" >&2
-	cat "$TMP/c.err" >&2
-fi
+check_waits offcpu_callers $rc "$ctop" "$TMP/c.err" read_a 500 50 read_b 1000 50
 
 # A wait still open at the stop counts up to it: stopped by -d 2 in the
 # main thread's 2 s sleep (from 1 s to 3 s), sleep_wait has about 1 s.
