@@ -160,3 +160,19 @@ for kind in $KINDS; do
 			"$(med "${vals[$mode $kind lost]:--}")" "$(med "${vals[$mode $kind dwarf_pct]:--}")"
 	done
 done
+# Paired: the median of each round's ratio of BPF ns/sample, the first mode
+# over each other (the same round, back to back: the drift of the host's
+# speed cancels).
+set -- $MODES
+first=$1
+shift
+for kind in $KINDS; do
+	for mode in "$@"; do
+		[ -n "${vals[$first $kind bpf_ns]:-}" ] && [ -n "${vals[$mode $kind bpf_ns]:-}" ] || continue
+		printf '%s %s / %s, BPF ns/sample per round: %s\n' $kind $first $mode "$(python3 -c 'import sys
+a, b = sys.argv[1].split(), sys.argv[2].split()
+r = sorted(float(x) / float(y) for x, y in zip(a, b) if x != "-" and y != "-")
+print("median %.2f (%.2f-%.2f) of %d" % (r[(len(r) - 1) // 2], r[0], r[-1], len(r)) if r else "-")' \
+			"${vals[$first $kind bpf_ns]}" "${vals[$mode $kind bpf_ns]}")"
+	done
+done
