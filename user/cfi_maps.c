@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/auxv.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bpf/cfi.h"
@@ -883,6 +884,7 @@ struct cfi_worker {
 	pthread_cond_t cond;
 	VEC(struct op) ops;
 	bool stop;
+	uint64_t cpu_ns; /* the thread's CPU time, set as it ends */
 };
 
 static void *worker_main(void *arg)
@@ -927,6 +929,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_lock(&w->lock);
 	}
 	pthread_mutex_unlock(&w->lock);
+	w->cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID);
 	return NULL;
 }
 
@@ -971,10 +974,12 @@ void cfi_worker_queue(struct cfi_worker *w, pid_t pid, bool add)
 	pthread_mutex_unlock(&w->lock);
 }
 
-void cfi_worker_stop(struct cfi_worker *w)
+uint64_t cfi_worker_stop(struct cfi_worker *w)
 {
+	uint64_t cpu_ns;
+
 	if (!w)
-		return;
+		return 0;
 	pthread_mutex_lock(&w->lock);
 	w->stop = true;
 	pthread_cond_signal(&w->cond);
@@ -983,5 +988,7 @@ void cfi_worker_stop(struct cfi_worker *w)
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
 	VEC_FREE(w->ops);
+	cpu_ns = w->cpu_ns;
 	free(w);
+	return cpu_ns;
 }

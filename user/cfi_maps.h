@@ -89,10 +89,12 @@ void cfi_maps_get_stats(const struct cfi_maps *m, struct cfi_maps_stats *st);
  * queued, in order: building a table takes milliseconds per binary (seconds
  * under emulation), and the caller's thread drains the ring buffer. While
  * the worker runs, m is its own: get the stats after cfi_worker_stop (which
- * drops what is still queued). 0 or -errno. */
+ * drops what is still queued), which returns the CPU time the thread
+ * took (table builds and map loads: per binary and per process, not per
+ * sample). cfi_worker_start: 0 or -errno. */
 struct cfi_worker;
 int cfi_worker_start(struct cfi_maps *m, struct cfi_worker **out);
 void cfi_worker_queue(struct cfi_worker *w, pid_t pid, bool add);
-void cfi_worker_stop(struct cfi_worker *w);
+uint64_t cfi_worker_stop(struct cfi_worker *w);
 
 #endif

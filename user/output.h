@@ -13,12 +13,17 @@ struct run_info {
 	uint64_t start_realtime_ns; /* wall clock at the start */
 	uint64_t duration_ns;
 	int freq;
-	unsigned ringbuf_mb;   /* the BPF ring buffer's size */
-	const char *event;     /* "cycles" or "cpu-clock" */
-	uint64_t samples;      /* pushed by BPF and drained */
-	uint64_t sample_bytes; /* their ring-buffer records */
-	uint64_t lost;	       /* samples the ring buffer could not take */
-	uint64_t lost_tasks;   /* exec/fork/exit events lost */
+	unsigned ringbuf_mb;			/* the BPF ring buffer's size */
+	const char *event;			/* "cycles" or "cpu-clock" */
+	uint64_t samples;			/* pushed by BPF and drained */
+	uint64_t sample_bytes;			/* their ring-buffer records */
+	uint64_t sample_bytes_median;		/* a record's, to 8 bytes below */
+	uint64_t drain_cpu_ns;			/* the drain thread's CPU while recording */
+	uint64_t steady_cpu_ns, steady_samples; /* ... and its samples, from 1 s in */
+	uint64_t cfi_worker_cpu_ns;		/* the CFI tables' worker thread's */
+	uint64_t bpf_run_ns, bpf_run_cnt;	/* the sampler's, with kernel.bpf_stats_enabled */
+	uint64_t lost;				/* samples the ring buffer could not take */
+	uint64_t lost_tasks;			/* exec/fork/exit events lost */
 	uint64_t kstack_err, ustack_err, kernel_walks;
 	uint64_t traced_calls, lost_calls; /* -t entries and returns */
 	/* --call-graph cfi: the walk's counts (BPF), and its tables. */

@@ -597,11 +597,6 @@ static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs)
 
 	if (s->stack_len && !p->uw)
 		p->uw = unwinder_new(p->pid);
-	if (s->flags & SAMPLE_CFI) {
-		p->cfi_walked++;
-		p->cfi_root += !!(s->flags & SAMPLE_CFI_END);
-		p->cfi_to_dwarf += !!(s->flags & SAMPLE_CFI_NOTABLE);
-	}
 	if (p->uw && (s->flags & SAMPLE_DWARF)) {
 		uint64_t regs[UREG_NR] = {s->uregs[UREG_IP], s->uregs[UREG_SP], s->uregs[UREG_BP]};
 
@@ -649,17 +644,95 @@ static int uncompact(struct proc *p)
 	return 0;
 }
 
+/* A record's ips as walked in BPF: kernel frames, then user frames up to the
+ * first 0, as user_frames and proc_intern_record take them. */
+struct raw_key {
+	const __u64 *ips;
+	uint32_t nk, nu;
+};
+
+static bool raw_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct proc *p = ctx;
+	const uint32_t *a = &p->stack_data.v[p->stack_off.v[id]];
+	const struct raw_key *k = key;
+	uint32_t i;
+
+	if (a[0] != k->nk || a[1] != k->nu)
+		return false;
+	/* Frames hold a caller's return address - 1; the kind follows from
+	 * the position, as the stack was interned from such a record. */
+	for (i = 0; i < k->nk + k->nu; i++)
+		if (p->frames.v[a[2 + i]].pc != k->ips[i] - (i != 0 && i != k->nk))
+			return false;
+	return true;
+}
+
+/* One multiply per word (hash_bytes goes byte by byte: ~0.5 us for a
+ * 60-frame stack), mixed at the end for the table's low bits. */
+static uint64_t raw_hash(const struct raw_key *k)
+{
+	uint64_t h = k->nk * 0x9e3779b97f4a7c15ULL ^ k->nu;
+	uint32_t i;
+
+	for (i = 0; i < k->nk + k->nu; i++)
+		h = ((h << 29 | h >> 35) ^ k->ips[i]) * 0x9e3779b97f4a7c15ULL;
+	return hash_u64(h);
+}
+
+/* The record's stack when its raw ips were seen before, else UINT32_MAX
+ * (and *h, *k set for raw_remember). */
+static uint32_t raw_find(struct proc *p, const struct ev_sample *s, struct raw_key *k, uint64_t *h)
+{
+	uint32_t nu = 0;
+
+	k->ips = s->ips;
+	k->nk = s->nkernel < MAX_FRAMES ? s->nkernel : MAX_FRAMES;
+	while (nu < s->nuser && nu < MAX_USER_FRAMES && s->ips[s->nkernel + nu])
+		nu++;
+	/* Kernel frames beyond MAX_FRAMES would sit between the two parts. */
+	if (k->nk != s->nkernel || (s->flags & SAMPLE_DWARF)) {
+		k->ips = NULL;
+		return UINT32_MAX;
+	}
+	k->nu = nu;
+	*h = raw_hash(k);
+	return idtab_find(&p->raw_tab, *h, raw_eq, p, k);
+}
+
+static void raw_remember(struct proc *p, const struct raw_key *k, uint64_t h, uint32_t stack)
+{
+	const uint32_t *a = &p->stack_data.v[p->stack_off.v[stack]];
+	uint32_t i;
+
+	if (!k->ips || a[0] != k->nk || a[1] != k->nu) /* DWARF-unwound after all */
+		return;
+	for (i = a[0]; i < a[0] + a[1]; i++)
+		if (!p->frames.v[a[2 + i]].map)
+			return;
+	idtab_insert(&p->raw_tab, h, stack); /* on ENOMEM: only not cached */
+}
+
 int proc_intern_record(const struct ev_sample *s, struct proc **pp, uint32_t *stack)
 {
 	uint32_t st[2 + MAX_STACK_FRAMES], i, n = 0, id;
-	uint64_t upcs[MAX_USER_FRAMES];
+	uint64_t upcs[MAX_USER_FRAMES], h = 0;
 	struct proc *p = *pp = proc_get(s->hdr.pid, s->comm);
+	struct raw_key rk;
 	int nu;
 
 	if (!p || (p->compacted && uncompact(p)))
 		return -ENOMEM;
 	if (!p->comm[0])
 		proc_set_comm(p->comm, s->comm, COMM_LEN);
+	if (s->flags & SAMPLE_CFI) {
+		p->cfi_walked++;
+		p->cfi_root += !!(s->flags & SAMPLE_CFI_END);
+		p->cfi_to_dwarf += !!(s->flags & SAMPLE_CFI_NOTABLE);
+	}
+	*stack = raw_find(p, s, &rk, &h);
+	if (*stack != UINT32_MAX)
+		return 0;
 	st[0] = st[1] = 0;
 	for (i = 0; i < s->nkernel && i < MAX_FRAMES; i++) {
 		id = intern_frame(p, s->ips[i], FRAME_KERNEL, i > 0);
@@ -677,7 +750,10 @@ int proc_intern_record(const struct ev_sample *s, struct proc **pp, uint32_t *st
 		st[1]++;
 	}
 	*stack = intern_stack(p, st);
-	return *stack == UINT32_MAX ? -ENOMEM : 0;
+	if (*stack == UINT32_MAX)
+		return -ENOMEM;
+	raw_remember(p, &rk, h, *stack);
+	return 0;
 }
 
 int proc_add_sample(const struct ev_sample *s)
@@ -701,7 +777,10 @@ int proc_add_sample(const struct ev_sample *s)
 	t = proc_thread(p, s->hdr.tid);
 	if (!t)
 		return -ENOMEM;
-	proc_set_comm(t->comm, s->comm, COMM_LEN);
+	/* A clean comm is stored as it came: the same one again (every sample
+	 * but a thread's renaming) needs no sanitizing. */
+	if (strncmp(t->comm, s->comm, COMM_LEN - 1) || t->comm[strnlen(s->comm, COMM_LEN - 1)])
+		proc_set_comm(t->comm, s->comm, COMM_LEN);
 	t->nsamples++;
 	return store_sample(p, &smp);
 }
@@ -817,6 +896,7 @@ void proc_on_exec(pid_t pid, const char *comm)
 		p->exe = NULL;
 	}
 	idtab_free(&p->frame_tab); /* frames interned from here on are the new image's */
+	idtab_free(&p->raw_tab);
 	p->image_frames = p->frames.n;
 	p->unmapped = 0;
 	proc_read_identity(p); /* a new program */
@@ -870,6 +950,7 @@ static void compact(struct proc *p)
 
 	idtab_free(&p->frame_tab);
 	idtab_free(&p->stack_tab);
+	idtab_free(&p->raw_tab); /* starts empty again on uncompact */
 	idtab_free(&p->thread_tab);
 	idtab_free(&p->sample_tab);
 	free(p->maps_text);
@@ -922,6 +1003,7 @@ static void proc_free(struct proc *p)
 	VEC_FREE(p->stack_data);
 	VEC_FREE(p->stack_off);
 	idtab_free(&p->stack_tab);
+	idtab_free(&p->raw_tab);
 	VEC_FREE(p->samples);
 	idtab_free(&p->sample_tab);
 	VEC_FREE(p->threads);
@@ -946,6 +1028,7 @@ void proc_drop_samples(struct proc *p)
 	idtab_free(&p->sample_tab);
 	p->stack_data.n = p->stack_off.n = 0;
 	idtab_free(&p->stack_tab);
+	idtab_free(&p->raw_tab);
 }
 
 /* Frees the retired processes and indexes the others again. */

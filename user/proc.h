@@ -95,6 +95,11 @@ struct proc {
 	VEC(uint32_t) stack_data;
 	VEC(uint32_t) stack_off;
 	struct idtab stack_tab;
+	/* The same stacks by the record's raw ips (walked in BPF, not DWARF-
+	 * unwound): a stack seen before costs one hash of its ips and one
+	 * comparison, not a lookup per frame. Only stacks whose user frames
+	 * all have a mapping (an unmapped one re-reads the maps: intern_frame). */
+	struct idtab raw_tab;
 	VEC(struct sample) samples;
 	struct idtab sample_tab; /* proc_aggregate: samples by stack, tid and cpu */
 	uint64_t nsamples;	 /* the sum of their counts */

@@ -48,6 +48,8 @@ enum stop_reason { STOP_NONE, STOP_SIGNAL, STOP_DURATION, STOP_TARGETS, STOP_ERR
 
 /* One recording, from load to write: each phase of record_run fills in its
  * part. */
+#define SIZE_HIST_N 8192 /* record sizes up to 64 KiB: any stack copy */
+
 struct recorder {
 	struct features feat;
 	struct degraded degraded;
@@ -71,6 +73,17 @@ struct recorder {
 	uint64_t start_ns, stop_ns; /* CLOCK_MONOTONIC; stop: sampling and tracing ended */
 	uint64_t yield_ns;	    /* handle_event returns to the loop after this; 0: unset */
 	uint64_t samples, sample_bytes, last_status_ns;
+	/* Sample records by size in 8-byte steps (the last: all larger), for
+	 * the median of summary.json: a few DWARF copies of 8 KB move the mean,
+	 * not the median. */
+	uint32_t size_hist[SIZE_HIST_N];
+	uint64_t drain_cpu_ns; /* the drain's thread CPU time, from the first poll to the stop */
+	/* The same and the samples from 1 s into the recording: what first
+	 * sights cost (kallsyms, symbols, maps) falls mostly before. */
+	uint64_t steady_cpu0, steady_samples0;
+	/* The sampler program's run_time_ns and run_cnt (kernel.bpf_stats_enabled,
+	 * else 0) at the stop: for the benchmark, with no poll of its own. */
+	uint64_t bpf_run_ns, bpf_run_cnt;
 	uint64_t last_fold_ns, fold_live_ns; /* output_fold_live: the last, the period */
 	uint64_t last_trim_ns;		     /* symfiles_trim: the last */
 	uint64_t last_offcpu_ns;	     /* offcpu_take_exited: the last */
@@ -350,6 +363,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 			return 0;
 		r->samples++;
 		r->sample_bytes += size;
+		r->size_hist[size / 8 < SIZE_HIST_N ? size / 8 : SIZE_HIST_N - 1]++;
 		if (proc_add_sample(s))
 			return -ENOMEM; /* stops the drain; what we have is written */
 		break;
@@ -817,7 +831,7 @@ static bool retire_proc(void *ctx, struct proc *p)
 
 static void rec_drain(struct recorder *r)
 {
-	uint64_t now;
+	uint64_t now, cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 	int err;
 
 	while (!r->stop) {
@@ -833,6 +847,10 @@ static void rec_drain(struct recorder *r)
 			break;
 		}
 		now = now_ns(CLOCK_MONOTONIC);
+		if (!r->steady_cpu0 && now - r->start_ns >= 1000000000ULL) {
+			r->steady_cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+			r->steady_samples0 = r->samples;
+		}
 		/* Twice between a process's exit and its retirement. */
 		if (r->ri.fold && offcpu_on() && now - r->last_offcpu_ns > PROC_COMPACT_NS / 2) {
 			r->last_offcpu_ns = now;
@@ -867,6 +885,12 @@ static void rec_drain(struct recorder *r)
 			read_stats(r->skel, r->stats);
 			status_line(r, false);
 		}
+	}
+	now = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	r->drain_cpu_ns = now - cpu0;
+	if (r->steady_cpu0) {
+		r->ri.steady_cpu_ns = now - r->steady_cpu0;
+		r->ri.steady_samples = r->samples - r->steady_samples0;
 	}
 }
 
@@ -907,6 +931,17 @@ static void rec_stop(struct recorder *r)
 	/* Entry probes first: no call starts after the stop. */
 	trace_detach(&r->tlinks);
 	detach_sampler(r->links, r->nlinks);
+	if (r->skel) {
+		struct bpf_prog_info pi = {0};
+		__u32 len = sizeof(pi);
+		struct bpf_program *prog = r->feat.compat_sampler ? r->skel->progs.on_sample_compat
+								  : r->skel->progs.on_sample;
+
+		if (!bpf_obj_get_info_by_fd(bpf_program__fd(prog), &pi, &len)) {
+			r->bpf_run_ns = pi.run_time_ns;
+			r->bpf_run_cnt = pi.run_cnt;
+		}
+	}
 	offcpu_detach();
 	free(r->links);
 	r->links = NULL;
@@ -961,6 +996,16 @@ static int rec_write(struct recorder *r)
 	ri->duration_ns = r->stop_ns - r->start_ns;
 	ri->samples = r->samples;
 	ri->sample_bytes = r->sample_bytes;
+	for (uint64_t i = 0, seen = 0; i < SIZE_HIST_N && r->samples; i++) {
+		seen += r->size_hist[i];
+		if (seen * 2 >= r->samples) {
+			ri->sample_bytes_median = i * 8;
+			break;
+		}
+	}
+	ri->drain_cpu_ns = r->drain_cpu_ns;
+	ri->bpf_run_ns = r->bpf_run_ns;
+	ri->bpf_run_cnt = r->bpf_run_cnt;
 	ri->lost = st[STAT_LOST];
 	ri->lost_tasks = st[STAT_LOST_TASK];
 	ri->kstack_err = st[STAT_KSTACK_ERR];
@@ -968,7 +1013,7 @@ static int rec_write(struct recorder *r)
 	ri->kernel_walks = st[STAT_KERNEL_WALKS];
 	ri->traced_calls = st[STAT_CALLS];
 	ri->lost_calls = st[STAT_LOST_CALLS];
-	cfi_worker_stop(r->cfi_worker); /* its stats are ours from here */
+	ri->cfi_worker_cpu_ns = cfi_worker_stop(r->cfi_worker); /* its stats are ours from here */
 	r->cfi_worker = NULL;
 	if (r->cfi) {
 		struct cfi_maps_stats cs;

@@ -91,14 +91,18 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 	fprintf(f,
 		",\n  \"frequency_hz\": %d,\n  \"ringbuf_mib\": %u,\n  \"duration_s\": %.3f,\n  "
 		"\"start_time_ns\": %" PRIu64 ",\n  \"samples\": %" PRIu64
-		",\n  \"sample_bytes\": %" PRIu64 ",\n  \"lost_samples\": %" PRIu64
+		",\n  \"sample_bytes\": %" PRIu64 ",\n  \"sample_bytes_median\": %" PRIu64
+		",\n  \"drain_cpu_ns\": %" PRIu64 ",\n  \"drain_after_1s\": {\"cpu_ns\": %" PRIu64
+		", \"samples\": %" PRIu64 "},\n  \"sampler_run_time_ns\": %" PRIu64
+		",\n  \"sampler_run_cnt\": %" PRIu64 ",\n  \"lost_samples\": %" PRIu64
 		",\n  \"lost_task_events\": %" PRIu64 ",\n  \"kernel_stack_errors\": %" PRIu64
 		",\n  \"user_stack_errors\": %" PRIu64
 		",\n  \"user_stacks_walked_by_kernel\": %" PRIu64 ",\n  \"traced_calls\": %" PRIu64
 		",\n  \"lost_traced_calls\": %" PRIu64 ",\n  \"kernel\": ",
 		ri->freq, ri->ringbuf_mb, ri->duration_ns / 1e9, ri->start_realtime_ns, ri->samples,
-		ri->sample_bytes, ri->lost, ri->lost_tasks, ri->kstack_err, ri->ustack_err,
-		ri->kernel_walks, ri->traced_calls, ri->lost_calls);
+		ri->sample_bytes, ri->sample_bytes_median, ri->drain_cpu_ns, ri->steady_cpu_ns,
+		ri->steady_samples, ri->bpf_run_ns, ri->bpf_run_cnt, ri->lost, ri->lost_tasks,
+		ri->kstack_err, ri->ustack_err, ri->kernel_walks, ri->traced_calls, ri->lost_calls);
 	json_str(f, ri->kernel ? ri->kernel : "");
 	if (ri->cfi)
 		fprintf(f,
@@ -107,11 +111,12 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 			", \"fp_steps_no_mapping\": %" PRIu64 ", \"fp_steps_no_cfi\": %" PRIu64
 			", \"read_errors\": %" PRIu64 ", \"uretprobe_misses\": %" PRIu64
 			", \"tables_built\": %" PRIu64 ", \"table_bytes_peak\": %" PRIu64
-			", \"budget_bytes\": %" PRIu64 ", \"out_of_budget\": %" PRIu64 "}",
+			", \"budget_bytes\": %" PRIu64 ", \"out_of_budget\": %" PRIu64
+			", \"worker_cpu_ns\": %" PRIu64 "}",
 			ri->cfi_walks, ri->cfi_root, ri->cfi_trunc, ri->cfi_to_dwarf,
 			ri->cfi_fp_nomap, ri->cfi_fp_nocfi, ri->cfi_read_err,
 			ri->cfi_uretprobe_miss, ri->cfi_tables, ri->cfi_table_bytes,
-			ri->cfi_budget_bytes, ri->cfi_out_of_budget);
+			ri->cfi_budget_bytes, ri->cfi_out_of_budget, ri->cfi_worker_cpu_ns);
 	if (ri->offcpu) {
 		struct offcpu_totals t;
 
