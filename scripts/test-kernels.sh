@@ -401,7 +401,7 @@ mkdir -p "$LOGS"
 
 # report NAME LOG SECONDS: the kernel's result from the suite's markers.
 report() {
-	local name=$1 log=$2 secs=$3 clean p f failed
+	local name=$1 log=$2 secs=$3 clean p f failed retried
 	clean=$log.txt
 	tr -d '\r' < "$log" > "$clean"
 	if ! grep -q '^KTEST BEGIN ' "$clean"; then
@@ -420,7 +420,8 @@ report() {
 	# The failed checks' names and reasons on the kernel's own line: CI
 	# shows the end of this output, and the guest's lines come before it.
 	failed=$(sed -n 's/^KTEST FAIL //p' "$clean" | tr '\n' ';' | sed 's/;$//; s/;/; /g')
-	results+=("$name: $p passed, $f failed (${secs}s)${failed:+: $failed}")
+	retried=$(sed -n 's/^KTEST RETRIED //p' "$clean" | tr '\n' ';' | sed 's/;$//; s/;/; /g')
+	results+=("$name: $p passed, $f failed (${secs}s)${failed:+: $failed}${retried:+; passed on a second try: $retried}")
 	if [ "$f" = 0 ] && [ "$p" -gt 0 ]; then
 		npass=$((npass + 1))
 	else
