@@ -233,4 +233,12 @@ struct cfi_pcache {
 	__u32 n, next; /* entries used; the one to replace when full */
 };
 
+/* cfi_gen (an array of two u64): the walk's per-CPU caches of rows and
+ * mappings are valid only while it is unchanged. Entry CFI_GEN_USER is
+ * user space's (user/cfi_maps.c adds 1 after it changes mappings or
+ * frees a table id), CFI_GEN_BPF the sampler's (1 added at each exec):
+ * two entries, so that neither's update overwrites the other's. */
+#define CFI_GEN_USER 0
+#define CFI_GEN_BPF  1
+
 #endif
