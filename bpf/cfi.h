@@ -28,7 +28,9 @@
  *   [start, end) of a process is stored as the ≤ 2 * 64 prefixes that cover
  *   it. A pc in no mapping (JIT code, anonymous memory) has no table.
  *
- * Lookup of a pc (per frame): m = cfi_mappings[tgid, pc]; info =
+ * Lookup of a pc (per frame; the walk first tries the rows and mappings
+ * earlier samples found, kept per CPU while cfi_gen below is unchanged:
+ * struct cfi_cache in sample.bpf.c): m = cfi_mappings[tgid, pc]; info =
  * cfi_tables[m->table]; off = pc - m->bias - info->base (as __u64: a pc
  * below base wraps and is >= 2^32, hence NONE); then a binary search of
  * the largest i < nrows with row(i).pc_off <= off, in a loop of at most
@@ -232,5 +234,13 @@ struct cfi_pcache {
 	} e[CFI_PCACHE_N];
 	__u32 n, next; /* entries used; the one to replace when full */
 };
+
+/* cfi_gen (an array of two u64): the walk's per-CPU caches of rows and
+ * mappings are valid only while it is unchanged. Entry CFI_GEN_USER is
+ * user space's (user/cfi_maps.c adds 1 after it changes mappings or
+ * frees a table id), CFI_GEN_BPF the sampler's (1 added at each exec):
+ * two entries, so that neither's update overwrites the other's. */
+#define CFI_GEN_USER 0
+#define CFI_GEN_BPF  1
 
 #endif

@@ -83,6 +83,14 @@ struct {
 	__type(value, struct cfi_pcache);
 } cfi_pcache SEC(".maps");
 
+/* The caches' tag (bpf/cfi.h's CFI_GEN_*). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} cfi_gen SEC(".maps");
+
 /* [0]: on_cfi_walk, [1]: on_cfi_walk_compat; filled by user space. Empty,
  * the tail call fails and the sample takes the usual path
  * (STAT_CFI_NO_PROG). */
@@ -184,7 +192,6 @@ static __always_inline int cfi_by_file(struct cfi_state *st, __u64 addr, struct 
 			st->m_bias = pc->e[i].bias;
 			st->m_start = pc->e[i].start;
 			st->m_end = pc->e[i].end;
-			st->r_lo = st->r_hi = 0;
 			return CFI_LK_ROW;
 		}
 	}
@@ -229,7 +236,6 @@ static __always_inline int cfi_by_file(struct cfi_state *st, __u64 addr, struct 
 	st->m_bias = bias;
 	st->m_start = lo;
 	st->m_end = hi;
-	st->r_lo = st->r_hi = 0;
 	if (!m) {
 		struct cfi_pcache *pc = bpf_map_lookup_elem(&cfi_pcache, &st->tgid);
 
@@ -253,10 +259,18 @@ static __always_inline int cfi_by_file(struct cfi_state *st, __u64 addr, struct 
 	return CFI_LK_ROW;
 }
 
+/* The slot of a lookup address in the row cache: a multiplicative hash
+ * (call sites of one function are a few bytes apart). */
+static __always_inline __u32 cfi_rc_slot(__u64 addr)
+{
+	return (addr * 0x9e3779b97f4a7c15ULL) >> (64 - CFI_RC_BITS);
+}
+
 /* The row of a lookup address (bpf/cfi.h's lookup). */
-static __always_inline int cfi_lookup(struct cfi_state *st, __u64 addr, struct cfi_row *row,
+static __always_inline int cfi_lookup(struct scratch *sc, __u64 addr, struct cfi_row *row,
 				      const bool compat)
 {
+	struct cfi_state *st = &sc->cfi;
 	struct cfi_mapping_key k = {
 	    .prefixlen = 96,
 	    .tgid_be = bpf_htonl(st->tgid),
@@ -265,10 +279,29 @@ static __always_inline int cfi_lookup(struct cfi_state *st, __u64 addr, struct c
 	struct cfi_table_info *t;
 	struct cfi_mapping *m;
 	struct cfi_row *r;
-	__u32 lo = 0, hi, mid, i, first, idx, page;
+	__u32 lo = 0, hi, mid, i, first, idx, page, slot = cfi_rc_slot(addr);
 	__u64 off;
 
+	/* Found by this or an earlier sample of the process: a recursion's
+	 * frames, and the call sites every sample of a loop returns through. */
+	if (slot < (1 << CFI_RC_BITS) && sc->cc.rc[slot].gen == st->gen &&
+	    sc->cc.rc[slot].tgid == st->tgid && addr >= sc->cc.rc[slot].lo &&
+	    addr < sc->cc.rc[slot].hi) {
+		*row = sc->cc.rc[slot].row;
+		return CFI_LK_ROW;
+	}
 	if (addr < st->m_start || addr >= st->m_end) {
+		for (i = 0; i < CFI_MC_N; i++)
+			if (sc->cc.mc[i].gen == st->gen && sc->cc.mc[i].tgid == st->tgid &&
+			    addr >= sc->cc.mc[i].start && addr < sc->cc.mc[i].end)
+				break;
+		if (i < CFI_MC_N) {
+			st->m_table = sc->cc.mc[i].table;
+			st->m_bias = sc->cc.mc[i].bias;
+			st->m_start = sc->cc.mc[i].start;
+			st->m_end = sc->cc.mc[i].end;
+			goto search;
+		}
 		m = bpf_map_lookup_elem(&cfi_mappings, &k);
 		if (!m || !m->table || m->table == CFI_TABLE_NOMAP) {
 			int lk = cfi_by_file(st, addr, m, compat);
@@ -280,15 +313,18 @@ static __always_inline int cfi_lookup(struct cfi_state *st, __u64 addr, struct c
 			st->m_bias = m->bias;
 			st->m_start = m->start;
 			st->m_end = m->end;
-			st->r_lo = st->r_hi = 0;
+			i = sc->cc.mc_next++ % CFI_MC_N;
+			if (i < CFI_MC_N) {
+				sc->cc.mc[i].start = m->start;
+				sc->cc.mc[i].end = m->end;
+				sc->cc.mc[i].bias = m->bias;
+				sc->cc.mc[i].table = m->table;
+				sc->cc.mc[i].tgid = st->tgid;
+				sc->cc.mc[i].gen = st->gen;
+			}
 		}
 	}
-	/* The row of the last frame's: a recursion's frames, or a loop's
-	 * calls from one function, skip the search. */
-	if (addr >= st->r_lo && addr < st->r_hi) {
-		*row = st->r_row;
-		return CFI_LK_ROW;
-	}
+search:
 	idx = st->m_table;
 	t = bpf_map_lookup_elem(&cfi_tables, &idx);
 	if (!t || !t->nrows)
@@ -348,10 +384,12 @@ static __always_inline int cfi_lookup(struct cfi_state *st, __u64 addr, struct c
 	if (hi < t->nrows) {
 		idx = first + hi;
 		r = bpf_map_lookup_elem(&cfi_rows, &idx);
-		if (r) {
-			st->r_row = *row;
-			st->r_lo = st->m_bias + t->base + row->pc_off;
-			st->r_hi = st->m_bias + t->base + r->pc_off;
+		if (r && slot < (1 << CFI_RC_BITS)) {
+			sc->cc.rc[slot].row = *row;
+			sc->cc.rc[slot].lo = st->m_bias + t->base + row->pc_off;
+			sc->cc.rc[slot].hi = st->m_bias + t->base + r->pc_off;
+			sc->cc.rc[slot].tgid = st->tgid;
+			sc->cc.rc[slot].gen = st->gen;
 		}
 	}
 	return CFI_LK_ROW;
@@ -475,7 +513,7 @@ static __always_inline int cfi_step(struct scratch *sc, const bool compat)
 
 	if (st->n >= MAX_FRAMES)
 		return CFI_DONE_TRUNC;
-	r = cfi_lookup(st, st->addr, &row, compat);
+	r = cfi_lookup(sc, st->addr, &row, compat);
 	/* No table: the stack is copied for DWARF at the end, and the walk
 	 * goes on by frame pointers, which user space takes when DWARF cannot
 	 * unwind the copy (a short-lived process gone before its maps were
@@ -631,7 +669,15 @@ static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid,
 	st->notable = 0;
 	st->vma_done = 0;
 	st->m_start = st->m_end = 0;
-	st->r_lo = st->r_hi = 0;
+	{
+		__u32 ku = CFI_GEN_USER, kb = CFI_GEN_BPF;
+		__u64 *gu = bpf_map_lookup_elem(&cfi_gen, &ku);
+		__u64 *gb = bpf_map_lookup_elem(&cfi_gen, &kb);
+
+		/* A pair no entry has: a generation of 2^32 changes would be
+		 * needed for the sum to come back to an old one. */
+		st->gen = (gu ? *gu : 0) + ((gb ? *gb : 0) << 32);
+	}
 	sc->win_lo = sc->win_len = 0;
 	/* Only processes with uprobes have the page (kernels without
 	 * CONFIG_UPROBES have no utask). */

@@ -70,11 +70,34 @@ struct cfi_state {
 	__u32 notable;	   /* a pc of a process or binary with no table: copy for DWARF */
 	__u32 m_table;	   /* the last mapping found (struct cfi_mapping), while */
 	__u64 m_start, m_end, m_bias; /* ... pcs stay in [m_start, m_end) */
-	struct cfi_row r_row;	      /* the last row found, while lookup addresses */
-	__u64 r_lo, r_hi;	      /* ... stay in [r_lo, r_hi) of that mapping */
+	__u64 gen;		      /* cfi_gen's at the walk's start: the caches' tag */
 	__u32 vma_done;		      /* bpf_find_vma was called (it works once) */
 	__u32 pad;
 	struct cfi_pcache pcache; /* a new cfi_pcache value, built here */
+};
+
+/* What the CFI walk found, kept across samples on this CPU (the slot
+ * outlives the sample): the next samples of a process mostly return
+ * through the same call sites, whose rows are then had without a trie
+ * lookup or a table search (those were most of a shallow walk's cost).
+ * Entries are tagged with the process and cfi_gen (bpf/cfi_walk.bpf.h),
+ * which changes whenever user space changes a mapping or frees a table
+ * id, and at each exec. */
+#define CFI_RC_BITS 7 /* rows: 128 entries, direct-mapped by lookup address */
+#define CFI_MC_N    4 /* mappings, replaced in turn */
+struct cfi_cache {
+	struct {
+		__u64 lo, hi; /* the row's pcs in the process */
+		__u64 gen;
+		__u32 tgid;
+		struct cfi_row row;
+		__u32 pad;
+	} rc[1 << CFI_RC_BITS];
+	struct {
+		__u64 start, end, bias, gen;
+		__u32 tgid, table;
+	} mc[CFI_MC_N];
+	__u32 mc_next, pad;
 };
 
 struct scratch {
@@ -90,6 +113,7 @@ struct scratch {
 	 * the states it visits in the walk's loop past its limit. */
 	__u64 win_lo, win_len, win_reads;
 	struct cfi_state cfi;
+	struct cfi_cache cc;
 	__u64 wake; /* send the record with a wakeup (the drain's attention now) */
 };
 
@@ -527,9 +551,16 @@ int BPF_PROG(on_exec, struct task_struct *p)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	/* The mappings found for the old image are not the new one's. */
-	if (cfi_walk)
+	/* The mappings found for the old image are not the new one's, nor
+	 * are the rows the walk kept for its pcs. */
+	if (cfi_walk) {
+		__u32 k = CFI_GEN_BPF;
+		__u64 *g = bpf_map_lookup_elem(&cfi_gen, &k);
+
 		bpf_map_delete_elem(&cfi_pcache, &tgid);
+		if (g)
+			__sync_fetch_and_add(g, 1);
+	}
 	if (filter_pids && !is_target(tgid))
 		return 0;
 	task_event(EV_EXEC, tgid, 0);

@@ -68,7 +68,8 @@ struct proc {
 };
 
 struct cfi_maps {
-	int rows_fd, tables_fd, mappings_fd, files_fd;
+	int rows_fd, tables_fd, mappings_fd, files_fd, gen_fd;
+	uint64_t gen;
 	uint32_t rows_cap, ids_cap;
 	uint8_t *id_used;	/* [ids_cap]: ids of cfi_tables in use (0 never is) */
 	VEC(struct range) free; /* free slices of cfi_rows, sorted, merged */
@@ -99,6 +100,7 @@ int cfi_maps_new(int rows_fd, int tables_fd, int mappings_fd, uint32_t rows, uin
 	m->tables_fd = tables_fd;
 	m->mappings_fd = mappings_fd;
 	m->files_fd = -1;
+	m->gen_fd = -1;
 	m->rows_cap = rows;
 	m->ids_cap = tables;
 	m->id_used = calloc(tables ? tables : 1, 1);
@@ -115,6 +117,23 @@ int cfi_maps_new(int rows_fd, int tables_fd, int mappings_fd, uint32_t rows, uin
 void cfi_maps_set_files(struct cfi_maps *m, int files_fd)
 {
 	m->files_fd = files_fd;
+}
+
+void cfi_maps_set_gen(struct cfi_maps *m, int gen_fd)
+{
+	m->gen_fd = gen_fd;
+}
+
+/* After a change to the maps: the walk's per-CPU caches of rows and
+ * mappings (bpf/cfi.h's cfi_gen) hold what it found before, and are
+ * dropped when this changes. */
+static void gen_bump(struct cfi_maps *m)
+{
+	uint32_t k = CFI_GEN_USER;
+
+	m->gen++;
+	if (m->gen_fd >= 0)
+		bpf_map_update_elem(m->gen_fd, &k, &m->gen, 0);
 }
 
 /* The cfi_files key of a table: the kernel's dev_t (MINORBITS 20), as the
@@ -283,6 +302,7 @@ static void id_free(struct cfi_maps *m, uint32_t id)
 		return;
 	bpf_map_update_elem(m->tables_fd, &id, &none, 0);
 	m->id_used[id] = 0;
+	gen_bump(m); /* before the id can go to another table */
 }
 
 static void table_unload(struct cfi_maps *m, struct table *t)
@@ -669,9 +689,13 @@ static int add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t e
 int cfi_maps_add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end,
 			 uint64_t offset, uint64_t dev, uint64_t ino, int fd)
 {
+	int err;
+
 	if (!ino)
 		return -EINVAL; /* (0, 0) is the vdso's key */
-	return add_mapping(m, pid, start, end, offset, dev, ino, fd, NULL, 0);
+	err = add_mapping(m, pid, start, end, offset, dev, ino, fd, NULL, 0);
+	gen_bump(m);
+	return err;
 }
 
 /* The vdso: the kernel's, the same image in every 64-bit process, so ours
@@ -696,6 +720,7 @@ int cfi_maps_add_vdso(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t en
 		return -ENOEXEC;
 	err = add_mapping(m, pid, start, end, 0, 0, 0, -1, elf, 0);
 	elf_end(elf);
+	gen_bump(m);
 	return err;
 }
 
@@ -725,6 +750,7 @@ int cfi_maps_remove_process(struct cfi_maps *m, pid_t pid)
 	drop_proc(m, p);
 	*p = m->procs.v[--m->procs.n];
 	m->st.processes--;
+	gen_bump(m);
 	return 0;
 }
 
@@ -831,12 +857,18 @@ static int add_process(struct cfi_maps *m, pid_t pid, uint64_t big)
 
 int cfi_maps_add_process(struct cfi_maps *m, pid_t pid)
 {
-	return add_process(m, pid, 0);
+	int err = add_process(m, pid, 0);
+
+	gen_bump(m); /* its mappings may have changed (exec, dlopen, munmap) */
+	return err;
 }
 
 int cfi_maps_add_process_quick(struct cfi_maps *m, pid_t pid, uint64_t big)
 {
-	return add_process(m, pid, big);
+	int err = add_process(m, pid, big);
+
+	gen_bump(m);
+	return err;
 }
 
 void cfi_maps_get_stats(const struct cfi_maps *m, struct cfi_maps_stats *st)

@@ -52,6 +52,10 @@ int cfi_maps_new(int rows_fd, int tables_fd, int mappings_fd, uint32_t rows, uin
  * first sample of a process not added yet. Without it (fd -1, the
  * default), only added processes' mappings are found. */
 void cfi_maps_set_files(struct cfi_maps *m, int files_fd);
+/* The cfi_gen map (bpf/cfi.h): its user-space entry is changed after each
+ * change to the others, so that the walk drops what it cached. Needed
+ * whenever the walk runs (fd -1, the default: no walk reads the maps). */
+void cfi_maps_set_gen(struct cfi_maps *m, int gen_fd);
 /* Removes every process's entries and every table, and frees. */
 void cfi_maps_free(struct cfi_maps *m);
 

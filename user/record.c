@@ -621,8 +621,10 @@ static int rec_load_cfi(struct recorder *r)
 			   bpf_map__fd(skel->maps.cfi_mappings),
 			   bpf_map__max_entries(skel->maps.cfi_rows),
 			   bpf_map__max_entries(skel->maps.cfi_tables), &r->cfi);
-	if (!err)
+	if (!err) {
 		cfi_maps_set_files(r->cfi, bpf_map__fd(skel->maps.cfi_files));
+		cfi_maps_set_gen(r->cfi, bpf_map__fd(skel->maps.cfi_gen));
+	}
 	if (!err)
 		err = cfi_worker_start(r->cfi, &r->cfi_worker);
 	if (err) {

@@ -337,8 +337,10 @@ static int run_case(const char *name, char *const argv[], bool compat, bool nota
 			   bpf_map__fd(skel->maps.cfi_mappings), rows,
 			   bpf_map__max_entries(skel->maps.cfi_tables), &cm);
 	CHECK(!err);
-	if (!err)
+	if (!err) {
 		cfi_maps_set_files(cm, bpf_map__fd(skel->maps.cfi_files));
+		cfi_maps_set_gen(cm, bpf_map__fd(skel->maps.cfi_gen));
+	}
 	if (!err && fresh) {
 		pid_t first = spawn(argv);
 
