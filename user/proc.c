@@ -653,19 +653,11 @@ struct raw_key {
 
 static bool raw_eq(const void *ctx, uint32_t id, const void *key)
 {
-	const struct proc *p = ctx;
-	const uint32_t *a = &p->stack_data.v[p->stack_off.v[id]];
+	const uint64_t *a = &((const struct proc *)ctx)->raw_ips.v[id];
 	const struct raw_key *k = key;
-	uint32_t i;
 
-	if (a[0] != k->nk || a[1] != k->nu)
-		return false;
-	/* Frames hold a caller's return address - 1; the kind follows from
-	 * the position, as the stack was interned from such a record. */
-	for (i = 0; i < k->nk + k->nu; i++)
-		if (p->frames.v[a[2 + i]].pc != k->ips[i] - (i != 0 && i != k->nk))
-			return false;
-	return true;
+	return (uint32_t)a[0] == (k->nk << 16 | k->nu) &&
+	       !memcmp(a + 1, k->ips, (k->nk + k->nu) * sizeof(*k->ips));
 }
 
 /* One multiply per word (hash_bytes goes byte by byte: ~0.5 us for a
@@ -684,7 +676,7 @@ static uint64_t raw_hash(const struct raw_key *k)
  * (and *h, *k set for raw_remember). */
 static uint32_t raw_find(struct proc *p, const struct ev_sample *s, struct raw_key *k, uint64_t *h)
 {
-	uint32_t nu = 0;
+	uint32_t nu = 0, id;
 
 	k->ips = s->ips;
 	k->nk = s->nkernel < MAX_FRAMES ? s->nkernel : MAX_FRAMES;
@@ -697,12 +689,14 @@ static uint32_t raw_find(struct proc *p, const struct ev_sample *s, struct raw_k
 	}
 	k->nu = nu;
 	*h = raw_hash(k);
-	return idtab_find(&p->raw_tab, *h, raw_eq, p, k);
+	id = idtab_find(&p->raw_tab, *h, raw_eq, p, k);
+	return id == UINT32_MAX ? id : (uint32_t)(p->raw_ips.v[id] >> 32);
 }
 
 static void raw_remember(struct proc *p, const struct raw_key *k, uint64_t h, uint32_t stack)
 {
 	const uint32_t *a = &p->stack_data.v[p->stack_off.v[stack]];
+	size_t at = p->raw_ips.n, n = 1 + (size_t)k->nk + k->nu;
 	uint32_t i;
 
 	if (!k->ips || a[0] != k->nk || a[1] != k->nu) /* DWARF-unwound after all */
@@ -710,7 +704,13 @@ static void raw_remember(struct proc *p, const struct raw_key *k, uint64_t h, ui
 	for (i = a[0]; i < a[0] + a[1]; i++)
 		if (!p->frames.v[a[2 + i]].map)
 			return;
-	idtab_insert(&p->raw_tab, h, stack); /* on ENOMEM: only not cached */
+	/* On ENOMEM, or past the ids' range: only not cached. */
+	if (at >= UINT32_MAX - n || VEC_RESERVE(p->raw_ips, at + n))
+		return;
+	p->raw_ips.v[at] = (uint64_t)stack << 32 | k->nk << 16 | k->nu;
+	memcpy(&p->raw_ips.v[at + 1], k->ips, (n - 1) * sizeof(*k->ips));
+	if (!idtab_insert(&p->raw_tab, h, at))
+		p->raw_ips.n = at + n;
 }
 
 int proc_intern_record(const struct ev_sample *s, struct proc **pp, uint32_t *stack)
@@ -897,6 +897,7 @@ void proc_on_exec(pid_t pid, const char *comm)
 	}
 	idtab_free(&p->frame_tab); /* frames interned from here on are the new image's */
 	idtab_free(&p->raw_tab);
+	p->raw_ips.n = 0;
 	p->image_frames = p->frames.n;
 	p->unmapped = 0;
 	proc_read_identity(p); /* a new program */
@@ -951,6 +952,7 @@ static void compact(struct proc *p)
 	idtab_free(&p->frame_tab);
 	idtab_free(&p->stack_tab);
 	idtab_free(&p->raw_tab); /* starts empty again on uncompact */
+	VEC_FREE(p->raw_ips);
 	idtab_free(&p->thread_tab);
 	idtab_free(&p->sample_tab);
 	free(p->maps_text);
@@ -1004,6 +1006,7 @@ static void proc_free(struct proc *p)
 	VEC_FREE(p->stack_off);
 	idtab_free(&p->stack_tab);
 	idtab_free(&p->raw_tab);
+	VEC_FREE(p->raw_ips);
 	VEC_FREE(p->samples);
 	idtab_free(&p->sample_tab);
 	VEC_FREE(p->threads);
@@ -1029,6 +1032,7 @@ void proc_drop_samples(struct proc *p)
 	p->stack_data.n = p->stack_off.n = 0;
 	idtab_free(&p->stack_tab);
 	idtab_free(&p->raw_tab);
+	p->raw_ips.n = 0;
 }
 
 /* Frees the retired processes and indexes the others again. */
