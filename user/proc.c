@@ -660,35 +660,37 @@ static bool raw_eq(const void *ctx, uint32_t id, const void *key)
 	       !memcmp(a + 1, k->ips, (k->nk + k->nu) * sizeof(*k->ips));
 }
 
-/* One multiply per word (hash_bytes goes byte by byte: ~0.5 us for a
- * 60-frame stack), mixed at the end for the table's low bits. */
-static uint64_t raw_hash(const struct raw_key *k)
+/* One step of the raw ips' hash: the multiply is off the chain from word
+ * to word (a rotate and a xor), so the words' multiplies overlap; the
+ * table's low bits come from the final mix (raw_find). */
+static inline uint64_t raw_step(uint64_t h, uint64_t ip)
 {
-	uint64_t h = k->nk * 0x9e3779b97f4a7c15ULL ^ k->nu;
-	uint32_t i;
-
-	for (i = 0; i < k->nk + k->nu; i++)
-		h = ((h << 29 | h >> 35) ^ k->ips[i]) * 0x9e3779b97f4a7c15ULL;
-	return hash_u64(h);
+	return (h << 29 | h >> 35) ^ ip * 0x9e3779b97f4a7c15ULL;
 }
 
 /* The record's stack when its raw ips were seen before, else UINT32_MAX
- * (and *h, *k set for raw_remember). */
+ * (and *h, *k set for raw_remember). The user frames' end (the first 0) is
+ * found in the same pass over the record as the hash: its first reads of
+ * the record are cache misses. */
 static uint32_t raw_find(struct proc *p, const struct ev_sample *s, struct raw_key *k, uint64_t *h)
 {
-	uint32_t nu = 0, id;
+	const __u64 *u = &s->ips[s->nkernel];
+	uint32_t nu = 0, i, id;
+	uint64_t x = 0;
 
 	k->ips = s->ips;
 	k->nk = s->nkernel < MAX_FRAMES ? s->nkernel : MAX_FRAMES;
-	while (nu < s->nuser && nu < MAX_USER_FRAMES && s->ips[s->nkernel + nu])
-		nu++;
 	/* Kernel frames beyond MAX_FRAMES would sit between the two parts. */
 	if (k->nk != s->nkernel || (s->flags & SAMPLE_DWARF)) {
 		k->ips = NULL;
 		return UINT32_MAX;
 	}
+	for (i = 0; i < k->nk; i++)
+		x = raw_step(x, s->ips[i]);
+	for (; nu < s->nuser && nu < MAX_USER_FRAMES && u[nu]; nu++)
+		x = raw_step(x, u[nu]);
 	k->nu = nu;
-	*h = raw_hash(k);
+	*h = hash_u64(x ^ ((uint64_t)k->nk << 48 | nu));
 	id = idtab_find(&p->raw_tab, *h, raw_eq, p, k);
 	return id == UINT32_MAX ? id : (uint32_t)(p->raw_ips.v[id] >> 32);
 }
