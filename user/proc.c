@@ -89,11 +89,20 @@ static bool proc_eq(const void *ctx, uint32_t id, const void *key)
 	return procs.v.v[id]->pid == *(const pid_t *)key;
 }
 
+/* proc_find's last find: a process's records come in runs (one CPU's
+ * samples, -p's one process). Reset as processes are freed. */
+static struct proc *last_proc;
+
 struct proc *proc_find(pid_t pid)
 {
-	uint32_t id = idtab_find(&procs.tab, hash_u64(pid), proc_eq, NULL, &pid);
+	uint32_t id;
 
-	return id == UINT32_MAX ? NULL : procs.v.v[id];
+	if (last_proc && last_proc->pid == pid)
+		return last_proc;
+	id = idtab_find(&procs.tab, hash_u64(pid), proc_eq, NULL, &pid);
+	if (id == UINT32_MAX)
+		return NULL;
+	return last_proc = procs.v.v[id];
 }
 
 static int cmp_map(const void *a, const void *b)
@@ -526,15 +535,20 @@ static bool thread_eq(const void *ctx, uint32_t id, const void *key)
 
 struct thread *proc_thread(struct proc *p, uint32_t tid)
 {
-	uint32_t id = idtab_find(&p->thread_tab, hash_u64(tid), thread_eq, p, &tid);
+	uint32_t id;
 	struct thread t = {.tid = tid};
 
-	if (id != UINT32_MAX)
-		return &p->threads.v[id];
-	if (VEC_PUSH(p->threads, t) ||
-	    idtab_insert(&p->thread_tab, hash_u64(tid), p->threads.n - 1))
-		return NULL;
-	return &p->threads.v[p->threads.n - 1];
+	if (p->last_thread < p->threads.n && p->threads.v[p->last_thread].tid == tid)
+		return &p->threads.v[p->last_thread];
+	id = idtab_find(&p->thread_tab, hash_u64(tid), thread_eq, p, &tid);
+	if (id == UINT32_MAX) {
+		if (VEC_PUSH(p->threads, t) ||
+		    idtab_insert(&p->thread_tab, hash_u64(tid), p->threads.n - 1))
+			return NULL;
+		id = p->threads.n - 1;
+	}
+	p->last_thread = id;
+	return &p->threads.v[id];
 }
 
 const struct thread *proc_thread_find(const struct proc *p, uint32_t tid)
@@ -1043,6 +1057,7 @@ static void remove_retired(void)
 	size_t i, n = 0;
 
 	idtab_free(&procs.tab);
+	last_proc = NULL;
 	for (i = 0; i < procs.v.n; i++) {
 		struct proc *p = procs.v.v[i];
 
@@ -1147,6 +1162,7 @@ void procs_free(void)
 
 	for (i = 0; i < procs.v.n; i++)
 		proc_free(procs.v.v[i]);
+	last_proc = NULL;
 	VEC_FREE(procs.v);
 	idtab_free(&procs.tab);
 	for (i = 0; i < files.v.n; i++)

@@ -110,6 +110,7 @@ struct proc {
 	uint64_t nsamples;	 /* the sum of their counts */
 	VEC(struct thread) threads;
 	struct idtab thread_tab;
+	uint32_t last_thread;	     /* proc_thread's last find: a thread's samples come in runs */
 	uint64_t lost;		     /* from BPF's per-process counter */
 	struct unwinder *uw;	     /* DWARF unwinder, made on the first copied stack */
 	uint64_t unwound, truncated; /* samples DWARF-unwound, of them cut short */
