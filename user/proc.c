@@ -89,11 +89,20 @@ static bool proc_eq(const void *ctx, uint32_t id, const void *key)
 	return procs.v.v[id]->pid == *(const pid_t *)key;
 }
 
+/* proc_find's last find: a process's records come in runs (one CPU's
+ * samples, -p's one process). Reset as processes are freed. */
+static struct proc *last_proc;
+
 struct proc *proc_find(pid_t pid)
 {
-	uint32_t id = idtab_find(&procs.tab, hash_u64(pid), proc_eq, NULL, &pid);
+	uint32_t id;
 
-	return id == UINT32_MAX ? NULL : procs.v.v[id];
+	if (last_proc && last_proc->pid == pid)
+		return last_proc;
+	id = idtab_find(&procs.tab, hash_u64(pid), proc_eq, NULL, &pid);
+	if (id == UINT32_MAX)
+		return NULL;
+	return last_proc = procs.v.v[id];
 }
 
 static int cmp_map(const void *a, const void *b)
@@ -526,15 +535,20 @@ static bool thread_eq(const void *ctx, uint32_t id, const void *key)
 
 struct thread *proc_thread(struct proc *p, uint32_t tid)
 {
-	uint32_t id = idtab_find(&p->thread_tab, hash_u64(tid), thread_eq, p, &tid);
+	uint32_t id;
 	struct thread t = {.tid = tid};
 
-	if (id != UINT32_MAX)
-		return &p->threads.v[id];
-	if (VEC_PUSH(p->threads, t) ||
-	    idtab_insert(&p->thread_tab, hash_u64(tid), p->threads.n - 1))
-		return NULL;
-	return &p->threads.v[p->threads.n - 1];
+	if (p->last_thread < p->threads.n && p->threads.v[p->last_thread].tid == tid)
+		return &p->threads.v[p->last_thread];
+	id = idtab_find(&p->thread_tab, hash_u64(tid), thread_eq, p, &tid);
+	if (id == UINT32_MAX) {
+		if (VEC_PUSH(p->threads, t) ||
+		    idtab_insert(&p->thread_tab, hash_u64(tid), p->threads.n - 1))
+			return NULL;
+		id = p->threads.n - 1;
+	}
+	p->last_thread = id;
+	return &p->threads.v[id];
 }
 
 const struct thread *proc_thread_find(const struct proc *p, uint32_t tid)
@@ -653,56 +667,52 @@ struct raw_key {
 
 static bool raw_eq(const void *ctx, uint32_t id, const void *key)
 {
-	const struct proc *p = ctx;
-	const uint32_t *a = &p->stack_data.v[p->stack_off.v[id]];
+	const uint64_t *a = &((const struct proc *)ctx)->raw_ips.v[id];
 	const struct raw_key *k = key;
-	uint32_t i;
 
-	if (a[0] != k->nk || a[1] != k->nu)
-		return false;
-	/* Frames hold a caller's return address - 1; the kind follows from
-	 * the position, as the stack was interned from such a record. */
-	for (i = 0; i < k->nk + k->nu; i++)
-		if (p->frames.v[a[2 + i]].pc != k->ips[i] - (i != 0 && i != k->nk))
-			return false;
-	return true;
+	return (uint32_t)a[0] == (k->nk << 16 | k->nu) &&
+	       !memcmp(a + 1, k->ips, (k->nk + k->nu) * sizeof(*k->ips));
 }
 
-/* One multiply per word (hash_bytes goes byte by byte: ~0.5 us for a
- * 60-frame stack), mixed at the end for the table's low bits. */
-static uint64_t raw_hash(const struct raw_key *k)
+/* One step of the raw ips' hash: the multiply is off the chain from word
+ * to word (a rotate and a xor), so the words' multiplies overlap; the
+ * table's low bits come from the final mix (raw_find). */
+static inline uint64_t raw_step(uint64_t h, uint64_t ip)
 {
-	uint64_t h = k->nk * 0x9e3779b97f4a7c15ULL ^ k->nu;
-	uint32_t i;
-
-	for (i = 0; i < k->nk + k->nu; i++)
-		h = ((h << 29 | h >> 35) ^ k->ips[i]) * 0x9e3779b97f4a7c15ULL;
-	return hash_u64(h);
+	return (h << 29 | h >> 35) ^ ip * 0x9e3779b97f4a7c15ULL;
 }
 
 /* The record's stack when its raw ips were seen before, else UINT32_MAX
- * (and *h, *k set for raw_remember). */
+ * (and *h, *k set for raw_remember). The user frames' end (the first 0) is
+ * found in the same pass over the record as the hash: its first reads of
+ * the record are cache misses. */
 static uint32_t raw_find(struct proc *p, const struct ev_sample *s, struct raw_key *k, uint64_t *h)
 {
-	uint32_t nu = 0;
+	const __u64 *u = &s->ips[s->nkernel];
+	uint32_t nu = 0, i, id;
+	uint64_t x = 0;
 
 	k->ips = s->ips;
 	k->nk = s->nkernel < MAX_FRAMES ? s->nkernel : MAX_FRAMES;
-	while (nu < s->nuser && nu < MAX_USER_FRAMES && s->ips[s->nkernel + nu])
-		nu++;
 	/* Kernel frames beyond MAX_FRAMES would sit between the two parts. */
 	if (k->nk != s->nkernel || (s->flags & SAMPLE_DWARF)) {
 		k->ips = NULL;
 		return UINT32_MAX;
 	}
+	for (i = 0; i < k->nk; i++)
+		x = raw_step(x, s->ips[i]);
+	for (; nu < s->nuser && nu < MAX_USER_FRAMES && u[nu]; nu++)
+		x = raw_step(x, u[nu]);
 	k->nu = nu;
-	*h = raw_hash(k);
-	return idtab_find(&p->raw_tab, *h, raw_eq, p, k);
+	*h = hash_u64(x ^ ((uint64_t)k->nk << 48 | nu));
+	id = idtab_find(&p->raw_tab, *h, raw_eq, p, k);
+	return id == UINT32_MAX ? id : (uint32_t)(p->raw_ips.v[id] >> 32);
 }
 
 static void raw_remember(struct proc *p, const struct raw_key *k, uint64_t h, uint32_t stack)
 {
 	const uint32_t *a = &p->stack_data.v[p->stack_off.v[stack]];
+	size_t at = p->raw_ips.n, n = 1 + (size_t)k->nk + k->nu;
 	uint32_t i;
 
 	if (!k->ips || a[0] != k->nk || a[1] != k->nu) /* DWARF-unwound after all */
@@ -710,7 +720,13 @@ static void raw_remember(struct proc *p, const struct raw_key *k, uint64_t h, ui
 	for (i = a[0]; i < a[0] + a[1]; i++)
 		if (!p->frames.v[a[2 + i]].map)
 			return;
-	idtab_insert(&p->raw_tab, h, stack); /* on ENOMEM: only not cached */
+	/* On ENOMEM, or past the ids' range: only not cached. */
+	if (at >= UINT32_MAX - n || VEC_RESERVE(p->raw_ips, at + n))
+		return;
+	p->raw_ips.v[at] = (uint64_t)stack << 32 | k->nk << 16 | k->nu;
+	memcpy(&p->raw_ips.v[at + 1], k->ips, (n - 1) * sizeof(*k->ips));
+	if (!idtab_insert(&p->raw_tab, h, at))
+		p->raw_ips.n = at + n;
 }
 
 int proc_intern_record(const struct ev_sample *s, struct proc **pp, uint32_t *stack)
@@ -897,6 +913,7 @@ void proc_on_exec(pid_t pid, const char *comm)
 	}
 	idtab_free(&p->frame_tab); /* frames interned from here on are the new image's */
 	idtab_free(&p->raw_tab);
+	p->raw_ips.n = 0;
 	p->image_frames = p->frames.n;
 	p->unmapped = 0;
 	proc_read_identity(p); /* a new program */
@@ -951,6 +968,7 @@ static void compact(struct proc *p)
 	idtab_free(&p->frame_tab);
 	idtab_free(&p->stack_tab);
 	idtab_free(&p->raw_tab); /* starts empty again on uncompact */
+	VEC_FREE(p->raw_ips);
 	idtab_free(&p->thread_tab);
 	idtab_free(&p->sample_tab);
 	free(p->maps_text);
@@ -1004,6 +1022,7 @@ static void proc_free(struct proc *p)
 	VEC_FREE(p->stack_off);
 	idtab_free(&p->stack_tab);
 	idtab_free(&p->raw_tab);
+	VEC_FREE(p->raw_ips);
 	VEC_FREE(p->samples);
 	idtab_free(&p->sample_tab);
 	VEC_FREE(p->threads);
@@ -1029,6 +1048,7 @@ void proc_drop_samples(struct proc *p)
 	p->stack_data.n = p->stack_off.n = 0;
 	idtab_free(&p->stack_tab);
 	idtab_free(&p->raw_tab);
+	p->raw_ips.n = 0;
 }
 
 /* Frees the retired processes and indexes the others again. */
@@ -1037,6 +1057,7 @@ static void remove_retired(void)
 	size_t i, n = 0;
 
 	idtab_free(&procs.tab);
+	last_proc = NULL;
 	for (i = 0; i < procs.v.n; i++) {
 		struct proc *p = procs.v.v[i];
 
@@ -1141,6 +1162,7 @@ void procs_free(void)
 
 	for (i = 0; i < procs.v.n; i++)
 		proc_free(procs.v.v[i]);
+	last_proc = NULL;
 	VEC_FREE(procs.v);
 	idtab_free(&procs.tab);
 	for (i = 0; i < files.v.n; i++)

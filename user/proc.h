@@ -98,13 +98,19 @@ struct proc {
 	/* The same stacks by the record's raw ips (walked in BPF, not DWARF-
 	 * unwound): a stack seen before costs one hash of its ips and one
 	 * comparison, not a lookup per frame. Only stacks whose user frames
-	 * all have a mapping (an unmapped one re-reads the maps: intern_frame). */
+	 * all have a mapping (an unmapped one re-reads the maps: intern_frame).
+	 * raw_tab's ids are places in raw_ips, each a word (stack << 32 | nk <<
+	 * 16 | nu) then the ips as the record had them: the comparison reads
+	 * them in order, not one frame each from frames (scattered loads,
+	 * mostly cache misses when the drain wakes). */
 	struct idtab raw_tab;
+	VEC(uint64_t) raw_ips;
 	VEC(struct sample) samples;
 	struct idtab sample_tab; /* proc_aggregate: samples by stack, tid and cpu */
 	uint64_t nsamples;	 /* the sum of their counts */
 	VEC(struct thread) threads;
 	struct idtab thread_tab;
+	uint32_t last_thread;	     /* proc_thread's last find: a thread's samples come in runs */
 	uint64_t lost;		     /* from BPF's per-process counter */
 	struct unwinder *uw;	     /* DWARF unwinder, made on the first copied stack */
 	uint64_t unwound, truncated; /* samples DWARF-unwound, of them cut short */

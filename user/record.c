@@ -3,10 +3,12 @@
 #include <limits.h>
 #include <linux/capability.h>
 #include <linux/perf_event.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -42,6 +44,21 @@ struct env env = {
 /* Set by the signal handler only: the signal that stops the recording, and
  * SIGUSR1's snapshot request. */
 static volatile sig_atomic_t stop_sig, stop_from_kernel, snapshot_req;
+/* An eventfd the signal handler writes: it wakes the drain's wait at once,
+ * whichever moment the signal comes (a signal between the check of stop_sig
+ * and the wait would otherwise wait the whole timeout). */
+static int wake_fd = -1;
+
+static void wake_drain(void)
+{
+	uint64_t one = 1;
+	int e = errno;
+	/* A failure is a full count (2^64 - 2): it is readable anyway. */
+	ssize_t n = wake_fd >= 0 ? write(wake_fd, &one, sizeof(one)) : 0;
+
+	(void)n;
+	errno = e;
+}
 
 /* Why the drain loop ended. */
 enum stop_reason { STOP_NONE, STOP_SIGNAL, STOP_DURATION, STOP_TARGETS, STOP_ERROR };
@@ -102,6 +119,19 @@ struct recorder {
  * arrive: stop conditions are checked between. */
 #define DRAIN_SLICE_NS 50000000ULL
 
+/* The drain's wait when nothing wakes it. Records come without wakeups
+ * until the ring buffer is a quarter full (a quarter second of samples at
+ * the rate asked, at the largest records), so at low rates this is the
+ * drain's pace; each pass has a fixed cost (the wait's wakeup, the loop's
+ * checks) that a sample's handling does not, so fewer passes cost less per
+ * sample. A stop does not wait for it: a signal, an exit of a target and -d
+ * each end the wait (wake_fd, target_pollfds, the timeout). The terminal's
+ * status line is redrawn at this pace too. */
+#define DRAIN_WAIT_MS 250
+/* The same when a stop cannot wake the wait (no eventfd, a target without
+ * a pidfd): target_done is polled at this pace. */
+#define DRAIN_POLL_MS 50
+
 /* Exited processes are written into the files as they go, for at most this
  * long per turn of the drain: the ring buffer fills meanwhile. */
 #define RETIRE_BUDGET_NS (10 * 1000000ULL)
@@ -154,6 +184,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	(void)uc;
 	if (sig == SIGUSR1) {
 		snapshot_req = 1;
+		wake_drain();
 		return;
 	}
 	/* A second Ctrl-C means now: the file being written is removed, and
@@ -166,6 +197,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	/* From the terminal (not kill(2)): the command, in our process group,
 	 * got it too. */
 	stop_from_kernel = si && si->si_code == SI_KERNEL;
+	wake_drain();
 }
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -578,6 +610,10 @@ static int rec_prepare(struct recorder *r)
 	 * ignored, and an ignored signal is discarded: one that came before
 	 * the handler was lost, and the recording ran until its targets
 	 * exited. */
+	/* Without it the drain polls at DRAIN_POLL_MS. Never closed: the
+	 * handler may run until exit, and would write to whatever file took
+	 * its number. */
+	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	for (i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
 		sigaction(stop_signals[i], &sa, NULL);
 	libbpf_set_print(libbpf_print);
@@ -831,18 +867,47 @@ static bool retire_proc(void *ctx, struct proc *p)
 	return true;
 }
 
+/* How long the drain may wait: DRAIN_WAIT_MS, DRAIN_POLL_MS when a stop
+ * cannot wake it, 0 when the last pass left records, and no later than -d. */
+static int drain_timeout(const struct recorder *r, uint64_t now, bool woken, bool more)
+{
+	int ms = more ? 0 : woken ? DRAIN_WAIT_MS : DRAIN_POLL_MS;
+
+	if (env.duration > 0) {
+		double left = r->start_ns + env.duration * 1e9 - now;
+
+		if (left < ms * 1e6)
+			ms = left > 0 ? (int)(left / 1e6) + 1 : 0;
+	}
+	return ms;
+}
+
 static void rec_drain(struct recorder *r)
 {
 	uint64_t now, cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-	int err;
+	struct pollfd fds[2 + sizeof(r->target.pidfds) / sizeof(r->target.pidfds[0])];
+	bool woken, more = false;
+	int nfds = 2, err;
 
+	/* The ring buffer's epoll fd (readable at a wakeup from BPF), the
+	 * signals' eventfd, the targets' pidfds. */
+	fds[0] = (struct pollfd){.fd = ring_buffer__epoll_fd(r->rb), .events = POLLIN};
+	fds[1] = (struct pollfd){.fd = wake_fd, .events = POLLIN};
+	nfds += target_pollfds(&r->target, fds + 2, sizeof(fds) / sizeof(fds[0]) - 2, &woken);
+	woken = woken && wake_fd >= 0;
+	now = now_ns(CLOCK_MONOTONIC);
 	while (!r->stop) {
 		r->yield_ns = 0;
-		/* Records come without wakeups until a quarter full: the
-		 * timeout is the drain's pace. */
-		err = ring_buffer__poll(r->rb, 50);
-		if (err >= 0)
-			err = ring_buffer__consume(r->rb);
+		if (poll(fds, nfds, drain_timeout(r, now, woken, more)) > 0 &&
+		    (fds[1].revents & POLLIN)) {
+			uint64_t v;
+			ssize_t n = read(wake_fd, &v, sizeof(v)); /* emptied, for the next wait */
+
+			(void)n;
+		}
+		err = ring_buffer__consume(r->rb);
+		/* Past the slice with records left: no wakeup comes for them. */
+		more = err == -EAGAIN;
 		if (err < 0 && err != -EINTR && err != -EAGAIN) {
 			err("draining the ring buffer: %s", strerror(-err));
 			r->stop = STOP_ERROR;
@@ -1081,7 +1146,7 @@ static int rec_finish(struct recorder *r, int code)
 int record_run(void)
 {
 	struct recorder r = {
-	    .target = {.go_fd = -1, .err_fd = -1},
+	    .target = {.go_fd = -1, .err_fd = -1, .child_pidfd = -1},
 	    .out = {.fd = -1},
 	    .tty = isatty(STDERR_FILENO) && !env.quiet,
 	};

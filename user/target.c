@@ -117,6 +117,9 @@ int target_spawn(struct target *t, char **cmd)
 	close(err[1]);
 	t->go_fd = go[1];
 	t->err_fd = err[0];
+	/* Its exit then wakes the drain (target_pollfds); without one, it is
+	 * seen by target_done's waitpid at the drain's pace. */
+	t->child_pidfd = syscall(SYS_pidfd_open, t->child, 0);
 	return 0;
 }
 
@@ -156,6 +159,20 @@ void target_watch_pids(struct target *t, const pid_t *pids, int n)
 	}
 }
 
+int target_pollfds(const struct target *t, struct pollfd *fds, int max, bool *all)
+{
+	int i, n = 0;
+
+	*all = t->child <= 0 || t->child_pidfd >= 0;
+	if (t->child > 0 && t->child_pidfd >= 0 && n < max)
+		fds[n++] = (struct pollfd){.fd = t->child_pidfd, .events = POLLIN};
+	for (i = 0; i < t->npidfds && n < max; i++)
+		fds[n++] = (struct pollfd){.fd = t->pidfds[i], .events = POLLIN};
+	if (n < (t->child > 0 && t->child_pidfd >= 0) + t->npidfds)
+		*all = false;
+	return n;
+}
+
 bool target_done(struct target *t)
 {
 	int i, live = 0;
@@ -186,7 +203,7 @@ int target_wait_timeout(struct target *t, int ms)
 {
 	int i;
 
-	/* Polled: a pidfd would need the child's, and SIGCHLD a handler. */
+	/* Polled every 10 ms: only at a stop, and without the pidfd too. */
 	for (i = 0; i < ms / 10; i++) {
 		if (target_done(t))
 			return 0;
@@ -223,5 +240,7 @@ void target_close(struct target *t)
 		close(t->go_fd);
 	if (t->err_fd >= 0)
 		close(t->err_fd);
-	t->go_fd = t->err_fd = -1;
+	if (t->child_pidfd >= 0)
+		close(t->child_pidfd);
+	t->go_fd = t->err_fd = t->child_pidfd = -1;
 }

@@ -2,6 +2,7 @@
 #ifndef USER_TARGET_H
 #define USER_TARGET_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -11,6 +12,7 @@ struct target {
 	int err_fd;	 /* read end: the child's exec errno, or EOF on success */
 	int pidfds[256]; /* -p: one per pid, readable when it exits */
 	int npidfds;
+	int child_pidfd; /* the command's, readable when it exits; -1 without */
 	bool child_exited;
 	int child_status; /* wait status */
 };
@@ -28,6 +30,10 @@ int target_spawn(struct target *t, char **cmd);
 int target_release(struct target *t, const char *cmd0);
 /* Opens pidfds for -p targets (to notice their exit). */
 void target_watch_pids(struct target *t, const pid_t *pids, int n);
+/* The descriptors that become readable as a target exits (the -p pids', the
+ * command's), for poll(2), into fds (at most max). Returns their count;
+ * *all: every target has one (otherwise only target_done, polled, tells). */
+int target_pollfds(const struct target *t, struct pollfd *fds, int max, bool *all);
 /* True once every -p target, or the command, has exited. Never blocks. */
 bool target_done(struct target *t);
 /* Forwards a signal to the command, if any. */
