@@ -868,10 +868,15 @@ static bool retire_proc(void *ctx, struct proc *p)
 }
 
 /* How long the drain may wait: DRAIN_WAIT_MS, DRAIN_POLL_MS when a stop
- * cannot wake it, 0 when the last pass left records, and no later than -d. */
+ * cannot wake it or under -a, 0 when the last pass left records, and no later
+ * than -d. Under -a exec, fork and exit events come without a wakeup (every
+ * exec of the system: a wakeup each would cost more than the pass), and a
+ * short-lived process's maps and files must be read before it is gone
+ * (kernels without exit-time mappings, containers whose root goes with
+ * their last process): the pass keeps the 50 ms pace there. */
 static int drain_timeout(const struct recorder *r, uint64_t now, bool woken, bool more)
 {
-	int ms = more ? 0 : woken ? DRAIN_WAIT_MS : DRAIN_POLL_MS;
+	int ms = more ? 0 : woken && !env.all ? DRAIN_WAIT_MS : DRAIN_POLL_MS;
 
 	if (env.duration > 0) {
 		double left = r->start_ns + env.duration * 1e9 - now;
