@@ -903,12 +903,21 @@ static void rec_drain(struct recorder *r)
 	now = now_ns(CLOCK_MONOTONIC);
 	while (!r->stop) {
 		r->yield_ns = 0;
-		if (poll(fds, nfds, drain_timeout(r, now, woken, more)) > 0 &&
-		    (fds[1].revents & POLLIN)) {
+		if (poll(fds, nfds, drain_timeout(r, now, woken, more)) > 0) {
 			uint64_t v;
-			ssize_t n = read(wake_fd, &v, sizeof(v)); /* emptied, for the next wait */
+			int i;
 
-			(void)n;
+			if (fds[1].revents & POLLIN) {
+				ssize_t n = read(wake_fd, &v, sizeof(v)); /* emptied, for the next wait */
+
+				(void)n;
+			}
+			/* An exited target's pidfd stays readable: out of the set
+			 * (poll skips a negative fd), or every wait would end at
+			 * once while the other targets live. target_done tells. */
+			for (i = 2; i < nfds; i++)
+				if (fds[i].revents)
+					fds[i].fd = -1;
 		}
 		err = ring_buffer__consume(r->rb);
 		/* Past the slice with records left: no wakeup comes for them. */

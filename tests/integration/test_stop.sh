@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 
 ALL=(stop_high_rate self_excluded include_self trace_stop_balanced trace_stop_flight_recorder
 	cmd_ends_at_duration cmd_gets_sigint cmd_gets_sighup sigquit_writes_files sigpipe_stderr
-	sigusr1_without_trace zombie_pid sigint_during_setup)
+	sigusr1_without_trace zombie_pid sigint_during_setup pid_exit_no_spin)
 require_bpf "${ALL[@]}"
 
 # wall SECONDS CMD...: runs CMD, sets $rc and $secs (wall time).
@@ -127,6 +127,27 @@ kill -USR1 $rec
 wait $rec
 ok() { grep -q "SIGUSR1: snapshots are of -t traces" "$TMP/usr1.err" && ! grep -q "snapshot .* written" "$TMP/usr1.err" && [ -s "$TMP/usr1/summary.json" ]; }
 fault_case sigusr1_without_trace "SIGUSR1 to a recording without -t" "a warning says snapshots are of -t traces; recording goes on" ok
+
+# -p of two processes, one exiting long before the other: the drain waits
+# on their pidfds, and an exited one's stays readable. The recorder's CPU
+# from then on is that of a recording of one sleeping process (a few ms),
+# not a poll that returns at once, over and over (2.5 s of CPU in 2.5 s).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+sleep 0.5 & short=$!
+sleep 4 & long=$!
+"$REC" -q -o "$TMP/twopids" -p $short,$long 2> "$TMP/twopids.err" & rec=$!
+sleep 1.2
+c0=$(cpu_ticks $rec)
+sleep 2
+c1=$(cpu_ticks $rec)
+wait $rec
+rc=$?
+wait $short $long 2>/dev/null
+hz=$(getconf CLK_TCK)
+echo "  -p of two pids, one gone: $((c1 - c0)) ticks of CPU in 2 s (${hz} a second)" >&2
+ok() { [ $rc = 0 ] && [ -s "$TMP/twopids/summary.json" ] && ((c1 - c0 < hz / 4)); }
+fault_case pid_exit_no_spin "-p A,B where A exits 3.5 s before B" \
+	"the recording waits for B without spinning (CPU under 0.25 s in 2 s), and ends with it" ok
 
 # A zombie -p target: a one-line error, at once.
 sh -c 'sleep 0.1 & exec sleep 4' & parent=$!
