@@ -907,8 +907,9 @@ static void rec_drain(struct recorder *r)
 			uint64_t v;
 			int i;
 
+			/* Emptied, for the next wait. */
 			if (fds[1].revents & POLLIN) {
-				ssize_t n = read(wake_fd, &v, sizeof(v)); /* emptied, for the next wait */
+				ssize_t n = read(wake_fd, &v, sizeof(v));
 
 				(void)n;
 			}
