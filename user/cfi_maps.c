@@ -775,13 +775,25 @@ static void release_old(struct cfi_maps *m, pid_t pid, struct proc *old)
 	drop_proc(m, old);
 }
 
+/* Whether a mapped file is a dynamic loader (glibc's ld-linux*.so.N,
+ * musl's ld-musl-*.so.1): by its name, as the maps give no other sign. */
+static bool is_loader(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "ld-", 3) && strstr(base, ".so");
+}
+
 static int add_process(struct cfi_maps *m, pid_t pid, uint64_t big)
 {
 	char path[64], *buf = NULL, *line, *save = NULL;
 	struct proc old = {.pid = pid}, *p;
 	size_t len;
 	int err;
-	bool deferred = false;
+	bool deferred = false, interp = false, loader_pending;
+	unsigned long long last_ino = 0;
+	unsigned nfiles = 0;
 
 	p = find_proc(m, pid, false);
 	if (p) {
@@ -813,6 +825,9 @@ static int add_process(struct cfi_maps *m, pid_t pid, uint64_t big)
 		if (perms[2] != 'x' || !ino || line[n] != '/')
 			continue;
 		snprintf(file, sizeof(file), "%s", line + n);
+		nfiles += ino != last_ino;
+		last_ino = ino;
+		interp |= is_loader(file);
 		/* map_files: the mapped file itself, even deleted or in
 		 * another mount namespace (CAP_SYS_ADMIN); else the path as
 		 * the process sees it, through its root (containers). */
@@ -849,8 +864,17 @@ static int add_process(struct cfi_maps *m, pid_t pid, uint64_t big)
 		}
 	}
 	free(buf);
-	/* Loaded: a pc in no file mapping is JIT code, not a gap (bpf/cfi.h). */
-	err = add_marker(m, pid);
+	loader_pending = interp && nfiles <= 2;
+	/* Loaded: a pc in no file mapping is JIT code, not a gap (bpf/cfi.h).
+	 * Not while the maps are those of right after exec, the program and
+	 * its dynamic loader only: the libraries the loader maps next would
+	 * be taken for JIT code until the next read, and walked by frame
+	 * pointers (libc has none). Without the marker their pcs are a
+	 * process not loaded yet (a DWARF copy), and proc.c's read of the
+	 * maps for those unmapped pcs brings the process here again. */
+	err = loader_pending ? 0 : add_marker(m, pid);
+	if (loader_pending)
+		debug("cfi: pid %d: only the program and its loader mapped yet", (int)pid);
 	release_old(m, pid, &old);
 	return !err && deferred ? -EAGAIN : err;
 }

@@ -23,9 +23,13 @@ s = json.load(open(sys.argv[1]))
 feats = {d["feature"]: d["why"] for d in s["degraded"]}
 assert "sampler" in feats and "bpf_loop" in feats["sampler"], feats
 assert "exit-time mappings" in feats, feats
-# the compat sampler's CFI walk (tail calls), to the thread's root
-assert s["cfi_walk"]["walks"] > 0.9 * s["samples"], s
-assert s["cfi_walk"]["reached_root"] > 0.9 * s["cfi_walk"]["walks"], s
+# the compat sampler's CFI walk (tail calls), to the thread's root; the
+# first samples, before the process's tables are in, go the DWARF way whole
+# (to_dwarf, up to ~8% here); a walk cut short (truncated) is a wrong stack.
+c = s["cfi_walk"]
+assert c["walks"] > 0.9 * s["samples"], s
+assert c["reached_root"] > 0.85 * c["walks"], c
+assert c["truncated"] < 0.02 * c["walks"], c
 PY
 
 # --- -t without cookies: functions by address, returns by order -------------

@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <endian.h>
 #include <sys/ioctl.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -25,6 +27,7 @@
 
 #include "check.h"
 #include "sample.skel.h"
+#include "bpf/cfi.h"
 #include "bpf/events.h"
 #include "user/cfi_maps.h"
 #include "user/unwind.h"
@@ -516,6 +519,73 @@ out:
 	return 0;
 }
 
+/* Whether the process's /32 entry (the "loaded" marker: a pc in no
+ * mapping is JIT code, walked by frame pointers) is in the trie. */
+static bool has_marker(int mappings_fd, pid_t pid)
+{
+	struct cfi_mapping_key k = {.prefixlen = 32, .tgid_be = htobe32((uint32_t)pid)};
+	struct cfi_mapping v;
+
+	return !bpf_map_lookup_elem(mappings_fd, &k, &v) && v.table == CFI_TABLE_NOMAP;
+}
+
+/* A process read right after its exec, before its dynamic loader has mapped
+ * libc and its other libraries (held there by ptrace's exec stop): no
+ * marker then, or their pcs would be taken for JIT code until the next read
+ * (the compat walker, which has no bpf_find_vma, walked libc by frame
+ * pointers: 8-12% of a new process's stacks cut short). Once the loader has
+ * run, the next read adds it. */
+static void test_cfi_loader_pending(void)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, lpm, .map_flags = BPF_F_NO_PREALLOC);
+	int rows_fd =
+	    bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, sizeof(struct cfi_row), 1 << 20, NULL);
+	int tables_fd =
+	    bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, sizeof(struct cfi_table_info), 256, NULL);
+	int map_fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, NULL, sizeof(struct cfi_mapping_key),
+				    sizeof(struct cfi_mapping), 4096, &lpm);
+	char path[4200];
+	struct cfi_maps *cm = NULL;
+	int st = 0, i;
+	pid_t pid;
+
+	CHECK(rows_fd >= 0 && tables_fd >= 0 && map_fd >= 0);
+	if (rows_fd < 0 || tables_fd < 0 || map_fd < 0 ||
+	    cfi_maps_new(rows_fd, tables_fd, map_fd, 1 << 20, 256, &cm))
+		goto out;
+	snprintf(path, sizeof(path), "%s/split", workload_dir);
+	pid = fork();
+	if (pid == 0) {
+		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+		execl(path, path, "1", (char *)NULL);
+		_exit(127);
+	}
+	/* Stopped at its exec: the program and ld.so mapped, nothing else. */
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFSTOPPED(st));
+	if (pid <= 0 || !WIFSTOPPED(st))
+		goto out;
+	CHECK(!cfi_maps_add_process(cm, pid));
+	CHECKF(!has_marker(map_fd, pid), "pid %d: marked loaded before its loader ran", pid);
+	ptrace(PTRACE_DETACH, pid, NULL, NULL);
+	/* split's libraries are mapped before main: 50 ms is plenty, 2 s not. */
+	for (i = 0; i < 40 && !has_marker(map_fd, pid); i++) {
+		usleep(50000);
+		CHECK(!cfi_maps_add_process(cm, pid));
+	}
+	CHECKF(has_marker(map_fd, pid), "pid %d: not marked loaded after its loader ran", pid);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+out:
+	if (cm)
+		cfi_maps_free(cm);
+	if (rows_fd >= 0)
+		close(rows_fd);
+	if (tables_fd >= 0)
+		close(tables_fd);
+	if (map_fd >= 0)
+		close(map_fd);
+}
+
 static bool compat_ok = true, modern_ok = true;
 
 static void test_cfi_bpf_nofp(void)
@@ -611,6 +681,7 @@ int main(void)
 		printf("FAIL test_cfi_bpf: no gzip input\n");
 		return 1;
 	}
+	RUN_TEST(test_cfi_loader_pending);
 	RUN_TEST(test_cfi_bpf_nofp);
 	RUN_TEST(test_cfi_bpf_gzip);
 	unlink(gzip_input);
