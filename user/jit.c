@@ -398,7 +398,7 @@ static void load_map(struct proc *p, struct jit_state *j)
 
 /* --jitdump PATH: for the recorded process whose pid the dump names, or
  * the only recorded one. */
-static void load_explicit(void)
+static void load_explicit(struct procs *procs)
 {
 	struct proc *p = NULL;
 	char hdr[40];
@@ -413,11 +413,11 @@ static void load_explicit(void)
 	}
 	if (pread(fd, hdr, sizeof(hdr), 0) == sizeof(hdr))
 		memcpy(&pid, hdr + 20, 4);
-	for (i = 0; i < procs.v.n; i++) {
-		if (procs.v.v[i]->nsamples)
-			n++, p = p ? p : procs.v.v[i];
-		if (procs.v.v[i]->pid == (pid_t)pid) {
-			p = procs.v.v[i];
+	for (i = 0; i < procs->v.n; i++) {
+		if (procs->v.v[i]->nsamples)
+			n++, p = p ? p : procs->v.v[i];
+		if (procs->v.v[i]->pid == (pid_t)pid) {
+			p = procs->v.v[i];
 			n = 1;
 			break;
 		}
@@ -439,13 +439,13 @@ static void load_explicit(void)
 	p->jit->dump_path = xstrdup(explicit_dump);
 }
 
-void jit_load_all(void)
+void jit_load_all(struct procs *procs)
 {
 	size_t i;
 
 	calibrate(&cal.tsc1, &cal.ns1);
-	for (i = 0; i < procs.v.n; i++) {
-		struct proc *p = procs.v.v[i];
+	for (i = 0; i < procs->v.n; i++) {
+		struct proc *p = procs->v.v[i];
 
 		if (!p->nsamples)
 			continue;
@@ -455,9 +455,9 @@ void jit_load_all(void)
 			jit_scan(p);
 	}
 	if (explicit_dump)
-		load_explicit();
-	for (i = 0; i < procs.v.n; i++) {
-		struct proc *p = procs.v.v[i];
+		load_explicit(procs);
+	for (i = 0; i < procs->v.n; i++) {
+		struct proc *p = procs->v.v[i];
 		struct jit_state *j = p->jit;
 
 		if (!j)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 struct proc;
+struct procs;
 struct frame;
 
 /* At the start of the recording; jitdump_path is --jitdump's, or NULL. */
@@ -15,7 +16,7 @@ void jit_start(const char *jitdump_path);
  * open: after the process exits they can still be read. */
 void jit_scan(struct proc *p);
 /* At the end: reads and parses every file found. */
-void jit_load_all(void);
+void jit_load_all(struct procs *procs);
 struct jit_line;
 
 /* What named the code at a pc. */

@@ -165,7 +165,7 @@ static const char *wait_name(const struct ev_sample *s, uint32_t kind)
 	return d;
 }
 
-int offcpu_on_stack(const struct ev_sample *s, size_t size)
+int offcpu_on_stack(struct procs *procs, const struct ev_sample *s, size_t size)
 {
 	size_t ips = (size_t)s->nkernel + s->nuser, skip = 0, i, len;
 	struct ev_sample *c;
@@ -194,7 +194,7 @@ int offcpu_on_stack(const struct ev_sample *s, size_t size)
 	memcpy(c, s, sizeof(*s));
 	memcpy(c->ips, s->ips + skip, len - sizeof(*s));
 	c->nkernel -= skip;
-	err = proc_intern_record(c, &p, &o.stack);
+	err = proc_intern_record(procs, c, &p, &o.stack);
 	o.what = wait_name(c, OFFCPU_BLOCKED);
 	free(c);
 	if (err)
@@ -290,7 +290,7 @@ static int push_sum(const struct offcpu_key *key, const struct offcpu_val *v)
 	return VEC_PUSH(oc.sums, s);
 }
 
-int offcpu_take_exited(struct sample_bpf *skel)
+int offcpu_take_exited(struct procs *procs, struct sample_bpf *skel)
 {
 	int fd = bpf_map__fd(skel->maps.offcpu_sums), err = 0;
 	struct offcpu_key key, next, *prev = NULL;
@@ -302,7 +302,7 @@ int offcpu_take_exited(struct sample_bpf *skel)
 		return 0;
 	/* Deleted after the walk: a deleted key would restart it. */
 	while (!err && !bpf_map_get_next_key(fd, prev, &next)) {
-		const struct proc *p = proc_find((pid_t)next.tgid);
+		const struct proc *p = proc_find(procs, (pid_t)next.tgid);
 
 		key = next;
 		prev = &key;

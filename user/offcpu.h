@@ -13,6 +13,7 @@
 
 struct sample_bpf;
 struct proc;
+struct procs;
 struct features;
 struct degraded;
 
@@ -37,13 +38,13 @@ void offcpu_detach(void);
 bool offcpu_on(void);
 
 /* Drained records: EV_OFFCPU_STACK and EV_OFFCPU. 0 or -ENOMEM. */
-int offcpu_on_stack(const struct ev_sample *s, size_t size);
+int offcpu_on_stack(struct procs *procs, const struct ev_sample *s, size_t size);
 int offcpu_on_wait(const struct ev_offcpu *e);
 
 /* Under -a, where exited processes are written out and freed as they go
  * (1 s after their exit): the sums of the exited ones taken from BPF now,
  * so that they are in the process when it is written. 0 or -ENOMEM. */
-int offcpu_take_exited(struct sample_bpf *skel);
+int offcpu_take_exited(struct procs *procs, struct sample_bpf *skel);
 /* At the stop: the sums from BPF, and the waits still open, counted up to
  * the detach. */
 int offcpu_collect(struct sample_bpf *skel);

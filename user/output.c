@@ -30,6 +30,8 @@ struct fold {
 	const char *dir; /* for messages */
 	bool broken;	 /* rows could not be written: fold no more */
 	bool warned;
+	/* ri's: output_fold_live has no run_info to reach them by. */
+	struct procs *procs;
 };
 
 struct fold *output_fold_new(const struct run_info *ri)
@@ -54,6 +56,7 @@ struct fold *output_fold_new(const struct run_info *ri)
 		return NULL;
 	}
 	fo->dir = ri->out->path;
+	fo->procs = ri->procs;
 	return fo;
 }
 
@@ -91,8 +94,8 @@ void output_fold_live(struct fold *fo)
 	 * then keep their stacks to the end (or their exit). */
 	if (fo->broken || offcpu_on())
 		return;
-	for (i = 0; i < procs.v.n; i++) {
-		struct proc *p = procs.v.v[i];
+	for (i = 0; i < fo->procs->v.n; i++) {
+		struct proc *p = fo->procs->v.v[i];
 
 		/* JIT frames are named at the end, from the runtime's files. */
 		if (p->exited || !p->samples.n || p->exact || jit_has_files(p))
@@ -122,9 +125,9 @@ int output_snapshot(const struct run_info *ri, unsigned n)
 	int first = 0;
 
 	snprintf(suffix, sizeof(suffix), ".snapshot-%u", n);
-	for (i = 0; i < procs.v.n; i++)
-		if (procs.v.v[i]->exact)
-			OUT_FIRST(first, xray_write_files(ri, procs.v.v[i], suffix, false));
+	for (i = 0; i < ri->procs->v.n; i++)
+		if (ri->procs->v.v[i]->exact)
+			OUT_FIRST(first, xray_write_files(ri, ri->procs->v.v[i], suffix, false));
 	return first;
 }
 
@@ -138,8 +141,8 @@ int output_write(const struct run_info *ri)
 	/* Each file on its own: one failure does not cost the others. */
 	OUT_FIRST(first, write_profile(ri, fo ? fo->pf : NULL));
 	OUT_FIRST(first, write_flame(ri));
-	for (i = 0; ri->per_process && i < procs.v.n; i++) {
-		struct proc *p = procs.v.v[i];
+	for (i = 0; ri->per_process && i < ri->procs->v.n; i++) {
+		struct proc *p = ri->procs->v.v[i];
 		OUT_FIRST(first, write_cpuprofile(ri, p));
 		OUT_FIRST(first, xray_write_files(ri, p, "", true));
 	}

@@ -9,6 +9,8 @@
 #include "user/features.h"
 #include "user/outdir.h"
 
+struct procs;
+
 struct run_info {
 	uint64_t start_realtime_ns; /* wall clock at the start */
 	uint64_t duration_ns;
@@ -42,6 +44,8 @@ struct run_info {
 	struct fold *fold;  /* exited processes written as they go, or NULL */
 	int argc;
 	char **argv;
+	/* Every process recorded: the recorder's model (user/proc.h). */
+	struct procs *procs;
 };
 
 /* Under -a without per-process files: the profile and the summary take in

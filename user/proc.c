@@ -16,32 +16,11 @@
 #include "formats/util.h"
 #include "user/unwind.h"
 
-struct procs procs;
-bool proc_aggregate;
-
 /* An address outside every mapping re-reads /proc/PID/maps (a dlopen, a new
  * JIT region), but not more often than this: garbage frames from
  * frame-pointer walks through code built without them also miss. */
 #define MAPS_REREAD_NS (20 * 1000 * 1000ULL)
 #define MAPS_MAX_BYTES (64u << 20)
-
-/* Every file mapped by a process seen, by device and inode: the path of a
- * file that an exited process had mapped, known from another process. Copies:
- * the mappings of exited processes are freed (procs_retire). */
-struct known_file {
-	uint64_t inode;
-	unsigned dev_major, dev_minor;
-	char *path;
-};
-static struct {
-	VEC(struct known_file) v;
-	struct idtab tab;
-} files;
-
-/* Exited processes not compacted yet, in order of exit. */
-static VEC(struct proc *) exited;
-/* Processes whose maps were read since procs_take_maps_read last ran. */
-static VEC(pid_t) maps_read;
 
 static uint64_t file_hash(unsigned major, unsigned minor, uint64_t ino)
 {
@@ -50,59 +29,53 @@ static uint64_t file_hash(unsigned major, unsigned minor, uint64_t ino)
 
 static bool file_eq(const void *ctx, uint32_t id, const void *key)
 {
-	const struct known_file *m = &files.v.v[id];
+	const struct known_file *m = &((const struct procs *)ctx)->files.v.v[id];
 	const struct mapping *k = key;
 
-	(void)ctx;
 	return m->inode == k->inode && m->dev_major == k->dev_major && m->dev_minor == k->dev_minor;
 }
 
-static const struct known_file *known_file(const struct mapping *k)
+static const struct known_file *known_file(struct procs *procs, const struct mapping *k)
 {
-	uint32_t id = idtab_find(&files.tab, file_hash(k->dev_major, k->dev_minor, k->inode),
-				 file_eq, NULL, k);
+	uint32_t id = idtab_find(&procs->files.tab, file_hash(k->dev_major, k->dev_minor, k->inode),
+				 file_eq, procs, k);
 
-	return id == UINT32_MAX ? NULL : &files.v.v[id];
+	return id == UINT32_MAX ? NULL : &procs->files.v.v[id];
 }
 
-static void add_known_file(const struct mapping *m)
+static void add_known_file(struct procs *procs, const struct mapping *m)
 {
 	struct known_file kf = {m->inode, m->dev_major, m->dev_minor, NULL};
 
-	if (m->path[0] != '/' || m->deleted || !m->inode || known_file(m))
+	if (m->path[0] != '/' || m->deleted || !m->inode || known_file(procs, m))
 		return;
 	/* Only a lookup aid: on failure the name is just not found later. */
 	if (!(kf.path = strdup(m->path)))
 		return;
-	if (VEC_PUSH(files.v, kf)) {
+	if (VEC_PUSH(procs->files.v, kf)) {
 		free(kf.path);
 		return;
 	}
-	if (idtab_insert(&files.tab, file_hash(m->dev_major, m->dev_minor, m->inode),
-			 files.v.n - 1))
-		free(files.v.v[--files.v.n].path);
+	if (idtab_insert(&procs->files.tab, file_hash(m->dev_major, m->dev_minor, m->inode),
+			 procs->files.v.n - 1))
+		free(procs->files.v.v[--procs->files.v.n].path);
 }
 
 static bool proc_eq(const void *ctx, uint32_t id, const void *key)
 {
-	(void)ctx;
-	return procs.v.v[id]->pid == *(const pid_t *)key;
+	return ((const struct procs *)ctx)->v.v[id]->pid == *(const pid_t *)key;
 }
 
-/* proc_find's last find: a process's records come in runs (one CPU's
- * samples, -p's one process). Reset as processes are freed. */
-static struct proc *last_proc;
-
-struct proc *proc_find(pid_t pid)
+struct proc *proc_find(struct procs *procs, pid_t pid)
 {
 	uint32_t id;
 
-	if (last_proc && last_proc->pid == pid)
-		return last_proc;
-	id = idtab_find(&procs.tab, hash_u64(pid), proc_eq, NULL, &pid);
+	if (procs->last_proc && procs->last_proc->pid == pid)
+		return procs->last_proc;
+	id = idtab_find(&procs->tab, hash_u64(pid), proc_eq, procs, &pid);
 	if (id == UINT32_MAX)
 		return NULL;
-	return last_proc = procs.v.v[id];
+	return procs->last_proc = procs->v.v[id];
 }
 
 static int cmp_map(const void *a, const void *b)
@@ -205,7 +178,7 @@ static int read_maps(struct proc *p)
 			m->exec = ents[i].exec;
 			m->deleted = ents[i].deleted;
 			m->path = xstrdup(ents[i].path);
-			add_known_file(m);
+			add_known_file(p->set, m);
 		}
 		if (VEC_PUSH(p->maps, m)) {
 			err = -ENOMEM;
@@ -218,7 +191,7 @@ static int read_maps(struct proc *p)
 	resolve_unmapped(p);
 	if (!err) {
 		jit_scan(p);
-		if (!p->maps_read_queued && !VEC_PUSH(maps_read, p->pid))
+		if (!p->maps_read_queued && !VEC_PUSH(p->set->maps_read, p->pid))
 			p->maps_read_queued = true;
 	}
 	return err;
@@ -348,26 +321,27 @@ void proc_set_comm(char dst[COMM_TEXT_LEN], const char *src, size_t n)
 
 static void mark_exited(struct proc *p, uint64_t time_ns)
 {
-	if (!p->exited && proc_aggregate)
-		VEC_PUSH(exited, p); /* on ENOMEM it is only not retired */
+	if (!p->exited && p->set->aggregate)
+		VEC_PUSH(p->set->exited, p); /* on ENOMEM it is only not retired */
 	p->exited = true;
 	p->exit_ns = time_ns;
 }
 
-struct proc *proc_get(pid_t pid, const char *comm)
+struct proc *proc_get(struct procs *procs, pid_t pid, const char *comm)
 {
-	struct proc *p = proc_find(pid);
+	struct proc *p = proc_find(procs, pid);
 
 	if (p)
 		return p;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
+	p->set = procs;
 	p->pid = pid;
 	p->uid = (uid_t)-1;
 	if (comm)
 		proc_set_comm(p->comm, comm, COMM_LEN);
-	if (VEC_PUSH(procs.v, p) || idtab_insert(&procs.tab, hash_u64(pid), procs.v.n - 1)) {
+	if (VEC_PUSH(procs->v, p) || idtab_insert(&procs->tab, hash_u64(pid), procs->v.n - 1)) {
 		free(p);
 		return NULL;
 	}
@@ -577,7 +551,7 @@ static bool sample_eq(const void *ctx, uint32_t id, const void *key)
 	return a->stack == b->stack && a->tid == b->tid && a->cpu == b->cpu;
 }
 
-/* Stores a sample: under proc_aggregate, as one more of an equal one. JIT
+/* Stores a sample: under procs->aggregate, as one more of an equal one. JIT
  * code is named by the time of its sample (the runtime reuses addresses):
  * those processes keep each sample. */
 static int store_sample(struct proc *p, const struct sample *smp)
@@ -586,7 +560,7 @@ static int store_sample(struct proc *p, const struct sample *smp)
 	uint32_t id;
 
 	p->nsamples++;
-	if (!proc_aggregate || jit_has_files(p))
+	if (!p->set->aggregate || jit_has_files(p))
 		return VEC_PUSH(p->samples, *smp);
 	h = sample_hash(smp);
 	id = idtab_find(&p->sample_tab, h, sample_eq, p, smp);
@@ -650,7 +624,7 @@ static int uncompact(struct proc *p)
 	for (i = 0; i < p->threads.n; i++)
 		if (idtab_insert(&p->thread_tab, hash_u64(p->threads.v[i].tid), i))
 			return -ENOMEM;
-	for (i = 0; proc_aggregate && !jit_has_files(p) && i < p->samples.n; i++)
+	for (i = 0; p->set->aggregate && !jit_has_files(p) && i < p->samples.n; i++)
 		if (idtab_insert(&p->sample_tab, sample_hash(&p->samples.v[i]), i))
 			return -ENOMEM;
 	p->compacted = false;
@@ -729,11 +703,12 @@ static void raw_remember(struct proc *p, const struct raw_key *k, uint64_t h, ui
 		p->raw_ips.n = at + n;
 }
 
-int proc_intern_record(const struct ev_sample *s, struct proc **pp, uint32_t *stack)
+int proc_intern_record(struct procs *procs, const struct ev_sample *s, struct proc **pp,
+		       uint32_t *stack)
 {
 	uint32_t st[2 + MAX_STACK_FRAMES], i, n = 0, id;
 	uint64_t upcs[MAX_USER_FRAMES], h = 0;
-	struct proc *p = *pp = proc_get(s->hdr.pid, s->comm);
+	struct proc *p = *pp = proc_get(procs, s->hdr.pid, s->comm);
 	struct raw_key rk;
 	int nu;
 
@@ -772,7 +747,7 @@ int proc_intern_record(const struct ev_sample *s, struct proc **pp, uint32_t *st
 	return 0;
 }
 
-int proc_add_sample(const struct ev_sample *s)
+int proc_add_sample(struct procs *procs, const struct ev_sample *s)
 {
 	struct proc *p;
 	struct thread *t;
@@ -780,7 +755,7 @@ int proc_add_sample(const struct ev_sample *s)
 	const uint32_t *ids;
 	uint32_t nk, nu;
 
-	if (proc_intern_record(s, &p, &smp.stack))
+	if (proc_intern_record(procs, s, &p, &smp.stack))
 		return -ENOMEM;
 	/* JIT guidance counts CPU samples by their user leaf. */
 	ids = proc_stack(p, smp.stack, &nk, &nu);
@@ -896,9 +871,9 @@ const char *frame_iter_name(const struct frame_iter *it, char *buf, size_t len,
 	return frame_name_at(it->p, it->f, it->s->time_ns, buf, len, system_name, file, line);
 }
 
-void proc_on_exec(pid_t pid, const char *comm)
+void proc_on_exec(struct procs *procs, pid_t pid, const char *comm)
 {
-	struct proc *p = proc_get(pid, comm);
+	struct proc *p = proc_get(procs, pid, comm);
 
 	if (!p)
 		return;
@@ -924,9 +899,9 @@ void proc_on_exec(pid_t pid, const char *comm)
 	}
 }
 
-void proc_on_exit(pid_t pid, uint64_t time_ns)
+void proc_on_exit(struct procs *procs, pid_t pid, uint64_t time_ns)
 {
-	struct proc *p = proc_find(pid);
+	struct proc *p = proc_find(procs, pid);
 
 	if (!p)
 		return;
@@ -1041,7 +1016,7 @@ static void proc_free(struct proc *p)
 
 void proc_drop_samples(struct proc *p)
 {
-	if (!proc_aggregate)
+	if (!p->set->aggregate)
 		return; /* the per-process files read them one by one */
 	p->samples.n = 0;
 	idtab_free(&p->sample_tab);
@@ -1052,35 +1027,36 @@ void proc_drop_samples(struct proc *p)
 }
 
 /* Frees the retired processes and indexes the others again. */
-static void remove_retired(void)
+static void remove_retired(struct procs *procs)
 {
 	size_t i, n = 0;
 
-	idtab_free(&procs.tab);
-	last_proc = NULL;
-	for (i = 0; i < procs.v.n; i++) {
-		struct proc *p = procs.v.v[i];
+	idtab_free(&procs->tab);
+	procs->last_proc = NULL;
+	for (i = 0; i < procs->v.n; i++) {
+		struct proc *p = procs->v.v[i];
 
 		if (p->retired) {
 			proc_free(p);
 			continue;
 		}
-		procs.v.v[n] = p;
+		procs->v.v[n] = p;
 		/* The table had room for these: this only fails on ENOMEM,
 		 * and then the process is only not found again. */
-		idtab_insert(&procs.tab, hash_u64(p->pid), n);
+		idtab_insert(&procs->tab, hash_u64(p->pid), n);
 		n++;
 	}
-	procs.v.n = n;
+	procs->v.n = n;
 }
 
-void procs_retire(uint64_t time_ns, uint64_t until_ns, proc_done_fn done, void *ctx)
+void procs_retire(struct procs *procs, uint64_t time_ns, uint64_t until_ns, proc_done_fn done,
+		  void *ctx)
 {
 	size_t i, n = 0;
 	bool removed = false;
 
-	for (i = 0; i < exited.n; i++) {
-		struct proc *p = exited.v[i];
+	for (i = 0; i < procs->exited.n; i++) {
+		struct proc *p = procs->exited.v[i];
 
 		if (!p->exited) /* it ran again (a reused pid): not done */
 			continue;
@@ -1088,7 +1064,7 @@ void procs_retire(uint64_t time_ns, uint64_t until_ns, proc_done_fn done, void *
 		 * (checked every 16: a clock read costs more than some). */
 		if (p->exit_ns + PROC_COMPACT_NS > time_ns ||
 		    (!(i & 15) && i && now_ns(CLOCK_MONOTONIC) > until_ns)) {
-			exited.v[n++] = p;
+			procs->exited.v[n++] = p;
 		} else if (done && done(ctx, p)) {
 			p->retired = true;
 			removed = true;
@@ -1096,14 +1072,14 @@ void procs_retire(uint64_t time_ns, uint64_t until_ns, proc_done_fn done, void *
 			compact(p);
 		}
 	}
-	exited.n = n;
+	procs->exited.n = n;
 	if (removed)
-		remove_retired();
+		remove_retired(procs);
 }
 
-void proc_on_vma(pid_t pid, const struct ev_vma *v)
+void proc_on_vma(struct procs *procs, pid_t pid, const struct ev_vma *v)
 {
-	struct proc *p = proc_find(pid);
+	struct proc *p = proc_find(procs, pid);
 	const struct known_file *known;
 	struct mapping *m;
 	char name[4 * VMA_NAME_LEN + 1]; /* sanitized: a byte may become an escape */
@@ -1128,7 +1104,7 @@ void proc_on_vma(pid_t pid, const struct ev_vma *v)
 			      .dev_major = v->dev_major,
 			      .dev_minor = v->dev_minor,
 			      .exec = true};
-	known = known_file(m);
+	known = known_file(procs, m);
 	/* Without a known path, the file's bare name still tells the module. */
 	if (known) {
 		m->path = xstrdup(known->path);
@@ -1142,33 +1118,33 @@ void proc_on_vma(pid_t pid, const struct ev_vma *v)
 	resolve_unmapped(p);
 }
 
-void procs_take_maps_read(void (*fn)(void *ctx, pid_t pid), void *ctx)
+void procs_take_maps_read(struct procs *procs, void (*fn)(void *ctx, pid_t pid), void *ctx)
 {
 	size_t i;
 
-	for (i = 0; i < maps_read.n; i++) {
-		struct proc *p = proc_find(maps_read.v[i]);
+	for (i = 0; i < procs->maps_read.n; i++) {
+		struct proc *p = proc_find(procs, procs->maps_read.v[i]);
 
 		if (p)
 			p->maps_read_queued = false;
-		fn(ctx, maps_read.v[i]);
+		fn(ctx, procs->maps_read.v[i]);
 	}
-	maps_read.n = 0;
+	procs->maps_read.n = 0;
 }
 
-void procs_free(void)
+void procs_free(struct procs *procs)
 {
 	size_t i;
 
-	for (i = 0; i < procs.v.n; i++)
-		proc_free(procs.v.v[i]);
-	last_proc = NULL;
-	VEC_FREE(procs.v);
-	idtab_free(&procs.tab);
-	for (i = 0; i < files.v.n; i++)
-		free(files.v.v[i].path);
-	VEC_FREE(files.v);
-	idtab_free(&files.tab);
-	VEC_FREE(exited);
-	VEC_FREE(maps_read);
+	for (i = 0; i < procs->v.n; i++)
+		proc_free(procs->v.v[i]);
+	procs->last_proc = NULL;
+	VEC_FREE(procs->v);
+	idtab_free(&procs->tab);
+	for (i = 0; i < procs->files.v.n; i++)
+		free(procs->files.v.v[i].path);
+	VEC_FREE(procs->files.v);
+	idtab_free(&procs->files.tab);
+	VEC_FREE(procs->exited);
+	VEC_FREE(procs->maps_read);
 }

@@ -14,6 +14,7 @@ struct symfile;
 struct unwinder;
 struct fdr;
 struct jit_state;
+struct procs;
 
 /* A comm as stored: sanitized (fmt_sanitize), each of its 15 bytes may
  * become a 4-byte escape. */
@@ -50,7 +51,7 @@ struct sample {
 	uint32_t stack; /* index into proc.stack_off */
 	uint32_t tid;
 	uint32_t cpu;
-	uint32_t count;	  /* 1, or more where proc_aggregate merged samples */
+	uint32_t count;	  /* 1, or more where procs->aggregate merged samples */
 	uint64_t time_ns; /* merged: the first one's */
 };
 
@@ -74,6 +75,7 @@ struct image {
 };
 
 struct proc {
+	struct procs *set; /* the set it is in: its shared state (proc_get) */
 	pid_t pid;
 	char comm[COMM_TEXT_LEN]; /* sanitized, as every name from outside */
 	char *exe;		  /* the program's path, read when first seen; sanitized */
@@ -106,7 +108,7 @@ struct proc {
 	struct idtab raw_tab;
 	VEC(uint64_t) raw_ips;
 	VEC(struct sample) samples;
-	struct idtab sample_tab; /* proc_aggregate: samples by stack, tid and cpu */
+	struct idtab sample_tab; /* procs->aggregate: samples by stack, tid and cpu */
 	uint64_t nsamples;	 /* the sum of their counts */
 	VEC(struct thread) threads;
 	struct idtab thread_tab;
@@ -126,33 +128,54 @@ struct proc {
 	VEC(struct image) images;	  /* before each exec, oldest first */
 };
 
-/* All processes seen, in order of first sight. */
+/* Every file mapped by a process seen, by device and inode: the path of a
+ * file that an exited process had mapped, known from another process. Copies:
+ * the mappings of exited processes are freed (procs_retire). */
+struct known_file {
+	uint64_t inode;
+	unsigned dev_major, dev_minor;
+	char *path;
+};
+
+/* All processes seen, in order of first sight, and what they share. Owned
+ * by the recorder (zeroed to start), passed to whatever looks a process up
+ * or walks them all; a process reaches it by its set. */
 struct procs {
 	VEC(struct proc *) v;
 	struct idtab tab;
+	/* Set before the first sample when no writer needs samples one by one
+	 * (no per-sample timeline, no per-process file): samples of the same
+	 * stack, thread and CPU are then kept as one with a count, and an
+	 * exited process is given to the writers or compacted (procs_retire). */
+	bool aggregate;
+	struct {
+		VEC(struct known_file) v;
+		struct idtab tab;
+	} files;
+	/* Exited processes not compacted yet, in order of exit. */
+	VEC(struct proc *) exited;
+	/* Processes whose maps were read since procs_take_maps_read last ran. */
+	VEC(pid_t) maps_read;
+	/* proc_find's last find: a process's records come in runs (one CPU's
+	 * samples, -p's one process). Reset as processes are freed. */
+	struct proc *last_proc;
 };
-extern struct procs procs;
 
-/* Set before the first sample when no writer needs samples one by one (no
- * per-sample timeline, no per-process file): samples of the same stack,
- * thread and CPU are then kept as one with a count, and an exited process
- * is given to the writers or compacted (procs_retire). */
-extern bool proc_aggregate;
-
-struct proc *proc_get(pid_t pid, const char *comm);
+struct proc *proc_get(struct procs *procs, pid_t pid, const char *comm);
 /* Stores a comm from outside (at most COMM_LEN bytes, up to a NUL) into a
  * comm field, sanitized: it reaches terminals and files. */
 void proc_set_comm(char dst[COMM_TEXT_LEN], const char *src, size_t n);
-struct proc *proc_find(pid_t pid);
-int proc_add_sample(const struct ev_sample *s);
+struct proc *proc_find(struct procs *procs, pid_t pid);
+int proc_add_sample(struct procs *procs, const struct ev_sample *s);
 /* The record's kernel and user frames (unwound as a sample's) as one of its
  * process's stacks, without a sample: *pp, *stack. 0 or -ENOMEM. */
-int proc_intern_record(const struct ev_sample *s, struct proc **pp, uint32_t *stack);
-void proc_on_exec(pid_t pid, const char *comm);
+int proc_intern_record(struct procs *procs, const struct ev_sample *s, struct proc **pp,
+		       uint32_t *stack);
+void proc_on_exec(struct procs *procs, pid_t pid, const char *comm);
 /* The process exited (time: its event's): what only a live process needs
  * goes now (the unwinder and its open files). */
-void proc_on_exit(pid_t pid, uint64_t time_ns);
-/* Under proc_aggregate, processes that exited before time_ns -
+void proc_on_exit(struct procs *procs, pid_t pid, uint64_t time_ns);
+/* Under procs->aggregate, processes that exited before time_ns -
  * PROC_COMPACT_NS are done with: each is given to done(ctx, p), and freed
  * when it returns true (it took what it needs: the writers fold it into
  * their files as they go); otherwise, or without done, it drops its lookup
@@ -163,14 +186,15 @@ void proc_on_exit(pid_t pid, uint64_t time_ns);
 typedef bool (*proc_done_fn)(void *ctx, struct proc *p);
 /* Those left when CLOCK_MONOTONIC passes until_ns wait for the next call:
  * done() names frames, which may read a file's debug info. */
-void procs_retire(uint64_t time_ns, uint64_t until_ns, proc_done_fn done, void *ctx);
-/* Under proc_aggregate: forgets the process's stacks and samples, once the
+void procs_retire(struct procs *procs, uint64_t time_ns, uint64_t until_ns, proc_done_fn done,
+		  void *ctx);
+/* Under procs->aggregate: forgets the process's stacks and samples, once the
  * writers have taken them (output_fold_live); its frames, threads and
  * counts stay. A long-lived process's distinct stacks would otherwise grow
  * for as long as the recording. */
 void proc_drop_samples(struct proc *p);
 /* An executable mapping the process had as it exited (EV_VMA). */
-void proc_on_vma(pid_t pid, const struct ev_vma *v);
+void proc_on_vma(struct procs *procs, pid_t pid, const struct ev_vma *v);
 struct thread *proc_thread(struct proc *p, uint32_t tid);
 /* The thread, without adding it (works on compacted processes too); NULL
  * when it was never seen. */
@@ -197,7 +221,7 @@ const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, cha
 void proc_name_again(struct proc *p);
 /* Calls fn(ctx, pid) for each process whose /proc/PID/maps was read since
  * the last call (a new process, an exec, a new library), once each. */
-void procs_take_maps_read(void (*fn)(void *ctx, pid_t pid), void *ctx);
+void procs_take_maps_read(struct procs *procs, void (*fn)(void *ctx, pid_t pid), void *ctx);
 /* Frames of a stack: *nk kernel then *nu user ids, leaf first. */
 const uint32_t *proc_stack(const struct proc *p, uint32_t stack, uint32_t *nk, uint32_t *nu);
 
@@ -229,6 +253,6 @@ bool frame_iter_next(struct frame_iter *it);
  * sample's time); its system name, file and line as frame_name_at's. */
 const char *frame_iter_name(const struct frame_iter *it, char *buf, size_t len,
 			    const char **system_name, const char **file, int *line);
-void procs_free(void);
+void procs_free(struct procs *procs);
 
 #endif

@@ -86,6 +86,7 @@ struct recorder {
 	int nlinks;
 	const char *event;
 	struct run_info ri;
+	struct procs procs; /* the model: every process seen (user/proc.c) */
 	uint64_t stats[STAT_NR];
 	uint64_t start_ns, stop_ns; /* CLOCK_MONOTONIC; stop: sampling and tracing ended */
 	uint64_t yield_ns;	    /* handle_event returns to the loop after this; 0: unset */
@@ -396,7 +397,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		r->samples++;
 		r->sample_bytes += size;
 		r->size_hist[size / 8 < SIZE_HIST_N ? size / 8 : SIZE_HIST_N - 1]++;
-		if (proc_add_sample(s))
+		if (proc_add_sample(&r->procs, s))
 			return -ENOMEM; /* stops the drain; what we have is written */
 		break;
 	}
@@ -404,7 +405,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		if (size < sizeof(struct ev_sample) ||
 		    (r->target.child > 0 && h->pid == (__u32)r->target.child && !r->child_execd))
 			return 0;
-		if (offcpu_on_stack(data, size))
+		if (offcpu_on_stack(&r->procs, data, size))
 			return -ENOMEM;
 		break;
 	case EV_OFFCPU:
@@ -414,17 +415,17 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 	case EV_EXEC:
 		if (r->target.child > 0 && h->pid == (__u32)r->target.child)
 			r->child_execd = true;
-		if (size >= sizeof(struct ev_task) && (!env.all || proc_find(h->pid)))
-			proc_on_exec(h->pid, ((const struct ev_task *)data)->comm);
+		if (size >= sizeof(struct ev_task) && (!env.all || proc_find(&r->procs, h->pid)))
+			proc_on_exec(&r->procs, h->pid, ((const struct ev_task *)data)->comm);
 		break;
 	case EV_FORK:
 		if (size >= sizeof(struct ev_task))
-			proc_get(((const struct ev_task *)data)->child_pid, NULL);
+			proc_get(&r->procs, ((const struct ev_task *)data)->child_pid, NULL);
 		break;
 	case EV_EXIT: {
-		struct proc *p = proc_find(h->pid);
+		struct proc *p = proc_find(&r->procs, h->pid);
 
-		proc_on_exit(h->pid, h->time_ns);
+		proc_on_exit(&r->procs, h->pid, h->time_ns);
 		if (r->cfi_worker)
 			cfi_worker_queue(r->cfi_worker, h->pid, false);
 		if (p)
@@ -433,7 +434,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 	}
 	case EV_VMA:
 		if (size >= sizeof(struct ev_vma))
-			proc_on_vma(h->pid, data);
+			proc_on_vma(&r->procs, h->pid, data);
 		break;
 	case EV_CALL: {
 		const struct ev_call *c = data;
@@ -446,7 +447,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 			break;
 		if (size >= fixed && c->nargs <= MAX_TRACE_ARGS &&
 		    size >= fixed + c->nargs * sizeof(__u64) + extra) {
-			struct proc *p = proc_get(h->pid, NULL);
+			struct proc *p = proc_get(&r->procs, h->pid, NULL);
 			uint32_t id = c->func_id;
 
 			if (!p)
@@ -466,7 +467,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		break;
 	}
 	case EV_MIGRATE: {
-		struct proc *p = proc_find(h->pid);
+		struct proc *p = proc_find(&r->procs, h->pid);
 
 		if (p && xray_on_migrate(p, h))
 			return -ENOMEM;
@@ -487,7 +488,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 
 	if (err)
 		return err;
-	procs_take_maps_read(cfi_add, r);
+	procs_take_maps_read(&r->procs, cfi_add, r);
 	/* The slice starts at the first record the drain handles, not when it
 	 * began to wait; a clock read per record would cost more than some
 	 * records. */
@@ -515,7 +516,7 @@ static void read_stats(struct sample_bpf *skel, uint64_t out[STAT_NR])
 	free(vals);
 }
 
-static void read_lost_by_pid(struct sample_bpf *skel)
+static void read_lost_by_pid(struct procs *procs, struct sample_bpf *skel)
 {
 	int fd = bpf_map__fd(skel->maps.lost_by_pid);
 	__u32 key, next, *prev = NULL;
@@ -526,7 +527,7 @@ static void read_lost_by_pid(struct sample_bpf *skel)
 
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &v) || !(p = proc_get(key, NULL)))
+		if (bpf_map_lookup_elem(fd, &key, &v) || !(p = proc_get(procs, key, NULL)))
 			continue;
 		p->lost = v.count;
 		/* A process that only lost samples has no comm from a sample:
@@ -748,15 +749,15 @@ static int rec_load(struct recorder *r)
 		return -1;
 	/* No per-sample timeline and no per-process file: samples are
 	 * counted as they come, and exited processes compacted. */
-	proc_aggregate = env.all && !env.per_process;
+	r->procs.aggregate = env.all && !env.per_process;
 	if (skel->rodata->cfi_walk && rec_load_cfi(r))
 		return -1;
 	if (r->target.child > 0 && add_targets(skel, &r->target.child, 1))
 		return -1;
 	/* Maps of the targets as they are now, before any sample. */
 	for (i = 0; i < env.npids; i++)
-		proc_get(env.pids[i], NULL);
-	procs_take_maps_read(cfi_add, r);
+		proc_get(&r->procs, env.pids[i], NULL);
+	procs_take_maps_read(&r->procs, cfi_add, r);
 	r->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle_event, r, NULL);
 	if (!r->rb) {
 		err("ring buffer: %s", strerror(errno));
@@ -817,7 +818,8 @@ static int rec_attach(struct recorder *r)
 	ri->kernel = r->feat.kernel;
 	ri->degraded = &r->degraded;
 	ri->offcpu = offcpu_on();
-	if (proc_aggregate) {
+	ri->procs = &r->procs;
+	if (r->procs.aggregate) {
 		const char *s = getenv("BPFTRACE_REC_FOLD_LIVE_S"); /* the tests' */
 
 		ri->fold = output_fold_new(ri);
@@ -936,9 +938,10 @@ static void rec_drain(struct recorder *r)
 		/* Twice between a process's exit and its retirement. */
 		if (r->ri.fold && offcpu_on() && now - r->last_offcpu_ns > PROC_COMPACT_NS / 2) {
 			r->last_offcpu_ns = now;
-			offcpu_take_exited(r->skel);
+			offcpu_take_exited(&r->procs, r->skel);
 		}
-		procs_retire(now, now + RETIRE_BUDGET_NS, r->ri.fold ? retire_proc : NULL, r);
+		procs_retire(&r->procs, now, now + RETIRE_BUDGET_NS,
+			     r->ri.fold ? retire_proc : NULL, r);
 		/* It walks every cached file: once a second is enough. */
 		if (now - r->last_trim_ns > 1000000000ULL) {
 			r->last_trim_ns = now;
@@ -1041,12 +1044,12 @@ static void rec_stop(struct recorder *r)
 	r->yield_ns = UINT64_MAX;
 	ring_buffer__consume(r->rb);
 	read_stats(r->skel, st);
-	read_lost_by_pid(r->skel);
+	read_lost_by_pid(&r->procs, r->skel);
 	if (offcpu_collect(r->skel))
 		warn("--off-cpu: out of memory reading the waits");
 	if (r->tty)
 		status_line(r, true);
-	xray_close_calls(r->stop_ns);
+	xray_close_calls(&r->procs, r->stop_ns);
 	if (r->unresolved_calls)
 		warn("%llu traced calls are [unknown]: without BPF cookies a function is found "
 		     "from its process's maps, and the process exited before they were read",
@@ -1115,9 +1118,9 @@ static int rec_write(struct recorder *r)
 		ri->cfi_budget_bytes = cs.rows_cap * sizeof(struct cfi_row);
 		ri->cfi_out_of_budget = cs.out_of_budget;
 	}
-	jit_load_all();
-	for (size_t i = 0; i < procs.v.n; i++)
-		proc_name_again(procs.v.v[i]);
+	jit_load_all(&r->procs);
+	for (size_t i = 0; i < r->procs.v.n; i++)
+		proc_name_again(r->procs.v.v[i]);
 	return output_write(ri) ? 1 : 0;
 }
 
@@ -1146,12 +1149,12 @@ static int rec_finish(struct recorder *r, int code)
 	if (r->exec_status)
 		code = r->exec_status;
 	output_fold_free(r->ri.fold);
-	for (size_t i = 0; i < procs.v.n; i++) {
-		xray_proc_free(procs.v.v[i]);
-		jit_proc_free(procs.v.v[i]);
+	for (size_t i = 0; i < r->procs.v.n; i++) {
+		xray_proc_free(r->procs.v.v[i]);
+		jit_proc_free(r->procs.v.v[i]);
 	}
 	offcpu_free();
-	procs_free();
+	procs_free(&r->procs);
 	xray_free();
 	symfiles_free();
 	kallsyms_free();

@@ -64,14 +64,14 @@ void flame_fold_add(struct proc *p)
 	}
 }
 
-static int take_live(void)
+static int take_live(const struct run_info *ri)
 {
 	size_t i;
 
 	if (!took_live) {
 		took_live = true;
-		for (i = 0; i < procs.v.n; i++)
-			flame_fold_add(procs.v.v[i]);
+		for (i = 0; i < ri->procs->v.n; i++)
+			flame_fold_add(ri->procs->v.v[i]);
 		if (tree_err)
 			warn("stacks.folded and flamegraph.html: %s (%llu samples could not be "
 			     "added): not written",
@@ -84,9 +84,8 @@ static int take_live(void)
 
 static int fill_folded(void *ctx, FILE *f, int fd)
 {
-	int err = take_live();
+	int err = take_live(ctx);
 
-	(void)ctx;
 	(void)fd;
 	return err ? err : folded_write(tree, f);
 }
@@ -96,7 +95,7 @@ static int fill_flamegraph(void *ctx, FILE *f, int fd)
 	const struct run_info *ri = ctx;
 	char title[1024];
 	size_t len;
-	int err = take_live(), k;
+	int err = take_live(ri), k;
 
 	(void)fd;
 	if (err)

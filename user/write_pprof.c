@@ -186,7 +186,8 @@ static void note_program(struct program *best, const struct proc *p)
 				 m->offset,   strdup(m->path), bid ? strdup(bid) : NULL};
 }
 
-static void set_program(struct pprof *pp, const struct program *folded, bool system_wide)
+static void set_program(struct pprof *pp, const struct program *folded, bool system_wide,
+			const struct procs *procs)
 {
 	struct program live = {0};
 	const struct program *best;
@@ -202,8 +203,8 @@ static void set_program(struct pprof *pp, const struct program *folded, bool sys
 		return;
 	}
 
-	for (i = 0; i < procs.v.n; i++)
-		note_program(&live, procs.v.v[i]);
+	for (i = 0; i < procs->v.n; i++)
+		note_program(&live, procs->v.v[i]);
 	best = folded && folded->nsamples > live.nsamples ? folded : &live;
 	if (best->path && (id = pprof_mapping(pp, best->start, best->end, best->offset, best->path,
 					      best->build_id, true)))
@@ -283,9 +284,9 @@ static int fill_pprof(void *ctx, FILE *out, int fd)
 	if (ri->offcpu && !pf)
 		pprof_enable_offcpu(pp);
 	pprof_set_duration(pp, ri->duration_ns);
-	set_program(pp, pf ? &pf->program : NULL, ri->system_wide);
-	for (i = 0; i < procs.v.n && !err; i++)
-		err = add_proc(pp, procs.v.v[i], km, !pf);
+	set_program(pp, pf ? &pf->program : NULL, ri->system_wide, ri->procs);
+	for (i = 0; i < ri->procs->v.n && !err; i++)
+		err = add_proc(pp, ri->procs->v.v[i], km, !pf);
 	if (!err) {
 		fflush(out);
 		err = pprof_write_fd(pp, fd);

@@ -157,8 +157,8 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 			     "not be read back: some are missing",
 			     ri->out->path);
 	}
-	for (i = 0; i < procs.v.n; i++) {
-		const struct proc *p = procs.v.v[i];
+	for (i = 0; i < ri->procs->v.n; i++) {
+		const struct proc *p = ri->procs->v.v[i];
 
 		if (!p->nsamples && !p->lost && !p->exact)
 			continue;

@@ -73,13 +73,13 @@ int xray_on_call(struct proc *p, const struct ev_call *c, uint32_t func_id, unsi
 			0);
 }
 
-void xray_close_calls(uint64_t ts)
+void xray_close_calls(struct procs *procs, uint64_t ts)
 {
 	size_t i;
 
-	for (i = 0; i < procs.v.n; i++)
-		if (procs.v.v[i]->exact && fdr_close_open(procs.v.v[i]->exact, ts))
-			warn("pid %d: out of memory closing its traced calls", procs.v.v[i]->pid);
+	for (i = 0; i < procs->v.n; i++)
+		if (procs->v.v[i]->exact && fdr_close_open(procs->v.v[i]->exact, ts))
+			warn("pid %d: out of memory closing its traced calls", procs->v.v[i]->pid);
 }
 
 int xray_on_migrate(struct proc *p, const struct ev_hdr *h)

@@ -12,6 +12,7 @@
 #include "bpf/events.h"
 
 struct proc;
+struct procs;
 
 struct xray_cfg {
 	int version;		    /* 1 or 5 */
@@ -40,7 +41,7 @@ struct run_info;
 int xray_write_files(const struct run_info *ri, struct proc *p, const char *suffix, bool sampled);
 /* At the stop (ts): every -t call still open is closed, so that each entry
  * has its exit. */
-void xray_close_calls(uint64_t ts);
+void xray_close_calls(struct procs *procs, uint64_t ts);
 void xray_proc_free(struct proc *p);
 void xray_free(void);
 
