@@ -702,7 +702,7 @@ int cfi_maps_add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t
  * is read (from memory: it has no file) and keyed (0, 0). Its code (the
  * clock_gettime a program calls in a loop) has CFI but, built without
  * frame pointers, no frame-pointer fallback. */
-int cfi_maps_add_vdso(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end)
+static int add_vdso(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end)
 {
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)getauxval(AT_SYSINFO_EHDR);
 	size_t size;
@@ -720,6 +720,13 @@ int cfi_maps_add_vdso(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t en
 		return -ENOEXEC;
 	err = add_mapping(m, pid, start, end, 0, 0, 0, -1, elf, 0);
 	elf_end(elf);
+	return err;
+}
+
+int cfi_maps_add_vdso(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end)
+{
+	int err = add_vdso(m, pid, start, end);
+
 	gen_bump(m);
 	return err;
 }
@@ -819,7 +826,7 @@ static int add_process(struct cfi_maps *m, pid_t pid, uint64_t big)
 			   &maj, &min, &ino, &n) < 7)
 			continue;
 		if (perms[2] == 'x' && !strcmp(line + n, "[vdso]")) {
-			cfi_maps_add_vdso(m, pid, start, end);
+			add_vdso(m, pid, start, end); /* the caller bumps cfi_gen once */
 			continue;
 		}
 		if (perms[2] != 'x' || !ino || line[n] != '/')
@@ -879,20 +886,17 @@ static int add_process(struct cfi_maps *m, pid_t pid, uint64_t big)
 	return !err && deferred ? -EAGAIN : err;
 }
 
-int cfi_maps_add_process(struct cfi_maps *m, pid_t pid)
+int cfi_maps_add_process_quick(struct cfi_maps *m, pid_t pid, uint64_t big)
 {
-	int err = add_process(m, pid, 0);
+	int err = add_process(m, pid, big);
 
 	gen_bump(m); /* its mappings may have changed (exec, dlopen, munmap) */
 	return err;
 }
 
-int cfi_maps_add_process_quick(struct cfi_maps *m, pid_t pid, uint64_t big)
+int cfi_maps_add_process(struct cfi_maps *m, pid_t pid)
 {
-	int err = add_process(m, pid, big);
-
-	gen_bump(m);
-	return err;
+	return cfi_maps_add_process_quick(m, pid, 0);
 }
 
 void cfi_maps_get_stats(const struct cfi_maps *m, struct cfi_maps_stats *st)

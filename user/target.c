@@ -161,15 +161,13 @@ void target_watch_pids(struct target *t, const pid_t *pids, int n)
 
 int target_pollfds(const struct target *t, struct pollfd *fds, int max, bool *all)
 {
-	int i, n = 0;
+	int i, n = 0, targets = t->npidfds + (t->child > 0);
 
-	*all = t->child <= 0 || t->child_pidfd >= 0;
 	if (t->child > 0 && t->child_pidfd >= 0 && n < max)
 		fds[n++] = (struct pollfd){.fd = t->child_pidfd, .events = POLLIN};
 	for (i = 0; i < t->npidfds && n < max; i++)
 		fds[n++] = (struct pollfd){.fd = t->pidfds[i], .events = POLLIN};
-	if (n < (t->child > 0 && t->child_pidfd >= 0) + t->npidfds)
-		*all = false;
+	*all = n == targets;
 	return n;
 }
 
