@@ -285,8 +285,7 @@ static __always_inline int cfi_lookup(struct scratch *sc, __u64 addr, struct cfi
 	/* Found by this or an earlier sample of the process: a recursion's
 	 * frames, and the call sites every sample of a loop returns through. */
 	if (slot < (1 << CFI_RC_BITS) && sc->cc.rc[slot].gen == st->gen &&
-	    sc->cc.rc[slot].tgid == st->tgid && addr >= sc->cc.rc[slot].lo &&
-	    addr < sc->cc.rc[slot].hi) {
+	    sc->cc.rc[slot].tgid == st->tgid && addr - sc->cc.rc[slot].lo < sc->cc.rc[slot].len) {
 		*row = sc->cc.rc[slot].row;
 		return CFI_LK_ROW;
 	}
@@ -387,7 +386,7 @@ search:
 		if (r && slot < (1 << CFI_RC_BITS)) {
 			sc->cc.rc[slot].row = *row;
 			sc->cc.rc[slot].lo = st->m_bias + t->base + row->pc_off;
-			sc->cc.rc[slot].hi = st->m_bias + t->base + r->pc_off;
+			sc->cc.rc[slot].len = r->pc_off - row->pc_off;
 			sc->cc.rc[slot].tgid = st->tgid;
 			sc->cc.rc[slot].gen = st->gen;
 		}
@@ -627,6 +626,11 @@ static __always_inline int cfi_finish(struct scratch *sc, int r, const bool comp
 	return send_sample(sc, s->nkernel, sc->cfi.n, compat);
 }
 
+/* The frames' loop is not unrolled (clang keeps it a loop: the step is too
+ * large), and it stays a tail call per CFI_FRAMES_PER_CALL frames on newer
+ * kernels too: a bpf_loop walk (one invocation, a callback per frame or per
+ * CFI_FRAMES_PER_CALL frames) was 10-25 % dearer on a 60-frame stack, 8-15 %
+ * cheaper on gzip's 7 (docs/benchmarks.md). */
 static __always_inline int cfi_walker(void *ctx, const bool compat)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), i;
@@ -682,11 +686,23 @@ static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid,
 	/* Only processes with uprobes have the page (kernels without
 	 * CONFIG_UPROBES have no utask). */
 	if (bpf_core_field_exists(((struct task_struct *)0)->utask)) {
-		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+		if (!compat) {
+			/* Loads through the task's BTF pointer (faults read 0):
+			 * three probe reads cost ~0.3 us a sample here. */
+			struct task_struct *task = bpf_get_current_task_btf();
+			struct xol_area *xa = task->mm ? task->mm->uprobes_state.xol_area : NULL;
 
-		st->tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
-		if (st->tramp)
-			st->ri = st->ri0 = (__u64)BPF_CORE_READ(task, utask, return_instances);
+			st->tramp = xa ? xa->vaddr : 0;
+			if (st->tramp && task->utask)
+				st->ri = st->ri0 = (__u64)task->utask->return_instances;
+		} else {
+			struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+			st->tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+			if (st->tramp)
+				st->ri = st->ri0 =
+				    (__u64)BPF_CORE_READ(task, utask, return_instances);
+		}
 	}
 	if (nk < MAX_FRAMES)
 		s->ips[nk] = st->pc;

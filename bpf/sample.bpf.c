@@ -33,8 +33,9 @@ struct {
 	(MAX_STACK_COPY + PAGE_SZ) /* a page of slack keeps the verifier's bounds simple */
 
 /* Bytes of user stack copied from sp at each sample: stack_copy_walk for
- * the walks' first window (not sent), stack_copy_dwarf for processes
- * unwound with DWARF (all of them, or those in dwarf_pids). */
+ * the walks' first window (not sent; WALK_COPY or CFI_WALK_COPY),
+ * stack_copy_dwarf for processes unwound with DWARF (all of them, or those
+ * in dwarf_pids). */
 const volatile __u32 stack_copy_walk = 0;
 const volatile __u32 stack_copy_dwarf = 0;
 const volatile bool dwarf_all = false;
@@ -86,13 +87,15 @@ struct cfi_state {
 #define CFI_RC_BITS 7 /* rows: 128 entries, direct-mapped by lookup address */
 #define CFI_MC_N    4 /* mappings, replaced in turn */
 struct cfi_cache {
+	/* 32 bytes, aligned: one cache line per lookup (the slot is cold at
+	 * each sample; a miss costs ~0.1 us here). */
 	struct {
-		__u64 lo, hi; /* the row's pcs in the process */
+		__u64 lo; /* the row's first pc in the process */
 		__u64 gen;
+		__u32 len; /* its pcs: [lo, lo + len) */
 		__u32 tgid;
 		struct cfi_row row;
-		__u32 pad;
-	} rc[1 << CFI_RC_BITS];
+	} rc[1 << CFI_RC_BITS] __attribute__((aligned(64)));
 	struct {
 		__u64 start, end, bias, gen;
 		__u32 tgid, table;
@@ -114,11 +117,14 @@ struct scratch {
 	__u64 win_lo, win_len, win_reads;
 	struct cfi_state cfi;
 	struct cfi_cache cc;
-	__u64 wake; /* send the record with a wakeup (the drain's attention now) */
-};
+	__u64 wake;		/* send the record with a wakeup (the drain's attention now) */
+} __attribute__((aligned(64))); /* each CPU's slot starts a cache line */
 
+/* Mmapable only for the layout: such an array's values start page-aligned,
+ * so that the slots and their row caches are cache-line aligned. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1); /* set to the number of CPUs by the loader */
 	__type(key, __u32);
 	__type(value, struct scratch);
@@ -436,8 +442,23 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 			goto user_done; /* a kernel thread: no user stack */
 		}
 		sp = s->uregs[UREG_SP];
+		/* The walks' first window: one read, across a page boundary too,
+		 * since the stack above sp was all used (mapped) up to its top,
+		 * as perf's stack copy assumes; near the top, where that read
+		 * fails, to the end of sp's page (the walks read further as they
+		 * need). */
+		if (!(s->flags & SAMPLE_DWARF) && want && sp) {
+			barrier_var(want);
+			want = ((want - 1) & (PAGE_SZ - 1)) + 1; /* 1..PAGE_SZ, for the verifier */
+			if (!bpf_probe_read_user(sc->stack, want, (void *)sp)) {
+				copied = want;
+				want = 0; /* done */
+			} else if (want > PAGE_SZ - (sp & (PAGE_SZ - 1))) {
+				want = PAGE_SZ - (sp & (PAGE_SZ - 1));
+			}
+		}
 		/* The main thread's stack ends at start_stack; no need to copy past
-		 * it. Not worth two reads for the walks' first window. */
+		 * it. */
 		if (want > PAGE_SZ) {
 			top = BPF_CORE_READ(task, mm, start_stack);
 			if (sp < top && top - sp < want)

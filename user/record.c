@@ -693,7 +693,9 @@ static int rec_load(struct recorder *r)
 	if (!env.ringbuf_mb)
 		env.ringbuf_mb = ringbuf_size_mb();
 	skel->rodata->wakeup_bytes = (uint64_t)env.ringbuf_mb << 18; /* a quarter full */
-	skel->rodata->stack_copy_walk = env.no_user ? 0 : WALK_COPY;
+	skel->rodata->stack_copy_walk = env.no_user		   ? 0
+					: env.call_graph == CG_CFI ? CFI_WALK_COPY
+								   : WALK_COPY;
 	skel->rodata->stack_copy_dwarf =
 	    env.call_graph == CG_FP || env.no_user ? 0 : env.stack_copy;
 	skel->rodata->dwarf_all = env.call_graph == CG_DWARF;

@@ -311,7 +311,7 @@ static int run_case(const char *name, char *const argv[], bool compat, bool nota
 	skel->rodata->filter_pids = true;
 	skel->rodata->follow_forks = false;
 	skel->rodata->self_tgid = getpid();
-	skel->rodata->stack_copy_walk = WALK_COPY;
+	skel->rodata->stack_copy_walk = CFI_WALK_COPY;
 	skel->rodata->stack_copy_dwarf = 32768;
 	skel->rodata->cfi_walk = true;
 	skel->rodata->cfi_read_copy = !windows;
