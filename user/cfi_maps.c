@@ -686,18 +686,6 @@ static int add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t e
 	return 0;
 }
 
-int cfi_maps_add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end,
-			 uint64_t offset, uint64_t dev, uint64_t ino, int fd)
-{
-	int err;
-
-	if (!ino)
-		return -EINVAL; /* (0, 0) is the vdso's key */
-	err = add_mapping(m, pid, start, end, offset, dev, ino, fd, NULL, 0);
-	gen_bump(m);
-	return err;
-}
-
 /* The vdso: the kernel's, the same image in every 64-bit process, so ours
  * is read (from memory: it has no file) and keyed (0, 0). Its code (the
  * clock_gettime a program calls in a loop) has CFI but, built without
@@ -720,14 +708,6 @@ static int add_vdso(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end)
 		return -ENOEXEC;
 	err = add_mapping(m, pid, start, end, 0, 0, 0, -1, elf, 0);
 	elf_end(elf);
-	return err;
-}
-
-int cfi_maps_add_vdso(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end)
-{
-	int err = add_vdso(m, pid, start, end);
-
-	gen_bump(m);
 	return err;
 }
 

@@ -74,15 +74,6 @@ int cfi_maps_add_process(struct cfi_maps *m, pid_t pid);
  * build (a compiler's: close to a second here) does not hold up the
  * processes queued behind it. */
 int cfi_maps_add_process_quick(struct cfi_maps *m, pid_t pid, uint64_t big);
-/* One mapping of a process: [start, end) maps file offset `offset` of the
- * file fd (only read; the caller keeps it), whose (dev, ino) keys the
- * table (ino 0 is refused: (0, 0) is the vdso's). 0 or -errno (-ENOSPC:
- * out of budget, mapped with table 0). */
-int cfi_maps_add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end,
-			 uint64_t offset, uint64_t dev, uint64_t ino, int fd);
-/* The process's [vdso] mapping, with the table of this process's vdso (the
- * kernel's; cfi_maps_add_process does it). 0 or -errno. */
-int cfi_maps_add_vdso(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end);
 /* Removes all the entries of a process (at its exit, or before an exec's
  * new maps are added). 0 or -ENOENT. */
 int cfi_maps_remove_process(struct cfi_maps *m, pid_t pid);
