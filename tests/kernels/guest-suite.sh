@@ -165,6 +165,26 @@ c_cmd_split() {
 }
 check cmd_split
 
+# --- the CFI walk loaded on this kernel and walked the split's stacks whole -------
+# (cmd_split's recording: the default mode; the compat walker's tail calls on
+# kernels before 5.19.) Its first samples go the DWARF way until its tables
+# are loaded; the rest must reach the root.
+c_cfi_whole() {
+	local t=cfi_whole r
+	r=$(python3 -c 'import json, sys
+w = json.load(open(sys.argv[1])).get("cfi_walk") or {}
+n, e, d = w.get("walks", 0), w.get("reached_root", 0), w.get("to_dwarf", 0)
+print("%d of %d walks reached the root, %d went to DWARF" % (e, n, d))
+sys.exit(0 if n >= 100 and e >= 0.95 * (n - d) else 1)' "$TMP/cmd_split/summary.json" 2>&1)
+	if [ $? = 0 ]; then
+		pass $t
+		info "$t: $r"
+	else
+		fail $t "$r"
+	fi
+}
+check cfi_whole
+
 # --- -p PID of a running split ----------------------------------------------------
 c_pid_split() {
 	local t=pid_split
