@@ -104,9 +104,9 @@ struct {
 /* Frames per walker invocation, and invocations: the kernel allows 32 tail
  * calls in a chain (MAX_TAIL_CALL_CNT, 33 since 5.17), one of which is the
  * sampler's; 16 * 8 frames cover MAX_FRAMES. 8, not 5: a shallow stack
- * (gzip's 7 frames and its end) is walked in one invocation, which made
- * gzip's samples ~20 % cheaper, deep's (60 frames) no dearer; the verifier
- * follows the loop's 8 steps (walker ~105k instructions, compat ~47k). */
+ * (gzip's 7 frames and its end) is walked in one invocation, cheaper there
+ * and no dearer on deep stacks (docs/benchmarks.md); the verifier follows
+ * the loop's 8 steps. */
 #define CFI_FRAMES_PER_CALL 8
 #define CFI_MAX_CALLS	    30
 /* Bytes copied for DWARF when the walk meets a mapping without a table and
@@ -632,8 +632,8 @@ static __always_inline int cfi_finish(struct scratch *sc, int r, const bool comp
 /* The frames' loop is not unrolled (clang keeps it a loop: the step is too
  * large), and it stays a tail call per CFI_FRAMES_PER_CALL frames on newer
  * kernels too: a bpf_loop walk (one invocation, a callback per frame or per
- * CFI_FRAMES_PER_CALL frames) was 10-25 % dearer on a 60-frame stack, 8-15 %
- * cheaper on gzip's 7 (docs/benchmarks.md). */
+ * CFI_FRAMES_PER_CALL frames) was dearer on deep stacks, a callback's call
+ * and return per step, and cheaper only on shallow ones (docs/benchmarks.md). */
 static __always_inline int cfi_walker(void *ctx, const bool compat)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), i;
@@ -690,8 +690,8 @@ static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid,
 	 * CONFIG_UPROBES have no utask). */
 	if (bpf_core_field_exists(((struct task_struct *)0)->utask)) {
 		if (!compat) {
-			/* Loads through the task's BTF pointer (faults read 0):
-			 * three probe reads cost ~0.3 us a sample here. */
+			/* Loads through the task's BTF pointer (faults read 0),
+			 * not three probe reads at every walk (docs/benchmarks.md). */
 			struct task_struct *task = bpf_get_current_task_btf();
 			struct xol_area *xa = task->mm ? task->mm->uprobes_state.xol_area : NULL;
 

@@ -17,7 +17,7 @@
 #define WALK_COPY 512
 /* The same for the CFI walk, which goes to the root: most shallow stacks
  * (gzip's ~7 frames: ~1.5 KB) end within it, so that the walk reads no
- * window beyond it (bpf/sample.bpf.c: one read, as a window's costs ~0.4 us). */
+ * window beyond it (bpf/sample.bpf.c: one read; docs/benchmarks.md). */
 #define CFI_WALK_COPY 2048
 
 enum ev_type {

@@ -88,7 +88,7 @@ struct cfi_state {
 #define CFI_MC_N    4 /* mappings, replaced in turn */
 struct cfi_cache {
 	/* 32 bytes, aligned: one cache line per lookup (the slot is cold at
-	 * each sample; a miss costs ~0.1 us here). */
+	 * each sample: docs/benchmarks.md). */
 	struct {
 		__u64 lo; /* the row's first pc in the process */
 		__u64 gen;

@@ -92,7 +92,7 @@ if [ -n "$san_dir" ]; then
 fi
 # Where the time went: the slowest tests first (all of them in
 # $build/test-times.txt).
-printf '%s\n' "${times[@]+"${times[@]}"}" | sed '/^$/d' | sort -rn > "$build/test-times.txt"
+printf '%s\n' "${times[@]}" | sed '/^$/d' | sort -rn > "$build/test-times.txt"
 echo "Time by test ($((SECONDS / 60)) min $((SECONDS % 60)) s in all):"
 head -8 "$build/test-times.txt" | sed 's/^/  /'
 if ((${#failed[@]})); then
