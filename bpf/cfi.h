@@ -52,14 +52,14 @@
  *
  * The walk, per frame, from the sample's registers (pc, sp, bp) with
  * lookup address pc for the first frame:
- * 1. row = lookup(addr); NONE or FALLBACK, or a pc in no mapping (JIT
- *    code, anonymous memory): one frame-pointer step (return address at
- *    rbp + 8, next rbp at rbp, sp = rbp + 16; only for an rbp at or above
- *    sp), then on with the CFI; no entry, table 0 (not loaded) or a file
- *    mapping behind the /32 marker: the table by the vma's file
- *    (cfi_files below, 5.17+), else the sample goes to DWARF (the walk
- *    goes on by frame pointers, for user space's fallback); END: the
- *    outermost frame, done.
+ * 1. row = lookup(addr); NONE or FALLBACK, or a mapping without CFI
+ *    (CFI_TABLE_NOMAP: JIT code, anonymous memory): one frame-pointer step
+ *    (return address at rbp + 8, next rbp at rbp, sp = rbp + 16; only for
+ *    an rbp at or above sp), then on with the CFI; no entry, table 0 (not
+ *    loaded) or the /32 marker (a pc mapped since the last read): the table
+ *    by the vma's file (cfi_files below, 5.17+), else the sample goes to
+ *    DWARF (the walk goes on by frame pointers, for user space's
+ *    fallback); END: the outermost frame, done.
  * 2. CFA: RSP: sp + 8 * cfa_off; RBP: bp + 8 * cfa_off; PLT: sp +
  *    8 * cfa_off + ((pc & 15) >= CFI_PLT_SPLIT ? 8 : 0) with the frame's
  *    own pc (not the lookup address). SIGNAL: see CFI_SIG_* below.
@@ -165,7 +165,7 @@ struct cfi_mapping_key {
  * SAMPLE_CFI_NOTABLE). */
 struct cfi_mapping {
 	__u64 bias;  /* pc - bias is the ELF vaddr (the load bias; 0 for ET_EXEC) */
-	__u32 table; /* key of cfi_tables; 0: not loaded; CFI_TABLE_NOMAP: see below */
+	__u32 table; /* key of cfi_tables; 0: not loaded; CFI_TABLE_*: see below */
 	__u32 pad;
 	/* The whole range this value holds for (of which the entry's prefix is
 	 * a piece): the walk keeps the last one and looks no further while the
@@ -174,12 +174,21 @@ struct cfi_mapping {
 	__u64 start, end;
 };
 
-/* Each process whose mappings are loaded also has a /32 entry (its tgid,
- * any pc) with this table: a pc in none of its file mappings (JIT code,
- * anonymous memory) finds it, and takes a frame-pointer step. A process
- * with no entry at all is one user space has not loaded yet (its first
- * samples): those are copied for DWARF unwinding, as a table 0 is. */
+/* An executable mapping without CFI: JIT code and other anonymous memory, a
+ * file that is no ELF or has no CFI. Its pcs take a frame-pointer step. */
 #define CFI_TABLE_NOMAP 0xffffffffu
+/* Each process whose mappings are loaded also has a /32 entry (its tgid,
+ * any pc) with this table: a pc in none of its executable mappings as user
+ * space last read them finds it. That is code mapped since (the libraries
+ * its dynamic loader maps after the read, a dlopen, JIT code) or a garbage
+ * return address: the table by the vma's file (5.17+; anonymous memory
+ * then takes a frame-pointer step), else the sample is copied for DWARF
+ * unwinding, as for a table 0. Never a frame-pointer step without knowing:
+ * libc has no frame pointers, and the compat walker (no bpf_find_vma) cut
+ * the stacks of every new process short until the next read of its maps.
+ * A process with no entry at all is one user space has not loaded yet (its
+ * first samples): the same, with cfi_pcache. */
+#define CFI_TABLE_MARKER 0xfffffffeu
 
 /* A mapping the trie does not have (a process user space has not loaded
  * yet, a library mapped since): the walk finds its vma (bpf_find_vma,

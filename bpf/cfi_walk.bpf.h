@@ -55,9 +55,11 @@ struct {
 } cfi_mappings SEC(".maps");
 
 /* Processes whose first walk that met no table was sent with a wakeup: the
- * drain then sees the process now, not at its next 50 ms pass, and has its
+ * drain then sees the process now, not at its next pass, and has its
  * tables loaded that much sooner (until then each sample is a DWARF copy of
- * kilobytes, for user space to unwind). Once per process. */
+ * kilobytes, for user space to unwind). Once per process, and once more
+ * after each time user space loads it (user/cfi_maps.c deletes the entry):
+ * the libraries its loader mapped after that read, a dlopen. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 8192);
@@ -165,8 +167,11 @@ static long vma_info_cb(struct task_struct *task, struct vm_area_struct *vma, vo
 /* A pc the trie has no table for (m: its entry, NULL for a process not
  * loaded yet, else the /32 marker or a table 0): its file's table, from
  * the vma (bpf/cfi.h's cfi_files), into the state's cached mapping. A new
- * process of a binary already built is so walked from its first sample. No
- * bpf_find_vma (5.17) in the compat walker: today's answers there. */
+ * process of a binary already built is so walked from its first sample.
+ * Else no table (DWARF): the compat walker has no bpf_find_vma (5.17), and
+ * the marker's pc may be a library mapped since, which frame pointers
+ * would not walk; only anonymous memory found behind the marker (JIT code
+ * mapped since) is walked by frame pointer. */
 static __always_inline int cfi_by_file(struct cfi_state *st, __u64 addr, struct cfi_mapping *m,
 				       const bool compat)
 {
@@ -175,8 +180,7 @@ static __always_inline int cfi_by_file(struct cfi_state *st, __u64 addr, struct 
 	struct cfi_file *f;
 	__u64 off, bias, lo, hi, va;
 	__u32 i, s = 0;
-	/* What the trie's answer meant: JIT code (the marker) or no table. */
-	int miss = m && m->table == CFI_TABLE_NOMAP ? CFI_LK_NOMAP : CFI_LK_NOTABLE;
+	int miss = CFI_LK_NOTABLE;
 
 	if (compat)
 		return miss;
@@ -201,8 +205,10 @@ static __always_inline int cfi_by_file(struct cfi_state *st, __u64 addr, struct 
 	if (st->vma_done)
 		return miss;
 	st->vma_done = 1;
-	if (bpf_find_vma(bpf_get_current_task_btf(), addr, vma_info_cb, &vi, 0) || !vi.kind)
-		return miss; /* anonymous memory (JIT code), or the mm busy */
+	if (bpf_find_vma(bpf_get_current_task_btf(), addr, vma_info_cb, &vi, 0))
+		return miss; /* no vma (a garbage pc), or the mm busy */
+	if (!vi.kind)	     /* anonymous memory: JIT code of a loaded process */
+		return m ? CFI_LK_NOMAP : miss;
 	if (vi.kind == 1) {
 		k.dev = vi.dev;
 		k.ino = vi.ino;
@@ -305,7 +311,7 @@ static __always_inline int cfi_lookup(struct scratch *sc, __u64 addr, struct cfi
 			goto search;
 		}
 		m = bpf_map_lookup_elem(&cfi_mappings, &k);
-		if (!m || !m->table || m->table == CFI_TABLE_NOMAP) {
+		if (!m || !m->table || m->table == CFI_TABLE_MARKER) {
 			int lk = cfi_by_file(st, addr, m, compat);
 
 			if (lk != CFI_LK_ROW)
@@ -328,6 +334,8 @@ static __always_inline int cfi_lookup(struct scratch *sc, __u64 addr, struct cfi
 	}
 search:
 	idx = st->m_table;
+	if (idx == CFI_TABLE_NOMAP) /* kept like a table's range: JIT frames in a row */
+		return CFI_LK_NOMAP;
 	t = bpf_map_lookup_elem(&cfi_tables, &idx);
 	if (!t || !t->nrows)
 		return CFI_LK_NOTABLE; /* being replaced: as if not loaded */

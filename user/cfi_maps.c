@@ -68,7 +68,7 @@ struct proc {
 };
 
 struct cfi_maps {
-	int rows_fd, tables_fd, mappings_fd, files_fd, gen_fd;
+	int rows_fd, tables_fd, mappings_fd, files_fd, gen_fd, woken_fd;
 	uint64_t gen;
 	uint32_t rows_cap, ids_cap;
 	uint8_t *id_used;	/* [ids_cap]: ids of cfi_tables in use (0 never is) */
@@ -101,6 +101,7 @@ int cfi_maps_new(int rows_fd, int tables_fd, int mappings_fd, uint32_t rows, uin
 	m->mappings_fd = mappings_fd;
 	m->files_fd = -1;
 	m->gen_fd = -1;
+	m->woken_fd = -1;
 	m->rows_cap = rows;
 	m->ids_cap = tables;
 	m->id_used = calloc(tables ? tables : 1, 1);
@@ -122,6 +123,11 @@ void cfi_maps_set_files(struct cfi_maps *m, int files_fd)
 void cfi_maps_set_gen(struct cfi_maps *m, int gen_fd)
 {
 	m->gen_fd = gen_fd;
+}
+
+void cfi_maps_set_woken(struct cfi_maps *m, int woken_fd)
+{
+	m->woken_fd = woken_fd;
 }
 
 /* After a change to the maps: the walk's per-CPU caches of rows and
@@ -556,11 +562,12 @@ static int add_range(struct cfi_maps *m, struct proc *p, uint64_t start, uint64_
 	return 0;
 }
 
-/* The process's /32 entry: CFI_TABLE_NOMAP for any pc no mapping covers. */
+/* The process's /32 entry (bpf/cfi.h's CFI_TABLE_MARKER): loaded; a pc no
+ * mapping covers was mapped since. */
 static int add_marker(struct cfi_maps *m, pid_t pid)
 {
 	struct cfi_mapping_key k = {.prefixlen = 32, .tgid_be = htobe32((uint32_t)pid)};
-	struct cfi_mapping val = {.table = CFI_TABLE_NOMAP};
+	struct cfi_mapping val = {.table = CFI_TABLE_MARKER};
 	struct proc *p = find_proc(m, pid, true);
 	int err;
 
@@ -574,6 +581,16 @@ static int add_marker(struct cfi_maps *m, pid_t pid)
 	}
 	m->st.prefixes++;
 	return 0;
+}
+
+/* Executable memory without CFI (JIT code, a file that is no ELF or has no
+ * CFI): frame pointers there (bpf/cfi.h's CFI_TABLE_NOMAP). */
+static int add_nomap(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end)
+{
+	struct cfi_mapping val = {.table = CFI_TABLE_NOMAP, .start = start, .end = end};
+	struct proc *p = find_proc(m, pid, true);
+
+	return p ? add_range(m, p, start, end, &val) : -ENOMEM;
 }
 
 /* big: see cfi_maps_add_process_quick (0: build whatever the size). */
@@ -654,12 +671,12 @@ static int add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t e
 
 	if (!t->nrows) {
 		/* Out of budget: table 0, the walk hands the sample to DWARF.
-		 * Without CFI: no entry, frame pointers there. */
+		 * Without CFI: frame pointers there. */
 		struct cfi_mapping val = {.bias = bias, .table = 0, .start = start, .end = end};
 
 		if (t->load_err != -ENOSPC) {
 			m->st.no_cfi++;
-			return 0;
+			return add_nomap(m, pid, start, end);
 		}
 		m->st.out_of_budget++;
 		err = add_range(m, p, start, end, &val);
@@ -762,25 +779,13 @@ static void release_old(struct cfi_maps *m, pid_t pid, struct proc *old)
 	drop_proc(m, old);
 }
 
-/* Whether a mapped file is a dynamic loader (glibc's ld-linux*.so.N,
- * musl's ld-musl-*.so.1): by its name, as the maps give no other sign. */
-static bool is_loader(const char *path)
-{
-	const char *base = strrchr(path, '/');
-
-	base = base ? base + 1 : path;
-	return !strncmp(base, "ld-", 3) && strstr(base, ".so");
-}
-
 static int add_process(struct cfi_maps *m, pid_t pid, uint64_t big)
 {
 	char path[64], *buf = NULL, *line, *save = NULL;
 	struct proc old = {.pid = pid}, *p;
 	size_t len;
 	int err;
-	bool deferred = false, interp = false, loader_pending;
-	unsigned long long last_ino = 0;
-	unsigned nfiles = 0;
+	bool deferred = false;
 
 	p = find_proc(m, pid, false);
 	if (p) {
@@ -809,12 +814,15 @@ static int add_process(struct cfi_maps *m, pid_t pid, uint64_t big)
 			add_vdso(m, pid, start, end); /* the caller bumps cfi_gen once */
 			continue;
 		}
-		if (perms[2] != 'x' || !ino || line[n] != '/')
+		if (perms[2] != 'x')
 			continue;
+		/* Anonymous (JIT code), [uprobes], [vsyscall]: no CFI. */
+		if (!ino || line[n] != '/') {
+			if ((err = add_nomap(m, pid, start, end)))
+				goto fail;
+			continue;
+		}
 		snprintf(file, sizeof(file), "%s", line + n);
-		nfiles += ino != last_ino;
-		last_ino = ino;
-		interp |= is_loader(file);
 		/* map_files: the mapped file itself, even deleted or in
 		 * another mount namespace (CAP_SYS_ADMIN); else the path as
 		 * the process sees it, through its root (containers). */
@@ -838,32 +846,35 @@ static int add_process(struct cfi_maps *m, pid_t pid, uint64_t big)
 		if (fd < 0) {
 			m->st.open_failed++;
 			debug("cfi: pid %d: cannot open %s: %s", (int)pid, file, strerror(-fd));
-			continue;
+			err = add_nomap(m, pid, start, end);
+		} else {
+			err = add_mapping(m, pid, start, end, off, makedev(maj, min), ino, fd, NULL,
+					  big);
+			close(fd);
+			/* No ELF, no CFI, no segment at that offset: frame
+			 * pointers there. */
+			if (err == -ENOENT || err == -ENOEXEC || err == -EIO)
+				err = add_nomap(m, pid, start, end);
 		}
-		err = add_mapping(m, pid, start, end, off, makedev(maj, min), ino, fd, NULL, big);
-		close(fd);
 		deferred |= err == -EAGAIN;
-		if (err && err != -EAGAIN && err != -ENOSPC && err != -ENOENT && err != -ENOEXEC &&
-		    err != -EIO) {
-			free(buf);
-			release_old(m, pid, &old);
-			return err;
-		}
+		if (err && err != -EAGAIN && err != -ENOSPC)
+			goto fail;
 	}
 	free(buf);
-	loader_pending = interp && nfiles <= 2;
-	/* Loaded: a pc in no file mapping is JIT code, not a gap (bpf/cfi.h).
-	 * Not while the maps are those of right after exec, the program and
-	 * its dynamic loader only: the libraries the loader maps next would
-	 * be taken for JIT code until the next read, and walked by frame
-	 * pointers (libc has none). Without the marker their pcs are a
-	 * process not loaded yet (a DWARF copy), and proc.c's read of the
-	 * maps for those unmapped pcs brings the process here again. */
-	err = loader_pending ? 0 : add_marker(m, pid);
-	if (loader_pending)
-		debug("cfi: pid %d: only the program and its loader mapped yet", (int)pid);
+	/* Loaded: a pc in no mapping is one mapped since this read (bpf/cfi.h),
+	 * whose first walk wakes the drain, to read the maps again. */
+	err = add_marker(m, pid);
+	if (!err && m->woken_fd >= 0) {
+		uint32_t tgid = (uint32_t)pid;
+
+		bpf_map_delete_elem(m->woken_fd, &tgid);
+	}
 	release_old(m, pid, &old);
 	return !err && deferred ? -EAGAIN : err;
+fail:
+	free(buf);
+	release_old(m, pid, &old);
+	return err;
 }
 
 int cfi_maps_add_process_quick(struct cfi_maps *m, pid_t pid, uint64_t big)

@@ -56,6 +56,11 @@ void cfi_maps_set_files(struct cfi_maps *m, int files_fd);
  * change to the others, so that the walk drops what it cached. Needed
  * whenever the walk runs (fd -1, the default: no walk reads the maps). */
 void cfi_maps_set_gen(struct cfi_maps *m, int gen_fd);
+/* The cfi_woken map (bpf/cfi_walk.bpf.h): a process's entry is deleted
+ * each time it is added, so that the first walk that then meets no table
+ * (a library mapped since) wakes the drain again. fd -1 (the default):
+ * once per process. */
+void cfi_maps_set_woken(struct cfi_maps *m, int woken_fd);
 /* Removes every process's entries and every table, and frees. */
 void cfi_maps_free(struct cfi_maps *m);
 

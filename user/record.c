@@ -661,6 +661,7 @@ static int rec_load_cfi(struct recorder *r)
 	if (!err) {
 		cfi_maps_set_files(r->cfi, bpf_map__fd(skel->maps.cfi_files));
 		cfi_maps_set_gen(r->cfi, bpf_map__fd(skel->maps.cfi_gen));
+		cfi_maps_set_woken(r->cfi, bpf_map__fd(skel->maps.cfi_woken));
 	}
 	if (!err)
 		err = cfi_worker_start(r->cfi, &r->cfi_worker);

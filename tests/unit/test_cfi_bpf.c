@@ -177,6 +177,67 @@ static pid_t spawn(char *const argv[])
 	return pid;
 }
 
+/* Whether pid's maps have an executable mapping of a file whose path has
+ * needle; with needle NULL, an anonymous one (no name). */
+static bool maps_exec_has(pid_t pid, const char *needle)
+{
+	char path[64], *buf = NULL, *line, *save = NULL;
+	size_t len;
+	bool found = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	if (read_path_all(path, 0, 1 << 20, &buf, &len))
+		return false;
+	for (line = strtok_r(buf, "\n", &save); line && !found;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char perms[8];
+		unsigned long long ino = 1;
+		int n = 0;
+
+		if (sscanf(line, "%*x-%*x %7s %*x %*x:%*x %llu %n", perms, &ino, &n) < 2 ||
+		    perms[2] != 'x')
+			continue;
+		found = needle ? strstr(line, needle) != NULL : !ino && !line[n];
+	}
+	free(buf);
+	return found;
+}
+
+/* As spawn, but stopped (SIGSTOP) while its dynamic loader maps its
+ * libraries: lib's code mapped, libc's not yet (split needs libwork.so,
+ * then libc), found by stepping its system calls under ptrace. -1 when
+ * that state never came. */
+static pid_t spawn_partial(char *const argv[], const char *lib)
+{
+	int st, i;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+
+		dup2(devnull, 1);
+		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (pid < 0)
+		return -1;
+	/* Its exec's stop, then each system call's entry and exit. */
+	for (i = 0; i < 10000 && waitpid(pid, &st, 0) == pid && WIFSTOPPED(st); i++) {
+		if (maps_exec_has(pid, lib) && !maps_exec_has(pid, "/libc.")) {
+			ptrace(PTRACE_DETACH, pid, NULL, (void *)(long)SIGSTOP);
+			if (waitpid(pid, &st, WUNTRACED) == pid && WIFSTOPPED(st))
+				return pid;
+			break;
+		}
+		if (maps_exec_has(pid, "/libc.") || ptrace(PTRACE_SYSCALL, pid, NULL, NULL))
+			break;
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -1;
+}
+
 /* The file offset of a function of an ELF file, or 0. */
 static uint64_t func_offset(const char *path, const char *name)
 {
@@ -276,17 +337,37 @@ static void find_tramp(struct tally *t)
 	free(buf);
 }
 
-/* notable: a row budget too small for libc, and no stack copy of the
- * process's own: the walk must stop at libc (table 0) and copy the stack
- * for DWARF itself. */
-/* windows: the walk takes no word from the copy (rodata cfi_read_copy off),
- * it reads them all from user memory in windows, as beyond the copy. */
-/* fresh: the tables come from an earlier process of the same program, added
- * and removed; this one is never added: the walk must find every table by
- * its file (cfi_files), from its first sample, with no DWARF copy. */
-static int run_case(const char *name, char *const argv[], bool compat, bool notable, bool uret,
-		    bool windows, bool fresh)
+/* The cases of run_case, combined as flags. */
+enum {
+	/* The compat sampler and walker (5.10's), not on_sample's. */
+	CASE_COMPAT = 1 << 0,
+	/* A row budget too small for libc, and no stack copy of the process's
+	 * own: the walk must stop at libc (table 0) and copy the stack for
+	 * DWARF itself. */
+	CASE_NOTABLE = 1 << 1,
+	/* A uretprobe on the workload's "level": its trampoline stands in the
+	 * return addresses. */
+	CASE_URET = 1 << 2,
+	/* The walk takes no word from the copy (rodata cfi_read_copy off), it
+	 * reads them all from user memory in windows, as beyond the copy. */
+	CASE_WINDOWS = 1 << 3,
+	/* The tables come from an earlier process of the same program, added
+	 * and removed; this one is never added: the walk must find every table
+	 * by its file (cfi_files), from its first sample, with no DWARF copy. */
+	CASE_FRESH = 1 << 4,
+	/* Added once, when its dynamic loader had mapped its first library
+	 * but not libc yet, and never again: libc's pcs are in no mapping the
+	 * tables know. They must go the DWARF way, not be walked by frame
+	 * pointers (libc has none): the compat walker cut every such stack
+	 * short until the next read of the maps. */
+	CASE_PARTIAL = 1 << 5,
+};
+
+static int run_case(const char *name, char *const argv[], unsigned flags)
 {
+	const bool compat = flags & CASE_COMPAT, notable = flags & CASE_NOTABLE,
+		   uret = flags & CASE_URET, windows = flags & CASE_WINDOWS,
+		   fresh = flags & CASE_FRESH, partial = flags & CASE_PARTIAL;
 	struct sample_bpf *skel = sample_bpf__open();
 	struct perf_event_attr a = {
 	    .type = PERF_TYPE_SOFTWARE,
@@ -332,7 +413,10 @@ static int run_case(const char *name, char *const argv[], bool compat, bool nota
 	fd = bpf_program__fd(compat ? skel->progs.on_cfi_walk_compat : skel->progs.on_cfi_walk);
 	CHECK(!bpf_map_update_elem(bpf_map__fd(skel->maps.cfi_progs), &key, &fd, 0));
 
-	t.pid = spawn(argv);
+	t.pid = partial ? spawn_partial(argv, "/libwork.so") : spawn(argv);
+	CHECKF(t.pid > 0, "%s: no state with libwork.so mapped and libc not", name);
+	if (t.pid <= 0)
+		goto out;
 	CHECK(!bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &t.pid, &one, 0));
 	if (!notable)
 		CHECK(!bpf_map_update_elem(bpf_map__fd(skel->maps.dwarf_pids), &t.pid, &one, 0));
@@ -430,9 +514,11 @@ static int run_case(const char *name, char *const argv[], bool compat, bool nota
 	    "copy; bpf longer %lu, dwfl longer %lu (dwfl truncated %lu)\n",
 	    name, compat ? " (compat)" : "", notable ? " (libc without table)" : "",
 	    uret ? " (uretprobe on level)" : "", windows ? " (every word read, no copy)" : "",
-	    fresh ? " (never added: tables by file)" : "", t.samples, t.cfi, t.end,
-	    t.cfi ? 100.0 * t.end / t.cfi : 0.0, t.trunc, t.notable, t.compared, t.mismatches,
-	    t.beyond_copy, t.bpf_longer, t.dwfl_longer, t.dwfl_trunc);
+	    fresh     ? " (never added: tables by file)"
+	    : partial ? " (added before libc was mapped)"
+		      : "",
+	    t.samples, t.cfi, t.end, t.cfi ? 100.0 * t.end / t.cfi : 0.0, t.trunc, t.notable,
+	    t.compared, t.mismatches, t.beyond_copy, t.bpf_longer, t.dwfl_longer, t.dwfl_trunc);
 	printf("#   stats: walks %llu end %llu trunc %llu notable %llu fp-nomap %llu fp-none %llu "
 	       "fp-fallback %llu read-err %llu no-prog %llu lost %llu by-file %llu; tables %llu, "
 	       "%llu rows (%llu KiB), %llu prefixes, %llu without CFI, %llu not opened\n",
@@ -485,6 +571,13 @@ static int run_case(const char *name, char *const argv[], bool compat, bool nota
 	if (notable) {
 		CHECKF(t.notable == t.cfi && ms.out_of_budget > 0, "%s: %lu of %lu without table",
 		       name, t.notable, t.cfi);
+	} else if (partial) {
+		/* Most stacks run through libc (start_thread,
+		 * __libc_start_call_main): those met the marker. */
+		CHECKF(t.trunc * 100 <= t.cfi, "%s: %lu of %lu walks cut short", name, t.trunc,
+		       t.cfi);
+		CHECKF(t.notable * 2 >= t.cfi, "%s: only %lu of %lu walks met libc unloaded", name,
+		       t.notable, t.cfi);
 	} else if (!fresh || !compat) {
 		CHECKF(t.compared >= 3 * t.cfi, "%s: %lu frames compared", name, t.compared);
 		CHECKF(t.end * 10 >= t.cfi * 9, "%s: %lu of %lu walks reached END", name, t.end,
@@ -519,23 +612,20 @@ out:
 	return 0;
 }
 
-/* Whether the process's /32 entry (the "loaded" marker: a pc in no
- * mapping is JIT code, walked by frame pointers) is in the trie. */
-static bool has_marker(int mappings_fd, pid_t pid)
+/* The trie's answer at pc for pid: its table, or 0 with no entry. */
+static uint32_t table_at(int mappings_fd, pid_t pid, uint64_t pc)
 {
-	struct cfi_mapping_key k = {.prefixlen = 32, .tgid_be = htobe32((uint32_t)pid)};
+	struct cfi_mapping_key k = {
+	    .prefixlen = 96, .tgid_be = htobe32((uint32_t)pid), .pc_be = htobe64(pc)};
 	struct cfi_mapping v;
 
-	return !bpf_map_lookup_elem(mappings_fd, &k, &v) && v.table == CFI_TABLE_NOMAP;
+	return bpf_map_lookup_elem(mappings_fd, &k, &v) ? 0 : v.table;
 }
 
-/* A process read right after its exec, before its dynamic loader has mapped
- * libc and its other libraries (held there by ptrace's exec stop): no
- * marker then, or their pcs would be taken for JIT code until the next read
- * (the compat walker, which has no bpf_find_vma, walked libc by frame
- * pointers: 8-12% of a new process's stacks cut short). Once the loader has
- * run, the next read adds it. */
-static void test_cfi_loader_pending(void)
+/* What a loaded process's entries say of each kind of executable memory
+ * (bpf/cfi.h): a file with CFI its table, anonymous memory (mixed's
+ * JIT-like stub) no CFI, and a pc in no mapping the /32 marker. */
+static void test_cfi_maps_kinds(void)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, lpm, .map_flags = BPF_F_NO_PREALLOC);
 	int rows_fd =
@@ -544,38 +634,58 @@ static void test_cfi_loader_pending(void)
 	    bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, sizeof(struct cfi_table_info), 256, NULL);
 	int map_fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, NULL, sizeof(struct cfi_mapping_key),
 				    sizeof(struct cfi_mapping), 4096, &lpm);
-	char path[4200];
+	char path[4200], *buf = NULL, *line, *save = NULL;
+	char *argv[] = {path, "1", NULL};
 	struct cfi_maps *cm = NULL;
-	int st = 0, i;
-	pid_t pid;
+	unsigned files = 0, anon = 0;
+	size_t len;
+	pid_t pid = -1;
+	int i;
 
 	CHECK(rows_fd >= 0 && tables_fd >= 0 && map_fd >= 0);
 	if (rows_fd < 0 || tables_fd < 0 || map_fd < 0 ||
 	    cfi_maps_new(rows_fd, tables_fd, map_fd, 1 << 20, 256, &cm))
 		goto out;
-	snprintf(path, sizeof(path), "%s/split", workload_dir);
-	pid = fork();
-	if (pid == 0) {
-		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
-		execl(path, path, "1", (char *)NULL);
-		_exit(127);
-	}
-	/* Stopped at its exec: the program and ld.so mapped, nothing else. */
-	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFSTOPPED(st));
-	if (pid <= 0 || !WIFSTOPPED(st))
-		goto out;
+	snprintf(path, sizeof(path), "%s/mixed", workload_dir);
+	pid = spawn(argv);
+	kill(pid, SIGCONT);
+	/* The stub is mapped at its start, before its calibration. */
+	for (i = 0; i < 500 && !maps_exec_has(pid, NULL); i++)
+		usleep(2000);
+	kill(pid, SIGSTOP);
 	CHECK(!cfi_maps_add_process(cm, pid));
-	CHECKF(!has_marker(map_fd, pid), "pid %d: marked loaded before its loader ran", pid);
-	ptrace(PTRACE_DETACH, pid, NULL, NULL);
-	/* split's libraries are mapped before main: 50 ms is plenty, 2 s not. */
-	for (i = 0; i < 40 && !has_marker(map_fd, pid); i++) {
-		usleep(50000);
-		CHECK(!cfi_maps_add_process(cm, pid));
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	CHECK(!read_path_all(path, 0, 1 << 20, &buf, &len));
+	for (line = buf ? strtok_r(buf, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long lo, hi, ino;
+		char perms[8];
+		int n = 0;
+		uint32_t tb;
+
+		if (sscanf(line, "%llx-%llx %7s %*x %*x:%*x %llu %n", &lo, &hi, perms, &ino, &n) <
+			4 ||
+		    perms[2] != 'x' || strstr(line, "[vsyscall]"))
+			continue;
+		tb = table_at(map_fd, pid, lo + (hi - lo) / 2);
+		if (ino) {
+			files++;
+			CHECKF(tb && tb < CFI_TABLE_MARKER, "%s: table %#x", line, tb);
+		} else if (!strstr(line, "[vdso]")) {
+			anon++;
+			CHECKF(tb == CFI_TABLE_NOMAP, "%s: table %#x", line, tb);
+		}
 	}
-	CHECKF(has_marker(map_fd, pid), "pid %d: not marked loaded after its loader ran", pid);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	CHECKF(files >= 3 && anon >= 1, "%u file mappings, %u anonymous", files, anon);
+	CHECKF(table_at(map_fd, pid, 0x10000) == CFI_TABLE_MARKER, "no marker: %#x",
+	       table_at(map_fd, pid, 0x10000));
 out:
+	free(buf);
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		kill(pid, SIGCONT);
+		waitpid(pid, NULL, 0);
+	}
 	if (cm)
 		cfi_maps_free(cm);
 	if (rows_fd >= 0)
@@ -588,32 +698,35 @@ out:
 
 static bool compat_ok = true, modern_ok = true;
 
+/* Each case on each sampler the kernel loads. */
+static void run_both(const char *name, char *const argv[], unsigned flags)
+{
+	if (modern_ok)
+		run_case(name, argv, flags);
+	if (compat_ok)
+		run_case(name, argv, flags | CASE_COMPAT);
+}
+
 static void test_cfi_bpf_nofp(void)
 {
 	char path[4200];
 	char *argv[] = {path, "1", NULL};
 
 	snprintf(path, sizeof(path), "%s/nofp", workload_dir);
-	if (modern_ok)
-		run_case("nofp", argv, false, false, false, false, false);
-	if (compat_ok)
-		run_case("nofp", argv, true, false, false, false, false);
-	if (modern_ok)
-		run_case("nofp", argv, false, false, false, true, false);
-	if (compat_ok)
-		run_case("nofp", argv, true, false, false, true, false);
-	if (modern_ok)
-		run_case("nofp", argv, false, true, false, false, false);
-	if (compat_ok)
-		run_case("nofp", argv, true, true, false, false, false);
-	if (modern_ok)
-		run_case("nofp", argv, false, false, true, false, false);
-	if (compat_ok)
-		run_case("nofp", argv, true, false, true, false, false);
-	if (modern_ok)
-		run_case("nofp", argv, false, false, false, false, true);
-	if (compat_ok)
-		run_case("nofp", argv, true, false, false, false, true);
+	run_both("nofp", argv, 0);
+	run_both("nofp", argv, CASE_WINDOWS);
+	run_both("nofp", argv, CASE_NOTABLE);
+	run_both("nofp", argv, CASE_URET);
+	run_both("nofp", argv, CASE_FRESH);
+}
+
+static void test_cfi_bpf_partial(void)
+{
+	char path[4200];
+	char *argv[] = {path, "1", NULL};
+
+	snprintf(path, sizeof(path), "%s/split", workload_dir);
+	run_both("split", argv, CASE_PARTIAL);
 }
 
 static void test_cfi_bpf_gzip(void)
@@ -624,14 +737,8 @@ static void test_cfi_bpf_gzip(void)
 		printf("SKIP test_cfi_bpf_gzip: no /usr/bin/gzip\n");
 		return;
 	}
-	if (modern_ok)
-		run_case("gzip", argv, false, false, false, false, false);
-	if (compat_ok)
-		run_case("gzip", argv, true, false, false, false, false);
-	if (modern_ok)
-		run_case("gzip", argv, false, false, false, true, false);
-	if (compat_ok)
-		run_case("gzip", argv, true, false, false, true, false);
+	run_both("gzip", argv, 0);
+	run_both("gzip", argv, CASE_WINDOWS);
 }
 
 /* Compressible text that gzip -9 works on for about a second. */
@@ -681,8 +788,9 @@ int main(void)
 		printf("FAIL test_cfi_bpf: no gzip input\n");
 		return 1;
 	}
-	RUN_TEST(test_cfi_loader_pending);
+	RUN_TEST(test_cfi_maps_kinds);
 	RUN_TEST(test_cfi_bpf_nofp);
+	RUN_TEST(test_cfi_bpf_partial);
 	RUN_TEST(test_cfi_bpf_gzip);
 	unlink(gzip_input);
 	return check_tests_failed ? 1 : 0;
