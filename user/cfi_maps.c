@@ -779,6 +779,48 @@ static void release_old(struct cfi_maps *m, pid_t pid, struct proc *old)
 	drop_proc(m, old);
 }
 
+/* A file's executable mapping in pid (file: the path /proc/PID/maps gives):
+ * its table, else (no file to open, no ELF, no CFI, no segment at that
+ * offset) frame pointers there. */
+static int add_file(struct cfi_maps *m, pid_t pid, const char *file, uint64_t start, uint64_t end,
+		    uint64_t off, dev_t dev, uint64_t ino, uint64_t big)
+{
+	char path[64];
+	struct stat st;
+	int fd, err;
+
+	/* map_files: the mapped file itself, even deleted or in another mount
+	 * namespace (CAP_SYS_ADMIN); else the path as the process sees it,
+	 * through its root (containers). */
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
+		 (unsigned long long)start, (unsigned long long)end);
+	fd = open_regular(path, 0);
+	if (fd < 0) {
+		char rooted[4200];
+
+		snprintf(rooted, sizeof(rooted), "/proc/%d/root%s", (int)pid, file);
+		fd = open_regular(rooted, 0);
+		/* By path: the same file as mapped, not one put in its place
+		 * since. (Not for map_files, which is the mapped file itself: on
+		 * overlayfs its fstat gives the overlay's device while maps gives
+		 * the layer's.) */
+		if (fd >= 0 && (fstat(fd, &st) || st.st_ino != ino || st.st_dev != dev)) {
+			close(fd);
+			fd = -ESTALE;
+		}
+	}
+	if (fd < 0) {
+		m->st.open_failed++;
+		debug("cfi: pid %d: cannot open %s: %s", (int)pid, file, strerror(-fd));
+		return add_nomap(m, pid, start, end);
+	}
+	err = add_mapping(m, pid, start, end, off, dev, ino, fd, NULL, big);
+	close(fd);
+	if (err == -ENOENT || err == -ENOEXEC || err == -EIO)
+		err = add_nomap(m, pid, start, end);
+	return err;
+}
+
 static int add_process(struct cfi_maps *m, pid_t pid, uint64_t big)
 {
 	char path[64], *buf = NULL, *line, *save = NULL;
@@ -802,11 +844,9 @@ static int add_process(struct cfi_maps *m, pid_t pid, uint64_t big)
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		unsigned long long start, end, off, ino;
 		unsigned maj, min;
-		char perms[8], file[4096];
-		struct stat st;
-		int n = 0, fd;
+		char perms[8];
+		int n = 0;
 
-		file[0] = 0;
 		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
 			   &maj, &min, &ino, &n) < 7)
 			continue;
@@ -817,45 +857,11 @@ static int add_process(struct cfi_maps *m, pid_t pid, uint64_t big)
 		if (perms[2] != 'x')
 			continue;
 		/* Anonymous (JIT code), [uprobes], [vsyscall]: no CFI. */
-		if (!ino || line[n] != '/') {
-			if ((err = add_nomap(m, pid, start, end)))
-				goto fail;
-			continue;
-		}
-		snprintf(file, sizeof(file), "%s", line + n);
-		/* map_files: the mapped file itself, even deleted or in
-		 * another mount namespace (CAP_SYS_ADMIN); else the path as
-		 * the process sees it, through its root (containers). */
-		snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid, start, end);
-		fd = open_regular(path, 0);
-		if (fd < 0) {
-			char rooted[4200];
-
-			snprintf(rooted, sizeof(rooted), "/proc/%d/root%s", (int)pid, file);
-			fd = open_regular(rooted, 0);
-			/* By path: the same file as mapped, not one put in its
-			 * place since. (Not for map_files, which is the mapped
-			 * file itself: on overlayfs its fstat gives the overlay's
-			 * device while maps gives the layer's.) */
-			if (fd >= 0 && (fstat(fd, &st) || st.st_ino != ino ||
-					major(st.st_dev) != maj || minor(st.st_dev) != min)) {
-				close(fd);
-				fd = -ESTALE;
-			}
-		}
-		if (fd < 0) {
-			m->st.open_failed++;
-			debug("cfi: pid %d: cannot open %s: %s", (int)pid, file, strerror(-fd));
+		if (!ino || line[n] != '/')
 			err = add_nomap(m, pid, start, end);
-		} else {
-			err = add_mapping(m, pid, start, end, off, makedev(maj, min), ino, fd, NULL,
-					  big);
-			close(fd);
-			/* No ELF, no CFI, no segment at that offset: frame
-			 * pointers there. */
-			if (err == -ENOENT || err == -ENOEXEC || err == -EIO)
-				err = add_nomap(m, pid, start, end);
-		}
+		else
+			err = add_file(m, pid, line + n, start, end, off, makedev(maj, min), ino,
+				       big);
 		deferred |= err == -EAGAIN;
 		if (err && err != -EAGAIN && err != -ENOSPC)
 			goto fail;
