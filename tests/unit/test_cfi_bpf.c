@@ -129,6 +129,32 @@ static int on_record(void *ctx, void *data, size_t len)
 static char workload_dir[4096];
 static char gzip_input[] = "/tmp/cfi-bpf-gzip-XXXXXX";
 
+/* Whether pid's maps have an executable mapping of a file whose path has
+ * needle; with needle NULL, an anonymous one (no name). */
+static bool maps_exec_has(pid_t pid, const char *needle)
+{
+	char path[64], *buf = NULL, *line, *save = NULL;
+	size_t len;
+	bool found = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	if (read_path_all(path, 0, 1 << 20, &buf, &len))
+		return false;
+	for (line = strtok_r(buf, "\n", &save); line && !found;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char perms[8];
+		unsigned long long ino = 1;
+		int n = 0;
+
+		if (sscanf(line, "%*x-%*x %7s %*x %*x:%*x %llu %n", perms, &ino, &n) < 2 ||
+		    perms[2] != 'x')
+			continue;
+		found = needle ? strstr(line, needle) != NULL : !ino && !line[n];
+	}
+	free(buf);
+	return found;
+}
+
 /* Forks argv, waits for its exec (its /proc/PID/exe is no longer ours),
  * then gives it time to map its libraries. */
 static pid_t spawn(char *const argv[])
@@ -158,49 +184,14 @@ static pid_t spawn(char *const argv[])
 	}
 	/* The dynamic loader: until libc is mapped (slow in an emulated
 	 * guest), then a little more for the rest of its work. */
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	for (i = 0; i < 1000; i++) {
-		char *buf = NULL;
-		size_t len;
-		bool mapped = !read_path_all(path, 0, 1 << 20, &buf, &len) && strstr(buf, "/libc.");
-
-		free(buf);
-		if (mapped)
-			break;
+	for (i = 0; i < 1000 && !maps_exec_has(pid, "/libc."); i++)
 		usleep(2000);
-	}
 	usleep(20000);
 	/* Stopped until sampling starts: building the tables (slow in an
 	 * emulated guest) must not eat the workload's run. */
 	kill(pid, SIGSTOP);
 	waitpid(pid, &i, WUNTRACED);
 	return pid;
-}
-
-/* Whether pid's maps have an executable mapping of a file whose path has
- * needle; with needle NULL, an anonymous one (no name). */
-static bool maps_exec_has(pid_t pid, const char *needle)
-{
-	char path[64], *buf = NULL, *line, *save = NULL;
-	size_t len;
-	bool found = false;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	if (read_path_all(path, 0, 1 << 20, &buf, &len))
-		return false;
-	for (line = strtok_r(buf, "\n", &save); line && !found;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char perms[8];
-		unsigned long long ino = 1;
-		int n = 0;
-
-		if (sscanf(line, "%*x-%*x %7s %*x %*x:%*x %llu %n", perms, &ino, &n) < 2 ||
-		    perms[2] != 'x')
-			continue;
-		found = needle ? strstr(line, needle) != NULL : !ino && !line[n];
-	}
-	free(buf);
-	return found;
 }
 
 /* As spawn, but stopped (SIGSTOP) while its dynamic loader maps its
