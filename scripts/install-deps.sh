@@ -44,7 +44,10 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 if [ ! -x "$here/tools/pprof" ]; then
   mkdir -p "$here/tools"
   echo "install-deps: building standalone pprof into tools/pprof"
+  # Debian's Go 1.19 by its path: GOPATH mode over Debian's Go sources.
+  # The machines also have a newer Go first on PATH (/usr/local/go), kept
+  # for the tests' real engines (tests/fleet/), which must not build this.
   (cd /tmp && GOPATH=/usr/share/gocode GO111MODULE=off GOCACHE="${GOCACHE:-/tmp/go-cache}" \
-    go build -o "$here/tools/pprof" github.com/google/pprof)
+    /usr/lib/go-1.19/bin/go build -o "$here/tools/pprof" github.com/google/pprof)
 fi
 echo "install-deps: ok"
