@@ -21,6 +21,12 @@ PKGS=(
   golang-github-ianlancetaylor-demangle-dev golang-github-chzyer-readline-dev
   # make test-kernels: Debian's kernels booted in qemu from a busybox initramfs
   qemu-system-x86 busybox-static cpio xz-utils zstd
+  # Real servers the integration tests start on loopback and record
+  # (whole stacks under -t, off-CPU at server scale): with their own load
+  # generators (pgbench comes with postgresql, redis-benchmark with redis-tools)
+  postgresql redis-server redis-tools nginx-light wrk
+  # make deb: Debian's own packaging tools, lintian, and the man page's source
+  dpkg-dev debhelper fakeroot lintian scdoc
 )
 
 missing=()
