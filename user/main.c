@@ -13,22 +13,18 @@
 const char *argp_program_version = "bpftrace-rec 0.1";
 const char *argp_program_bug_address = NULL;
 
+/* --help fits one screen (at most 60 lines), the common options first; every
+ * detail is in bpftrace-rec(8), built from docs/bpftrace-rec.8.scd. */
 static const char doc[] =
-    "Record CPU profiles of live processes with BPF, for pprof and gperftools.\n"
+    "Record CPU profiles, flame graphs and XRay traces of live processes with BPF.\n"
     "\v"
     "Examples:\n"
-    "  bpftrace-rec -p 1234             # until Ctrl-C or the process exits\n"
-    "  bpftrace-rec -p 1234,5678 -d 10  # two processes, for 10 seconds\n"
-    "  bpftrace-rec -a -d 5             # the whole system for 5 seconds\n"
-    "  bpftrace-rec -F 999 -- ./bench   # run ./bench, record it to its end\n"
-    "  bpftrace-rec -o /tmp/p -p 1234   # write the files to /tmp/p\n"
-    "\n"
-    "Files, in the output directory (default ./bpftrace-rec.out):\n"
-    "  profile.pb.gz  every recorded process, for pprof:  pprof -top FILE\n"
-    "  cpu-PID.prof   gperftools CPU profile of one process:\n"
-    "                 google-pprof --text EXE FILE\n"
-    "  summary.json   what was recorded and lost; the commands that open\n"
-    "                 each file\n";
+    "  bpftrace-rec -p 1234            # until Ctrl-C or the process exits\n"
+    "  bpftrace-rec -a -d 5            # the whole system for 5 seconds\n"
+    "  bpftrace-rec -- ./bench         # run ./bench, record it to its end\n"
+    "  bpftrace-rec -t 'parse_*' -p 1234  # also trace every call of parse_*\n"
+    "Files go to ./bpftrace-rec.out (an earlier recording there moves to old/);\n"
+    "the end of the run prints the command that opens each. See man bpftrace-rec.\n";
 
 static const char args_doc[] = "[-- COMMAND [ARGS...]]";
 
@@ -51,63 +47,46 @@ enum {
 	OPT_OFF_CPU_MIN,
 };
 
+/* Groups: the common options (1), what else to record (2), how (3),
+ * output (4); argp sorts each group by name. */
 static const struct argp_option opts[] = {
-    {"pid", 'p', "PID[,PID...]", 0,
-     "Record these processes (all their threads, and the processes they fork)", 0},
-    {"all-cpus", 'a', NULL, 0, "Record the whole system", 0},
-    {"freq", 'F', "HZ", 0,
-     "Samples per second per CPU (default 99; at most kernel.perf_event_max_sample_rate)", 0},
-    {"event", OPT_EVENT, "EVENT", 0,
-     "cycles (needs a hardware PMU) or cpu-clock; default: cycles, else cpu-clock", 0},
-    {"duration", 'd', "SECONDS", 0,
-     "Stop after this long (default: until Ctrl-C or the target's exit)", 0},
-    {"output", 'o', "DIR", 0, "Output directory (default ./bpftrace-rec.out)", 0},
-    {"idle", OPT_IDLE, NULL, 0, "With -a, keep samples of idle CPUs", 0},
-    {"per-process", 'P', NULL, 0,
-     "With -a, also write the per-process files (cpu-PID.prof, XRay traces) for every process", 0},
-    {"gperftools", 'G', NULL, OPTION_ALIAS, NULL, 0},
+    {NULL, 0, NULL, 0, "Common options (give one of -p, -a or -- COMMAND):", 1},
+    {"pid", 'p', "PID[,PID...]", 0, "Record these processes, their threads and children", 1},
+    {"all-cpus", 'a', NULL, 0, "Record the whole system", 1},
+    {"duration", 'd', "SECONDS", 0, "Stop after this long (default: Ctrl-C or the targets' end)",
+     1},
+    {"freq", 'F', "HZ", 0, "Samples per second per CPU (default 99)", 1},
+    {"output", 'o', "DIR", 0, "Output directory (default ./bpftrace-rec.out)", 1},
+    {"off-cpu", OPT_OFF_CPU, NULL, 0, "Also record where threads wait off the CPU", 1},
     {"trace", 't', "[OBJ:]GLOB", 0,
-     "Trace every call of the matching functions exactly (uprobes), e.g. 'parse_*' in the program "
-     "or 'libssl.so.3:SSL_*'; repeatable",
-     0},
-    {"xray-version", OPT_XRAY_VERSION, "1|5", 0,
-     "XRay FDR format version of the traces (default 5, compiler-rt's)", 0},
-    {"fdr-buffer-size", OPT_FDR_BUFFER, "SIZE", 0,
-     "Bytes per XRay buffer (default: 64K in version 1, one buffer per thread in 5)", 0},
-    {"flight-recorder", OPT_FLIGHT, "SIZE", 0,
-     "Keep only the newest SIZE bytes of -t events per thread (e.g. 4M); SIGUSR1 writes a snapshot",
-     0},
-    {"jitdump", OPT_JITDUMP, "PATH", 0,
-     "Name JIT frames from this perf jitdump file too (found by itself when the runtime maps it)",
-     0},
-    {"trace-args", OPT_TRACE_ARGS, "N", 0,
-     "With -t, record the first N integer arguments (at most 6)", 0},
+     "Also trace every call of these functions exactly ('parse_*', 'libssl.so.3:SSL_*')", 1},
+    {"quiet", 'q', NULL, 0, "No status line or summary on stderr", 1},
+    {"verbose", 'v', NULL, 0, "More messages (twice: libbpf's too)", 1},
+
+    {NULL, 0, NULL, 0, "What else to record:", 2},
+    {"off-cpu-min", OPT_OFF_CPU_MIN, "USEC", 0, "With --off-cpu, leave out shorter waits", 2},
+    {"trace-args", OPT_TRACE_ARGS, "N", 0, "With -t, record N integer arguments (at most 6)", 2},
+    {"jitdump", OPT_JITDUMP, "PATH", 0, "Name JIT frames from this perf jitdump file too", 2},
+    {"idle", OPT_IDLE, NULL, 0, "With -a, keep samples of idle CPUs", 2},
+    {"include-self", OPT_INCLUDE_SELF, NULL, 0, "With -a, sample bpftrace-rec itself too", 2},
+    {"no-inherit", OPT_NO_INHERIT, NULL, 0, "Not the processes the targets fork", 2},
+    {"no-kernel", OPT_NO_KERNEL, NULL, 0, "No kernel stacks", 2},
+    {"no-user", OPT_NO_USER, NULL, 0, "No user stacks", 2},
+
+    {NULL, 0, NULL, 0, "How:", 3},
     {"call-graph", OPT_CALL_GRAPH, "cfi|fp|dwarf[,SIZE]", 0,
-     "User stacks: cfi (the default) walks them in BPF with unwind tables compiled from each "
-     "binary's .eh_frame, frame pointers where code has none (JIT); fp: frame pointers only; "
-     "dwarf: SIZE bytes of stack copied per sample (default 8192) and unwound with libdw",
-     0},
-    {"unwind-mib", OPT_UNWIND_MIB, "MIB", 0,
-     "Memory for --call-graph cfi's unwind tables in the kernel (default 64); binaries that do "
-     "not fit are unwound as with dwarf",
-     0},
-    {"off-cpu", OPT_OFF_CPU, NULL, 0,
-     "Also record where threads wait off the CPU (blocked or preempted), with their stacks: "
-     "profile.pb.gz's offcpu and wall sample types, waits in the XRay timelines",
-     0},
-    {"off-cpu-min", OPT_OFF_CPU_MIN, "USEC", 0,
-     "With --off-cpu, leave out waits shorter than this (their total is reported)", 0},
-    {"no-inherit", OPT_NO_INHERIT, NULL, 0, "Do not record processes forked by the targets", 0},
-    {"no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0},
-    {"no-user", OPT_NO_USER, NULL, 0, "Do not record user stacks", 0},
-    {"include-self", OPT_INCLUDE_SELF, NULL, 0,
-     "With -a, also sample bpftrace-rec itself (left out by default, as perf does)", 0},
-    {"ringbuf-size", OPT_RINGBUF, "MIB", 0,
-     "BPF ring buffer size, a power of 2 (default: a quarter second of samples, at least 1; 16 "
-     "with -t)",
-     0},
-    {"quiet", 'q', NULL, 0, "No status line or summary on stderr", 0},
-    {"verbose", 'v', NULL, 0, "More messages (twice: libbpf's too)", 0},
+     "User stack walk (default cfi: .eh_frame tables in BPF)", 3},
+    {"unwind-mib", OPT_UNWIND_MIB, "MIB", 0, "Kernel memory for the cfi tables (default 64)", 3},
+    {"event", OPT_EVENT, "EVENT", 0, "cycles or cpu-clock (default: cycles if the CPU has it)", 3},
+    {"ringbuf-size", OPT_RINGBUF, "MIB", 0, "BPF ring buffer size, a power of 2", 3},
+
+    {NULL, 0, NULL, 0, "Output files:", 4},
+    {"per-process", 'P', NULL, 0, "With -a, also write each process's own files", 4},
+    {"gperftools", 'G', NULL, OPTION_ALIAS, NULL, 4},
+    {"xray-version", OPT_XRAY_VERSION, "1|5", 0, "XRay FDR version (default 5)", 4},
+    {"fdr-buffer-size", OPT_FDR_BUFFER, "SIZE", 0, "Bytes per XRay buffer", 4},
+    {"flight-recorder", OPT_FLIGHT, "SIZE", 0,
+     "Keep the newest SIZE bytes of -t events per thread; SIGUSR1 writes them", 4},
     {0},
 };
 
