@@ -27,7 +27,9 @@ struct run_info {
 	uint64_t lost;				/* samples the ring buffer could not take */
 	uint64_t lost_tasks;			/* exec/fork/exit events lost */
 	uint64_t kstack_err, ustack_err, kernel_walks;
-	uint64_t traced_calls, lost_calls; /* -t entries and returns */
+	uint64_t traced_calls;	     /* -t calls: their entries received */
+	uint64_t traced_events;	     /* -t entries and returns (2 a call) */
+	uint64_t lost_traced_events; /* ... that the ring buffer could not take */
 	/* --call-graph cfi: the walk's counts (BPF), and its tables. */
 	bool cfi;
 	uint64_t cfi_walks, cfi_root, cfi_trunc, cfi_to_dwarf, cfi_fp_nomap, cfi_fp_nocfi,

@@ -107,6 +107,7 @@ struct recorder {
 	uint64_t last_offcpu_ns;	     /* offcpu_take_exited: the last */
 	uint64_t samples_seen;		     /* records handled, for the time slice */
 	uint64_t unresolved_calls;	     /* -t by address: no mapping known there */
+	uint64_t calls_entered;		     /* -t calls: entries received */
 	enum stop_reason stop;
 	unsigned nsnapshots;
 	bool tty, started;
@@ -461,6 +462,8 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 					id = xray_func_id("[unknown]");
 				}
 			}
+			if ((c->kind & CALL_KIND_MASK) == CALL_ENTRY)
+				r->calls_entered++;
 			if (xray_on_call(p, c, id, c->kind & CALL_KIND_MASK))
 				return -ENOMEM;
 		}
@@ -798,7 +801,8 @@ static int rec_attach(struct recorder *r)
 		free(exe);
 		if (err)
 			return -1;
-		info("tracing %d functions (%s)", r->tlinks.nfuncs,
+		info("tracing %d function%s (%s)", r->tlinks.nfuncs,
+		     r->tlinks.nfuncs == 1 ? "" : "s",
 		     r->tlinks.multi == 1 ? "uprobe_multi" : "one uprobe each");
 	}
 	if (attach_sampler(r->feat.compat_sampler ? r->skel->progs.on_sample_compat
@@ -1058,7 +1062,8 @@ static void rec_stop(struct recorder *r)
 		     "from its process's maps, and the process exited before they were read",
 		     (unsigned long long)r->unresolved_calls);
 	if (st[STAT_LOST_CALLS])
-		warn("%llu traced calls lost: the ring buffer was full (raise --ringbuf-size)",
+		warn("%llu traced entries and returns lost: the ring buffer was full (raise "
+		     "--ringbuf-size)",
 		     (unsigned long long)st[STAT_LOST_CALLS]);
 	if (st[STAT_LOST])
 		warn("%llu samples lost: the ring buffer was full (raise --ringbuf-size)",
@@ -1099,8 +1104,9 @@ static int rec_write(struct recorder *r)
 	ri->kstack_err = st[STAT_KSTACK_ERR];
 	ri->ustack_err = st[STAT_USTACK_ERR];
 	ri->kernel_walks = st[STAT_KERNEL_WALKS];
-	ri->traced_calls = st[STAT_CALLS];
-	ri->lost_calls = st[STAT_LOST_CALLS];
+	ri->traced_calls = r->calls_entered;
+	ri->traced_events = st[STAT_CALLS];
+	ri->lost_traced_events = st[STAT_LOST_CALLS];
 	ri->cfi_worker_cpu_ns = cfi_worker_stop(r->cfi_worker); /* its stats are ours from here */
 	r->cfi_worker = NULL;
 	if (r->cfi) {

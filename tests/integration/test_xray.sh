@@ -4,7 +4,7 @@
 # timelines, the flight recorder and its SIGUSR1 snapshot.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(xray_exact_counts xray_matches_compiler_rt xray_v1_tools xray_v5_tools xray_trace_args
+ALL=(xray_exact_counts xray_summary_counts xray_matches_compiler_rt xray_v1_tools xray_v5_tools xray_trace_args
 	xray_sampled_timeline xray_flight_recorder_flat xray_sigusr1_snapshot xray_pid_mode)
 require_bpf "${ALL[@]}"
 require_tool llvm-xray xray_exact_counts || exit 0
@@ -27,6 +27,11 @@ llvm-xray account -m "$map" "$tr" > "$TMP/v5.acc" 2> "$TMP/v5.acc.err"
 t=xray_exact_counts
 got="$(xcount leaf < "$TMP/v5.acc") $(xcount mid < "$TMP/v5.acc") $(xcount fib < "$TMP/v5.acc") $(xcount run_thread < "$TMP/v5.acc")"
 if [ "$got" = "1200 400 70800 2" ]; then pass $t; else fail $t "leaf mid fib run_thread = $got, want 1200 400 70800 2"; cat "$TMP/v5.acc" "$TMP/v5.acc.err" "$TMP/v5.err" >&2; fi
+
+# summary.json counts calls (entries) and, apart, entries and returns.
+t=xray_summary_counts
+got=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["traced_calls"], s["traced_events"], s["lost_traced_events"])' "$TMP/v5/summary.json" 2>&1)
+if [ "$got" = "72402 144804 0" ]; then pass $t; else fail $t "traced_calls traced_events lost_traced_events = $got, want 72402 144804 0 (1200+400+70800+2 calls)"; fi
 
 # The same program built with -fxray-instrument, in compiler-rt's own FDR mode.
 t=xray_matches_compiler_rt
@@ -70,10 +75,10 @@ check xray_v1_tools tools_ok "$TMP/v1"
 
 # --- arguments: Entry_Args + CallArgument --------------------------------------
 t=xray_trace_args
-"$REC" -q -o "$TMP/args" --trace-args 1 -t leaf -- "$WL/calls" 5 > /dev/null 2>&1
+"$REC" -o "$TMP/args" --trace-args 1 -t leaf -- "$WL/calls" 5 > /dev/null 2> "$TMP/args.err"
 p=$(python3 -c 'import json,sys; print([p["pid"] for p in json.load(open(sys.argv[1]))["processes"] if p["comm"]=="calls"][0])' "$TMP/args/summary.json")
 args=$(llvm-xray convert -f yaml -y -m "$TMP/args/xray-$p.map" "$TMP/args/xray-trace-$p.fdr" 2>/dev/null | grep -c "function: leaf, args: \[ [0-9]* \]")
-if [ "$args" = 30 ]; then pass $t; else fail $t "$args entries with args, want 30"; fi
+if [ "$args" = 30 ] && grep -q "tracing 1 function (" "$TMP/args.err"; then pass $t; else fail $t "$args entries with args, want 30; $(grep tracing "$TMP/args.err")"; fi
 
 # --- sampled timelines of a CPU-bound program ----------------------------------
 t=xray_sampled_timeline
@@ -103,8 +108,9 @@ for i in 1 2 3 4 5; do
 done
 wait $rec
 kill $p; wait $p 2>/dev/null
-n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["traced_calls"])' "$TMP/fr/summary.json" 2>/dev/null)
-echo "RssAnon over time (kB): ${rss[*]}; traced calls: $n" >&2
+# traced_events: entries and returns (2 a call).
+n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["traced_events"])' "$TMP/fr/summary.json" 2>/dev/null)
+echo "RssAnon over time (kB): ${rss[*]}; traced entries and returns: $n" >&2
 # Flat: after the first second, anonymous RSS grows by less than 8 MiB while the
 # target makes millions of traced calls (without the flight recorder, +30 MB
 # in these 5 s here). The sanitizer build holds freed memory in ASan's quarantine
@@ -113,7 +119,7 @@ echo "RssAnon over time (kB): ${rss[*]}; traced calls: $n" >&2
 # there the bound is 40 MiB: the normal build is the check of flatness.
 max_kb=8192
 [ "${SANITIZE:-}" = 1 ] && max_kb=40960
-if python3 -c 'import sys; r=[int(x) for x in sys.argv[3:]]; assert int(sys.argv[1]) > 2000000 and min(r) > 0 and max(r[1:]) - r[1] < int(sys.argv[2]), r' "${n:-0}" $max_kb "${rss[@]}"; then pass $t; else fail $t "RssAnon ${rss[*]} kB, ${n:-0} calls (want growth under $max_kb kB)"; fi
+if python3 -c 'import sys; r=[int(x) for x in sys.argv[3:]]; assert int(sys.argv[1]) > 2000000 and min(r) > 0 and max(r[1:]) - r[1] < int(sys.argv[2]), r' "${n:-0}" $max_kb "${rss[@]}"; then pass $t; else fail $t "RssAnon ${rss[*]} kB, ${n:-0} entries and returns (want growth under $max_kb kB)"; fi
 t=xray_sigusr1_snapshot
 snap=$(ls "$TMP"/fr/xray-trace-$p.snapshot-*.fdr 2>/dev/null | head -1)
 if [ -n "$snap" ] && llvm-xray fdr-dump --verify "$snap" >/dev/null 2>&1 &&
