@@ -1,8 +1,10 @@
 /* The output directory: opened once, each file written in it under a
  * temporary name and renamed when complete, relative to the directory's fd,
  * never by path (see outdir.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <libgen.h>
 #include <limits.h>
 #include <pwd.h>
@@ -272,6 +274,119 @@ out:
 	return err;
 }
 
+/* The names a recording writes (user/output.c): in a directory used again,
+ * these are an earlier recording's. */
+static bool recording_file(const char *name)
+{
+	static const char *const pats[] = {
+	    "profile.pb.gz", "summary.json", "stacks.folded", "flamegraph.html",
+	    "cpu-*.prof",    "jit-*.so",     "xray-*.fdr",    "xray-*.map",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(pats) / sizeof(pats[0]); i++)
+		if (!fnmatch(pats[i], name, FNM_PERIOD))
+			return true;
+	return false;
+}
+
+struct names {
+	VEC_BODY(char *)
+};
+
+/* The recording files (regular files of recording_file's names) in the
+ * directory dirfd, into names; their count, or -errno. */
+static int recording_files(int dirfd, struct names *names)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		int err = -errno;
+
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	while ((de = readdir(d)))
+		if (recording_file(de->d_name) &&
+		    !fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode) &&
+		    VEC_PUSH(*names, xstrdup(de->d_name))) {
+			closedir(d);
+			return -ENOMEM;
+		}
+	closedir(d);
+	return names->n;
+}
+
+/* A directory used again never mixes two recordings: as perf keeps
+ * perf.data.old, the earlier recording's files move to DIR/old/ (replacing
+ * the files of the one before there), and everything else in the directory
+ * is left alone. All relative to the directories' fds, never following a
+ * symlink. 0, or -errno after a one-line error. */
+static int set_aside_earlier(struct outdir *od)
+{
+	struct names names = {0}, older = {0};
+	const char *what = "list";
+	bool created = false;
+	struct stat st;
+	int oldfd = -1, err;
+	size_t i;
+
+	err = recording_files(od->fd, &names);
+	if (err <= 0)
+		goto out;
+	what = "create";
+	if (!mkdirat(od->fd, "old", 0755))
+		created = true;
+	else if (errno != EEXIST)
+		goto fail;
+	what = "open";
+	oldfd = openat(od->fd, "old", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (oldfd < 0 || fstat(oldfd, &st))
+		goto fail;
+	if (!trusted_owner(st.st_uid)) {
+		errno = EPERM;
+		goto fail;
+	}
+	if (created)
+		give_to_invoker(oldfd, "old");
+	what = "empty";
+	err = recording_files(oldfd, &older);
+	if (err < 0) {
+		errno = -err;
+		goto fail;
+	}
+	for (i = 0; i < older.n; i++)
+		if (unlinkat(oldfd, older.v[i], 0))
+			goto fail;
+	what = "move files to";
+	for (i = 0; i < names.n; i++)
+		if (renameat(od->fd, names.v[i], oldfd, names.v[i]))
+			goto fail;
+	info("%s held an earlier recording: its %zu files moved to %s/old/", od->path, names.n,
+	     od->path);
+	err = 0;
+	goto out;
+fail:
+	err = errno ? -errno : -EIO;
+	err("output directory %s holds an earlier recording, which moves to %s/old/: cannot %s "
+	    "%s/old: %s",
+	    od->path, od->path, what, od->path, strerror(-err));
+out:
+	if (oldfd >= 0)
+		close(oldfd);
+	for (i = 0; i < names.n; i++)
+		free(names.v[i]);
+	for (i = 0; i < older.n; i++)
+		free(older.v[i]);
+	VEC_FREE(names);
+	VEC_FREE(older);
+	return err;
+}
+
 int outdir_open(struct outdir *od, const char *path)
 {
 	bool created = false;
@@ -327,6 +442,8 @@ int outdir_open(struct outdir *od, const char *path)
 	if (created)
 		give_to_invoker(od->fd, path);
 	err = probe_outdir(od);
+	if (!err && !created)
+		err = set_aside_earlier(od);
 	if (err)
 		goto fail;
 	abort_od = od;
