@@ -4,6 +4,7 @@
  * outdir.c's. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "user/outdir.h"
 #include "user/output.h"
 #include "user/proc.h"
+#include "user/trace.h"
 #include "user/util.h"
 #include "user/writers.h"
 #include "user/xray.h"
@@ -116,6 +118,57 @@ void output_fold_free(struct fold *fo)
 	if (fo->rows)
 		fclose(fo->rows);
 	free(fo);
+}
+
+/* pprof where `make deps` builds it, tools/pprof beside the binary (the
+ * repository's ./bpftrace-rec): the README's set-up, where no pprof is on
+ * PATH. NULL when there is none. */
+static char *pprof_beside_binary(void)
+{
+	char exe[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return NULL;
+	exe[n] = 0;
+	if (!(slash = strrchr(exe, '/')))
+		return NULL;
+	snprintf(slash, sizeof(exe) - (slash - exe), "/tools/pprof");
+	return access(exe, X_OK) ? NULL : xstrdup(exe);
+}
+
+/* NAME itself when it is on PATH (as the user will type it), else NULL. */
+static char *on_path(const char *name)
+{
+	char *found = find_in_path(name);
+
+	if (!found)
+		return NULL;
+	free(found);
+	return xstrdup(name);
+}
+
+void output_readers_find(struct readers *rd)
+{
+	rd->pprof = on_path("pprof");
+	if (!rd->pprof)
+		rd->pprof = pprof_beside_binary();
+	rd->google_pprof = on_path("google-pprof");
+	rd->llvm_xray = on_path("llvm-xray");
+	rd->flamegraph = on_path("flamegraph.pl");
+	rd->xdg_open = on_path("xdg-open");
+	rd->nm = on_path("nm");
+}
+
+void output_readers_free(struct readers *rd)
+{
+	free(rd->pprof);
+	free(rd->google_pprof);
+	free(rd->llvm_xray);
+	free(rd->flamegraph);
+	free(rd->xdg_open);
+	free(rd->nm);
+	memset(rd, 0, sizeof(*rd));
 }
 
 int output_snapshot(const struct run_info *ri, unsigned n)

@@ -11,6 +11,21 @@
 
 struct procs;
 
+/* The readers the commands printed at the end name, each the command to
+ * run (its name when it is on PATH) or NULL when there is none: a file with
+ * no reader is then listed by its path alone, so that every line printed
+ * works as printed. */
+struct readers {
+	char *pprof;	    /* pprof, else tools/pprof next to this binary (make deps) */
+	char *google_pprof; /* google-pprof (Debian's google-perftools) */
+	char *llvm_xray;
+	char *flamegraph; /* flamegraph.pl */
+	char *xdg_open;
+	char *nm;
+};
+void output_readers_find(struct readers *rd);
+void output_readers_free(struct readers *rd);
+
 struct run_info {
 	uint64_t start_realtime_ns; /* wall clock at the start */
 	uint64_t duration_ns;
@@ -39,11 +54,12 @@ struct run_info {
 	const char *kernel;		 /* uname release */
 	const struct degraded *degraded; /* features this kernel lacks, and why */
 	bool system_wide;
-	bool offcpu;	    /* --off-cpu recorded waits (user/offcpu.c) */
-	bool per_process;   /* cpu-PID.prof and the XRay files of each process */
-	const char *outdir; /* the path, for the commands that open the files */
-	struct outdir *out; /* where the files are written */
-	struct fold *fold;  /* exited processes written as they go, or NULL */
+	bool offcpu;		/* --off-cpu recorded waits (user/offcpu.c) */
+	bool per_process;	/* cpu-PID.prof and the XRay files of each process */
+	const char *outdir;	/* the path, for the commands that open the files */
+	struct readers readers; /* ... and the readers they name */
+	struct outdir *out;	/* where the files are written */
+	struct fold *fold;	/* exited processes written as they go, or NULL */
 	int argc;
 	char **argv;
 	/* Every process recorded: the recorder's model (user/proc.h). */

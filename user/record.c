@@ -819,6 +819,7 @@ static int rec_attach(struct recorder *r)
 	ri->system_wide = env.all;
 	ri->per_process = !env.all || env.per_process;
 	ri->outdir = env.outdir;
+	output_readers_find(&ri->readers);
 	ri->out = &r->out;
 	ri->argc = env.argc;
 	ri->argv = env.argv;
@@ -1158,6 +1159,7 @@ static int rec_finish(struct recorder *r, int code)
 	if (r->exec_status)
 		code = r->exec_status;
 	output_fold_free(r->ri.fold);
+	output_readers_free(&r->ri.readers);
 	for (size_t i = 0; i < r->procs.v.n; i++) {
 		xray_proc_free(r->procs.v.v[i]);
 		jit_proc_free(r->procs.v.v[i]);

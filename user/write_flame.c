@@ -124,9 +124,14 @@ int write_flame(const struct run_info *ri)
 	char cmd[PATH_MAX + 64];
 	int first = 0;
 
-	snprintf(cmd, sizeof(cmd), "flamegraph.pl %s/stacks.folded > flame.svg", ri->outdir);
+	if (ri->readers.flamegraph)
+		snprintf(cmd, sizeof(cmd), "flamegraph.pl %s/stacks.folded > flame.svg",
+			 ri->outdir);
+	else
+		snprintf(cmd, sizeof(cmd), "%s/stacks.folded", ri->outdir);
 	OUT_FIRST(first, outdir_emit(ri->out, "stacks.folded", 0, cmd, fill_folded, (void *)ri));
-	snprintf(cmd, sizeof(cmd), "xdg-open %s/flamegraph.html", ri->outdir);
+	snprintf(cmd, sizeof(cmd), "%s%s/flamegraph.html", ri->readers.xdg_open ? "xdg-open " : "",
+		 ri->outdir);
 	OUT_FIRST(first,
 		  outdir_emit(ri->out, "flamegraph.html", 0, cmd, fill_flamegraph, (void *)ri));
 	flame_free_all();

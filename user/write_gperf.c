@@ -187,6 +187,19 @@ static int fill_cpuprofile(void *ctx, FILE *f, int fd)
 	return err;
 }
 
+/* The command that opens a gperftools profile: google-pprof, else pprof
+ * (which reads the format too), else the file's path alone. */
+static void gperf_cmd(const struct run_info *ri, const char *exe, const char *name, char *cmd,
+		      size_t len)
+{
+	if (ri->readers.google_pprof)
+		snprintf(cmd, len, "google-pprof --text %s %s/%s", exe, ri->outdir, name);
+	else if (ri->readers.pprof)
+		snprintf(cmd, len, "%s -top %s %s/%s", ri->readers.pprof, exe, ri->outdir, name);
+	else
+		snprintf(cmd, len, "%s/%s", ri->outdir, name);
+}
+
 /* The per-process gperftools file, with the image of its JIT code; one
  * more for each program it ran before an exec (cpu-PID.N.prof, N from 0,
  * oldest first): a file has one maps section, and the readers could not
@@ -208,14 +221,15 @@ int write_cpuprofile(const struct run_info *ri, struct proc *p)
 			continue;
 		snprintf(name, sizeof(name), "cpu-%d.%zu.prof", p->pid, i);
 		exe_path(p, p->images.v[i].exe, exe, sizeof(exe));
-		snprintf(cmd, sizeof(cmd), "google-pprof --text %s %s/%s", exe, ri->outdir, name);
+		gperf_cmd(ri, exe, name, cmd, sizeof(cmd));
 		OUT_FIRST(first, outdir_emit(ri->out, name, p->pid, cmd, fill_cpuprofile, &ic));
 	}
 
 	OUT_FIRST(first, collect_jit(p, &ji));
 	if (ji.funcs.n && outdir_realpath(ri->out, dir, sizeof(dir))) {
 		snprintf(name, sizeof(name), "jit-%d.so", p->pid);
-		snprintf(cmd, sizeof(cmd), "nm -n %s/%s", ri->outdir, name);
+		snprintf(cmd, sizeof(cmd), "%s%s/%s", ri->readers.nm ? "nm -n " : "", ri->outdir,
+			 name);
 		OUT_FIRST(first, outdir_emit(ri->out, name, p->pid, cmd, fill_jitelf, &ji));
 		if (ji.end > ji.start) {
 			snprintf(ji.line, sizeof(ji.line), "%llx-%llx r-xp %08llx 00:00 0 %s/%s\n",
@@ -226,7 +240,7 @@ int write_cpuprofile(const struct run_info *ri, struct proc *p)
 	}
 	snprintf(name, sizeof(name), "cpu-%d.prof", p->pid);
 	exe_path(p, p->exe, exe, sizeof(exe));
-	snprintf(cmd, sizeof(cmd), "google-pprof --text %s %s/%s", exe, ri->outdir, name);
+	gperf_cmd(ri, exe, name, cmd, sizeof(cmd));
 	OUT_FIRST(first, outdir_emit(ri->out, name, p->pid, cmd, fill_cpuprofile, &cc));
 	for (i = 0; i < ji.funcs.n; i++)
 		free((void *)ji.funcs.v[i].lines);

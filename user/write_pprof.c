@@ -301,6 +301,10 @@ int write_profile(const struct run_info *ri, struct pprof_fold *pf)
 	struct profile_ctx pc = {ri, pf};
 	char cmd[PATH_MAX + 64];
 
-	snprintf(cmd, sizeof(cmd), "pprof -top %s/profile.pb.gz", ri->outdir);
+	if (ri->readers.pprof)
+		snprintf(cmd, sizeof(cmd), "%s -top %s/profile.pb.gz", ri->readers.pprof,
+			 ri->outdir);
+	else
+		snprintf(cmd, sizeof(cmd), "%s/profile.pb.gz", ri->outdir);
 	return outdir_emit(ri->out, "profile.pb.gz", 0, cmd, fill_pprof, &pc);
 }

@@ -279,6 +279,18 @@ static int fill_exact(void *ctx, FILE *f, int fd)
 	return write_exact(ctx, f);
 }
 
+/* The command that opens a trace: llvm-xray account where it is there,
+ * else the trace's path alone. */
+static void xray_cmd(const struct run_info *ri, const char *map, const char *name, char *cmd,
+		     size_t len)
+{
+	if (ri->readers.llvm_xray)
+		snprintf(cmd, len, "llvm-xray account -m %s/%s %s/%s", ri->outdir, map, ri->outdir,
+			 name);
+	else
+		snprintf(cmd, len, "%s/%s", ri->outdir, name);
+}
+
 /* The XRay trace(s) of a process and the map that names their ids. */
 int xray_write_files(const struct run_info *ri, struct proc *p, const char *suffix, bool sampled)
 {
@@ -290,17 +302,16 @@ int xray_write_files(const struct run_info *ri, struct proc *p, const char *suff
 	snprintf(map, sizeof(map), "xray-%d.map", p->pid);
 	if (sampled) {
 		snprintf(name, sizeof(name), "xray-%d%s.fdr", p->pid, suffix);
-		snprintf(cmd, sizeof(cmd), "llvm-xray account -m %s/%s %s/%s", ri->outdir, map,
-			 ri->outdir, name);
+		xray_cmd(ri, map, name, cmd, sizeof(cmd));
 		OUT_FIRST(first, outdir_emit(ri->out, name, p->pid, cmd, fill_sampled, p));
 	}
 	snprintf(name, sizeof(name), "xray-trace-%d%s.fdr", p->pid, suffix);
-	snprintf(cmd, sizeof(cmd), "llvm-xray account -m %s/%s %s/%s", ri->outdir, map, ri->outdir,
-		 name);
+	xray_cmd(ri, map, name, cmd, sizeof(cmd));
 	OUT_FIRST(first, outdir_emit(ri->out, name, p->pid, cmd, fill_exact, p));
 	/* Written after the traces: their writing gave the last ids names. */
 	if (outdir_written(&after), after > before) {
-		snprintf(cmd, sizeof(cmd), "llvm-xray extract %s/%s", ri->outdir, map);
+		snprintf(cmd, sizeof(cmd), "%s%s/%s",
+			 ri->readers.llvm_xray ? "llvm-xray extract " : "", ri->outdir, map);
 		OUT_FIRST(first, outdir_emit(ri->out, map, p->pid, cmd, fill_map, NULL));
 	}
 	return first;

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# What the tool prints works as printed (issue 26): each command listed at
+# the end of a recording is run as printed, on a PATH without pprof (set-up
+# builds tools/pprof) or flamegraph.pl; and an output directory used again
+# never mixes two recordings (the earlier one moves to DIR/old/).
+source "$(dirname "$0")/lib.sh"
+
+ALL=(printed_commands_run printed_flamegraph_when_there outdir_reuse_moves_old
+	outdir_reuse_keeps_others outdir_reuse_old_symlink)
+require_bpf "${ALL[@]}"
+require_tool llvm-xray printed_commands_run || exit 0
+
+# The PATH of a machine with Debian's readers but no pprof and no
+# flamegraph.pl (neither is packaged as a command).
+BARE=/usr/sbin:/usr/bin:/sbin:/bin
+# printed LOG: the commands listed after "files:"
+printed() { sed -n '/; files:$/,$ { /; files:$/d; s/^  //p }' "$1"; }
+
+# --- every printed command runs, and names a reader that is there --------------
+t=printed_commands_run
+(cd "$TMP" && PATH=$BARE "$REC" -F 499 -o out -t 'func_*' -- "$WL/split" 1 > /dev/null 2> rec.err)
+printed "$TMP/rec.err" > "$TMP/cmds"
+bad=
+while IFS= read -r c; do
+	case "$c" in
+	*flamegraph.pl*) bad+=" [names flamegraph.pl, not on PATH: $c]" ;;
+	"xdg-open "*) [ -s "$TMP/${c#xdg-open }" ] || bad+=" [no file: $c]" ;; # a browser: not started here
+	out/*) [ -s "$TMP/$c" ] || bad+=" [no file: $c]" ;; # a file no reader here opens: its path
+	*)
+		# Run as printed, from where the recording was made, on the same PATH.
+		if ! (cd "$TMP" && PATH=$BARE bash -c "$c" > "$TMP/one.out" 2>&1); then
+			bad+=" [fails: $c: $(head -c 200 "$TMP/one.out")]"
+		fi
+		case "$c" in
+		*"-top out/profile.pb.gz") grep -q ' func_six$' "$TMP/one.out" || bad+=" [no func_six in: $c]" ;;
+		"llvm-xray account "*xray-trace-*) grep -q ' func_six$' "$TMP/one.out" || bad+=" [no func_six in: $c]" ;;
+		esac
+		;;
+	esac
+done < "$TMP/cmds"
+grep -qx "$ROOT/tools/pprof -top out/profile.pb.gz" "$TMP/cmds" || bad+=" [no tools/pprof line]"
+grep -qx "out/stacks.folded" "$TMP/cmds" || bad+=" [stacks.folded not listed by its path]"
+n=$(wc -l < "$TMP/cmds")
+if [ -z "$bad" ] && [ "$n" -ge 7 ]; then pass $t; else fail $t "$n commands:$bad"; cat "$TMP/cmds" >&2; fi
+
+# --- flamegraph.pl named when it is there ---------------------------------------
+t=printed_flamegraph_when_there
+mkdir -p "$TMP/bin"
+printf '#!/bin/sh\necho "<svg>$(wc -l < "$1")</svg>"\n' > "$TMP/bin/flamegraph.pl"
+chmod +x "$TMP/bin/flamegraph.pl"
+(cd "$TMP" && PATH=$TMP/bin:$BARE "$REC" -F 499 -o fg -- "$WL/split" 1 > /dev/null 2> fg.err)
+c=$(printed "$TMP/fg.err" | grep flamegraph.pl)
+if [ "$c" = "flamegraph.pl fg/stacks.folded > flame.svg" ] &&
+	(cd "$TMP" && PATH=$TMP/bin:$BARE bash -c "$c") && grep -q '^<svg>[1-9]' "$TMP/flame.svg"; then
+	pass $t
+else
+	fail $t "printed: '$c'"
+fi
+
+# --- a directory used again: the earlier recording moves to old/ ---------------
+pid_of() { python3 -c 'import json,sys; print(" ".join(str(p["pid"]) for p in json.load(open(sys.argv[1]))["processes"]))' "$1"; }
+t=outdir_reuse_moves_old
+d=$TMP/reuse
+"$REC" -q -F 199 -o "$d" -- "$WL/split" 1 > /dev/null 2>&1
+a=$(pid_of "$d/summary.json")
+echo mine > "$d/notes.txt"
+"$REC" -F 199 -o "$d" -- "$WL/split" 1 > /dev/null 2> "$TMP/reuse.err"
+b=$(pid_of "$d/summary.json")
+"$REC" -q -F 199 -o "$d" -- "$WL/split" 1 > /dev/null 2>&1
+c=$(pid_of "$d/summary.json")
+top=$(cd "$d" && ls cpu-*.prof xray-*.fdr | tr '\n' ' ')
+old=$(cd "$d/old" && ls cpu-*.prof xray-*.fdr | tr '\n' ' ')
+# The newest recording alone in the directory, the one before alone in
+# old/ (the first is gone), each summary naming its own process.
+if [ "$top" = "cpu-$c.prof xray-$c.fdr " ] && [ "$old" = "cpu-$b.prof xray-$b.fdr " ] &&
+	[ "$(pid_of "$d/old/summary.json")" = "$b" ] && [ "$a" != "$b" ] &&
+	grep -q "held an earlier recording: its 7 files moved to $d/old/" "$TMP/reuse.err"; then
+	pass $t
+else
+	fail $t "pids $a $b $c; top: $top; old: $old; $(cat "$TMP/reuse.err" | head -3)"
+fi
+t=outdir_reuse_keeps_others
+if [ "$(cat "$d/notes.txt")" = mine ] && [ ! -e "$d/old/notes.txt" ]; then pass $t; else fail $t "notes.txt moved or lost"; fi
+
+# old/ planted as a symlink: refused with a one-line error, nothing recorded,
+# nothing moved.
+t=outdir_reuse_old_symlink
+d=$TMP/reuse2
+"$REC" -q -F 199 -o "$d" -- "$WL/split" 1 > /dev/null 2>&1
+mkdir "$TMP/elsewhere"
+ln -s "$TMP/elsewhere" "$d/old"
+"$REC" -q -F 199 -o "$d" -- "$WL/split" 1 > /dev/null 2> "$TMP/sym.err"
+rc=$?
+if [ $rc != 0 ] && [ "$(wc -l < "$TMP/sym.err")" = 1 ] && grep -q "$d/old" "$TMP/sym.err" &&
+	[ -z "$(ls -A "$TMP/elsewhere")" ] && [ -f "$d/summary.json" ]; then
+	pass $t
+else
+	fail $t "exit $rc: $(cat "$TMP/sym.err"); elsewhere: $(ls -A "$TMP/elsewhere")"
+fi
