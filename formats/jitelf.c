@@ -94,12 +94,20 @@ static unsigned file_index(struct files *fs, const char *name)
 /* .debug_abbrev, .debug_info and .debug_line for the kept functions, at
  * their image addresses. A function without line rows gets one, at line 1
  * of a file named after it. */
-static int build_dwarf(const struct elfout_sym *syms, const struct jitelf_func **src, size_t k,
-		       struct fmt_buf *abbrev, struct fmt_buf *info, struct fmt_buf *line)
+static int build_dwarf(const struct elfout_sym *syms, const struct jitelf_func *const *src,
+		       size_t k, struct fmt_buf *abbrev, struct fmt_buf *info, struct fmt_buf *line)
 {
 	struct fmt_buf prog = {0};
 	struct files fs = {0};
 	size_t i, j, hdr_len_at, len_at;
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	for (i = 0; i < k; i++) { /* the unit's range, whatever the order */
+		if (syms[i].value < lo)
+			lo = syms[i].value;
+		if (syms[i].value + syms[i].size > hi)
+			hi = syms[i].value + syms[i].size;
+	}
 	/* abbrevs: 1 compile unit (with children), 2 subprogram */
 	fmt_put_uleb(abbrev, 1), fmt_put_uleb(abbrev, TAG_compile_unit), u8(abbrev, 1);
 	fmt_put_uleb(abbrev, AT_name), fmt_put_uleb(abbrev, FORM_string);
@@ -125,8 +133,8 @@ static int build_dwarf(const struct elfout_sym *syms, const struct jitelf_func *
 	str(info, "jit");
 	str(info, "bpftrace-rec");
 	u16(info, 0x8001); /* DW_LANG_lo_user: not a source language */
-	u64(info, syms[0].value);
-	u64(info, syms[k - 1].value + syms[k - 1].size - syms[0].value);
+	u64(info, lo);
+	u64(info, hi - lo);
 	u32(info, 0); /* stmt_list: the only line program */
 	for (i = 0; i < k; i++) {
 		fmt_put_uleb(info, 2);
@@ -227,6 +235,23 @@ static int build_dwarf(const struct elfout_sym *syms, const struct jitelf_func *
 	return abbrev->err ? abbrev->err : info->err ? info->err : line->err;
 }
 
+int jitelf_add_dwarf(struct elfout *e, const struct elfout_sym *syms,
+		     const struct jitelf_func *const *src, size_t k)
+{
+	struct fmt_buf abbrev = {0}, info = {0}, line = {0};
+	int err = k ? build_dwarf(syms, src, k, &abbrev, &info, &line) : -ENODATA;
+
+	if (!err &&
+	    (!elfout_section(e, ".debug_abbrev", SHT_PROGBITS, 0, 0, abbrev.p, abbrev.n, 1) ||
+	     !elfout_section(e, ".debug_info", SHT_PROGBITS, 0, 0, info.p, info.n, 1) ||
+	     !elfout_section(e, ".debug_line", SHT_PROGBITS, 0, 0, line.p, line.n, 1)))
+		err = -ENOMEM;
+	free(abbrev.p);
+	free(info.p);
+	free(line.p);
+	return err;
+}
+
 static int cmp(const void *a, const void *b)
 {
 	const struct jitelf_func *x = a, *y = b;
@@ -239,7 +264,6 @@ int jitelf_write(int fd, struct jitelf_func *funcs, size_t n, uint64_t *start, u
 {
 	struct elfout_sym *syms = calloc(n ? n : 1, sizeof(*syms));
 	const struct jitelf_func **src = calloc(n ? n : 1, sizeof(*src));
-	struct fmt_buf abbrev = {0}, info = {0}, line = {0};
 	struct elfout *e;
 	size_t i, k = 0;
 	unsigned text;
@@ -275,10 +299,9 @@ int jitelf_write(int fd, struct jitelf_func *funcs, size_t n, uint64_t *start, u
 	 * PT_LOAD (Off == Vaddr), google-pprof through .text (vma == offset). */
 	for (i = 0; i < k; i++)
 		syms[i].value = TEXT_OFF + (syms[i].value - *start);
-	err = build_dwarf(syms, src, k, &abbrev, &info, &line);
-	e = err ? NULL : elfout_begin(fd, ET_DYN);
+	e = elfout_begin(fd, ET_DYN);
 	if (!e) {
-		err = err ? err : -ENOMEM;
+		err = -ENOMEM;
 		goto out;
 	}
 	/* No code bytes: the readers only need the symbols and where .text is. */
@@ -287,11 +310,8 @@ int jitelf_write(int fd, struct jitelf_func *funcs, size_t n, uint64_t *start, u
 	for (i = 0; i < k; i++)
 		syms[i].section = text;
 	err = elfout_symtab(e, syms, k);
-	if (!err &&
-	    (!elfout_section(e, ".debug_abbrev", SHT_PROGBITS, 0, 0, abbrev.p, abbrev.n, 1) ||
-	     !elfout_section(e, ".debug_info", SHT_PROGBITS, 0, 0, info.p, info.n, 1) ||
-	     !elfout_section(e, ".debug_line", SHT_PROGBITS, 0, 0, line.p, line.n, 1)))
-		err = -ENOMEM;
+	if (!err)
+		err = jitelf_add_dwarf(e, syms, src, k);
 	if (!err)
 		err = elfout_load_segment(e, text, PF_R | PF_X, offset);
 	if (!err && *offset != TEXT_OFF) /* libelf laid .text elsewhere */
@@ -302,8 +322,5 @@ int jitelf_write(int fd, struct jitelf_func *funcs, size_t n, uint64_t *start, u
 out:
 	free(syms);
 	free(src);
-	free(abbrev.p);
-	free(info.p);
-	free(line.p);
 	return err;
 }

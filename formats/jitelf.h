@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "formats/elfout.h"
 
 struct jitelf_line {
 	uint64_t addr; /* at the code's run-time address */
@@ -25,6 +26,13 @@ struct jitelf_func {
 	const struct jitelf_line *lines; /* optional, sorted by addr */
 	size_t nlines;
 };
+
+/* Adds that DWARF to e (before elfout_finish): syms[i] is src[i]'s
+ * function at its address in the image (the line rows' addresses are
+ * taken relative to src[i]->start). Also for the XRay map, so that llvm-xray
+ * prints file:line. 0 or -errno. */
+int jitelf_add_dwarf(struct elfout *e, const struct elfout_sym *syms,
+		     const struct jitelf_func *const *src, size_t k);
 
 /* funcs need not be sorted; overlapping ones after the first are dropped.
  * *start and *end get the region, *offset the file offset of .text (the

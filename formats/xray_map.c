@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "formats/elfout.h"
+#include "formats/jitelf.h"
 #include "formats/xray_map.h"
 
 /* Made-up addresses: 16 bytes a function from here; llvm-xray only needs
@@ -19,13 +20,16 @@ int xray_map_write(int fd, const struct xray_map_func *funcs, size_t n)
 {
 	struct sled *sleds = calloc(n ? n : 1, sizeof(*sleds));
 	struct elfout_sym *syms = calloc(n ? n : 1, sizeof(*syms));
+	struct jitelf_func *jf = calloc(n ? n : 1, sizeof(*jf));
+	struct jitelf_line *rows = calloc(n ? n : 1, sizeof(*rows));
+	const struct jitelf_func **src = calloc(n ? n : 1, sizeof(*src));
 	uint64_t lo = UINT64_MAX, hi = 0;
 	struct elfout *e = NULL;
 	unsigned text;
 	size_t i;
 	int err;
 
-	if (!sleds || !syms) {
+	if (!sleds || !syms || !jf || !rows || !src) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -40,6 +44,12 @@ int xray_map_write(int fd, const struct xray_map_func *funcs, size_t n)
 		syms[i].name = funcs[i].name;
 		syms[i].value = a;
 		syms[i].size = sz;
+		/* One line row at the function's start: its file and line. */
+		rows[i].addr = a;
+		rows[i].line = funcs[i].line;
+		rows[i].file = funcs[i].file && *funcs[i].file ? funcs[i].file : "[unknown]";
+		jf[i] = (struct jitelf_func){a, sz, funcs[i].name, &rows[i], 1};
+		src[i] = &jf[i];
 		if (a < lo)
 			lo = a;
 		if (a + sz > hi)
@@ -61,6 +71,8 @@ int xray_map_write(int fd, const struct xray_map_func *funcs, size_t n)
 	elfout_section(e, "xray_instr_map", SHT_PROGBITS, SHF_ALLOC, 0, sleds, n * sizeof(*sleds),
 		       8);
 	err = elfout_symtab(e, syms, n);
+	if (!err && n)
+		err = jitelf_add_dwarf(e, syms, src, n);
 	{
 		int ferr = elfout_finish(e);
 
@@ -70,5 +82,8 @@ int xray_map_write(int fd, const struct xray_map_func *funcs, size_t n)
 out:
 	free(sleds);
 	free(syms);
+	free(jf);
+	free(rows);
+	free(src);
 	return err;
 }

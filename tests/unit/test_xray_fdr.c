@@ -38,11 +38,13 @@ static long account_count(const char *out, const char *name)
 	return n;
 }
 
+/* Files and lines as user/xray.c gives them: a source line, a source file
+ * whose line is unknown, the object a function is in, none. */
 static const struct xray_map_func funcs[] = {
-    {"main", 0, 0},
-    {"_ZN3foo3barEv", 0, 0},
-    {"compute", 0, 0},
-    {"recurse", 0, 0},
+    {"main", 0, 0, "/src/prog.c", 10},
+    {"_ZN3foo3barEv", 0, 0, "/src/foo.cc", 0},
+    {"compute", 0, 0, "/usr/lib/x86_64-linux-gnu/libm.so.6", 0},
+    {"recurse", 0, 0, NULL, 0},
 };
 
 static void write_map(const char *path)
@@ -186,6 +188,16 @@ static void llvm_tools(int version, uint64_t bufsize)
 	CHECKF(account_count(out, "compute") == 10, "account:\n%s", out);
 	CHECKF(account_count(out, "recurse") == 5, "account:\n%s", out);
 	CHECKF(account_count(out, "main") == 1, "account:\n%s", out);
+	/* Each function's file (llvm-xray prints its base name) and line from
+	 * the map's DWARF, where llvm-xray printed "<invalid>:0:0:" before. */
+	CHECKF(strstr(out, " prog.c:10:0: main\n") && strstr(out, " foo.cc:0:0: foo::bar()\n") &&
+		   strstr(out, " libm.so.6:0:0: compute\n") &&
+		   strstr(out, " [unknown]:0:0: recurse\n") && !strstr(out, "<invalid>"),
+	       "account:\n%s", out);
+	free(out);
+	out = run_cmd("llvm-xray extract --symbolize %s 2>&1", map);
+	CHECKF(strstr(out, "function-name: main") && !strstr(out, "<invalid>"), "extract:\n%s",
+	       out);
 	free(out);
 	out = run_cmd("llvm-xray stack -m %s %s 2>&1", map, trace);
 	CHECKF(strstr(out, "recurse") && strstr(out, "foo::bar()"), "stack:\n%s", out);
