@@ -207,7 +207,8 @@ static int match_sym(void *ctx, const struct symfile_sym *s)
 	if ((r = probe_once(m->dev, m->ino, off)))
 		return r < 0 ? r : 0;
 	/* Named as the samples name the address, whichever alias matched. */
-	if (VEC_PUSH(m->offsets, off) || VEC_PUSH(m->cookies, (uint64_t)xray_func_id(s->primary)))
+	if (VEC_PUSH(m->offsets, off) ||
+	    VEC_PUSH(m->cookies, (uint64_t)xray_func_id_at(s->primary, m->sf, off, m->path)))
 		return -ENOMEM;
 	debug("-t %s: %s at %#llx (file offset) in %s", m->glob, s->primary,
 	      (unsigned long long)off, m->path);

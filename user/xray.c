@@ -9,6 +9,7 @@
 #include "user/output.h"
 #include "user/offcpu.h"
 #include "user/proc.h"
+#include "user/symbols.h"
 #include "user/util.h"
 #include "user/xray.h"
 
@@ -17,6 +18,14 @@ static struct xray_cfg cfg = {.version = 5};
 /* Function names and ids, shared by every process's trace and map. */
 static VEC(char *) fnames;
 static struct idtab fname_tab;
+/* Where each function is, for the map's DWARF (llvm-xray prints it before
+ * the name): its source file and first line, or the object it is in and
+ * line 0; file NULL until a frame or probe of it is seen. By id - 1. */
+struct fsrc {
+	char *file;
+	uint32_t line;
+};
+static VEC(struct fsrc) fsrcs;
 
 void xray_configure(const struct xray_cfg *c)
 {
@@ -36,11 +45,56 @@ uint32_t xray_func_id(const char *name)
 
 	if (id != UINT32_MAX)
 		return id + 1;
-	if (fnames.n >= FDR_MAX_FUNC_ID || VEC_PUSH(fnames, xstrdup(name)))
+	if (fnames.n >= FDR_MAX_FUNC_ID || VEC_RESERVE(fsrcs, fnames.n + 1) ||
+	    VEC_PUSH(fnames, xstrdup(name)))
 		return 0;
+	fsrcs.v[fsrcs.n++] = (struct fsrc){NULL, 0};
 	if (idtab_insert(&fname_tab, h, fnames.n - 1))
 		return 0;
 	return fnames.n;
+}
+
+/* Sets id's source once: the source line at file offset start_off of sf
+ * where it has debug info, else object. */
+static void set_source(uint32_t id, struct symfile *sf, uint64_t start_off, const char *object)
+{
+	struct fsrc *s = id && id <= fsrcs.n ? &fsrcs.v[id - 1] : NULL;
+	const char *file = NULL;
+	int line = 0;
+
+	if (!s || s->file)
+		return;
+	if (sf && start_off != UINT64_MAX && !symfile_srcline(sf, start_off, &file, &line) && file)
+		s->line = line > 0 ? line : 0;
+	else
+		file = object && *object ? object : "[unknown]";
+	s->file = xstrdup(file);
+}
+
+uint32_t xray_func_id_at(const char *name, struct symfile *sf, uint64_t start_off,
+			 const char *object)
+{
+	uint32_t id = xray_func_id(name);
+
+	set_source(id, sf, start_off, object);
+	return id;
+}
+
+/* The source of a sampled frame's function: at its symbol's start, as
+ * llvm-symbolizer names the function's address in the binary itself. */
+static void frame_source(uint32_t id, const struct frame *f)
+{
+	struct symfile *sf = f->kind == FRAME_USER && f->map ? f->map->sym : NULL;
+	uint64_t vaddr, start, off = UINT64_MAX;
+
+	if (f->kind == FRAME_KERNEL) {
+		set_source(id, NULL, 0, f->module ? f->module : "[kernel.kallsyms]");
+		return;
+	}
+	if (sf && f->name &&
+	    symfile_lookup(sf, f->pc - f->map->start + f->map->offset, &vaddr, &start, NULL))
+		off = symfile_offset(sf, start);
+	set_source(id, sf, off, f->map && *f->map->path ? f->map->path : "[anon]");
 }
 
 static struct fdr *new_writer(const struct proc *p)
@@ -129,6 +183,8 @@ static int stack_ids(struct proc *p, const struct sample *s, uint32_t *ids, bool
 			continue;
 		id = xray_func_id(frame_iter_name(&it, buf, sizeof(buf), NULL, NULL, NULL));
 
+		if (id && !fsrcs.v[id - 1].file)
+			frame_source(id, it.f);
 		if (id)
 			ids[n++] = id;
 	}
@@ -146,6 +202,7 @@ static int wait_ids(struct proc *p, const struct offcpu_wait *wt, uint32_t *ids)
 	int n = wt->stack < p->stack_off.n ? stack_ids(p, &s, ids, true) : 0;
 	uint32_t id = xray_func_id(wt->what);
 
+	set_source(id, NULL, 0, "[off-cpu]");
 	if (id && n < MAX_STACK_FRAMES)
 		ids[n++] = id;
 	return n;
@@ -253,8 +310,11 @@ static int write_map(int fd)
 
 	if (!fn)
 		return -ENOMEM;
-	for (i = 0; i < fnames.n; i++)
+	for (i = 0; i < fnames.n; i++) {
 		fn[i].name = fnames.v[i];
+		fn[i].file = fsrcs.v[i].file;
+		fn[i].line = fsrcs.v[i].line;
+	}
 	err = xray_map_write(fd, fn, fnames.n);
 	free(fn);
 	return err;
@@ -328,8 +388,11 @@ void xray_free(void)
 {
 	size_t i;
 
-	for (i = 0; i < fnames.n; i++)
+	for (i = 0; i < fnames.n; i++) {
 		free(fnames.v[i]);
+		free(fsrcs.v[i].file);
+	}
 	VEC_FREE(fnames);
+	VEC_FREE(fsrcs);
 	idtab_free(&fname_tab);
 }

@@ -25,6 +25,12 @@ void xray_configure(const struct xray_cfg *c);
 
 /* The id of a function name (from 1); 0 when ids ran out. */
 uint32_t xray_func_id(const char *name);
+/* The same for a function at file offset start_off of sf (a -t probe),
+ * whose source file and first line the map then gives (else object, the
+ * file it is in). */
+struct symfile;
+uint32_t xray_func_id_at(const char *name, struct symfile *sf, uint64_t start_off,
+			 const char *object);
 
 /* Drained events of recorded processes. 0 or -ENOMEM. */
 /* A -t entry or exit (kind: CALL_ENTRY or CALL_EXIT) of function func_id;

@@ -5,7 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(xray_exact_counts xray_summary_counts xray_matches_compiler_rt xray_v1_tools xray_v5_tools xray_trace_args
-	xray_sampled_timeline xray_flight_recorder_flat xray_sigusr1_snapshot xray_pid_mode)
+	xray_sampled_timeline xray_map_source_lines xray_flight_recorder_flat xray_sigusr1_snapshot xray_pid_mode)
 require_bpf "${ALL[@]}"
 require_tool llvm-xray xray_exact_counts || exit 0
 
@@ -90,6 +90,29 @@ if grep -q " func_six$" <<<"$acc" && grep -q " func_three$" <<<"$acc" && grep -q
 	pass $t
 else
 	fail $t; echo "$acc" | head -20 >&2
+fi
+
+# --- the map gives each function its file and line ------------------------------
+# llvm-xray account prints FILE:LINE:0: before a name: the line is where
+# addr2line puts the function's own address in the binary (its first line
+# row), not "<invalid>:0:0:". Every row: user frames with debug info by their
+# source, the others by their object ([kernel.kallsyms], a library path).
+t=xray_map_source_lines
+srcline() { # BINARY FUNC: base:line of FUNC's address, as addr2line reads it
+	local a
+	a=$(nm "$1" | awk -v f="$2" '$3 == f { print $1; exit }')
+	addr2line -e "$1" "0x$a" | sed 's|.*/||; s/ .*//'
+}
+want_six="$(srcline "$WL/split" func_six):0: func_six"
+want_lib="$(srcline "$WL/libwork.so" lib_spin):0: lib_spin"
+want_fib="$(srcline "$WL/calls" fib):0: fib"
+acc_fib=$(llvm-xray account -m "$TMP/v5/xray-$pid.map" "$TMP/v5/xray-trace-$pid.fdr" 2>&1)
+if grep -q " $want_six$" <<<"$acc" && grep -q " $want_lib$" <<<"$acc" && grep -q " $want_fib$" <<<"$acc_fib" &&
+	! grep -q "<invalid>" <<<"$acc$acc_fib" && [[ $want_six == split.c:[1-9]* ]]; then
+	pass $t
+else
+	fail $t "want '$want_six', '$want_lib' and '$want_fib'"
+	{ echo "$acc"; echo "$acc_fib"; } | grep -E "func_six|lib_spin| fib$|invalid" | head >&2
 fi
 
 # --- flight recorder: memory flat, SIGUSR1 snapshot -------------------------------
