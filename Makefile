@@ -25,7 +25,8 @@ ARCH    := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror
-ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN_FLAGS) -I. -I$(OUT)
+# CPPFLAGS and LDFLAGS: Debian's build flags (dpkg-buildflags) in make deb.
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -I. -I$(OUT)
 # libiberty: cplus_demangle, which demangles Rust (legacy and v0) as well as
 # C++; __cxa_demangle leaves the legacy hash and fails on v0.
 LDLIBS  := -lbpf -lelf -ldw -lz -liberty
@@ -46,7 +47,8 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 # Keep the BPF objects: bpftool reads them, and rebuilding them is not free.
 .SECONDARY:
 
-.PHONY: all clean install demo test unit-tests deps format format-check workloads bench-helpers fuzz test-kernels
+.PHONY: all clean install uninstall man docs deb demo test unit-tests deps format format-check workloads \
+	bench-helpers fuzz test-kernels
 all: $(BIN) $(UNIT_BIN)
 
 $(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h vmlinux/vmlinux.h
@@ -65,7 +67,7 @@ $(OUT)/formats/%.o: formats/%.c $(wildcard formats/*.h)
 	$(SAN_CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BIN): $(USER_OBJ) $(FORMATS_OBJ)
-	$(SAN_CC) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+	$(SAN_CC) $(CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(OUT)/tests/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(FORMATS_OBJ)
 	@mkdir -p $(@D)
@@ -141,9 +143,38 @@ $(OUT)/interrupt-gaps: scripts/interrupt-gaps/gaps.c
 
 bench-helpers: $(OUT)/helper-cost $(OUT)/interrupt-gaps workloads
 
-install: $(BIN)
-	install -d $(DESTDIR)$(PREFIX)/bin
+# The manual page and docs/usage.md come from one source, so that they never
+# disagree: docs/bpftrace-rec.8.scd (scdoc). usage.md is checked in (read on
+# the web); tests/integration/test_docs.sh fails when it is stale.
+MAN := $(OUT)/bpftrace-rec.8
+man: $(MAN)
+$(MAN): docs/bpftrace-rec.8.scd
+	@mkdir -p $(@D)
+	scdoc < $< > $@.tmp && mv $@.tmp $@
+docs: docs/usage.md
+docs/usage.md: docs/bpftrace-rec.8.scd scripts/scd2md.py
+	python3 scripts/scd2md.py $< > $@.tmp && mv $@.tmp $@
+
+install: $(BIN) $(MAN)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/bpftrace-rec
+	install -m 0644 $(MAN) $(DESTDIR)$(PREFIX)/share/man/man8/bpftrace-rec.8
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/bpftrace-rec $(DESTDIR)$(PREFIX)/share/man/man8/bpftrace-rec.8
+
+# The Debian package (debian/), built by dpkg-buildpackage from a copy of
+# the tree's files in build/deb/ (dpkg-buildpackage writes the .deb to the
+# parent of the source: there, not beside this tree), then checked by
+# lintian. Result: build/deb/bpftrace-rec_VERSION_amd64.deb.
+DEB_DIR := build/deb
+deb:
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src
+	git ls-files -co --exclude-standard -z | grep -zv '^tools/' | \
+		xargs -0 tar -cf - | tar -xf - -C $(DEB_DIR)/src
+	cd $(DEB_DIR)/src && dpkg-buildpackage -b -us -uc
+	lintian --fail-on error $(DEB_DIR)/*.changes
+	@ls $(DEB_DIR)/*.deb
 
 deps:
 	bash scripts/install-deps.sh
