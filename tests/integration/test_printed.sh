@@ -84,16 +84,17 @@ if [ "$(cat "$d/notes.txt")" = mine ] && [ ! -e "$d/old/notes.txt" ]; then pass 
 
 # old/ planted as a symlink: refused with a one-line error, nothing recorded,
 # nothing moved.
-t=outdir_reuse_old_symlink
-d=$TMP/reuse2
-"$REC" -q -F 199 -o "$d" -- "$WL/split" 1 > /dev/null 2>&1
-mkdir "$TMP/elsewhere"
-ln -s "$TMP/elsewhere" "$d/old"
-"$REC" -q -F 199 -o "$d" -- "$WL/split" 1 > /dev/null 2> "$TMP/sym.err"
-rc=$?
-if [ $rc != 0 ] && [ "$(wc -l < "$TMP/sym.err")" = 1 ] && grep -q "$d/old" "$TMP/sym.err" &&
-	[ -z "$(ls -A "$TMP/elsewhere")" ] && [ -f "$d/summary.json" ]; then
-	pass $t
-else
-	fail $t "exit $rc: $(cat "$TMP/sym.err"); elsewhere: $(ls -A "$TMP/elsewhere")"
-fi
+old_symlink_refused() {
+	local d=$TMP/reuse2 rc
+	"$REC" -q -F 199 -o "$d" -- "$WL/split" 1 > /dev/null 2>&1
+	mkdir "$TMP/elsewhere"
+	ln -s "$TMP/elsewhere" "$d/old"
+	"$REC" -q -F 199 -o "$d" -- "$WL/split" 1 > /dev/null 2> "$TMP/sym.err"
+	rc=$?
+	echo "exit $rc: $(cat "$TMP/sym.err"); elsewhere: $(ls -A "$TMP/elsewhere")" >&2
+	[ $rc != 0 ] && [ "$(wc -l < "$TMP/sym.err")" = 1 ] && grep -q "$d/old" "$TMP/sym.err" &&
+		[ -z "$(ls -A "$TMP/elsewhere")" ] && [ -f "$d/summary.json" ]
+}
+fault_case outdir_reuse_old_symlink "-o DIR holding a recording, DIR/old a symlink to another directory" \
+	"fails before recording, one line naming DIR/old; nothing moved or written through the link" \
+	old_symlink_refused
