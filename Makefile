@@ -155,13 +155,17 @@ docs: docs/usage.md
 docs/usage.md: docs/bpftrace-rec.8.scd scripts/scd2md.py
 	python3 scripts/scd2md.py $< > $@.tmp && mv $@.tmp $@
 
+# With bash completion (completion/bpftrace-rec.bash: the options from --help).
+BASHCOMP := $(PREFIX)/share/bash-completion/completions
 install: $(BIN) $(MAN)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(BASHCOMP)
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/bpftrace-rec
 	install -m 0644 $(MAN) $(DESTDIR)$(PREFIX)/share/man/man8/bpftrace-rec.8
+	install -m 0644 completion/bpftrace-rec.bash $(DESTDIR)$(BASHCOMP)/bpftrace-rec
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/bpftrace-rec $(DESTDIR)$(PREFIX)/share/man/man8/bpftrace-rec.8
+	rm -f $(DESTDIR)$(PREFIX)/bin/bpftrace-rec $(DESTDIR)$(PREFIX)/share/man/man8/bpftrace-rec.8 \
+		$(DESTDIR)$(BASHCOMP)/bpftrace-rec
 
 # The Debian package (debian/), built by dpkg-buildpackage from a copy of
 # the tree's files in build/deb/ (dpkg-buildpackage writes the .deb to the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Debian package (make deb), as a user gets it: built with Debian's
 # tools, installed with `apt-get install ./bpftrace-rec_*.deb`, its manual
-# page found by man, a recording by the installed binary read back by pprof,
+# page found by man, its bash completion completing, a recording by the installed binary read back by pprof,
 # then `apt-get purge`d, leaving none of its files behind. Needs root (apt,
 # BPF); run by .ci/run as its own step. Prints PASS/FAIL lines, then
 # "N passed, N failed".
@@ -40,6 +40,11 @@ dpkg -L bpftrace-rec > "$TMP/files"
 t=deb_man_page
 m=$(man -w bpftrace-rec 2>&1)
 if [ "$m" = /usr/share/man/man8/bpftrace-rec.8.gz ] && man bpftrace-rec 2>/dev/null | grep -q -- "--call-graph"; then ok $t; else bad $t "man -w: $m"; fi
+
+t=deb_completion
+c=/usr/share/bash-completion/completions/bpftrace-rec
+got=$(bash -c 'source "$1"; COMP_WORDS=(bpftrace-rec --off); COMP_CWORD=1; _bpftrace_rec; echo "${COMPREPLY[*]}"' _ "$c" 2>&1)
+if [ "$got" = "--off-cpu --off-cpu-min" ]; then ok $t; else bad $t "completing --off: '$got'"; fi
 
 # --- record with the installed binary, read back by pprof -------------------
 # The demo's workload: func_six, func_three and lib_spin do 6:3:1 of the
