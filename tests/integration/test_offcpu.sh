@@ -35,9 +35,12 @@ check_waits() { # NAME RC TOP ERR-FILE FUNC MS TOL [FUNC MS TOL]...
 	fi
 }
 # sum of a function in `llvm-xray account` output, in s (0 when absent).
+# A row is "ID COUNT [ MIN, MED, 90P, 99P, MAX] SUM FILE:LINE:COL: NAME"; the
+# name may hold spaces ("[off-cpu] do_nanosleep").
 xray_sum() { # NAME < output
-	awk -v f="$1" '{ i = index($0, "<invalid>:0:0: ") }
-		i && substr($0, i + 15) == f { n = split(substr($0, 1, i - 1), a, " "); print a[n]; found = 1; exit }
+	awk -v f="$1" 'match($0, /\] +[0-9.]+ +[^ ]+:[0-9]+:[0-9]+: /) {
+		head = substr($0, RSTART, RLENGTH); name = substr($0, RSTART + RLENGTH)
+		if (name == f) { split(head, a, " "); print a[2]; found = 1; exit } }
 		END { if (!found) print 0 }'
 }
 # The traces of `pprof -traces` (blocks between dashed lines) that match
