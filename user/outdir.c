@@ -366,8 +366,8 @@ static int set_aside_earlier(struct outdir *od)
 	for (i = 0; i < names.n; i++)
 		if (renameat(od->fd, names.v[i], oldfd, names.v[i]))
 			goto fail;
-	info("%s held an earlier recording: its %zu files moved to %s/old/", od->path, names.n,
-	     od->path);
+	info("%s held an earlier recording: its %zu file%s moved to %s/old/", od->path, names.n,
+	     names.n == 1 ? "" : "s", od->path);
 	err = 0;
 	goto out;
 fail:

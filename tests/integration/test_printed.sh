@@ -84,7 +84,16 @@ else
 	fail $t "pids $a $b $c; top: $top; old: $old; $(cat "$TMP/reuse.err" | head -3)"
 fi
 t=outdir_reuse_keeps_others
-if [ "$(cat "$d/notes.txt")" = mine ] && [ ! -e "$d/old/notes.txt" ]; then pass $t; else fail $t "notes.txt moved or lost"; fi
+# Another file stays; an interrupted recording's lone summary.json moves,
+# said in the singular.
+mkdir "$TMP/one" && echo '{}' > "$TMP/one/summary.json" && echo mine > "$TMP/one/notes.txt"
+"$REC" -F 99 -o "$TMP/one" -- true > /dev/null 2> "$TMP/one.err"
+if [ "$(cat "$d/notes.txt")" = mine ] && [ ! -e "$d/old/notes.txt" ] && [ "$(cat "$TMP/one/old/summary.json")" = '{}' ] &&
+	[ -f "$TMP/one/notes.txt" ] && grep -q "its 1 file moved to $TMP/one/old/" "$TMP/one.err"; then
+	pass $t
+else
+	fail $t "notes.txt moved or lost, or: $(head -1 "$TMP/one.err")"
+fi
 
 # old/ planted as a symlink: refused with a one-line error, nothing recorded,
 # nothing moved.
