@@ -890,48 +890,6 @@ int symfile_foreach(struct symfile *f, symfile_fn fn, void *ctx)
 	return 0;
 }
 
-static bool has_fp_prologue(int fd, uint64_t off)
-{
-	static const unsigned char endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
-	static const unsigned char prologue[4] = {0x55, 0x48, 0x89, 0xe5};
-	unsigned char code[8];
-	const unsigned char *c = code;
-
-	if (pread(fd, code, sizeof(code), off) != sizeof(code))
-		return false;
-	if (!memcmp(c, endbr64, sizeof(endbr64)))
-		c += sizeof(endbr64);
-	return !memcmp(c, prologue, sizeof(prologue));
-}
-
-int symfile_fp_percent(const struct symfile *f, int fd)
-{
-	size_t i, n, step, seen = 0, fp = 0;
-
-	if (f->go) /* Go keeps frame pointers, after its stack-growth check */
-		return 100;
-	/* Small functions may be frameless leaves even where frame pointers
-	 * are on; look at functions large enough to have callees. */
-	n = f->nsyms >= 64 ? f->nsyms : f->nfstarts;
-	step = n / 128 ? n / 128 : 1;
-	for (i = 0; i < n; i += step) {
-		uint64_t addr, size, off;
-
-		if (n == f->nsyms) {
-			addr = f->syms[i].addr;
-			size = f->syms[i].size;
-		} else {
-			addr = f->fstarts[i];
-			size = i + 1 < n ? f->fstarts[i + 1] - addr : 0;
-		}
-		if (size < 64 || (off = symfile_offset(f, addr)) == UINT64_MAX)
-			continue;
-		seen++;
-		fp += has_fp_prologue(fd, off);
-	}
-	return seen < 8 ? -1 : (int)(fp * 100 / seen);
-}
-
 /* The first symbol (the lowest rank) at the highest address <= addr;
  * -1 when none. */
 static ssize_t find_sym(const struct sym *s, size_t n, uint64_t addr)

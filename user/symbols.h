@@ -50,10 +50,6 @@ struct symfile_sym {
  * stops when fn returns non-zero and returns that. */
 typedef int (*symfile_fn)(void *ctx, const struct symfile_sym *s);
 int symfile_foreach(struct symfile *f, symfile_fn fn, void *ctx);
-/* Percentage of a sample of the file's functions whose code sets up a frame
- * pointer (push %rbp; mov %rsp,%rbp, after an optional endbr64), read from
- * fd; -1 when it has too few functions to tell. */
-int symfile_fp_percent(const struct symfile *f, int fd);
 const char *symfile_build_id(const struct symfile *f); /* hex, or NULL */
 /* Source file and line at a file offset (as symfile_lookup takes it) where
  * the file or its build-id debug file has DWARF (libdw, loaded on the first

@@ -281,8 +281,12 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 			    : e;
 
 		if (e >= 0 && r >= 0) {
-			out->fds = realloc(out->fds, (out->nfds + 2) * sizeof(int));
-			if (!out->fds) {
+			/* Grown in place or not at all: detach closes the
+			 * nfds it has, which must stay readable. */
+			if (fmt_grow((void **)&out->fds, &out->fds_cap, out->nfds + 2,
+				     sizeof(*out->fds))) {
+				close(e);
+				close(r);
 				err = -ENOMEM;
 				goto out;
 			}
@@ -334,8 +338,10 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 			    strerror(-err));
 			goto out;
 		}
-		out->links = realloc(out->links, (out->nlinks + 2) * sizeof(*out->links));
-		if (!out->links) {
+		if (fmt_grow((void **)&out->links, &out->links_cap, out->nlinks + 2,
+			     sizeof(*out->links))) {
+			bpf_link__destroy(l[0]);
+			bpf_link__destroy(l[1]);
 			err = -ENOMEM;
 			goto out;
 		}

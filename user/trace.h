@@ -13,8 +13,10 @@ struct bpf_link;
 struct trace_links {
 	struct bpf_link **links; /* single-probe fallback */
 	int nlinks;
+	size_t links_cap;
 	int *fds; /* uprobe_multi link fds */
 	int nfds;
+	size_t fds_cap;
 	int nfuncs; /* functions probed */
 	int multi;  /* 1 when uprobe_multi was used */
 	/* Without BPF cookies (kernels before 5.15): each probed function's

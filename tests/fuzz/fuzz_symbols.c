@@ -60,7 +60,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		look(f, 0);
 		look(f, size / 2);
-		symfile_fp_percent(f, fd);
 		symfile_build_id(f);
 	}
 	symfiles_free();
