@@ -372,7 +372,7 @@ static void name_user_frame(struct proc *p, struct frame *f)
 		return;
 	f->name = symfile_lookup(sf, off, NULL, NULL, &f->system_name);
 	if (!f->name)
-		f->func = symfile_func_start(sf, off);
+		f->func = symfile_func_start(sf, off, &f->name);
 }
 
 void proc_name_again(struct proc *p)
