@@ -204,7 +204,8 @@ WL_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Wall -
 WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/calls $(OUT)/workloads/leafy $(OUT)/workloads/spin \
 	     $(OUT)/workloads/deep $(OUT)/workloads/jitspin $(OUT)/workloads/execspin $(OUT)/workloads/nofp \
 	     $(OUT)/workloads/mixed $(OUT)/workloads/cxxalloc $(OUT)/workloads/waits \
-	     $(OUT)/workloads/cxxsplit $(OUT)/workloads/frees $(OUT)/workloads/gowork
+	     $(OUT)/workloads/cxxsplit $(OUT)/workloads/frees $(OUT)/workloads/gowork \
+	     $(OUT)/workloads/edges
 workloads: $(WORKLOADS)
 all: workloads
 $(OUT)/workloads/libwork.so: tests/workloads/libwork.c tests/workloads/work.h
@@ -212,6 +213,9 @@ $(OUT)/workloads/libwork.so: tests/workloads/libwork.c tests/workloads/work.h
 	$(CC) $(WL_CFLAGS) -fPIC -shared -o $@ $<
 $(OUT)/workloads/split: tests/workloads/split.c $(OUT)/workloads/libwork.so
 	$(CC) $(WL_CFLAGS) -o $@ $< -L$(OUT)/workloads -lwork -Wl,-rpath,'$$ORIGIN' -pthread
+# Calls lib_spin through its PLT stub.
+$(OUT)/workloads/edges: tests/workloads/edges.c $(OUT)/workloads/libwork.so
+	$(CC) $(WL_CFLAGS) -o $@ $< -L$(OUT)/workloads -lwork -Wl,-rpath,'$$ORIGIN'
 $(OUT)/workloads/syscalls: tests/workloads/syscalls.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $<
