@@ -120,10 +120,12 @@ $(OUT)/tests/test_cfi_table: tests/unit/test_cfi_table.c $(wildcard tests/unit/*
 # the sampler's skeleton, the table loader and the unwinder.
 $(OUT)/tests/test_cfi_bpf: tests/unit/test_cfi_bpf.c $(wildcard tests/unit/*.h) $(OUT)/sample.skel.h \
 			   $(OUT)/user/cfi_maps.o $(OUT)/user/cfi_table.o $(OUT)/user/unwind.o \
-			   $(OUT)/user/util.o $(OUT)/formats/util.o $(OUT)/workloads/nofp
+			   $(OUT)/user/util.o $(OUT)/formats/util.o $(OUT)/formats/procmaps.o \
+			   $(OUT)/workloads/nofp
 	@mkdir -p $(@D)
 	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/cfi_maps.o $(OUT)/user/cfi_table.o \
-		$(OUT)/user/unwind.o $(OUT)/user/util.o $(OUT)/formats/util.o $(LDLIBS)
+		$(OUT)/user/unwind.o $(OUT)/user/util.o $(OUT)/formats/util.o $(OUT)/formats/procmaps.o \
+		$(LDLIBS)
 
 unit-tests: $(UNIT_BIN)
 

@@ -787,15 +787,11 @@ static int rec_attach(struct recorder *r)
 	int err;
 
 	if (env.ntraces) {
-		char *exe = r->target.child > 0 ? find_in_path(env.cmd[0]) : NULL;
+		/* The very file the command runs (target_spawn resolved it). */
+		const char *exe = r->target.child > 0 ? r->target.path : NULL;
 
-		if (r->target.child > 0 && !exe) {
-			err("%s: command not found", env.cmd[0]);
-			return -1;
-		}
 		err = trace_attach(r->tracer, env.traces, env.ntraces, env.pids, env.npids, exe,
 				   &r->tlinks);
-		free(exe);
 		if (err)
 			return -1;
 		info("tracing %d functions (%s)", r->tlinks.nfuncs,

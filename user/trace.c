@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "trace.skel.h"
+#include "formats/procmaps.h"
 #include "user/symbols.h"
 #include "user/trace.h"
 #include "user/util.h"
@@ -54,46 +55,36 @@ static int uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offs
 	return fd < 0 ? -errno : fd;
 }
 
-char *find_in_path(const char *cmd)
-{
-	const char *path = getenv("PATH");
-	char buf[PATH_MAX], *copy, *dir, *save = NULL, *found = NULL;
-
-	if (strchr(cmd, '/'))
-		return realpath(cmd, NULL);
-	copy = xstrdup(path ? path : "/usr/local/bin:/usr/bin:/bin");
-	for (dir = strtok_r(copy, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save)) {
-		snprintf(buf, sizeof(buf), "%s/%s", *dir ? dir : ".", cmd);
-		if (!access(buf, X_OK))
-			found = realpath(buf, NULL);
-	}
-	free(copy);
-	return found;
-}
-
 /* A library of a running process: the first mapped file whose name starts
- * with obj. The returned path goes through /proc/PID/root. */
+ * with obj, or that is obj (a path: compared as the kernel resolves it, by
+ * device and inode, so a symlink such as /usr/bin/redis-server names the
+ * redis-check-rdb the process maps). The returned path goes through
+ * /proc/PID/root. */
 static char *find_mapped_object(pid_t pid, const char *obj)
 {
-	char path[64], *text, *line, *save = NULL, *found = NULL;
+	struct procmaps_entry *e = NULL;
+	struct stat want, st;
+	char path[64], buf[PATH_MAX + 64], *text, *found = NULL;
+	bool by_file = strchr(obj, '/') && !stat(obj, &want);
+	size_t n = 0, i, len;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	if (read_path_all(path, 0, 64 << 20, &text, NULL))
+	if (read_path_all(path, 0, 64 << 20, &text, &len))
 		return NULL;
-	for (line = strtok_r(text, "\n", &save); line && !found;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char *file = strchr(line, '/'), *base;
+	if (procmaps_parse(text, len, &e, &n))
+		n = 0;
+	for (i = 0; i < n && !found; i++) {
+		const char *base = strrchr(e[i].path, '/');
 
-		if (!file || strstr(file, " (deleted)"))
+		if (e[i].path[0] != '/' || e[i].deleted)
 			continue;
-		base = strrchr(file, '/') + 1;
-		if (!strncmp(base, obj, strlen(obj)) || !strcmp(file, obj)) {
-			char buf[PATH_MAX + 64];
-
-			snprintf(buf, sizeof(buf), "/proc/%d/root%s", pid, file);
+		snprintf(buf, sizeof(buf), "/proc/%d/root%s", pid, e[i].path);
+		if (!strncmp(base + 1, obj, strlen(obj)) || !strcmp(e[i].path, obj) ||
+		    (by_file && !stat(buf, &st) && st.st_dev == want.st_dev &&
+		     st.st_ino == want.st_ino))
 			found = xstrdup(buf);
-		}
 	}
+	procmaps_free(e, n);
 	free(text);
 	return found;
 }

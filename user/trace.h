@@ -46,7 +46,4 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 		 int npids, const char *exe, struct trace_links *out);
 void trace_detach(struct trace_links *l);
 
-/* PATH lookup as execvp does; NULL when not found. Caller frees. */
-char *find_in_path(const char *cmd);
-
 #endif
