@@ -463,6 +463,8 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 			}
 			if (xray_on_call(p, c, id, c->kind & CALL_KIND_MASK))
 				return -ENOMEM;
+			if ((c->kind & CALL_KIND_MASK) == CALL_ENTRY)
+				trace_count_call(&r->tlinks, id);
 		}
 		break;
 	}
@@ -1054,8 +1056,11 @@ static void rec_stop(struct recorder *r)
 		     "from its process's maps, and the process exited before they were read",
 		     (unsigned long long)r->unresolved_calls);
 	if (st[STAT_LOST_CALLS])
-		warn("%llu traced calls lost: the ring buffer was full (raise --ringbuf-size)",
+		warn("%llu traced entries or returns lost: the ring buffer was full (raise "
+		     "--ringbuf-size)",
 		     (unsigned long long)st[STAT_LOST_CALLS]);
+	if (env.ntraces)
+		trace_report(&r->tlinks);
 	if (st[STAT_LOST])
 		warn("%llu samples lost: the ring buffer was full (raise --ringbuf-size)",
 		     (unsigned long long)st[STAT_LOST]);
@@ -1095,8 +1100,9 @@ static int rec_write(struct recorder *r)
 	ri->kstack_err = st[STAT_KSTACK_ERR];
 	ri->ustack_err = st[STAT_USTACK_ERR];
 	ri->kernel_walks = st[STAT_KERNEL_WALKS];
-	ri->traced_calls = st[STAT_CALLS];
-	ri->lost_calls = st[STAT_LOST_CALLS];
+	ri->traced_events = st[STAT_CALLS];
+	ri->lost_trace_events = st[STAT_LOST_CALLS];
+	ri->trace = env.ntraces ? &r->tlinks : NULL;
 	ri->cfi_worker_cpu_ns = cfi_worker_stop(r->cfi_worker); /* its stats are ours from here */
 	r->cfi_worker = NULL;
 	if (r->cfi) {
@@ -1153,6 +1159,7 @@ static int rec_finish(struct recorder *r, int code)
 		jit_proc_free(r->procs.v.v[i]);
 	}
 	offcpu_free();
+	trace_free(&r->tlinks);
 	procs_free(&r->procs);
 	xray_free();
 	symfiles_free();

@@ -112,6 +112,7 @@ static char *find_library(const char *obj)
 }
 
 struct matches {
+	struct trace_links *links;
 	const char *glob, *path;
 	struct symfile *sf;
 	dev_t dev;
@@ -182,6 +183,104 @@ static bool sym_matches(const char *glob, const struct symfile_sym *s)
 	return !s->hidden && !fnmatch(glob, buf, 0);
 }
 
+/* Adds a probed function to the list the end reports, and room for its
+ * count. 0 or -ENOMEM. */
+static int list_func(struct trace_links *l, uint32_t id, const char *name, const char *path)
+{
+	const char *base = strrchr(path, '/');
+	struct trace_func f = {id, strdup(name), strdup(base ? base + 1 : path)};
+	size_t old = l->calls_cap;
+
+	if (!f.name || !f.obj ||
+	    fmt_grow((void **)&l->funcs, &l->funcs_cap, l->nlisted + 1, sizeof(f)) ||
+	    fmt_grow((void **)&l->calls, &l->calls_cap, id + 1, sizeof(*l->calls))) {
+		free(f.name);
+		free(f.obj);
+		return -ENOMEM;
+	}
+	memset(l->calls + old, 0, (l->calls_cap - old) * sizeof(*l->calls));
+	l->funcs[l->nlisted++] = f;
+	return 0;
+}
+
+void trace_count_call(struct trace_links *l, uint32_t id)
+{
+	if (id < l->calls_cap)
+		l->calls[id]++;
+}
+
+uint64_t trace_calls_of(const struct trace_links *l, uint32_t id)
+{
+	return id < l->calls_cap ? l->calls[id] : 0;
+}
+
+static const struct trace_links *sort_links; /* qsort has no context */
+
+static int cmp_by_calls(const void *a, const void *b)
+{
+	const struct trace_func *x = *(const struct trace_func *const *)a;
+	const struct trace_func *y = *(const struct trace_func *const *)b;
+	uint64_t cx = trace_calls_of(sort_links, x->id), cy = trace_calls_of(sort_links, y->id);
+
+	if (cx != cy)
+		return cx > cy ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+size_t trace_funcs(const struct trace_links *l, const struct trace_func **out[])
+{
+	const struct trace_func **v = l->nlisted ? calloc(l->nlisted, sizeof(*v)) : NULL;
+	bool *seen = l->calls_cap ? calloc(l->calls_cap, sizeof(*seen)) : NULL;
+	size_t i, n = 0;
+
+	*out = NULL;
+	if (!v || !seen) {
+		free(v);
+		free(seen);
+		return 0;
+	}
+	for (i = 0; i < l->nlisted; i++)
+		if (!seen[l->funcs[i].id]) {
+			seen[l->funcs[i].id] = true;
+			v[n++] = &l->funcs[i];
+		}
+	free(seen);
+	sort_links = l;
+	qsort(v, n, sizeof(*v), cmp_by_calls);
+	*out = v;
+	return n;
+}
+
+/* At most this many lines of the list: -t 'libc.so.6:*' probes thousands. */
+#define REPORT_MAX 20
+
+void trace_report(const struct trace_links *l)
+{
+	const struct trace_func **v;
+	size_t n = trace_funcs(l, &v), i, never = 0;
+
+	for (i = 0; i < n; i++)
+		never += !trace_calls_of(l, v[i]->id);
+	if (n)
+		info("-t: %zu functions traced, %zu of them called:", n, n - never);
+	for (i = 0; i < n && i < REPORT_MAX && trace_calls_of(l, v[i]->id); i++)
+		info("  %-40s %12llu calls  (%s)", v[i]->name,
+		     (unsigned long long)trace_calls_of(l, v[i]->id), v[i]->obj);
+	if (i < n - never)
+		info("  ... and %zu more called (summary.json lists them all)", n - never - i);
+	/* Never called: probed, yet no call seen. The usual reason is that
+	 * the compiler inlined its callers' copies, which the probe on the
+	 * function's own body never sees. */
+	for (i = n - never; i < n && i < n - never + REPORT_MAX; i++)
+		warn("-t: %s (%s) was never called: its callers may run an inlined copy, "
+		     "which a uprobe on its own body does not see",
+		     v[i]->name, v[i]->obj);
+	if (never > REPORT_MAX)
+		warn("-t: ... and %zu more functions never called (summary.json lists them)",
+		     never - REPORT_MAX);
+	free(v);
+}
+
 static int match_sym(void *ctx, const struct symfile_sym *s)
 {
 	struct matches *m = ctx;
@@ -200,6 +299,8 @@ static int match_sym(void *ctx, const struct symfile_sym *s)
 	/* Named as the samples name the address, whichever alias matched. */
 	if (VEC_PUSH(m->offsets, off) || VEC_PUSH(m->cookies, (uint64_t)xray_func_id(s->primary)))
 		return -ENOMEM;
+	if (list_func(m->links, m->cookies.v[m->cookies.n - 1], s->primary, m->path))
+		return -ENOMEM;
 	debug("-t %s: %s at %#llx (file offset) in %s", m->glob, s->primary,
 	      (unsigned long long)off, m->path);
 	return 0;
@@ -217,7 +318,7 @@ static VEC(struct probed) probed;
 static int attach_one(struct trace_bpf *skel, const char *path, const char *glob,
 		      struct trace_links *out)
 {
-	struct matches m = {.glob = glob, .path = path};
+	struct matches m = {.links = out, .glob = glob, .path = path};
 	struct probed pr = {.glob = glob};
 	struct stat st;
 	int fd, err = 0;
@@ -459,9 +560,26 @@ void trace_detach(struct trace_links *l)
 		close(l->fds[i]);
 	free(l->links);
 	free(l->fds);
-	free(l->fns);
-	memset(l, 0, sizeof(*l));
+	l->links = NULL;
+	l->fds = NULL;
+	l->nlinks = l->nfds = 0;
+	l->links_cap = l->fds_cap = 0;
 	VEC_FREE(probed);
 	VEC_FREE(probed_addrs);
 	idtab_free(&probed_addr_tab);
+}
+
+void trace_free(struct trace_links *l)
+{
+	size_t i;
+
+	trace_detach(l);
+	free(l->fns);
+	for (i = 0; i < l->nlisted; i++) {
+		free(l->funcs[i].name);
+		free(l->funcs[i].obj);
+	}
+	free(l->funcs);
+	free(l->calls);
+	memset(l, 0, sizeof(*l));
 }

@@ -5,11 +5,11 @@
 # resolves it (by device and inode), so a symlink names its target.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(trace_path_empty_entry trace_obj_symlink)
+ALL=(trace_path_empty_entry trace_obj_symlink trace_counts_listed)
 require_bpf "${ALL[@]}"
 
 # calls ROUNDS: mid runs 2*ROUNDS times (tests/workloads/calls.c).
-traced() { # SUMMARY.JSON: the traced entries and returns
+traced() { # SUMMARY.JSON: the calls traced
 	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["traced_calls"])' "$1" 2>/dev/null || echo -1
 }
 
@@ -21,8 +21,8 @@ cp "$WL/calls" "$TMP/bin/h21calls"
 (cd "$TMP/bin" && PATH=":/usr/bin:/bin" "$REC" -q -o "$TMP/pe" -t mid -- h21calls 5 >/dev/null 2>"$TMP/pe.err")
 st=$?
 n=$(traced "$TMP/pe/summary.json")
-if [ $st = 0 ] && [ "$n" = 20 ]; then pass $t; else
-	fail $t "exit $st, $n traced entries and returns (want 0, 20)"; head -3 "$TMP/pe.err" >&2; fi
+if [ $st = 0 ] && [ "$n" = 10 ]; then pass $t; else
+	fail $t "exit $st, $n calls traced (want 0, 10)"; head -3 "$TMP/pe.err" >&2; fi
 
 # -p with OBJ a symlink to the running program (Debian's
 # /usr/bin/redis-server -> redis-check-rdb): "not mapped" before.
@@ -35,4 +35,26 @@ st=$?
 kill $pid 2>/dev/null; wait $pid 2>/dev/null
 n=$(traced "$TMP/sl/summary.json")
 if [ $st = 0 ] && [ "$n" -gt 0 ]; then pass $t; else
-	fail $t "exit $st, $n traced entries and returns"; head -3 "$TMP/sl.err" >&2; fi
+	fail $t "exit $st, $n calls traced"; head -3 "$TMP/sl.err" >&2; fi
+
+# Each function traced is listed at the end with its calls, and one never
+# called is flagged: edges calls each phase's function once, and
+# inlined_twice only as inlined copies (its own body never runs). In
+# summary.json, traced_calls counts calls, traced_events entries and returns.
+t=trace_counts_listed
+"$REC" -o "$TMP/tc" -t vdso_phase -t plt_phase -t inlined_twice -- "$WL/edges" 0.3 >/dev/null 2>"$TMP/tc.err"
+st=$?
+got=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+f = {x["name"]: x["calls"] for x in d["traced_functions"]}
+print(f.get("vdso_phase"), f.get("plt_phase"), f.get("inlined_twice"), d["traced_calls"], d["traced_events"])' \
+	"$TMP/tc/summary.json" 2>/dev/null)
+if [ $st = 0 ] && [ "$got" = "1 1 0 2 4" ] &&
+	grep -q 'vdso_phase  *1 calls' "$TMP/tc.err" && grep -q 'plt_phase  *1 calls' "$TMP/tc.err" &&
+	grep -q 'warning: -t: inlined_twice (edges) was never called' "$TMP/tc.err"; then
+	pass $t
+else
+	fail $t "exit $st; vdso_phase, plt_phase, inlined_twice, traced_calls, traced_events: $got (want 1 1 0 2 4)"
+	grep -- '-t' "$TMP/tc.err" >&2
+fi

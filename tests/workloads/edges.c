@@ -2,7 +2,8 @@
  * code, in three equal phases on one thread: clock_gettime in a loop (the
  * vdso's __vdso_clock_gettime), lib_nop() in a loop (through its PLT stub,
  * lib_nop@plt), and SIGUSR1 raised in a loop, its handler spinning (called
- * from glibc's __restore_rt). Usage: edges SECONDS. */
+ * from glibc's __restore_rt). Each phase's function is called once. Usage:
+ * edges SECONDS. */
 #include <signal.h>
 #include <stdlib.h>
 #include <time.h>
@@ -26,10 +27,21 @@ __attribute__((noinline)) static void on_signal(int sig)
 		x += i;
 }
 
+/* Inlined into its caller, yet with a body of its own (C99's extern
+ * inline), as compilers leave functions that are also called from other
+ * files: -t probes that body, which this program never calls. */
+extern int inlined_twice(int x);
+inline __attribute__((always_inline)) int inlined_twice(int x)
+{
+	return 2 * x;
+}
+
+static volatile int sink;
+
 __attribute__((noinline)) static void vdso_phase(double end)
 {
 	while (now() < end)
-		;
+		sink = inlined_twice(sink);
 }
 
 __attribute__((noinline)) static void plt_phase(double end)
