@@ -792,7 +792,9 @@ static int rec_attach(struct recorder *r)
 		/* The very file the command runs (target_spawn resolved it). */
 		const char *exe = r->target.child > 0 ? r->target.path : NULL;
 
-		err = trace_attach(r->tracer, env.traces, env.ntraces, env.pids, env.npids, exe,
+		/* The command's pid is a target too: its fork maps our libraries. */
+		err = trace_attach(r->tracer, env.traces, env.ntraces,
+				   exe ? &r->target.child : env.pids, exe ? 1 : env.npids, exe,
 				   &r->tlinks);
 		if (err)
 			return -1;

@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -315,14 +317,52 @@ struct probed {
 };
 static VEC(struct probed) probed;
 
-static int attach_one(struct trace_bpf *skel, const char *path, const char *glob,
-		      struct trace_links *out)
+/* How many processes other than ours and the targets map the file. */
+static size_t others_mapping(const struct stat *file, const pid_t *pids, int npids)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	size_t others = 0;
+
+	while (d && (de = readdir(d))) {
+		struct procmaps_entry *e = NULL;
+		char path[64], *text, *end;
+		size_t n = 0, i, len;
+		long pid = strtol(de->d_name, &end, 10);
+		bool maps = false;
+		int k;
+
+		if (*end || pid <= 0 || pid == getpid())
+			continue;
+		for (k = 0; k < npids && pids[k] != pid; k++)
+			;
+		if (k < npids)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
+		if (read_path_all(path, 0, 64 << 20, &text, &len))
+			continue; /* gone, or a kernel thread's empty maps */
+		if (!procmaps_parse(text, len, &e, &n))
+			for (i = 0; i < n && !maps; i++)
+				maps = e[i].inode == file->st_ino &&
+				       makedev(e[i].dev_major, e[i].dev_minor) == file->st_dev;
+		procmaps_free(e, n);
+		free(text);
+		others += maps;
+	}
+	if (d)
+		closedir(d);
+	return others;
+}
+
+static int attach_one(struct trace_bpf *skel, const char *path, const char *glob, const pid_t *pids,
+		      int npids, struct trace_links *out)
 {
 	struct matches m = {.links = out, .glob = glob, .path = path};
 	struct probed pr = {.glob = glob};
 	struct stat st;
+	bool first = true; /* the file's first pattern */
 	int fd, err = 0;
-	size_t i;
+	size_t i, others;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
@@ -332,12 +372,15 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 			close(fd);
 		return err;
 	}
-	for (i = 0; i < probed.n; i++)
-		if (probed.v[i].dev == st.st_dev && probed.v[i].ino == st.st_ino &&
-		    !strcmp(probed.v[i].glob, glob)) {
+	for (i = 0; i < probed.n; i++) {
+		if (probed.v[i].dev != st.st_dev || probed.v[i].ino != st.st_ino)
+			continue;
+		first = false;
+		if (!strcmp(probed.v[i].glob, glob)) {
 			close(fd);
 			return 0;
 		}
+	}
 	pr.dev = st.st_dev;
 	pr.ino = st.st_ino;
 	if (VEC_PUSH(probed, pr)) {
@@ -363,6 +406,19 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 	if (!m.offsets.n) {
 		debug("-t %s: its functions in %s are traced already", glob, path);
 		goto out;
+	}
+	/* A uprobe is on the file, not on a process: every process that runs
+	 * the function takes the probe's trap (libc's write in every server
+	 * on the machine), though only the targets' calls are recorded. */
+	if (first && (others = others_mapping(&st, pids, npids))) {
+		char exe[PATH_MAX];
+		ssize_t k = readlink(path, exe, sizeof(exe) - 1); /* /proc/PID/exe's file */
+
+		if (k > 0)
+			exe[k] = 0;
+		warn("-t %s: %s is mapped by %zu other process%s: uprobes are per file, so "
+		     "their calls of the probed functions are slowed too (not recorded)",
+		     glob, k > 0 ? exe : path, others, others == 1 ? "" : "es");
 	}
 	if (out->multi != 0 && !out->by_ip) {
 		int e = uprobe_multi_link(bpf_program__fd(skel->progs.on_entry_multi), path,
@@ -475,7 +531,7 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 				err("-t %s: library %s not found", specs[i], obj);
 				return -ENOENT;
 			}
-			err = attach_one(skel, path, glob, out);
+			err = attach_one(skel, path, glob, pids, npids, out);
 			free(path);
 			if (err)
 				return err;
@@ -494,7 +550,7 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 				err("-t %s: %s is not mapped in pid %d", specs[i], obj, pids[j]);
 				return -ENOENT;
 			}
-			err = attach_one(skel, path, glob, out);
+			err = attach_one(skel, path, glob, pids, npids, out);
 			free(path);
 			if (err)
 				return err;

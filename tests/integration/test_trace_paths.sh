@@ -5,7 +5,7 @@
 # resolves it (by device and inode), so a symlink names its target.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(trace_path_empty_entry trace_obj_symlink trace_counts_listed)
+ALL=(trace_path_empty_entry trace_obj_symlink trace_counts_listed trace_shared_warning)
 require_bpf "${ALL[@]}"
 
 # calls ROUNDS: mid runs 2*ROUNDS times (tests/workloads/calls.c).
@@ -58,3 +58,17 @@ else
 	fail $t "exit $st; vdso_phase, plt_phase, inlined_twice, traced_calls, traced_events: $got (want 1 1 0 2 4)"
 	grep -- '-t' "$TMP/tc.err" >&2
 fi
+
+# Uprobes are per file: probing a function of a file other processes map
+# slows them too. Two copies of calls run; -p one of them: the other is
+# named, by count, at attach time (this build's calls binary is ours alone).
+# The command alone (edges above, mapped by no one else) draws no warning.
+t=trace_shared_warning
+"$WL/calls" 0 >/dev/null & a=$!
+"$WL/calls" 0 >/dev/null & b=$!
+sleep 0.2
+"$REC" -q -d 0.3 -o "$TMP/sw" -t mid -p $a >/dev/null 2>"$TMP/sw.err"
+kill $a $b 2>/dev/null; wait $a $b 2>/dev/null
+if grep -q "warning: -t mid: .*calls is mapped by 1 other process: uprobes are per file" "$TMP/sw.err" &&
+	! grep -q "mapped by" "$TMP/tc.err"; then pass $t; else
+	fail $t "no warning naming 1 other process (or one for edges alone)"; cat "$TMP/sw.err" >&2; fi
