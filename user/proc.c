@@ -305,7 +305,7 @@ static void *vdso_image(struct proc *p, const struct mapping *m, size_t *size)
 /* The vdso's functions named from its own symbols (__vdso_clock_gettime,
  * as perf names them): each distinct image is kept once in a memfd, which
  * symfile_get reads as a file and caches by its inode. */
-static struct symfile *vdso_symbols(struct proc *p, const struct mapping *m)
+static struct symfile *vdso_symbols(struct proc *p, struct mapping *m)
 {
 	struct vdso_image v = {0};
 	size_t size = 0, i;
@@ -317,16 +317,19 @@ static struct symfile *vdso_symbols(struct proc *p, const struct mapping *m)
 	for (i = 0; i < p->set->vdsos.n; i++)
 		if (p->set->vdsos.v[i].hash == v.hash) {
 			free(img);
+			m->vdso = i + 1;
 			return symfile_get(p->set->vdsos.v[i].fd, "[vdso]");
 		}
 	v.fd = memfd_create("vdso", MFD_CLOEXEC);
-	if (v.fd < 0 || write(v.fd, img, size) != (ssize_t)size || VEC_PUSH(p->set->vdsos, v)) {
+	if (v.fd < 0 || write(v.fd, img, size) != (ssize_t)size || p->set->vdsos.n >= UINT16_MAX ||
+	    VEC_PUSH(p->set->vdsos, v)) {
 		if (v.fd >= 0)
 			close(v.fd);
 		free(img);
 		return NULL;
 	}
 	free(img);
+	m->vdso = p->set->vdsos.n;
 	return symfile_get(v.fd, "[vdso]");
 }
 

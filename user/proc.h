@@ -32,6 +32,7 @@ struct mapping {
 	bool sym_tried, sym_retried; /* opened for symbols; once more (proc_name_again) */
 	struct symfile *sym;	     /* loaded while the process lives, on first use */
 	bool referenced;	     /* compact()'s mark: a frame names it */
+	uint16_t vdso;		     /* the vdso: its image in procs->vdsos + 1, else 0 */
 };
 
 enum frame_kind { FRAME_USER, FRAME_KERNEL };

@@ -5,7 +5,8 @@
 # third of its time in each (tests/workloads/edges.c).
 source "$(dirname "$0")/lib.sh"
 
-ALL=(edges_vdso edges_plt edges_restore_rt edges_no_wrong_name edges_xray_map edges_flame)
+ALL=(edges_vdso edges_plt edges_restore_rt edges_no_wrong_name edges_xray_map edges_flame
+	edges_gperftools_vdso)
 require_bpf "${ALL[@]}"
 
 "$REC" -q -F 499 -o "$TMP/e" -- "$WL/edges" 3 2>"$TMP/e.err"
@@ -72,3 +73,16 @@ H=$TMP/e/flamegraph.html
 if grep -q '__vdso_clock_gettime' "$H" && grep -q 'lib_nop@plt' "$H" && grep -q '__restore_rt' "$H" &&
 	! grep -q '\[vdso\]' "$H"; then pass $t; else
 	fail $t "flamegraph.html does not name the three"; fi
+
+# cpu-PID.prof holds addresses, named by its readers from the files its
+# mapping lines point to: the vdso's image is written as vdso-PID.so for
+# them (they pick either alias: clock_gettime or __vdso_clock_gettime).
+# Its PLT stubs are the readers' to name (nm has no symbol for them).
+t=edges_gperftools_vdso
+if require_tool google-pprof $t; then
+	prof=$(ls "$TMP"/e/cpu-*.prof | head -1)
+	google-pprof --text "$WL/edges" "$prof" > "$TMP/gp" 2>/dev/null
+	v=$(awk '($NF == "clock_gettime" || $NF == "__vdso_clock_gettime") && $2 ~ /%$/ { sub("%", "", $2); s += $2 } END { print s + 0 }' "$TMP/gp")
+	if at_least "$v" 10 && ! grep -q ' 0x0000' "$TMP/gp"; then pass $t; else
+		fail $t "the vdso's function has $v% flat in google-pprof --text, or an address is unnamed"; head -8 "$TMP/gp" >&2; fi
+fi
