@@ -555,9 +555,10 @@ static int add_entry(Elf *elf, const struct symfile *f, struct symvec *syms, str
 		if (f->fstarts[i] > entry && f->fstarts[i] < end)
 			end = f->fstarts[i];
 	while ((scn = elf_nextscn(elf, scn)))
+		/* (A hostile section's end may wrap: it must lie past entry.) */
 		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR) &&
 		    entry >= sh.sh_addr && entry - sh.sh_addr < sh.sh_size &&
-		    sh.sh_addr + sh.sh_size < end)
+		    sh.sh_addr + sh.sh_size > entry && sh.sh_addr + sh.sh_size < end)
 			end = sh.sh_addr + sh.sh_size;
 	return end == UINT64_MAX ? 0 : add_synth(syms, names, entry, end - entry, "_start");
 }
