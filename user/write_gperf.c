@@ -9,6 +9,7 @@
 #include "formats/cpuprofile.h"
 #include "formats/jitdump.h"
 #include "formats/jitelf.h"
+#include "formats/procmaps.h"
 #include "user/jit.h"
 #include "user/outdir.h"
 #include "user/proc.h"
@@ -149,8 +150,9 @@ struct cpuprof_ctx {
 };
 
 /* The process's mapping lines, with the anonymous ones that the JIT image
- * covers replaced by the image's line: the readers take the first mapping
- * that holds an address. */
+ * covers replaced by the image's line (the readers take the first mapping
+ * that holds an address), and the vdso's by vdso-PID.so's. Each line read
+ * by procmaps_parse. */
 static char *maps_with_jit(const char *maps, const struct jit_image *ji, const struct vdso_file *vf)
 {
 	size_t len = strlen(maps), n = 0;
@@ -162,31 +164,26 @@ static char *maps_with_jit(const char *maps, const struct jit_image *ji, const s
 		return NULL;
 	while (*p) {
 		const char *nl = strchr(p, '\n'), *end = nl ? nl + 1 : p + strlen(p);
-		unsigned long long a, b;
-		char line[256], file[2] = "";
-		size_t ll = end - p < (long)sizeof(line) - 1 ? (size_t)(end - p) : sizeof(line) - 1;
+		struct procmaps_entry *e = NULL;
+		const char *put = p;
+		size_t ne = 0, put_len = end - p;
 
-		memcpy(line, p, ll);
-		line[ll] = 0;
-		if (vf && sscanf(line, "%llx-", &a) == 1 && a == vf->start &&
-		    strstr(line, "[vdso]")) {
-			memcpy(out + n, vf->line, strlen(vf->line));
-			n += strlen(vf->line);
-		} else if (!ji) {
-			memcpy(out + n, p, end - p);
-			n += end - p;
-			/* anonymous: no sixth field */
-		} else if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %1s", &a, &b, file) == 2 &&
-			   a < ji->end && b > ji->start) {
-			if (!placed) {
-				memcpy(out + n, ji->line, strlen(ji->line));
-				n += strlen(ji->line);
-				placed = true;
-			}
-		} else {
-			memcpy(out + n, p, end - p);
-			n += end - p;
+		if (procmaps_parse(p, end - p, &e, &ne)) {
+			free(out);
+			return NULL;
 		}
+		if (ne && vf && e->start == vf->start && !strcmp(e->path, "[vdso]")) {
+			put = vf->line;
+			put_len = strlen(vf->line);
+		} else if (ne && ji && !e->path[0] && e->start < ji->end && e->end > ji->start) {
+			put = placed ? NULL : ji->line;
+			put_len = placed ? 0 : strlen(ji->line);
+			placed = true;
+		}
+		procmaps_free(e, ne);
+		if (put)
+			memcpy(out + n, put, put_len);
+		n += put_len;
 		p = end;
 	}
 	if (ji && !placed) {
