@@ -317,7 +317,9 @@ struct probed {
 };
 static VEC(struct probed) probed;
 
-/* How many processes other than ours and the targets map the file. */
+/* How many processes other than ours and the targets map the file's code:
+ * not those that map it only to read it (a profiler's symbol tables, as
+ * libelf maps them), which never run into the probes. */
 static size_t others_mapping(const struct stat *file, const pid_t *pids, int npids)
 {
 	DIR *d = opendir("/proc");
@@ -343,10 +345,12 @@ static size_t others_mapping(const struct stat *file, const pid_t *pids, int npi
 			continue; /* gone, or a kernel thread's empty maps */
 		if (!procmaps_parse(text, len, &e, &n))
 			for (i = 0; i < n && !maps; i++)
-				maps = e[i].inode == file->st_ino &&
+				maps = e[i].exec && e[i].inode == file->st_ino &&
 				       makedev(e[i].dev_major, e[i].dev_minor) == file->st_dev;
 		procmaps_free(e, n);
 		free(text);
+		if (maps)
+			debug("-t: pid %ld runs the file too", pid);
 		others += maps;
 	}
 	if (d)
