@@ -82,6 +82,12 @@ $(OUT)/tests/test_unwind: tests/unit/test_unwind.c $(wildcard tests/unit/*.h) $(
 	$(SAN_CC) $(ALL_CFLAGS) -o $@ $@.o $(OUT)/user/unwind.o $(OUT)/user/util.o $(OUT)/formats/util.o \
 		$(LDLIBS)
 
+# LD_PRELOAD shim of the allocation-failure tests (tests/integration/test_trace_paths.sh).
+$(OUT)/tests/libfailrealloc.so: tests/unit/failrealloc.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -Wall -Wextra -Werror -fPIC -shared -o $@ $< -ldl
+all: $(OUT)/tests/libfailrealloc.so
+
 # The symbol readers are user/ code too, unit-testable with util.o alone.
 # Their library of C++ and Rust names and symbol versions, stripped.
 $(OUT)/tests/libnames.so: tests/unit/names_lib.c tests/unit/names_lib.map

@@ -537,6 +537,8 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 			}
 			err = attach_one(skel, path, glob, pids, npids, out);
 			free(path);
+			if (err == -ENOMEM)
+				err("-t %s: out of memory", specs[i]);
 			if (err)
 				return err;
 			continue;
@@ -556,6 +558,8 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 			}
 			err = attach_one(skel, path, glob, pids, npids, out);
 			free(path);
+			if (err == -ENOMEM)
+				err("-t %s: out of memory", specs[i]);
 			if (err)
 				return err;
 		}

@@ -5,7 +5,8 @@
 # resolves it (by device and inode), so a symlink names its target.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(trace_path_empty_entry trace_obj_symlink trace_counts_listed trace_shared_warning)
+ALL=(trace_path_empty_entry trace_obj_symlink trace_counts_listed trace_shared_warning
+	trace_alloc_failure)
 require_bpf "${ALL[@]}"
 
 # calls ROUNDS: mid runs 2*ROUNDS times (tests/workloads/calls.c).
@@ -72,3 +73,33 @@ kill $a $b 2>/dev/null; wait $a $b 2>/dev/null
 if grep -q "warning: -t mid: .*calls is mapped by 1 other process: uprobes are per file" "$TMP/sw.err" &&
 	! grep -q "mapped by" "$TMP/tc.err"; then pass $t; else
 	fail $t "no warning naming 1 other process (or one for edges alone)"; cat "$TMP/sw.err" >&2; fi
+
+# A failed allocation while attaching: the arrays of links and fds were
+# grown by x = realloc(x, ...), which on failure lost them while their counts
+# stayed, and the detach then read them through NULL (a crash, status 139).
+# The shim (build/tests/libfailrealloc.so) fails the Nth realloc called from
+# attach_one: the 2nd is the first attach's fds, the 3rd the second's (with
+# the old arrays; those grown by doubling need none). Each run must end in
+# an error that says so, or succeed, never crash.
+t=trace_alloc_failure
+if [ "${SANITIZE:-}" = 1 ]; then
+	skip $t "the shim cannot come before ASan's allocator"
+else
+	read -r off size < <(nm -S "$REC" | awk '$4 == "attach_one" { print $1, $2 }')
+	res=""
+	for n in 2 3; do
+		rm -f "$TMP/fr.log"
+		FAILREALLOC_FROM=$off FAILREALLOC_SIZE=$size FAILREALLOC_NTH=$n FAILREALLOC_LOG=$TMP/fr.log \
+			LD_PRELOAD=$BUILD/tests/libfailrealloc.so \
+			"$REC" -q -o "$TMP/fr$n" -t leaf -t mid -- "$WL/calls" 5 >/dev/null 2>"$TMP/fr$n.err"
+		st=$?
+		if [ -s "$TMP/fr.log" ]; then
+			grep -q 'out of memory' "$TMP/fr$n.err" && [ $st = 1 ] && res+="$n:failed-cleanly " ||
+				res+="$n:status-$st "
+		else
+			[ $st = 0 ] && res+="$n:not-needed " || res+="$n:status-$st "
+		fi
+	done
+	if [ -n "$off" ] && [[ $res == "2:failed-cleanly "* ]] && [[ $res != *status* ]]; then pass $t; else
+		fail $t "$res(want 2 failed cleanly, 3 failed cleanly or not needed)"; fi
+fi
