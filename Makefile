@@ -84,6 +84,12 @@ $(OUT)/tests/test_unwind: tests/unit/test_unwind.c $(wildcard tests/unit/*.h) $(
 	$(SAN_CC) $(ALL_CFLAGS) -o $@ $@.o $(OUT)/user/unwind.o $(OUT)/user/util.o $(OUT)/formats/util.o \
 		$(LDLIBS)
 
+# LD_PRELOAD shim of the allocation-failure tests (tests/integration/test_trace_paths.sh).
+$(OUT)/tests/libfailrealloc.so: tests/unit/failrealloc.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -Wall -Wextra -Werror -fPIC -shared -o $@ $< -ldl
+all: $(OUT)/tests/libfailrealloc.so
+
 # The symbol readers are user/ code too, unit-testable with util.o alone.
 # Their library of C++ and Rust names and symbol versions, stripped.
 $(OUT)/tests/libnames.so: tests/unit/names_lib.c tests/unit/names_lib.map
@@ -122,10 +128,12 @@ $(OUT)/tests/test_cfi_table: tests/unit/test_cfi_table.c $(wildcard tests/unit/*
 # the sampler's skeleton, the table loader and the unwinder.
 $(OUT)/tests/test_cfi_bpf: tests/unit/test_cfi_bpf.c $(wildcard tests/unit/*.h) $(OUT)/sample.skel.h \
 			   $(OUT)/user/cfi_maps.o $(OUT)/user/cfi_table.o $(OUT)/user/unwind.o \
-			   $(OUT)/user/util.o $(OUT)/formats/util.o $(OUT)/workloads/nofp
+			   $(OUT)/user/util.o $(OUT)/formats/util.o $(OUT)/formats/procmaps.o \
+			   $(OUT)/workloads/nofp
 	@mkdir -p $(@D)
 	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/cfi_maps.o $(OUT)/user/cfi_table.o \
-		$(OUT)/user/unwind.o $(OUT)/user/util.o $(OUT)/formats/util.o $(LDLIBS)
+		$(OUT)/user/unwind.o $(OUT)/user/util.o $(OUT)/formats/util.o $(OUT)/formats/procmaps.o \
+		$(LDLIBS)
 
 unit-tests: $(UNIT_BIN)
 
@@ -239,7 +247,8 @@ WL_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Wall -
 WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/calls $(OUT)/workloads/leafy $(OUT)/workloads/spin \
 	     $(OUT)/workloads/deep $(OUT)/workloads/jitspin $(OUT)/workloads/execspin $(OUT)/workloads/nofp \
 	     $(OUT)/workloads/mixed $(OUT)/workloads/cxxalloc $(OUT)/workloads/waits \
-	     $(OUT)/workloads/cxxsplit $(OUT)/workloads/frees $(OUT)/workloads/gowork
+	     $(OUT)/workloads/cxxsplit $(OUT)/workloads/frees $(OUT)/workloads/gowork \
+	     $(OUT)/workloads/edges
 workloads: $(WORKLOADS)
 all: workloads
 $(OUT)/workloads/libwork.so: tests/workloads/libwork.c tests/workloads/work.h
@@ -247,6 +256,9 @@ $(OUT)/workloads/libwork.so: tests/workloads/libwork.c tests/workloads/work.h
 	$(CC) $(WL_CFLAGS) -fPIC -shared -o $@ $<
 $(OUT)/workloads/split: tests/workloads/split.c $(OUT)/workloads/libwork.so
 	$(CC) $(WL_CFLAGS) -o $@ $< -L$(OUT)/workloads -lwork -Wl,-rpath,'$$ORIGIN' -pthread
+# Calls lib_spin through its PLT stub.
+$(OUT)/workloads/edges: tests/workloads/edges.c $(OUT)/workloads/libwork.so
+	$(CC) $(WL_CFLAGS) -o $@ $< -L$(OUT)/workloads -lwork -Wl,-rpath,'$$ORIGIN'
 $(OUT)/workloads/syscalls: tests/workloads/syscalls.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $<

@@ -40,7 +40,7 @@ def run_rec(rounds):
         cmd += ["--", CALLS, str(rounds)]
         cpu, wall = cpu_of(cmd)  # the tool and its child, together
         s = json.load(open(tmp + "/out/summary.json"))
-        return cpu, wall, s["traced_calls"], s["lost_traced_events"]
+        return cpu, wall, s["traced_events"], s["lost_traced_events"]
 
 
 def run_bare(rounds):

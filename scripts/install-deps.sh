@@ -7,6 +7,8 @@ set -euo pipefail
 PKGS=(
   make pkg-config clang llvm gcc libc6-dev binutils libclang-rt-14-dev
   libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev libiberty-dev
+  # make format / format-check: the repo's .clang-format
+  clang-format
   # pprof -svg, -pdf and the graph view of pprof -http run graphviz's dot
   graphviz
   linux-perf bpftrace google-perftools

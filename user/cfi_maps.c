@@ -1,6 +1,7 @@
 /* The BPF CFI walker's maps, filled from binaries' unwind tables: see
  * cfi_maps.h. */
 #include "user/cfi_maps.h"
+#include "formats/procmaps.h"
 
 #include <bpf/bpf.h>
 #include <endian.h>
@@ -823,9 +824,10 @@ static int add_file(struct cfi_maps *m, pid_t pid, const char *file, uint64_t st
 
 static int add_process(struct cfi_maps *m, pid_t pid, uint64_t big)
 {
-	char path[64], *buf = NULL, *line, *save = NULL;
+	struct procmaps_entry *e = NULL;
+	char path[64], *buf = NULL;
 	struct proc old = {.pid = pid}, *p;
-	size_t len;
+	size_t len, n = 0, i;
 	int err;
 	bool deferred = false;
 
@@ -837,36 +839,34 @@ static int add_process(struct cfi_maps *m, pid_t pid, uint64_t big)
 	}
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	err = read_path_all(path, 0, 64 << 20, &buf, &len);
+	if (!err)
+		err = procmaps_parse(buf, len, &e, &n);
+	free(buf);
 	if (err) {
 		release_old(m, pid, &old);
 		return err;
 	}
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		unsigned long long start, end, off, ino;
-		unsigned maj, min;
-		char perms[8];
-		int n = 0;
+	for (i = 0; i < n; i++) {
+		const struct procmaps_entry *x = &e[i];
 
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
-			   &maj, &min, &ino, &n) < 7)
+		if (!x->exec)
 			continue;
-		if (perms[2] == 'x' && !strcmp(line + n, "[vdso]")) {
-			add_vdso(m, pid, start, end); /* the caller bumps cfi_gen once */
+		if (!strcmp(x->path, "[vdso]")) {
+			add_vdso(m, pid, x->start, x->end); /* the caller bumps cfi_gen once */
 			continue;
 		}
-		if (perms[2] != 'x')
-			continue;
-		/* Anonymous (JIT code), [uprobes], [vsyscall]: no CFI. */
-		if (!ino || line[n] != '/')
-			err = add_nomap(m, pid, start, end);
+		/* Anonymous (JIT code), [uprobes], [vsyscall]: no CFI. A
+		 * deleted file is opened through map_files (add_file). */
+		if (!x->inode || x->path[0] != '/')
+			err = add_nomap(m, pid, x->start, x->end);
 		else
-			err = add_file(m, pid, line + n, start, end, off, makedev(maj, min), ino,
-				       big);
+			err = add_file(m, pid, x->path, x->start, x->end, x->offset,
+				       makedev(x->dev_major, x->dev_minor), x->inode, big);
 		deferred |= err == -EAGAIN;
 		if (err && err != -EAGAIN && err != -ENOSPC)
 			goto fail;
 	}
-	free(buf);
+	procmaps_free(e, n);
 	/* Loaded: a pc in no mapping is one mapped since this read (bpf/cfi.h),
 	 * whose first walk wakes the drain, to read the maps again. */
 	err = add_marker(m, pid);
@@ -878,7 +878,7 @@ static int add_process(struct cfi_maps *m, pid_t pid, uint64_t big)
 	release_old(m, pid, &old);
 	return !err && deferred ? -EAGAIN : err;
 fail:
-	free(buf);
+	procmaps_free(e, n);
 	release_old(m, pid, &old);
 	return err;
 }

@@ -13,6 +13,7 @@
 #include "user/offcpu.h"
 #include "user/outdir.h"
 #include "user/output.h"
+#include "user/target.h"
 #include "user/proc.h"
 #include "user/trace.h"
 #include "user/util.h"
@@ -140,9 +141,11 @@ static char *pprof_beside_binary(void)
 /* NAME itself when it is on PATH (as the user will type it), else NULL. */
 static char *on_path(const char *name)
 {
-	char *found = find_in_path(name);
+	char *found = NULL;
 
-	if (!found)
+	/* The same search as the command's (execvp's), so that what is
+	 * printed runs as printed. */
+	if (target_resolve_cmd(name, &found))
 		return NULL;
 	free(found);
 	return xstrdup(name);

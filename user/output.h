@@ -10,6 +10,7 @@
 #include "user/outdir.h"
 
 struct procs;
+struct trace_links;
 
 /* The readers the commands printed at the end name, each the command to
  * run (its name when it is on PATH) or NULL when there is none: a file with
@@ -42,9 +43,10 @@ struct run_info {
 	uint64_t lost;				/* samples the ring buffer could not take */
 	uint64_t lost_tasks;			/* exec/fork/exit events lost */
 	uint64_t kstack_err, ustack_err, kernel_walks;
-	uint64_t traced_calls;	     /* -t calls: their entries received */
-	uint64_t traced_events;	     /* -t entries and returns (2 a call) */
-	uint64_t lost_traced_events; /* ... that the ring buffer could not take */
+	/* -t: entries and returns, BPF's count, and those the ring buffer
+	 * could not take; each function's calls (its entries drained). */
+	uint64_t traced_events, lost_traced_events;
+	const struct trace_links *trace;
 	/* --call-graph cfi: the walk's counts (BPF), and its tables. */
 	bool cfi;
 	uint64_t cfi_walks, cfi_root, cfi_trunc, cfi_to_dwarf, cfi_fp_nomap, cfi_fp_nocfi,

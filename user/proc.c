@@ -1,3 +1,4 @@
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -5,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -21,6 +24,8 @@
  * frame-pointer walks through code built without them also miss. */
 #define MAPS_REREAD_NS (20 * 1000 * 1000ULL)
 #define MAPS_MAX_BYTES (64u << 20)
+/* The vdso is two pages today; a mapping far larger is not one. */
+#define VDSO_MAX_BYTES (1u << 20)
 
 static uint64_t file_hash(unsigned major, unsigned minor, uint64_t ino)
 {
@@ -265,6 +270,69 @@ static int open_mapped(struct proc *p, const struct mapping *m)
 	return fd;
 }
 
+/* The vdso's image as the process has it (it has no file), else ours: the
+ * same kernel maps the same image into every 64-bit process. malloc'd. */
+static void *vdso_image(struct proc *p, const struct mapping *m, size_t *size)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)getauxval(AT_SYSINFO_EHDR);
+	size_t n = m->end - m->start;
+	char path[64];
+	void *img;
+	int fd;
+
+	if (n > VDSO_MAX_BYTES || !(img = malloc(n)))
+		return NULL;
+	snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && pread(fd, img, n, m->start) == (ssize_t)n) {
+		close(fd);
+		*size = n;
+		return img;
+	}
+	if (fd >= 0)
+		close(fd);
+	/* Gone: ours, which ends with its section headers. */
+	if (!eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    (n = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize) > VDSO_MAX_BYTES) {
+		free(img);
+		return NULL;
+	}
+	memcpy(img, eh, n);
+	*size = n;
+	return img;
+}
+
+/* The vdso's functions named from its own symbols (__vdso_clock_gettime,
+ * as perf names them): each distinct image is kept once in a memfd, which
+ * symfile_get reads as a file and caches by its inode. */
+static struct symfile *vdso_symbols(struct proc *p, struct mapping *m)
+{
+	struct vdso_image v = {0};
+	size_t size = 0, i;
+	void *img = vdso_image(p, m, &size);
+
+	if (!img)
+		return NULL;
+	v.hash = hash_bytes(img, size);
+	for (i = 0; i < p->set->vdsos.n; i++)
+		if (p->set->vdsos.v[i].hash == v.hash) {
+			free(img);
+			m->vdso = i + 1;
+			return symfile_get(p->set->vdsos.v[i].fd, "[vdso]");
+		}
+	v.fd = memfd_create("vdso", MFD_CLOEXEC);
+	if (v.fd < 0 || write(v.fd, img, size) != (ssize_t)size || p->set->vdsos.n >= UINT16_MAX ||
+	    VEC_PUSH(p->set->vdsos, v)) {
+		if (v.fd >= 0)
+			close(v.fd);
+		free(img);
+		return NULL;
+	}
+	free(img);
+	m->vdso = p->set->vdsos.n;
+	return symfile_get(v.fd, "[vdso]");
+}
+
 static struct symfile *mapping_symbols(struct proc *p, struct mapping *m)
 {
 	int fd;
@@ -272,6 +340,8 @@ static struct symfile *mapping_symbols(struct proc *p, struct mapping *m)
 	if (m->sym_tried)
 		return m->sym;
 	m->sym_tried = true;
+	if (m->exec && !strcmp(m->path, "[vdso]"))
+		return m->sym = vdso_symbols(p, m);
 	if (!m->path[0] || m->path[0] == '[' || !m->inode)
 		return NULL;
 	fd = open_mapped(p, m);
@@ -372,7 +442,7 @@ static void name_user_frame(struct proc *p, struct frame *f)
 		return;
 	f->name = symfile_lookup(sf, off, NULL, NULL, &f->system_name);
 	if (!f->name)
-		f->func = symfile_func_start(sf, off);
+		f->func = symfile_func_start(sf, off, &f->name);
 }
 
 void proc_name_again(struct proc *p)
@@ -1147,4 +1217,7 @@ void procs_free(struct procs *procs)
 	idtab_free(&procs->files.tab);
 	VEC_FREE(procs->exited);
 	VEC_FREE(procs->maps_read);
+	for (i = 0; i < procs->vdsos.n; i++)
+		close(procs->vdsos.v[i].fd);
+	VEC_FREE(procs->vdsos);
 }

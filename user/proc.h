@@ -32,6 +32,7 @@ struct mapping {
 	bool sym_tried, sym_retried; /* opened for symbols; once more (proc_name_again) */
 	struct symfile *sym;	     /* loaded while the process lives, on first use */
 	bool referenced;	     /* compact()'s mark: a frame names it */
+	uint16_t vdso;		     /* the vdso: its image in procs->vdsos + 1, else 0 */
 };
 
 enum frame_kind { FRAME_USER, FRAME_KERNEL };
@@ -137,6 +138,11 @@ struct known_file {
 	char *path;
 };
 
+struct vdso_image {
+	uint64_t hash;
+	int fd;
+};
+
 /* All processes seen, in order of first sight, and what they share. Owned
  * by the recorder (zeroed to start), passed to whatever looks a process up
  * or walks them all; a process reaches it by its set. */
@@ -152,6 +158,9 @@ struct procs {
 		VEC(struct known_file) v;
 		struct idtab tab;
 	} files;
+	/* The vdso images seen (by a hash of their bytes), each in a memfd
+	 * that its symbols are read from. */
+	VEC(struct vdso_image) vdsos;
 	/* Exited processes not compacted yet, in order of exit. */
 	VEC(struct proc *) exited;
 	/* Processes whose maps were read since procs_take_maps_read last ran. */

@@ -107,7 +107,6 @@ struct recorder {
 	uint64_t last_offcpu_ns;	     /* offcpu_take_exited: the last */
 	uint64_t samples_seen;		     /* records handled, for the time slice */
 	uint64_t unresolved_calls;	     /* -t by address: no mapping known there */
-	uint64_t calls_entered;		     /* -t calls: entries received */
 	enum stop_reason stop;
 	unsigned nsnapshots;
 	bool tty, started;
@@ -462,10 +461,10 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 					id = xray_func_id("[unknown]");
 				}
 			}
-			if ((c->kind & CALL_KIND_MASK) == CALL_ENTRY)
-				r->calls_entered++;
 			if (xray_on_call(p, c, id, c->kind & CALL_KIND_MASK))
 				return -ENOMEM;
+			if ((c->kind & CALL_KIND_MASK) == CALL_ENTRY)
+				trace_count_call(&r->tlinks, id);
 		}
 		break;
 	}
@@ -790,15 +789,13 @@ static int rec_attach(struct recorder *r)
 	int err;
 
 	if (env.ntraces) {
-		char *exe = r->target.child > 0 ? find_in_path(env.cmd[0]) : NULL;
+		/* The very file the command runs (target_spawn resolved it). */
+		const char *exe = r->target.child > 0 ? r->target.path : NULL;
 
-		if (r->target.child > 0 && !exe) {
-			err("%s: command not found", env.cmd[0]);
-			return -1;
-		}
-		err = trace_attach(r->tracer, env.traces, env.ntraces, env.pids, env.npids, exe,
+		/* The command's pid is a target too: its fork maps our libraries. */
+		err = trace_attach(r->tracer, env.traces, env.ntraces,
+				   exe ? &r->target.child : env.pids, exe ? 1 : env.npids, exe,
 				   &r->tlinks);
-		free(exe);
 		if (err)
 			return -1;
 		info("tracing %d function%s (%s)", r->tlinks.nfuncs,
@@ -1066,6 +1063,8 @@ static void rec_stop(struct recorder *r)
 		warn("%llu traced entries and returns lost: the ring buffer was full (raise "
 		     "--ringbuf-size)",
 		     (unsigned long long)st[STAT_LOST_CALLS]);
+	if (env.ntraces)
+		trace_report(&r->tlinks);
 	if (st[STAT_LOST])
 		warn("%llu samples lost: the ring buffer was full (raise --ringbuf-size)",
 		     (unsigned long long)st[STAT_LOST]);
@@ -1105,9 +1104,9 @@ static int rec_write(struct recorder *r)
 	ri->kstack_err = st[STAT_KSTACK_ERR];
 	ri->ustack_err = st[STAT_USTACK_ERR];
 	ri->kernel_walks = st[STAT_KERNEL_WALKS];
-	ri->traced_calls = r->calls_entered;
 	ri->traced_events = st[STAT_CALLS];
 	ri->lost_traced_events = st[STAT_LOST_CALLS];
+	ri->trace = env.ntraces ? &r->tlinks : NULL;
 	ri->cfi_worker_cpu_ns = cfi_worker_stop(r->cfi_worker); /* its stats are ours from here */
 	r->cfi_worker = NULL;
 	if (r->cfi) {
@@ -1165,6 +1164,7 @@ static int rec_finish(struct recorder *r, int code)
 		jit_proc_free(r->procs.v.v[i]);
 	}
 	offcpu_free();
+	trace_free(&r->tlinks);
 	procs_free(&r->procs);
 	xray_free();
 	symfiles_free();

@@ -25,6 +25,7 @@ struct sym {
 	uint8_t rank;  /* lower wins among symbols at one address */
 	bool hidden;   /* a non-default version (name@VER, not name@@VER) */
 	bool dyn;      /* from .dynsym (merged into .symtab's same name) */
+	bool synth;    /* made here (func@plt, _start): named, never traced */
 };
 
 struct symvec {
@@ -405,6 +406,163 @@ static void read_fde_starts(Elf *elf, struct symfile *f)
 	}
 }
 
+/* A synthesized, sized symbol (PLT stubs, the entry point): ranked after
+ * every real one at its address. 0 or -ENOMEM. */
+static int add_synth(struct symvec *out, struct charvec *names, uint64_t addr, uint64_t size,
+		     const char *name)
+{
+	struct sym y = {.addr = addr, .size = size, .rank = 3, .synth = true};
+
+	y.idx = out->n;
+	if (!(y.name = add_name(names, name)) || VEC_PUSH(*out, y))
+		return -ENOMEM;
+	return 0;
+}
+
+/* A GOT slot a dynamic relocation fills with a symbol's address. */
+struct got_slot {
+	uint64_t addr;
+	const char *name;
+};
+
+struct slotvec {
+	VEC_BODY(struct got_slot)
+};
+
+static int cmp_slot(const void *a, const void *b)
+{
+	const struct got_slot *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* The named slots of a SHT_RELA section whose symbols are in .dynsym:
+ * .rela.plt's JUMP_SLOTs (what .plt and .plt.sec jump through) and
+ * .rela.dyn's GLOB_DATs (.plt.got's). */
+static int read_got_slots(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct slotvec *out)
+{
+	Elf_Scn *dynsym = elf_getscn(elf, sh->sh_link);
+	Elf_Data *rd = elf_getdata(scn, NULL), *sd;
+	GElf_Shdr dsh;
+	size_t i, n;
+
+	if (!rd || !sh->sh_entsize || !dynsym || !gelf_getshdr(dynsym, &dsh) ||
+	    dsh.sh_type != SHT_DYNSYM || !(sd = elf_getdata(dynsym, NULL)))
+		return 0;
+	n = sh->sh_size / sh->sh_entsize;
+	for (i = 0; i < n; i++) {
+		GElf_Rela r;
+		GElf_Sym sym;
+		struct got_slot g;
+		uint32_t type;
+
+		if (!gelf_getrela(rd, i, &r))
+			break;
+		type = GELF_R_TYPE(r.r_info);
+		if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) ||
+		    !GELF_R_SYM(r.r_info) || !gelf_getsym(sd, GELF_R_SYM(r.r_info), &sym) ||
+		    !(g.name = elf_strptr(elf, dsh.sh_link, sym.st_name)) || !*g.name)
+			continue;
+		g.addr = r.r_offset;
+		if (VEC_PUSH(*out, g))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* PLT stubs named func@plt, as objdump and perf name them: each entry of
+ * .plt, .plt.sec and .plt.got that jumps through a GOT slot (jmp
+ * *disp32(%rip), ff 25, after an optional endbr64 and bnd prefix) is named
+ * after the symbol that slot's relocation binds. Otherwise a stub takes the
+ * nearest symbol before it (_init, before .plt). Lazy-binding entries and
+ * PLT0, which jump through no named slot, stay unnamed. */
+static int read_plt(Elf *elf, struct symvec *syms, struct charvec *names)
+{
+	struct slotvec slots = {0};
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t shstrndx;
+	int err = 0;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn)) && !err)
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_RELA)
+			err = read_got_slots(elf, scn, &sh, &slots);
+	if (err || !slots.n)
+		goto out;
+	qsort(slots.v, slots.n, sizeof(*slots.v), cmp_slot);
+	scn = NULL;
+	while ((scn = elf_nextscn(elf, scn)) && !err) {
+		const char *name;
+		const unsigned char *b;
+		uint64_t ent, k;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)) ||
+		    (strcmp(name, ".plt") && strcmp(name, ".plt.sec") &&
+		     strcmp(name, ".plt.got")) ||
+		    !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+			continue;
+		ent = sh.sh_entsize >= 8 && sh.sh_entsize <= 32 ? sh.sh_entsize : 16;
+		b = d->d_buf;
+		for (k = 0; k + ent <= d->d_size && !err; k += ent) {
+			struct got_slot key, *g;
+			char buf[512];
+			uint64_t j;
+			int32_t disp;
+
+			for (j = 0; j + 6 <= ent && (b[k + j] != 0xff || b[k + j + 1] != 0x25); j++)
+				;
+			if (j + 6 > ent)
+				continue;
+			memcpy(&disp, b + k + j + 2, 4);
+			key.addr = sh.sh_addr + k + j + 6 + (int64_t)disp;
+			g = bsearch(&key, slots.v, slots.n, sizeof(key), cmp_slot);
+			if (!g)
+				continue;
+			snprintf(buf, sizeof(buf), "%s@plt", g->name);
+			err = add_synth(syms, names, sh.sh_addr + k, ent, buf);
+		}
+	}
+out:
+	VEC_FREE(slots);
+	return err;
+}
+
+/* The ELF entry point named _start where no symbol is there: Debian's ld.so
+ * has no .symtab, and its _start no FDE, so loader-time stacks ended in
+ * "[ld-linux-x86-64.so.2]" at their root. It ends where the next function
+ * (symbol or FDE) or its section does. */
+static int add_entry(Elf *elf, const struct symfile *f, struct symvec *syms, struct charvec *names)
+{
+	uint64_t entry, end = UINT64_MAX;
+	Elf_Scn *scn = NULL;
+	GElf_Ehdr eh;
+	GElf_Shdr sh;
+	size_t i;
+
+	if (!gelf_getehdr(elf, &eh) || !(entry = eh.e_entry))
+		return 0;
+	for (i = 0; i < syms->n; i++) {
+		if (syms->v[i].addr == entry)
+			return 0;
+		if (syms->v[i].addr > entry && syms->v[i].addr < end)
+			end = syms->v[i].addr;
+	}
+	for (i = 0; i < f->nfstarts; i++)
+		if (f->fstarts[i] > entry && f->fstarts[i] < end)
+			end = f->fstarts[i];
+	while ((scn = elf_nextscn(elf, scn)))
+		/* (A hostile section's end may wrap: it must lie past entry.) */
+		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR) &&
+		    entry >= sh.sh_addr && entry - sh.sh_addr < sh.sh_size &&
+		    sh.sh_addr + sh.sh_size > entry && sh.sh_addr + sh.sh_size < end)
+			end = sh.sh_addr + sh.sh_size;
+	return end == UINT64_MAX ? 0 : add_synth(syms, names, entry, end - entry, "_start");
+}
+
 static int load_symfile(struct symfile *f, int fd)
 {
 	struct symvec syms = {0};
@@ -457,6 +615,12 @@ static int load_symfile(struct symfile *f, int fd)
 	if (err)
 		goto out;
 	read_fde_starts(elf, f);
+	if (!err)
+		err = read_plt(elf, &syms, &names);
+	if (!err)
+		err = add_entry(elf, f, &syms, &names);
+	if (err)
+		goto out;
 	if (syms.n) /* syms.v is NULL with no symbol; qsort wants a pointer */
 		qsort(syms.v, syms.n, sizeof(*syms.v), cmp_sym);
 	merge_dynsym(&syms, names.v);
@@ -528,7 +692,7 @@ struct symfile *symfile_get(int fd, const char *path)
 	f->dw_fd = -1;
 	err = load_symfile(f, fd);
 	if (err && err != -ENOEXEC) {
-		free(f);
+		symfile_free(f); /* what it read before the error too */
 		return NULL;
 	}
 	if (err) /* not ELF: cache the empty table so it is not read again */
@@ -761,11 +925,25 @@ int symfile_srcline(struct symfile *f, uint64_t file_off, const char **file, int
 	return 0;
 }
 
-uint64_t symfile_func_start(struct symfile *f, uint64_t file_off)
+/* rt_sigreturn as glibc's and musl's __restore_rt make it: mov $15,%rax;
+ * syscall. */
+static bool is_restore_rt(const struct symfile *f, uint64_t vaddr)
+{
+	static const unsigned char code[] = {0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05};
+	unsigned char b[sizeof(code)];
+	uint64_t off = symfile_offset(f, vaddr);
+
+	return off != UINT64_MAX && f->dw_fd >= 0 &&
+	       pread(f->dw_fd, b, sizeof(b), off) == (ssize_t)sizeof(b) &&
+	       !memcmp(b, code, sizeof(b));
+}
+
+uint64_t symfile_func_start(struct symfile *f, uint64_t file_off, const char **name)
 {
 	uint64_t va = symfile_vaddr(f, file_off);
 	size_t lo = 0, hi = f->nfstarts;
 	Dwarf_Frame *frame = NULL;
+	bool signal = false;
 	Dwfl_Module *m;
 	Dwarf_Addr bias;
 	Dwarf_CFI *cfi;
@@ -791,6 +969,12 @@ uint64_t symfile_func_start(struct symfile *f, uint64_t file_off)
 	if (!m || !(cfi = dwfl_module_eh_cfi(m, &bias)) ||
 	    dwarf_cfi_addrframe(cfi, va - bias, &frame))
 		return 0;
+	/* A signal frame's FDE starts one byte before its code (the caller's
+	 * pc - 1 is the return address - 1): a trampoline that returns from a
+	 * signal, which stripped libcs name nowhere. */
+	if (dwarf_frame_info(frame, NULL, NULL, &signal) >= 0 && signal &&
+	    is_restore_rt(f, f->fstarts[lo - 1] + 1))
+		*name = "__restore_rt";
 	free(frame);
 	return f->fstarts[lo - 1];
 }
@@ -883,53 +1067,13 @@ int symfile_foreach(struct symfile *f, symfile_fn fn, void *ctx)
 
 		if (!i || f->syms[i - 1].addr != y->addr)
 			first = i;
+		if (y->synth) /* a stub or the entry's code, not a function to trace */
+			continue;
 		s.primary = sym_display(f, first);
 		if ((r = fn(ctx, &s)))
 			return r;
 	}
 	return 0;
-}
-
-static bool has_fp_prologue(int fd, uint64_t off)
-{
-	static const unsigned char endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
-	static const unsigned char prologue[4] = {0x55, 0x48, 0x89, 0xe5};
-	unsigned char code[8];
-	const unsigned char *c = code;
-
-	if (pread(fd, code, sizeof(code), off) != sizeof(code))
-		return false;
-	if (!memcmp(c, endbr64, sizeof(endbr64)))
-		c += sizeof(endbr64);
-	return !memcmp(c, prologue, sizeof(prologue));
-}
-
-int symfile_fp_percent(const struct symfile *f, int fd)
-{
-	size_t i, n, step, seen = 0, fp = 0;
-
-	if (f->go) /* Go keeps frame pointers, after its stack-growth check */
-		return 100;
-	/* Small functions may be frameless leaves even where frame pointers
-	 * are on; look at functions large enough to have callees. */
-	n = f->nsyms >= 64 ? f->nsyms : f->nfstarts;
-	step = n / 128 ? n / 128 : 1;
-	for (i = 0; i < n; i += step) {
-		uint64_t addr, size, off;
-
-		if (n == f->nsyms) {
-			addr = f->syms[i].addr;
-			size = f->syms[i].size;
-		} else {
-			addr = f->fstarts[i];
-			size = i + 1 < n ? f->fstarts[i + 1] - addr : 0;
-		}
-		if (size < 64 || (off = symfile_offset(f, addr)) == UINT64_MAX)
-			continue;
-		seen++;
-		fp += has_fp_prologue(fd, off);
-	}
-	return seen < 8 ? -1 : (int)(fp * 100 / seen);
 }
 
 /* The first symbol (the lowest rank) at the highest address <= addr;

@@ -19,6 +19,8 @@ void symfile_put(struct symfile *f);
 
 /* Name of the function at a file offset (as in /proc/PID/maps: address -
  * start + offset), demangled (C++, Rust); NULL when no symbol covers it.
+ * PLT stubs are named func@plt, and code at the ELF entry point with no
+ * symbol _start, as perf and objdump name them.
  * *vaddr gets the ELF virtual address of that offset (what llvm-symbolizer
  * and nm speak); *system_name the mangled name, NULL when the name is not
  * mangled. */
@@ -50,10 +52,6 @@ struct symfile_sym {
  * stops when fn returns non-zero and returns that. */
 typedef int (*symfile_fn)(void *ctx, const struct symfile_sym *s);
 int symfile_foreach(struct symfile *f, symfile_fn fn, void *ctx);
-/* Percentage of a sample of the file's functions whose code sets up a frame
- * pointer (push %rbp; mov %rsp,%rbp, after an optional endbr64), read from
- * fd; -1 when it has too few functions to tell. */
-int symfile_fp_percent(const struct symfile *f, int fd);
 const char *symfile_build_id(const struct symfile *f); /* hex, or NULL */
 /* Source file and line at a file offset (as symfile_lookup takes it) where
  * the file or its build-id debug file has DWARF (libdw, loaded on the first
@@ -66,8 +64,9 @@ int symfile_srcline(struct symfile *f, uint64_t file_off, const char **file, int
 void symfiles_trim(uint64_t now, uint64_t idle_ns);
 /* The ELF vaddr where the function at a file offset starts, by its
  * .eh_frame FDE: what names a function of a stripped binary, which has no
- * symbol (gzip, coreutils); 0 when no FDE covers it. */
-uint64_t symfile_func_start(struct symfile *f, uint64_t file_off);
+ * symbol (gzip, coreutils); 0 when no FDE covers it. *name gets the name
+ * of a code known by its FDE and bytes (__restore_rt), else is left. */
+uint64_t symfile_func_start(struct symfile *f, uint64_t file_off, const char **name);
 void symfiles_free(void);
 
 /* Kernel symbols. kallsyms_lookup returns NULL before a successful load. */

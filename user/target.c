@@ -56,21 +56,23 @@ static int exec_check(const char *path)
 	return access(path, X_OK) ? -errno : 0;
 }
 
-int target_check_cmd(const char *cmd)
+int target_resolve_cmd(const char *cmd, char **path)
 {
-	const char *path = getenv("PATH"), *p, *end;
+	const char *env = getenv("PATH"), *p, *end;
 	char buf[PATH_MAX];
 	int e = -ENOENT, r;
 
-	if (!*cmd) {
-		e = -ENOENT;
-	} else if (strchr(cmd, '/')) {
+	*path = NULL;
+	if (!*cmd)
+		return -ENOENT;
+	if (strchr(cmd, '/')) {
 		e = exec_check(cmd);
+		snprintf(buf, sizeof(buf), "%s", cmd);
 	} else {
 		/* As execvp searches: glibc's default PATH, an empty entry
 		 * is the current directory, and a file found but not
 		 * executable is remembered while the search goes on. */
-		for (p = path ? path : "/bin:/usr/bin"; e; p = end + 1) {
+		for (p = env ? env : "/bin:/usr/bin"; e; p = end + 1) {
 			end = strchrnul(p, ':');
 			if ((size_t)snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(end - p), p,
 					     end > p ? "/" : "", cmd) < sizeof(buf)) {
@@ -84,15 +86,28 @@ int target_check_cmd(const char *cmd)
 				break;
 		}
 	}
+	if (!e && !(*path = strdup(buf)))
+		e = -ENOMEM;
+	return e;
+}
+
+int target_check_cmd(const char *cmd)
+{
+	char *path;
+	int e = target_resolve_cmd(cmd, &path);
+
 	if (e)
 		err("%s: %s", cmd, strerror(-e));
+	free(path);
 	return e;
 }
 
 int target_spawn(struct target *t, char **cmd)
 {
-	int go[2], err[2];
+	int go[2], err[2], e;
 
+	if ((e = target_resolve_cmd(cmd[0], &t->path)))
+		return e;
 	if (pipe2(go, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
 		return -errno;
 	t->child = fork();
@@ -107,7 +122,12 @@ int target_spawn(struct target *t, char **cmd)
 		/* Wait until the sampler is attached, so the start is recorded. */
 		if (read(go[0], &c, 1) != 1)
 			_exit(127);
-		execvp(cmd[0], cmd);
+		/* The file -t probed: resolved once, here and for it. A
+		 * file with no #! and not ELF is run as execvp runs it (by
+		 * /bin/sh). */
+		execv(t->path, cmd);
+		if (errno == ENOEXEC)
+			execvp(cmd[0], cmd);
 		e = errno;
 		if (write(err[1], &e, sizeof(e)) < 0)
 			_exit(127);
@@ -241,4 +261,6 @@ void target_close(struct target *t)
 	if (t->child_pidfd >= 0)
 		close(t->child_pidfd);
 	t->go_fd = t->err_fd = t->child_pidfd = -1;
+	free(t->path);
+	t->path = NULL;
 }

@@ -8,6 +8,7 @@
 
 struct target {
 	pid_t child;	 /* -- CMD: the command, held before exec until released */
+	char *path;	 /* the file it runs (target_resolve_cmd), NULL before */
 	int go_fd;	 /* write end: releases the child */
 	int err_fd;	 /* read end: the child's exec errno, or EOF on success */
 	int pidfds[256]; /* -p: one per pid, readable when it exits */
@@ -19,6 +20,13 @@ struct target {
 
 /* Checks that every -p pid exists. 0, or -ESRCH after printing which. */
 int target_check_pids(const pid_t *pids, int n);
+/* The file execvp would run for cmd, malloc'd into *path: cmd itself when
+ * it has a '/', else the first executable file in PATH as execvp searches
+ * it (glibc's default PATH, an empty entry the current directory). 0, or
+ * -errno: -ENOENT when none is found, -EACCES or -EISDIR when one was found
+ * but cannot run. The one resolution of a command: the child runs this
+ * file, and -t probes it. */
+int target_resolve_cmd(const char *cmd, char **path);
 /* Checks, before anything is recorded or written, that the command (looked
  * up in PATH as execvp does) exists and can be executed, since the exec
  * itself waits for the recording to start. 0, or -errno after printing

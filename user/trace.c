@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
@@ -7,10 +8,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "trace.skel.h"
+#include "formats/procmaps.h"
 #include "user/symbols.h"
 #include "user/trace.h"
 #include "user/util.h"
@@ -54,46 +57,36 @@ static int uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offs
 	return fd < 0 ? -errno : fd;
 }
 
-char *find_in_path(const char *cmd)
-{
-	const char *path = getenv("PATH");
-	char buf[PATH_MAX], *copy, *dir, *save = NULL, *found = NULL;
-
-	if (strchr(cmd, '/'))
-		return realpath(cmd, NULL);
-	copy = xstrdup(path ? path : "/usr/local/bin:/usr/bin:/bin");
-	for (dir = strtok_r(copy, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save)) {
-		snprintf(buf, sizeof(buf), "%s/%s", *dir ? dir : ".", cmd);
-		if (!access(buf, X_OK))
-			found = realpath(buf, NULL);
-	}
-	free(copy);
-	return found;
-}
-
 /* A library of a running process: the first mapped file whose name starts
- * with obj. The returned path goes through /proc/PID/root. */
+ * with obj, or that is obj (a path: compared as the kernel resolves it, by
+ * device and inode, so a symlink such as /usr/bin/redis-server names the
+ * redis-check-rdb the process maps). The returned path goes through
+ * /proc/PID/root. */
 static char *find_mapped_object(pid_t pid, const char *obj)
 {
-	char path[64], *text, *line, *save = NULL, *found = NULL;
+	struct procmaps_entry *e = NULL;
+	struct stat want, st;
+	char path[64], buf[PATH_MAX + 64], *text, *found = NULL;
+	bool by_file = strchr(obj, '/') && !stat(obj, &want);
+	size_t n = 0, i, len;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	if (read_path_all(path, 0, 64 << 20, &text, NULL))
+	if (read_path_all(path, 0, 64 << 20, &text, &len))
 		return NULL;
-	for (line = strtok_r(text, "\n", &save); line && !found;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char *file = strchr(line, '/'), *base;
+	if (procmaps_parse(text, len, &e, &n))
+		n = 0;
+	for (i = 0; i < n && !found; i++) {
+		const char *base = strrchr(e[i].path, '/');
 
-		if (!file || strstr(file, " (deleted)"))
+		if (e[i].path[0] != '/' || e[i].deleted)
 			continue;
-		base = strrchr(file, '/') + 1;
-		if (!strncmp(base, obj, strlen(obj)) || !strcmp(file, obj)) {
-			char buf[PATH_MAX + 64];
-
-			snprintf(buf, sizeof(buf), "/proc/%d/root%s", pid, file);
+		snprintf(buf, sizeof(buf), "/proc/%d/root%s", pid, e[i].path);
+		if (!strncmp(base + 1, obj, strlen(obj)) || !strcmp(e[i].path, obj) ||
+		    (by_file && !stat(buf, &st) && st.st_dev == want.st_dev &&
+		     st.st_ino == want.st_ino))
 			found = xstrdup(buf);
-		}
 	}
+	procmaps_free(e, n);
 	free(text);
 	return found;
 }
@@ -121,6 +114,7 @@ static char *find_library(const char *obj)
 }
 
 struct matches {
+	struct trace_links *links;
 	const char *glob, *path;
 	struct symfile *sf;
 	dev_t dev;
@@ -191,6 +185,104 @@ static bool sym_matches(const char *glob, const struct symfile_sym *s)
 	return !s->hidden && !fnmatch(glob, buf, 0);
 }
 
+/* Adds a probed function to the list the end reports, and room for its
+ * count. 0 or -ENOMEM. */
+static int list_func(struct trace_links *l, uint32_t id, const char *name, const char *path)
+{
+	const char *base = strrchr(path, '/');
+	struct trace_func f = {id, strdup(name), strdup(base ? base + 1 : path)};
+	size_t old = l->calls_cap;
+
+	if (!f.name || !f.obj ||
+	    fmt_grow((void **)&l->funcs, &l->funcs_cap, l->nlisted + 1, sizeof(f)) ||
+	    fmt_grow((void **)&l->calls, &l->calls_cap, id + 1, sizeof(*l->calls))) {
+		free(f.name);
+		free(f.obj);
+		return -ENOMEM;
+	}
+	memset(l->calls + old, 0, (l->calls_cap - old) * sizeof(*l->calls));
+	l->funcs[l->nlisted++] = f;
+	return 0;
+}
+
+void trace_count_call(struct trace_links *l, uint32_t id)
+{
+	if (id < l->calls_cap)
+		l->calls[id]++;
+}
+
+uint64_t trace_calls_of(const struct trace_links *l, uint32_t id)
+{
+	return id < l->calls_cap ? l->calls[id] : 0;
+}
+
+static const struct trace_links *sort_links; /* qsort has no context */
+
+static int cmp_by_calls(const void *a, const void *b)
+{
+	const struct trace_func *x = *(const struct trace_func *const *)a;
+	const struct trace_func *y = *(const struct trace_func *const *)b;
+	uint64_t cx = trace_calls_of(sort_links, x->id), cy = trace_calls_of(sort_links, y->id);
+
+	if (cx != cy)
+		return cx > cy ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+size_t trace_funcs(const struct trace_links *l, const struct trace_func **out[])
+{
+	const struct trace_func **v = l->nlisted ? calloc(l->nlisted, sizeof(*v)) : NULL;
+	bool *seen = l->calls_cap ? calloc(l->calls_cap, sizeof(*seen)) : NULL;
+	size_t i, n = 0;
+
+	*out = NULL;
+	if (!v || !seen) {
+		free(v);
+		free(seen);
+		return 0;
+	}
+	for (i = 0; i < l->nlisted; i++)
+		if (!seen[l->funcs[i].id]) {
+			seen[l->funcs[i].id] = true;
+			v[n++] = &l->funcs[i];
+		}
+	free(seen);
+	sort_links = l;
+	qsort(v, n, sizeof(*v), cmp_by_calls);
+	*out = v;
+	return n;
+}
+
+/* At most this many lines of the list: -t 'libc.so.6:*' probes thousands. */
+#define REPORT_MAX 20
+
+void trace_report(const struct trace_links *l)
+{
+	const struct trace_func **v;
+	size_t n = trace_funcs(l, &v), i, never = 0;
+
+	for (i = 0; i < n; i++)
+		never += !trace_calls_of(l, v[i]->id);
+	if (n)
+		info("-t: %zu functions traced, %zu of them called:", n, n - never);
+	for (i = 0; i < n && i < REPORT_MAX && trace_calls_of(l, v[i]->id); i++)
+		info("  %-40s %12llu calls  (%s)", v[i]->name,
+		     (unsigned long long)trace_calls_of(l, v[i]->id), v[i]->obj);
+	if (i < n - never)
+		info("  ... and %zu more called (summary.json lists them all)", n - never - i);
+	/* Never called: probed, yet no call seen. The usual reason is that
+	 * the compiler inlined its callers' copies, which the probe on the
+	 * function's own body never sees. */
+	for (i = n - never; i < n && i < n - never + REPORT_MAX; i++)
+		warn("-t: %s (%s) was never called: its callers may run an inlined copy, "
+		     "which a uprobe on its own body does not see",
+		     v[i]->name, v[i]->obj);
+	if (never > REPORT_MAX)
+		warn("-t: ... and %zu more functions never called (summary.json lists them)",
+		     never - REPORT_MAX);
+	free(v);
+}
+
 static int match_sym(void *ctx, const struct symfile_sym *s)
 {
 	struct matches *m = ctx;
@@ -210,6 +302,8 @@ static int match_sym(void *ctx, const struct symfile_sym *s)
 	if (VEC_PUSH(m->offsets, off) ||
 	    VEC_PUSH(m->cookies, (uint64_t)xray_func_id_at(s->primary, m->sf, off, m->path)))
 		return -ENOMEM;
+	if (list_func(m->links, m->cookies.v[m->cookies.n - 1], s->primary, m->path))
+		return -ENOMEM;
 	debug("-t %s: %s at %#llx (file offset) in %s", m->glob, s->primary,
 	      (unsigned long long)off, m->path);
 	return 0;
@@ -224,14 +318,56 @@ struct probed {
 };
 static VEC(struct probed) probed;
 
-static int attach_one(struct trace_bpf *skel, const char *path, const char *glob,
-		      struct trace_links *out)
+/* How many processes other than ours and the targets map the file's code:
+ * not those that map it only to read it (a profiler's symbol tables, as
+ * libelf maps them), which never run into the probes. */
+static size_t others_mapping(const struct stat *file, const pid_t *pids, int npids)
 {
-	struct matches m = {.glob = glob, .path = path};
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	size_t others = 0;
+
+	while (d && (de = readdir(d))) {
+		struct procmaps_entry *e = NULL;
+		char path[64], *text, *end;
+		size_t n = 0, i, len;
+		long pid = strtol(de->d_name, &end, 10);
+		bool maps = false;
+		int k;
+
+		if (*end || pid <= 0 || pid == getpid())
+			continue;
+		for (k = 0; k < npids && pids[k] != pid; k++)
+			;
+		if (k < npids)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
+		if (read_path_all(path, 0, 64 << 20, &text, &len))
+			continue; /* gone, or a kernel thread's empty maps */
+		if (!procmaps_parse(text, len, &e, &n))
+			for (i = 0; i < n && !maps; i++)
+				maps = e[i].exec && e[i].inode == file->st_ino &&
+				       makedev(e[i].dev_major, e[i].dev_minor) == file->st_dev;
+		procmaps_free(e, n);
+		free(text);
+		if (maps)
+			debug("-t: pid %ld runs the file too", pid);
+		others += maps;
+	}
+	if (d)
+		closedir(d);
+	return others;
+}
+
+static int attach_one(struct trace_bpf *skel, const char *path, const char *glob, const pid_t *pids,
+		      int npids, struct trace_links *out)
+{
+	struct matches m = {.links = out, .glob = glob, .path = path};
 	struct probed pr = {.glob = glob};
 	struct stat st;
+	bool first = true; /* the file's first pattern */
 	int fd, err = 0;
-	size_t i;
+	size_t i, others;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
@@ -241,12 +377,15 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 			close(fd);
 		return err;
 	}
-	for (i = 0; i < probed.n; i++)
-		if (probed.v[i].dev == st.st_dev && probed.v[i].ino == st.st_ino &&
-		    !strcmp(probed.v[i].glob, glob)) {
+	for (i = 0; i < probed.n; i++) {
+		if (probed.v[i].dev != st.st_dev || probed.v[i].ino != st.st_ino)
+			continue;
+		first = false;
+		if (!strcmp(probed.v[i].glob, glob)) {
 			close(fd);
 			return 0;
 		}
+	}
 	pr.dev = st.st_dev;
 	pr.ino = st.st_ino;
 	if (VEC_PUSH(probed, pr)) {
@@ -273,6 +412,19 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 		debug("-t %s: its functions in %s are traced already", glob, path);
 		goto out;
 	}
+	/* A uprobe is on the file, not on a process: every process that runs
+	 * the function takes the probe's trap (libc's write in every server
+	 * on the machine), though only the targets' calls are recorded. */
+	if (first && (others = others_mapping(&st, pids, npids))) {
+		char exe[PATH_MAX];
+		ssize_t k = readlink(path, exe, sizeof(exe) - 1); /* /proc/PID/exe's file */
+
+		if (k > 0)
+			exe[k] = 0;
+		warn("-t %s: %s is mapped by %zu other process%s: uprobes are per file, so "
+		     "their calls of the probed functions are slowed too (not recorded)",
+		     glob, k > 0 ? exe : path, others, others == 1 ? "" : "es");
+	}
 	if (out->multi != 0 && !out->by_ip) {
 		int e = uprobe_multi_link(bpf_program__fd(skel->progs.on_entry_multi), path,
 					  m.offsets.v, m.cookies.v, m.offsets.n, false);
@@ -282,8 +434,12 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 			    : e;
 
 		if (e >= 0 && r >= 0) {
-			out->fds = realloc(out->fds, (out->nfds + 2) * sizeof(int));
-			if (!out->fds) {
+			/* Grown in place or not at all: detach closes the
+			 * nfds it has, which must stay readable. */
+			if (fmt_grow((void **)&out->fds, &out->fds_cap, out->nfds + 2,
+				     sizeof(*out->fds))) {
+				close(e);
+				close(r);
 				err = -ENOMEM;
 				goto out;
 			}
@@ -335,8 +491,10 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 			    strerror(-err));
 			goto out;
 		}
-		out->links = realloc(out->links, (out->nlinks + 2) * sizeof(*out->links));
-		if (!out->links) {
+		if (fmt_grow((void **)&out->links, &out->links_cap, out->nlinks + 2,
+			     sizeof(*out->links))) {
+			bpf_link__destroy(l[0]);
+			bpf_link__destroy(l[1]);
 			err = -ENOMEM;
 			goto out;
 		}
@@ -378,8 +536,10 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 				err("-t %s: library %s not found", specs[i], obj);
 				return -ENOENT;
 			}
-			err = attach_one(skel, path, glob, out);
+			err = attach_one(skel, path, glob, pids, npids, out);
 			free(path);
+			if (err == -ENOMEM)
+				err("-t %s: out of memory", specs[i]);
 			if (err)
 				return err;
 			continue;
@@ -397,8 +557,10 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 				err("-t %s: %s is not mapped in pid %d", specs[i], obj, pids[j]);
 				return -ENOENT;
 			}
-			err = attach_one(skel, path, glob, out);
+			err = attach_one(skel, path, glob, pids, npids, out);
 			free(path);
+			if (err == -ENOMEM)
+				err("-t %s: out of memory", specs[i]);
 			if (err)
 				return err;
 		}
@@ -463,9 +625,26 @@ void trace_detach(struct trace_links *l)
 		close(l->fds[i]);
 	free(l->links);
 	free(l->fds);
-	free(l->fns);
-	memset(l, 0, sizeof(*l));
+	l->links = NULL;
+	l->fds = NULL;
+	l->nlinks = l->nfds = 0;
+	l->links_cap = l->fds_cap = 0;
 	VEC_FREE(probed);
 	VEC_FREE(probed_addrs);
 	idtab_free(&probed_addr_tab);
+}
+
+void trace_free(struct trace_links *l)
+{
+	size_t i;
+
+	trace_detach(l);
+	free(l->fns);
+	for (i = 0; i < l->nlisted; i++) {
+		free(l->funcs[i].name);
+		free(l->funcs[i].obj);
+	}
+	free(l->funcs);
+	free(l->calls);
+	memset(l, 0, sizeof(*l));
 }

@@ -13,8 +13,10 @@ struct bpf_link;
 struct trace_links {
 	struct bpf_link **links; /* single-probe fallback */
 	int nlinks;
+	size_t links_cap;
 	int *fds; /* uprobe_multi link fds */
 	int nfds;
+	size_t fds_cap;
 	int nfuncs; /* functions probed */
 	int multi;  /* 1 when uprobe_multi was used */
 	/* Without BPF cookies (kernels before 5.15): each probed function's
@@ -22,6 +24,19 @@ struct trace_links {
 	bool by_ip;
 	struct traced_fn *fns;
 	size_t nfns, fns_cap;
+	/* Every function probed (an id may repeat: one name in two files),
+	 * and the calls of each id that reached user space, for the list at
+	 * the end and summary.json. */
+	struct trace_func *funcs;
+	size_t nlisted, funcs_cap;
+	uint64_t *calls; /* by XRay function id */
+	size_t calls_cap;
+};
+
+struct trace_func {
+	uint32_t id;
+	char *name; /* as samples name it */
+	char *obj;  /* the file's name */
 };
 
 struct traced_fn {
@@ -38,13 +53,23 @@ uint32_t trace_func_at(const struct trace_links *l, uint64_t dev, uint64_t ino, 
 
 /* Resolves every SPEC ("GLOB" in the main executable, "OBJ:GLOB" in a
  * library, OBJ a path or a file-name prefix such as libssl.so.3) for the
- * given processes (or, with exe, a command not started yet) and attaches.
+ * given processes (or, with exe, a command not started yet, pids its
+ * process) and attaches, warning when other processes map a file probed.
  * Function ids come from xray_func_id(). 0, or -errno after reporting. */
 int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const pid_t *pids,
 		 int npids, const char *exe, struct trace_links *out);
+/* Detaches the probes; what the drain still needs (the functions by
+ * address, their counts) stays until trace_free. */
 void trace_detach(struct trace_links *l);
-
-/* PATH lookup as execvp does; NULL when not found. Caller frees. */
-char *find_in_path(const char *cmd);
+void trace_free(struct trace_links *l);
+/* A call of function id entered (an entry event drained). */
+void trace_count_call(struct trace_links *l, uint32_t id);
+/* The functions probed, each id once, most called first: *out malloc'd
+ * (the names stay the links'), its count returned; 0 on ENOMEM too. */
+size_t trace_funcs(const struct trace_links *l, const struct trace_func **out[]);
+uint64_t trace_calls_of(const struct trace_links *l, uint32_t id);
+/* Lists each function probed with its calls (info), and warns of those
+ * never called, naming the usual reason. */
+void trace_report(const struct trace_links *l);
 
 #endif

@@ -9,6 +9,7 @@
 #include "formats/cpuprofile.h"
 #include "formats/jitdump.h"
 #include "formats/jitelf.h"
+#include "formats/procmaps.h"
 #include "user/jit.h"
 #include "user/outdir.h"
 #include "user/proc.h"
@@ -95,21 +96,67 @@ static int collect_jit(struct proc *p, struct jit_image *ji)
 	return 0;
 }
 
+/* The vdso, which has no file: its image (procs->vdsos) written as
+ * vdso-PID.so for the readers to name its functions from, where samples
+ * ran in it, and the mapping line that points them at it. */
+struct vdso_file {
+	int fd; /* the image's memfd */
+	uint64_t start;
+	char line[PATH_MAX + 128];
+};
+
+static int fill_vdso(void *ctx, FILE *f, int fd)
+{
+	const struct vdso_file *v = ctx;
+	char buf[8192];
+	off_t off = 0;
+	ssize_t n;
+
+	(void)f;
+	while ((n = pread(v->fd, buf, sizeof(buf), off)) > 0) {
+		ssize_t w = write(fd, buf, n);
+
+		if (w != n)
+			return w < 0 ? -errno : -EIO;
+		off += n;
+	}
+	return n < 0 ? -errno : 0;
+}
+
+/* The vdso mapping p's samples ran in, or NULL. */
+static const struct mapping *sampled_vdso(struct proc *p)
+{
+	size_t j;
+
+	for (j = 0; j < p->samples.n; j++) {
+		struct frame_iter it;
+
+		frame_iter_init(&it, p, &p->samples.v[j], false);
+		while (frame_iter_next(&it))
+			if (it.f->kind == FRAME_USER && it.f->map && it.f->map->vdso &&
+			    it.f->map->vdso <= p->set->vdsos.n)
+				return it.f->map;
+	}
+	return NULL;
+}
+
 struct cpuprof_ctx {
 	const struct run_info *ri;
 	struct proc *p;
-	const struct jit_image *jit; /* NULL: no JIT image */
-	size_t first, end;	     /* the image's samples */
-	const char *maps;	     /* the image's maps */
+	const struct jit_image *jit;  /* NULL: no JIT image */
+	const struct vdso_file *vdso; /* NULL: no vdso file */
+	size_t first, end;	      /* the image's samples */
+	const char *maps;	      /* the image's maps */
 };
 
 /* The process's mapping lines, with the anonymous ones that the JIT image
- * covers replaced by the image's line: the readers take the first mapping
- * that holds an address. */
-static char *maps_with_jit(const char *maps, const struct jit_image *ji)
+ * covers replaced by the image's line (the readers take the first mapping
+ * that holds an address), and the vdso's by vdso-PID.so's. Each line read
+ * by procmaps_parse. */
+static char *maps_with_jit(const char *maps, const struct jit_image *ji, const struct vdso_file *vf)
 {
 	size_t len = strlen(maps), n = 0;
-	char *out = malloc(len + strlen(ji->line) + 1);
+	char *out = malloc(len + (ji ? strlen(ji->line) : 0) + (vf ? strlen(vf->line) : 0) + 1);
 	const char *p = maps;
 	bool placed = false;
 
@@ -117,27 +164,29 @@ static char *maps_with_jit(const char *maps, const struct jit_image *ji)
 		return NULL;
 	while (*p) {
 		const char *nl = strchr(p, '\n'), *end = nl ? nl + 1 : p + strlen(p);
-		unsigned long long a, b;
-		char line[256], file[2] = "";
-		size_t ll = end - p < (long)sizeof(line) - 1 ? (size_t)(end - p) : sizeof(line) - 1;
+		struct procmaps_entry *e = NULL;
+		const char *put = p;
+		size_t ne = 0, put_len = end - p;
 
-		memcpy(line, p, ll);
-		line[ll] = 0;
-		/* anonymous: no sixth field */
-		if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %1s", &a, &b, file) == 2 &&
-		    a < ji->end && b > ji->start) {
-			if (!placed) {
-				memcpy(out + n, ji->line, strlen(ji->line));
-				n += strlen(ji->line);
-				placed = true;
-			}
-		} else {
-			memcpy(out + n, p, end - p);
-			n += end - p;
+		if (procmaps_parse(p, end - p, &e, &ne)) {
+			free(out);
+			return NULL;
 		}
+		if (ne && vf && e->start == vf->start && !strcmp(e->path, "[vdso]")) {
+			put = vf->line;
+			put_len = strlen(vf->line);
+		} else if (ne && ji && !e->path[0] && e->start < ji->end && e->end > ji->start) {
+			put = placed ? NULL : ji->line;
+			put_len = placed ? 0 : strlen(ji->line);
+			placed = true;
+		}
+		procmaps_free(e, ne);
+		if (put)
+			memcpy(out + n, put, put_len);
+		n += put_len;
 		p = end;
 	}
-	if (!placed) {
+	if (ji && !placed) {
 		memcpy(out + n, ji->line, strlen(ji->line));
 		n += strlen(ji->line);
 	}
@@ -178,7 +227,9 @@ static int fill_cpuprofile(void *ctx, FILE *f, int fd)
 	if (!err && !users)
 		err = -ENODATA;
 	if (!err) {
-		char *maps = cc->jit && cc->maps ? maps_with_jit(cc->maps, cc->jit) : NULL;
+		char *maps = (cc->jit || cc->vdso) && cc->maps
+				 ? maps_with_jit(cc->maps, cc->jit, cc->vdso)
+				 : NULL;
 
 		err = cpuprof_write(c, f, maps ? maps : cc->maps);
 		free(maps);
@@ -207,14 +258,21 @@ static void gperf_cmd(const struct run_info *ri, const char *exe, const char *na
 int write_cpuprofile(const struct run_info *ri, struct proc *p)
 {
 	struct jit_image ji = {0};
-	struct cpuprof_ctx cc = {ri, p, NULL, 0, p->samples.n, p->maps_text};
+	struct vdso_file vf = {0};
+	const struct mapping *vm;
+	struct cpuprof_ctx cc = {ri, p, NULL, NULL, 0, p->samples.n, p->maps_text};
 	char name[64], cmd[3 * PATH_MAX], exe[PATH_MAX], dir[PATH_MAX];
 	int first = 0;
 	size_t i;
 
 	for (i = 0; i < p->images.n; i++) {
-		struct cpuprof_ctx ic = {
-		    ri, p, NULL, cc.first, p->images.v[i].samples_end, p->images.v[i].maps_text};
+		struct cpuprof_ctx ic = {ri,
+					 p,
+					 NULL,
+					 NULL,
+					 cc.first,
+					 p->images.v[i].samples_end,
+					 p->images.v[i].maps_text};
 
 		cc.first = ic.end;
 		if (!ic.maps || ic.end <= ic.first)
@@ -237,6 +295,19 @@ int write_cpuprofile(const struct run_info *ri, struct proc *p)
 				 (unsigned long long)ji.offset, dir, name);
 			cc.jit = &ji;
 		}
+	}
+	if ((vm = sampled_vdso(p)) && outdir_realpath(ri->out, dir, sizeof(dir))) {
+		vf.fd = p->set->vdsos.v[vm->vdso - 1].fd;
+		vf.start = vm->start;
+		snprintf(name, sizeof(name), "vdso-%d.so", p->pid);
+		snprintf(cmd, sizeof(cmd), "nm -D -n %s/%s", ri->outdir, name);
+		snprintf(vf.line, sizeof(vf.line), "%llx-%llx r-xp 00000000 00:00 0 %s/%s\n",
+			 (unsigned long long)vm->start, (unsigned long long)vm->end, dir, name);
+		int e = outdir_emit(ri->out, name, p->pid, cmd, fill_vdso, &vf);
+
+		OUT_FIRST(first, e);
+		if (!e)
+			cc.vdso = &vf;
 	}
 	snprintf(name, sizeof(name), "cpu-%d.prof", p->pid);
 	exe_path(p, p->exe, exe, sizeof(exe));

@@ -10,6 +10,7 @@
 #include "user/offcpu.h"
 #include "user/outdir.h"
 #include "user/proc.h"
+#include "user/trace.h"
 #include "user/util.h"
 #include "user/writers.h"
 
@@ -72,6 +73,28 @@ struct summary_ctx {
 	long rows_end;
 };
 
+/* -t: each function probed with its calls (entries), most called first,
+ * and their sum. traced_events (above) counts entries and returns. */
+static void trace_json(FILE *f, const struct trace_links *l)
+{
+	const struct trace_func **v;
+	size_t n = trace_funcs(l, &v), i;
+	uint64_t sum = 0;
+
+	for (i = 0; i < n; i++)
+		sum += trace_calls_of(l, v[i]->id);
+	fprintf(f, ",\n  \"traced_calls\": %" PRIu64 ",\n  \"traced_functions\": [", sum);
+	for (i = 0; i < n; i++) {
+		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+		json_str(f, v[i]->name);
+		fprintf(f, ", \"object\": ");
+		json_str(f, v[i]->obj);
+		fprintf(f, ", \"calls\": %" PRIu64 "}", trace_calls_of(l, v[i]->id));
+	}
+	fprintf(f, "%s]", n ? "\n  " : "");
+	free(v);
+}
+
 static int fill_summary(void *ctx, FILE *f, int fd)
 {
 	const struct summary_ctx *sc = ctx;
@@ -97,15 +120,16 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 		",\n  \"sampler_run_cnt\": %" PRIu64 ",\n  \"lost_samples\": %" PRIu64
 		",\n  \"lost_task_events\": %" PRIu64 ",\n  \"kernel_stack_errors\": %" PRIu64
 		",\n  \"user_stack_errors\": %" PRIu64
-		",\n  \"user_stacks_walked_by_kernel\": %" PRIu64 ",\n  \"traced_calls\": %" PRIu64
-		",\n  \"traced_events\": %" PRIu64 ",\n  \"lost_traced_events\": %" PRIu64
-		",\n  \"kernel\": ",
+		",\n  \"user_stacks_walked_by_kernel\": %" PRIu64 ",\n  \"traced_events\": %" PRIu64
+		",\n  \"lost_traced_events\": %" PRIu64 ",\n  \"kernel\": ",
 		ri->freq, ri->ringbuf_mb, ri->duration_ns / 1e9, ri->start_realtime_ns, ri->samples,
 		ri->sample_bytes, ri->sample_bytes_median, ri->drain_cpu_ns, ri->steady_cpu_ns,
 		ri->steady_samples, ri->bpf_run_ns, ri->bpf_run_cnt, ri->lost, ri->lost_tasks,
-		ri->kstack_err, ri->ustack_err, ri->kernel_walks, ri->traced_calls,
-		ri->traced_events, ri->lost_traced_events);
+		ri->kstack_err, ri->ustack_err, ri->kernel_walks, ri->traced_events,
+		ri->lost_traced_events);
 	json_str(f, ri->kernel ? ri->kernel : "");
+	if (ri->trace)
+		trace_json(f, ri->trace);
 	if (ri->cfi)
 		fprintf(f,
 			",\n  \"cfi_walk\": {\"walks\": %" PRIu64 ", \"reached_root\": %" PRIu64

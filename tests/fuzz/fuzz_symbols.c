@@ -25,10 +25,10 @@ static int on_sym(void *ctx, const struct symfile_sym *y)
 static void look(struct symfile *f, uint64_t off)
 {
 	uint64_t va, sa;
-	const char *sys;
+	const char *sys, *name = NULL;
 
 	symfile_lookup(f, off, &va, &sa, &sys);
-	symfile_func_start(f, off);
+	symfile_func_start(f, off, &name);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -60,7 +60,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		look(f, 0);
 		look(f, size / 2);
-		symfile_fp_percent(f, fd);
 		symfile_build_id(f);
 	}
 	symfiles_free();

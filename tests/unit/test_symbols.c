@@ -2,6 +2,8 @@
  * symbol reader, on inputs the fuzzers (tests/fuzz/fuzz_kallsyms.c,
  * fuzz_symbols.c) found them mishandling. */
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -90,12 +92,13 @@ static void test_no_symbols(void)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct symfile *f = fd >= 0 ? symfile_get(fd, path) : NULL;
 	struct find any = {"", 0};
+	const char *name = NULL;
 
 	CHECK(f != NULL);
 	if (f) {
 		CHECK(symfile_foreach(f, find_sym, &any) == 0 && any.vaddr == 0);
 		CHECK(symfile_lookup(f, 0x144, NULL, NULL, NULL) == NULL);
-		CHECK(symfile_func_start(f, 0x150) == 0x40014a); /* in mid */
+		CHECK(symfile_func_start(f, 0x150, &name) == 0x40014a); /* in mid */
 	}
 	symfiles_free();
 	if (fd >= 0)
@@ -131,6 +134,7 @@ static void test_two_eh_frame_hdrs(void)
 	struct find want = {"find_sym", 0};
 	struct symfile *f;
 	uint64_t off = UINT64_MAX, got;
+	const char *name = NULL;
 	int fd = open(two_path, O_RDONLY | O_CLOEXEC);
 
 	CHECK(fd >= 0);
@@ -142,7 +146,7 @@ static void test_two_eh_frame_hdrs(void)
 	}
 	CHECK(off != UINT64_MAX);
 	if (off != UINT64_MAX) {
-		got = symfile_func_start(f, off + 4);
+		got = symfile_func_start(f, off + 4, &name);
 		CHECKF(got == want.vaddr, "%#llx, want %#llx", (unsigned long long)got,
 		       (unsigned long long)want.vaddr);
 	}
@@ -236,6 +240,149 @@ out:
 		close(fd);
 }
 
+/* Every PLT stub objdump names (func@plt, in .plt, .plt.sec and .plt.got),
+ * named the same at its start and in its middle: this program's own,
+ * libpython's (.plt and .plt.got) and ld.so's. They were named by the
+ * nearest symbol before them (_init), or not at all. */
+static void check_plt(const char *path, bool must)
+{
+	char *out = run_cmd("objdump -d -j .plt -j .plt.sec -j .plt.got '%s' 2>/dev/null", path);
+	char *line, *save = NULL;
+	struct symfile *f = NULL;
+	size_t stubs = 0, bad = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 && !must) {
+		free(out);
+		return;
+	}
+	f = fd >= 0 ? symfile_get(fd, path) : NULL;
+	CHECKF(f != NULL, "%s", path);
+	for (line = out && f ? strtok_r(out, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long va;
+		char want[256];
+		const char *got, *mid;
+		uint64_t off;
+
+		/* "0000000000001030 <open@plt>:"; PLT0 is "<x@plt-0x10>". */
+		if (sscanf(line, "%llx <%255[^>]>:", &va, want) != 2 || !strstr(want, "@plt") ||
+		    strstr(want, "@plt-") || strstr(want, "@plt+"))
+			continue;
+		stubs++;
+		off = symfile_offset(f, va);
+		got = off == UINT64_MAX ? NULL : symfile_lookup(f, off, NULL, NULL, NULL);
+		mid = off == UINT64_MAX ? NULL : symfile_lookup(f, off + 6, NULL, NULL, NULL);
+		if (!got || strcmp(got, want) || !mid || strcmp(mid, want)) {
+			if (bad++ < 3)
+				fprintf(stderr, "%s: %#llx is \"%s\", +6 \"%s\", want \"%s\"\n",
+					path, va, got ? got : "(null)", mid ? mid : "(null)", want);
+		}
+	}
+	CHECKF(!must || stubs > 0, "%s: objdump named no PLT stub", path);
+	CHECKF(bad == 0, "%s: %zu of %zu stubs misnamed", path, bad, stubs);
+	free(out);
+	symfiles_free();
+	if (fd >= 0)
+		close(fd);
+}
+
+static void test_plt(void)
+{
+	char exe[512];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	CHECK(n > 0);
+	if (n > 0) {
+		exe[n] = 0;
+		check_plt(exe, true);
+	}
+	check_plt("/lib64/ld-linux-x86-64.so.2", true);
+	check_plt("/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0", false);
+}
+
+/* Debian's ld.so: no .symtab, and no FDE at its entry point, the root of
+ * every stack sampled while it loads a program: named _start there (and
+ * in its middle), as perf names it; nothing after it is. A copy without
+ * its build id, so that libc6-dbg's symbols (which name _start) are not
+ * found for it. */
+static void test_entry(void)
+{
+	char dir[] = "/tmp/test_symbols_entry.XXXXXX", path[64];
+	char *out = NULL;
+	unsigned long long entry = 0;
+	int fd = -1;
+	struct symfile *f = NULL;
+	const char *a, *b, *c = NULL;
+	uint64_t off;
+
+	if (mkdtemp(dir)) {
+		snprintf(path, sizeof(path), "%s/ld.so", dir);
+		free(run_cmd("objcopy --remove-section .note.gnu.build-id "
+			     "/lib64/ld-linux-x86-64.so.2 %s",
+			     path));
+		out = run_cmd("readelf -h %s | sed -n 's/.*Entry point address: *//p'", path);
+		entry = out ? strtoull(out, NULL, 16) : 0;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	f = fd >= 0 ? symfile_get(fd, path) : NULL;
+	CHECK(entry && f);
+	if (entry && f) {
+		off = symfile_offset(f, entry);
+		a = symfile_lookup(f, off, NULL, NULL, NULL);
+		b = symfile_lookup(f, off + 3, NULL, NULL, NULL);
+		CHECKF(a && !strcmp(a, "_start") && b && !strcmp(b, "_start"), "\"%s\", \"%s\"",
+		       a ? a : "(null)", b ? b : "(null)");
+		/* Not a function to trace. */
+		struct find want = {"_start", 0};
+
+		symfile_foreach(f, find_sym, &want);
+		CHECK(want.vaddr == 0);
+		/* The function after it is not _start. */
+		symfile_func_start(f, off + 0x200, &c);
+		c = symfile_lookup(f, off + 0x200, NULL, NULL, NULL);
+		CHECKF(!c || strcmp(c, "_start"), "0x200 past the entry: %s", c);
+	}
+	free(out);
+	symfiles_free();
+	if (fd >= 0)
+		close(fd);
+	free(run_cmd("rm -rf %s", dir));
+}
+
+/* glibc's __restore_rt, absent from stripped libc's symbols: its signal
+ * frame's FDE starts one byte before its code (mov $15,%rax; syscall),
+ * where a caller's pc - 1 lands. Found here by its bytes. */
+static void test_restore_rt(void)
+{
+	static const unsigned char code[] = {0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05};
+	const char *path = "/lib/x86_64-linux-gnu/libc.so.6";
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct symfile *f = fd >= 0 ? symfile_get(fd, path) : NULL;
+	const char *name = NULL, *other = NULL;
+	char *buf = NULL, *hit = NULL;
+	off_t size = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
+
+	CHECK(f && size > 0);
+	if (f && size > 0 && (buf = malloc(size)) && pread(fd, buf, size, 0) == size)
+		hit = memmem(buf, size, code, sizeof(code));
+	CHECK(hit != NULL);
+	if (hit) {
+		uint64_t off = hit - buf;
+
+		CHECK(symfile_lookup(f, off - 1, NULL, NULL, NULL) == NULL);
+		CHECK(symfile_func_start(f, off - 1, &name) == off - 1); /* libc: vaddr = off */
+		CHECKF(name && !strcmp(name, "__restore_rt"), "\"%s\"", name ? name : "(null)");
+		/* An ordinary function's FDE gives no such name. */
+		symfile_func_start(f, off - 0x40, &other);
+		CHECK(other == NULL);
+	}
+	free(buf);
+	symfiles_free();
+	if (fd >= 0)
+		close(fd);
+}
+
 int main(void)
 {
 	RUN_TEST(test_kallsyms_basic);
@@ -243,6 +390,9 @@ int main(void)
 	RUN_TEST(test_kallsyms_no_name);
 	RUN_TEST(test_no_symbols);
 	RUN_TEST(test_names);
+	RUN_TEST(test_plt);
+	RUN_TEST(test_entry);
+	RUN_TEST(test_restore_rt);
 	if (make_two())
 		RUN_TEST(test_two_eh_frame_hdrs);
 	else

@@ -11,3 +11,10 @@ __attribute__((noinline)) void lib_spin(unsigned long units)
 	for (i = 0; i < units * UNIT; i++)
 		x += i ^ (x >> 3);
 }
+
+/* Does nothing: called in a loop, its PLT stub holds a good share of the
+ * time (edges.c). */
+__attribute__((noinline)) void lib_nop(void)
+{
+	__asm__ volatile("");
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Names at the edges of a binary (issue 21), in every file that names
+# frames: the vdso's functions by its own symbols, PLT stubs as func@plt,
+# glibc's signal trampoline as __restore_rt. The edges workload spends a
+# third of its time in each (tests/workloads/edges.c).
+source "$(dirname "$0")/lib.sh"
+
+ALL=(edges_vdso edges_plt edges_restore_rt edges_no_wrong_name edges_xray_map edges_flame
+	edges_gperftools_vdso)
+require_bpf "${ALL[@]}"
+
+"$REC" -q -F 499 -o "$TMP/e" -- "$WL/edges" 3 2>"$TMP/e.err"
+P=$TMP/e/profile.pb.gz
+F=$TMP/e/stacks.folded
+"$PPROF" -top -nodecount=40 -relative_percentages -tagfocus=comm=edges "$P" > "$TMP/top" 2>&1
+"$PPROF" -traces -tagfocus=comm=edges "$P" > "$TMP/traces" 2>&1
+grep '^edges;' "$F" > "$TMP/folded"
+
+# Every sample under a function: its share of all of edges' samples in the
+# folded stacks (each line ends in its count).
+share() { # REGEX
+	awk -v re="$1" '{ n = $NF; t += n; if ($0 ~ re) s += n } END { print t ? 100 * s / t : 0 }' "$TMP/folded"
+}
+
+# A third of the time is the vdso_phase's, most of it in the vdso.
+t=edges_vdso
+v=$(pprof_flat __vdso_clock_gettime < "$TMP/top")
+vf=$(share ';__vdso_clock_gettime( |;)')
+if at_least "$v" 10 && at_least "$vf" 10; then pass $t; else
+	fail $t "__vdso_clock_gettime: $v% flat (pprof), $vf% (folded); want >= 10"; sed -n 1,15p "$TMP/top" >&2; fi
+
+# lib_nop() in a loop: its stub is the leaf of some samples, always
+# called by plt_phase.
+t=edges_plt
+p=$(pprof_flat lib_nop@plt < "$TMP/top")
+bad=$(grep -c ';lib_nop@plt' "$TMP/folded" | tr -d ' ')
+good=$(grep -c ';plt_phase;lib_nop@plt' "$TMP/folded" | tr -d ' ')
+if at_least "$p" 2 && [ "$good" -gt 0 ] && [ "$good" = "$bad" ]; then pass $t; else
+	fail $t "lib_nop@plt $p% flat; $good of $bad folded stacks have it under plt_phase"; fi
+
+# Every stack through the handler has __restore_rt as its caller, in both
+# files (all of them, not a share).
+t=edges_restore_rt
+all=$(grep -c ';on_signal' "$TMP/folded" | tr -d ' ')
+rt=$(grep -c ';__restore_rt;on_signal' "$TMP/folded" | tr -d ' ')
+s=$(share ';on_signal')
+pt=$(awk '/-----------/ { if (h && !r) bad++; h = r = 0; next } $NF == "on_signal" { h = 1; getline; if ($NF == "__restore_rt") r = 1 } END { print bad + 0 }' "$TMP/traces")
+if at_least "$s" 10 && [ "$all" -gt 0 ] && [ "$rt" = "$all" ] && [ "$pt" = 0 ]; then pass $t; else
+	fail $t "on_signal $s% of samples; $rt of $all folded stacks and all but $pt pprof traces have __restore_rt under it"
+	grep ';on_signal' "$TMP/folded" | grep -v '__restore_rt;on_signal' | head -3 >&2
+fi
+
+# What they were named before: the object, or the symbol before the stub.
+# A whole frame so named: "x;NAME;y" or "x;NAME 12" in the folded stacks,
+# a line of its own in pprof -traces (_dl_init is another function).
+t=edges_no_wrong_name
+wrong='(\[vdso\]|_init|libc\.so\.6\+0x[0-9a-f]+)'
+if ! grep -Eq ";$wrong( [0-9]+\$|;)" "$TMP/folded" && ! grep -Eq "^ +([0-9.]+[a-z]*s +)?$wrong\$" "$TMP/traces"; then
+	pass $t
+else
+	fail $t "[vdso], _init or libc.so.6+0x... still names a frame"
+	grep -Eo ";$wrong( [0-9]+\$|;)" "$TMP/folded" | sort | uniq -c >&2
+fi
+
+# The XRay map's symbol table (what llvm-xray names the timelines by).
+t=edges_xray_map
+pid=$(ls "$TMP"/e/xray-*.map 2>/dev/null | head -1)
+if [ -n "$pid" ] && nm "$pid" > "$TMP/nm" 2>&1 &&
+	grep -q ' __vdso_clock_gettime$' "$TMP/nm" && grep -q ' lib_nop@plt$' "$TMP/nm" &&
+	grep -q ' __restore_rt$' "$TMP/nm" && ! grep -q '\[vdso\]\| _init$' "$TMP/nm"; then
+	pass $t
+else
+	fail $t "the XRay map does not name __vdso_clock_gettime, lib_nop@plt and __restore_rt"
+fi
+
+t=edges_flame
+H=$TMP/e/flamegraph.html
+if grep -q '__vdso_clock_gettime' "$H" && grep -q 'lib_nop@plt' "$H" && grep -q '__restore_rt' "$H" &&
+	! grep -q '\[vdso\]' "$H"; then pass $t; else
+	fail $t "flamegraph.html does not name the three"; fi
+
+# cpu-PID.prof holds addresses, named by its readers from the files its
+# mapping lines point to: the vdso's image is written as vdso-PID.so for
+# them (they pick either alias: clock_gettime or __vdso_clock_gettime).
+# Its PLT stubs are the readers' to name (nm has no symbol for them).
+t=edges_gperftools_vdso
+if require_tool google-pprof $t; then
+	prof=$(ls "$TMP"/e/cpu-*.prof | head -1)
+	google-pprof --text "$WL/edges" "$prof" > "$TMP/gp" 2>/dev/null
+	v=$(awk '($NF == "clock_gettime" || $NF == "__vdso_clock_gettime") && $2 ~ /%$/ { sub("%", "", $2); s += $2 } END { print s + 0 }' "$TMP/gp")
+	if at_least "$v" 10 && ! grep -q ' 0x0000' "$TMP/gp"; then pass $t; else
+		fail $t "the vdso's function has $v% flat in google-pprof --text, or an address is unnamed"; head -8 "$TMP/gp" >&2; fi
+fi
