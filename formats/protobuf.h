@@ -42,7 +42,10 @@ struct pb_field {
 
 static inline struct pb_reader pb_reader(const void *p, size_t n)
 {
-	return (struct pb_reader){(const uint8_t *)p, (const uint8_t *)p + n, 0};
+	const uint8_t *b = p;
+
+	/* NULL + 0 is undefined in C: an empty message may come as NULL. */
+	return (struct pb_reader){b, b ? b + n : b, 0};
 }
 /* 1 and the next field in f, or 0 at the end or on error (r->err). Groups
  * (wire types 3 and 4) are errors: neither format has them. */
