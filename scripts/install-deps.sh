@@ -7,6 +7,9 @@ set -euo pipefail
 PKGS=(
   make pkg-config clang llvm gcc libc6-dev binutils libclang-rt-14-dev
   libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev libiberty-dev
+  # --push: HTTP and TLS (certificates verified) by Debian's libcurl with
+  # OpenSSL, not a client of our own (user/push.c)
+  libcurl4-openssl-dev
   # pprof -svg, -pdf and the graph view of pprof -http run graphviz's dot
   graphviz
   linux-perf bpftrace google-perftools
