@@ -1,0 +1,38 @@
+/* --push: the recording sent, once its files are written, to receivers
+ * over HTTP(S) with libcurl: OTLP profiles (formats/otlp.c) to an
+ * OpenTelemetry Collector's /v1development/profiles. The profile sent is
+ * profile.pb.gz as written, read back from the output directory: what is
+ * pushed is what is on disk. Credentials (HTTP headers) come from a file
+ * (--push-headers) or the environment (OTEL_EXPORTER_OTLP_PROFILES_HEADERS,
+ * OTEL_EXPORTER_OTLP_HEADERS), never from the command line, which any user
+ * can read in /proc. HTTPS verifies the certificate and the host name; no
+ * redirect is followed (it would carry the credentials elsewhere). */
+#ifndef USER_PUSH_H
+#define USER_PUSH_H
+
+#include "user/output.h"
+
+#define PUSH_MAX 8
+
+struct push_config {
+	const char *dests[PUSH_MAX]; /* "otlp=URL" */
+	int ndests;
+	const char *headers_file; /* --push-headers; NULL: the environment's */
+	const char *service_name; /* --service-name; NULL: each process's program */
+	const char *version;	  /* the scope's: bpftrace-rec's version */
+};
+
+struct push;
+
+/* Checks the destinations and reads the credentials, before recording:
+ * 0 and *out (NULL without destinations), or -errno after a one-line
+ * error naming the destination or file and the reason. */
+int push_new(const struct push_config *c, struct push **out);
+/* Sends the recording to each destination: a 2xx is reported with what
+ * went (and what the receiver rejected of it), anything else with the
+ * server's own message (a 401's reason, a 400's), and not retried. 0, or
+ * the first -errno after reporting each failure. */
+int push_send(struct push *p, const struct run_info *ri);
+void push_free(struct push *p);
+
+#endif
