@@ -49,6 +49,9 @@ enum {
 	OPT_UNWIND_MIB,
 	OPT_OFF_CPU,
 	OPT_OFF_CPU_MIN,
+	OPT_PUSH,
+	OPT_PUSH_HEADERS,
+	OPT_SERVICE_NAME,
 };
 
 static const struct argp_option opts[] = {
@@ -97,6 +100,16 @@ static const struct argp_option opts[] = {
      0},
     {"off-cpu-min", OPT_OFF_CPU_MIN, "USEC", 0,
      "With --off-cpu, leave out waits shorter than this (their total is reported)", 0},
+    {"push", OPT_PUSH, "otlp=URL", 0,
+     "Also send the recording, once written, as OTLP profiles to an OpenTelemetry Collector "
+     "(http:// or https://; repeatable)",
+     0},
+    {"push-headers", OPT_PUSH_HEADERS, "FILE", 0,
+     "HTTP headers (credentials) for --push, a \"Name: value\" line each (default: "
+     "OTEL_EXPORTER_OTLP_HEADERS)",
+     0},
+    {"service-name", OPT_SERVICE_NAME, "NAME", 0,
+     "service.name of what --push sends (default: each process's program)", 0},
     {"no-inherit", OPT_NO_INHERIT, NULL, 0, "Do not record processes forked by the targets", 0},
     {"no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0},
     {"no-user", OPT_NO_USER, NULL, 0, "Do not record user stacks", 0},
@@ -256,6 +269,18 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 	case OPT_OFF_CPU_MIN:
 		env.off_cpu_min_us = parse_long(arg, "--off-cpu-min", 0, 3600 * 1000000L, st);
 		break;
+	case OPT_PUSH:
+		if (env.npush >= (int)(sizeof(env.push) / sizeof(env.push[0])))
+			argp_error(st, "--push: at most %zu destinations",
+				   sizeof(env.push) / sizeof(env.push[0]));
+		env.push[env.npush++] = arg;
+		break;
+	case OPT_PUSH_HEADERS:
+		env.push_headers = arg;
+		break;
+	case OPT_SERVICE_NAME:
+		env.service_name = arg;
+		break;
 	case OPT_INCLUDE_SELF:
 		env.include_self = true;
 		break;
@@ -289,6 +314,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 				   "-t needs -p or -- COMMAND: it traces the target's functions");
 		if (env.off_cpu_min_us && !env.off_cpu)
 			argp_error(st, "--off-cpu-min needs --off-cpu");
+		if ((env.push_headers || env.service_name) && !env.npush)
+			argp_error(st, "--push-headers and --service-name need --push");
 		if (env.no_kernel && env.no_user)
 			argp_error(st, "--no-kernel and --no-user leave nothing to record");
 		break;

@@ -1,3 +1,4 @@
+#include <argp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -26,6 +27,7 @@
 #include "user/record.h"
 #include "bpf/cfi.h"
 #include "user/cfi_maps.h"
+#include "user/push.h"
 #include "user/symbols.h"
 #include "user/target.h"
 #include "user/trace.h"
@@ -107,6 +109,7 @@ struct recorder {
 	uint64_t last_offcpu_ns;	     /* offcpu_take_exited: the last */
 	uint64_t samples_seen;		     /* records handled, for the time slice */
 	uint64_t unresolved_calls;	     /* -t by address: no mapping known there */
+	struct push *push; /* --push: the receivers sent to once the files are written */
 	enum stop_reason stop;
 	unsigned nsnapshots;
 	bool tty, started;
@@ -672,6 +675,20 @@ static int rec_load_cfi(struct recorder *r)
 	return 0;
 }
 
+/* --push: destinations and credentials checked before anything is recorded. */
+static int rec_load_push(struct recorder *r)
+{
+	const char *version = strchr(argp_program_version, ' ');
+	struct push_config c = {.ndests = env.npush,
+				.headers_file = env.push_headers,
+				.service_name = env.service_name,
+				.version = version ? version + 1 : argp_program_version};
+
+	_Static_assert(sizeof(env.push) / sizeof(env.push[0]) == PUSH_MAX, "--push's bound");
+	memcpy(c.dests, env.push, sizeof(*env.push) * env.npush);
+	return push_new(&c, &r->push);
+}
+
 /* Phase 2: the BPF objects, set for this run and this kernel, loaded; the
  * ring buffer and the process tracepoints ready. */
 static int rec_load(struct recorder *r)
@@ -679,6 +696,8 @@ static int rec_load(struct recorder *r)
 	struct sample_bpf *skel;
 	int err, i;
 
+	if (rec_load_push(r))
+		return -1;
 	skel = r->skel = sample_bpf__open();
 	if (!skel) {
 		err("open BPF object: %s", strerror(errno));
@@ -1080,6 +1099,7 @@ static int rec_write(struct recorder *r)
 {
 	struct run_info *ri = &r->ri;
 	const uint64_t *st = r->stats;
+	int code = 0;
 
 	ri->duration_ns = r->stop_ns - r->start_ns;
 	ri->samples = r->samples;
@@ -1124,7 +1144,12 @@ static int rec_write(struct recorder *r)
 	jit_load_all(&r->procs);
 	for (size_t i = 0; i < r->procs.v.n; i++)
 		proc_name_again(r->procs.v.v[i]);
-	return output_write(ri) ? 1 : 0;
+	if (output_write(ri))
+		code = 1;
+	/* After the files: what is pushed is profile.pb.gz as written. */
+	if (r->push && push_send(r->push, ri))
+		code = 1;
+	return code;
 }
 
 /* The exit status: the command's for `--` (124 when -d ended it, as
@@ -1152,6 +1177,7 @@ static int rec_finish(struct recorder *r, int code)
 	if (r->exec_status)
 		code = r->exec_status;
 	output_fold_free(r->ri.fold);
+	push_free(r->push);
 	for (size_t i = 0; i < r->procs.v.n; i++) {
 		xray_proc_free(r->procs.v.v[i]);
 		jit_proc_free(r->procs.v.v[i]);
