@@ -17,8 +17,12 @@ if [[ -x $bin && -z $(find "$here" -newer "$bin" -name '*.go' -o -newer "$bin" -
 fi
 [[ -x $GO ]] || { echo "build.sh: $GO: not found (Go 1.26 is expected at /usr/local/go)" >&2; exit 1; }
 start=$(date +%s)
+# Two runs building at once each write their own file; the last rename wins.
+tmp=$(mktemp "$out/.otelcol.XXXXXX")
+trap 'rm -f "$tmp"' EXIT
 (cd "$here" && GOCACHE=$out/go-cache GOFLAGS=-mod=readonly CGO_ENABLED=0 \
-	"$GO" build -trimpath -o "$bin.tmp" .) >&2
-mv "$bin.tmp" "$bin"
+	"$GO" build -trimpath -o "$tmp" .) >&2
+chmod 755 "$tmp"
+mv "$tmp" "$bin"
 echo "build.sh: built $bin with $("$GO" version | cut -d' ' -f3) in $(($(date +%s) - start)) s" >&2
 echo "$bin"
