@@ -14,6 +14,7 @@
 #include "formats/otlp.h"
 #include "user/proc.h"
 #include "user/push.h"
+#include "user/sink.h"
 #include "user/util.h"
 
 #define OTLP_PROFILES_PATH "/v1development/profiles"
@@ -22,16 +23,20 @@
 /* The decompressed profile: far above any run's, far below memory's end. */
 #define PROFILE_MAX (1ULL << 32)
 
-struct dest {
-	char *url; /* with the OTLP path */
-};
-
+/* What the destinations share: the credentials, the names; freed with the
+ * last of their sinks. */
 struct push {
-	struct dest dests[PUSH_MAX];
-	int ndests;
 	struct curl_slist *headers; /* credentials and Content-Type */
 	bool has_credentials;
 	const char *service_name, *version;
+	int refs;
+};
+
+/* A destination: one sink. */
+struct push_sink {
+	struct sink base;
+	struct push *push;
+	char *url; /* with the OTLP path */
 };
 
 /* A header line "Name: value": a token name, a value with no control
@@ -159,15 +164,17 @@ static int read_headers_env(struct push *p)
 }
 
 /* "otlp=URL": http or https; an URL with no path gets OTLP's profiles
- * path, as OTEL_EXPORTER_OTLP_ENDPOINT does. */
-static int add_dest(struct push *p, const char *spec)
+ * path, as OTEL_EXPORTER_OTLP_ENDPOINT does. The URL to post to, or NULL
+ * after an error. */
+static char *dest_url(const char *spec)
 {
 	const char *url = spec + 5, *host, *slash;
-	size_t n;
+	size_t n, cap;
+	char *out;
 
 	if (strncmp(spec, "otlp=", 5)) {
 		err("--push %s: expected otlp=URL", spec);
-		return -EINVAL;
+		return NULL;
 	}
 	if (!strncmp(url, "http://", 7))
 		host = url + 7;
@@ -175,23 +182,22 @@ static int add_dest(struct push *p, const char *spec)
 		host = url + 8;
 	else {
 		err("--push %s: the URL must start with http:// or https://", spec);
-		return -EINVAL;
+		return NULL;
 	}
 	n = strlen(url);
 	if (!*host || *host == '/' || n > 2048 || strpbrk(url, " \t\r\n")) {
 		err("--push %s: not a URL with a host", spec);
-		return -EINVAL;
+		return NULL;
 	}
 	slash = strchr(host, '/');
-	if (!(p->dests[p->ndests].url = malloc(n + sizeof(OTLP_PROFILES_PATH))))
-		return -ENOMEM;
-	snprintf(p->dests[p->ndests].url, n + sizeof(OTLP_PROFILES_PATH), "%.*s%s",
-		 (int)(slash && slash[1] ? n
-		       : slash		 ? n - 1
-					 : n),
-		 url, slash && slash[1] ? "" : OTLP_PROFILES_PATH);
-	p->ndests++;
-	return 0;
+	cap = n + sizeof(OTLP_PROFILES_PATH);
+	if ((out = malloc(cap)))
+		snprintf(out, cap, "%.*s%s",
+			 (int)(slash && slash[1] ? n
+			       : slash		 ? n - 1
+						 : n),
+			 url, slash && slash[1] ? "" : OTLP_PROFILES_PATH);
+	return out;
 }
 
 static bool loopback(const char *url)
@@ -201,54 +207,10 @@ static bool loopback(const char *url)
 	return !strncmp(h, "127.", 4) || !strncmp(h, "localhost", 9) || !strncmp(h, "[::1]", 5);
 }
 
-int push_new(const struct push_config *c, struct push **out)
+static void push_unref(struct push *p)
 {
-	struct push *p;
-	int i, e = 0;
-
-	*out = NULL;
-	if (!c->ndests)
-		return 0;
-	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
-		err("--push: libcurl could not start");
-		return -ENOMEM;
-	}
-	if (!(p = calloc(1, sizeof(*p))))
-		return -ENOMEM;
-	p->service_name = c->service_name;
-	p->version = c->version;
-	for (i = 0; i < c->ndests && !e; i++)
-		e = add_dest(p, c->dests[i]);
-	if (!e)
-		e = c->headers_file ? read_headers_file(p, c->headers_file) : read_headers_env(p);
-	if (!e) {
-		struct curl_slist *l =
-		    curl_slist_append(p->headers, "Content-Type: application/x-protobuf");
-
-		if (l)
-			p->headers = l;
-		else
-			e = -ENOMEM;
-	}
-	for (i = 0; !e && p->has_credentials && i < p->ndests; i++)
-		if (!strncmp(p->dests[i].url, "http://", 7) && !loopback(p->dests[i].url))
-			warn("--push %s: credentials sent over plain http", p->dests[i].url);
-	if (e) {
-		push_free(p);
-		return e;
-	}
-	*out = p;
-	return 0;
-}
-
-void push_free(struct push *p)
-{
-	int i;
-
-	if (!p)
+	if (!p || --p->refs)
 		return;
-	for (i = 0; i < p->ndests; i++)
-		free(p->dests[i].url);
 	curl_slist_free_all(p->headers);
 	free(p);
 	curl_global_cleanup();
@@ -327,7 +289,7 @@ static void answer_reason(CURL *c, const struct fmt_buf *body, char *out, size_t
 	fmt_sanitize(out, cap, body->n ? (const char *)body->p : "", n < body->n ? n : body->n);
 }
 
-static int send_one(struct push *p, const struct dest *d, const struct fmt_buf *req,
+static int send_one(const struct push_sink *d, const struct fmt_buf *req,
 		    const struct otlp_stats *st)
 {
 	char errbuf[CURL_ERROR_SIZE] = "", reason[512];
@@ -347,7 +309,7 @@ static int send_one(struct push *p, const struct dest *d, const struct fmt_buf *
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, p->headers);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, d->push->headers);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->p);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->n);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, keep_answer);
@@ -385,20 +347,24 @@ static int send_one(struct push *p, const struct dest *d, const struct fmt_buf *
 	return e;
 }
 
-int push_send(struct push *p, const struct run_info *ri)
+/* A window to one destination: its profile.pb.gz, as OTLP. */
+static int push_emit(struct sink *k, const struct window *w)
 {
+	const struct push_sink *d = (const struct push_sink *)k;
+	const struct run_info *ri = w->ri;
 	struct fmt_buf pb = {0}, req = {0};
 	struct otlp_process *procs = NULL;
 	char(*ids)[65] = NULL, host[sizeof(((struct utsname *)0)->nodename)] = "";
-	struct otlp_meta m = {NULL, p->service_name, p->version, NULL, 0};
+	struct otlp_meta m = {NULL, d->push->service_name, d->push->version, NULL, 0};
 	struct otlp_stats st;
 	struct utsname u;
 	size_t i, n = ri->procs->v.n;
-	int e, first = 0;
+	int e;
 
 	e = read_profile(ri, &pb);
 	if (e) {
-		err("push: %s/profile.pb.gz: %s; nothing sent", ri->outdir, strerror(-e));
+		err("push %s: %s/profile.pb.gz: %s; nothing sent", d->url, ri->outdir,
+		    strerror(-e));
 		free(pb.p);
 		return e;
 	}
@@ -423,13 +389,71 @@ int push_send(struct push *p, const struct run_info *ri)
 	m.procs = procs;
 	e = procs && ids ? otlp_from_pprof(pb.p, pb.n, &m, &req, &st) : -ENOMEM;
 	if (e)
-		err("push: %s/profile.pb.gz: %s; nothing sent", ri->outdir,
+		err("push %s: %s/profile.pb.gz: %s; nothing sent", d->url, ri->outdir,
 		    e == -EINVAL ? "not a profile this tool wrote" : strerror(-e));
-	for (i = 0; !e && i < (size_t)p->ndests; i++)
-		OUT_FIRST(first, send_one(p, &p->dests[i], &req, &st));
+	else
+		e = send_one(d, &req, &st);
 	free(procs);
 	free(ids);
 	free(pb.p);
 	free(req.p);
-	return e ? e : first;
+	return e;
+}
+
+static void push_sink_free(struct sink *k)
+{
+	struct push_sink *d = (struct push_sink *)k;
+
+	push_unref(d->push);
+	free(d->url);
+	free(d);
+}
+
+static const struct sink_ops push_ops = {"otlp", push_emit, push_sink_free};
+
+int push_sinks_add(const struct push_config *c, struct sinks *sinks)
+{
+	struct push *p;
+	int i, e = 0;
+
+	if (!c->ndests)
+		return 0;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+		err("--push: libcurl could not start");
+		return -ENOMEM;
+	}
+	if (!(p = calloc(1, sizeof(*p)))) {
+		curl_global_cleanup();
+		return -ENOMEM;
+	}
+	p->refs = 1; /* this function's, dropped at its end */
+	p->service_name = c->service_name;
+	p->version = c->version;
+	e = c->headers_file ? read_headers_file(p, c->headers_file) : read_headers_env(p);
+	if (!e) {
+		struct curl_slist *l =
+		    curl_slist_append(p->headers, "Content-Type: application/x-protobuf");
+
+		if (l)
+			p->headers = l;
+		else
+			e = -ENOMEM;
+	}
+	for (i = 0; i < c->ndests && !e; i++) {
+		struct push_sink *d = calloc(1, sizeof(*d));
+
+		if (!d || !(d->url = dest_url(c->dests[i]))) {
+			e = d ? -EINVAL : -ENOMEM;
+			free(d);
+			break;
+		}
+		d->base.ops = &push_ops;
+		d->push = p;
+		p->refs++;
+		if (p->has_credentials && !strncmp(d->url, "http://", 7) && !loopback(d->url))
+			warn("--push %s: credentials sent over plain http", d->url);
+		e = sinks_add(sinks, &d->base);
+	}
+	push_unref(p);
+	return e;
 }

@@ -10,8 +10,6 @@
 #ifndef USER_PUSH_H
 #define USER_PUSH_H
 
-#include "user/output.h"
-
 #define PUSH_MAX 8
 
 struct push_config {
@@ -22,17 +20,15 @@ struct push_config {
 	const char *version;	  /* the scope's: bpftrace-rec's version */
 };
 
-struct push;
+struct sinks;
 
-/* Checks the destinations and reads the credentials, before recording:
- * 0 and *out (NULL without destinations), or -errno after a one-line
- * error naming the destination or file and the reason. */
-int push_new(const struct push_config *c, struct push **out);
-/* Sends the recording to each destination: a 2xx is reported with what
- * went (and what the receiver rejected of it), anything else with the
- * server's own message (a 401's reason, a 400's), and not retried. 0, or
- * the first -errno after reporting each failure. */
-int push_send(struct push *p, const struct run_info *ri);
-void push_free(struct push *p);
+/* Checks the destinations and reads the credentials, before recording, and
+ * adds a sink (user/sink.h) for each destination to sinks: 0, or -errno
+ * after a one-line error naming the destination or file and the reason
+ * (the sinks added are the caller's to free). A sink sends a window's
+ * profile.pb.gz as OTLP: a 2xx is reported with what went (and what the
+ * receiver rejected of it), anything else with the server's own message (a
+ * 401's reason, a 400's), and not retried. */
+int push_sinks_add(const struct push_config *c, struct sinks *sinks);
 
 #endif

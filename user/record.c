@@ -28,6 +28,7 @@
 #include "bpf/cfi.h"
 #include "user/cfi_maps.h"
 #include "user/push.h"
+#include "user/sink.h"
 #include "user/symbols.h"
 #include "user/target.h"
 #include "user/trace.h"
@@ -109,7 +110,9 @@ struct recorder {
 	uint64_t last_offcpu_ns;	     /* offcpu_take_exited: the last */
 	uint64_t samples_seen;		     /* records handled, for the time slice */
 	uint64_t unresolved_calls;	     /* -t by address: no mapping known there */
-	struct push *push; /* --push: the receivers sent to once the files are written */
+	/* Where the recording goes (user/sink.h): the files, then --push's
+	 * destinations. */
+	struct sinks sinks;
 	enum stop_reason stop;
 	unsigned nsnapshots;
 	bool tty, started;
@@ -675,8 +678,10 @@ static int rec_load_cfi(struct recorder *r)
 	return 0;
 }
 
-/* --push: destinations and credentials checked before anything is recorded. */
-static int rec_load_push(struct recorder *r)
+/* The sinks: the files first (the push sends them as written), then
+ * --push's destinations, checked with their credentials before anything
+ * is recorded. */
+static int rec_load_sinks(struct recorder *r)
 {
 	const char *version = strchr(argp_program_version, ' ');
 	struct push_config c = {.ndests = env.npush,
@@ -686,7 +691,9 @@ static int rec_load_push(struct recorder *r)
 
 	_Static_assert(sizeof(env.push) / sizeof(env.push[0]) == PUSH_MAX, "--push's bound");
 	memcpy(c.dests, env.push, sizeof(*env.push) * env.npush);
-	return push_new(&c, &r->push);
+	if (sinks_add(&r->sinks, files_sink_new()))
+		return -1;
+	return push_sinks_add(&c, &r->sinks);
 }
 
 /* Phase 2: the BPF objects, set for this run and this kernel, loaded; the
@@ -696,7 +703,7 @@ static int rec_load(struct recorder *r)
 	struct sample_bpf *skel;
 	int err, i;
 
-	if (rec_load_push(r))
+	if (rec_load_sinks(r))
 		return -1;
 	skel = r->skel = sample_bpf__open();
 	if (!skel) {
@@ -1099,7 +1106,6 @@ static int rec_write(struct recorder *r)
 {
 	struct run_info *ri = &r->ri;
 	const uint64_t *st = r->stats;
-	int code = 0;
 
 	ri->duration_ns = r->stop_ns - r->start_ns;
 	ri->samples = r->samples;
@@ -1144,12 +1150,8 @@ static int rec_write(struct recorder *r)
 	jit_load_all(&r->procs);
 	for (size_t i = 0; i < r->procs.v.n; i++)
 		proc_name_again(r->procs.v.v[i]);
-	if (output_write(ri))
-		code = 1;
-	/* After the files: what is pushed is profile.pb.gz as written. */
-	if (r->push && push_send(r->push, ri))
-		code = 1;
-	return code;
+	/* One window, the whole recording. */
+	return sinks_emit(&r->sinks, &(struct window){ri}) ? 1 : 0;
 }
 
 /* The exit status: the command's for `--` (124 when -d ended it, as
@@ -1177,7 +1179,7 @@ static int rec_finish(struct recorder *r, int code)
 	if (r->exec_status)
 		code = r->exec_status;
 	output_fold_free(r->ri.fold);
-	push_free(r->push);
+	sinks_free(&r->sinks);
 	for (size_t i = 0; i < r->procs.v.n; i++) {
 		xray_proc_free(r->procs.v.v[i]);
 		jit_proc_free(r->procs.v.v[i]);
