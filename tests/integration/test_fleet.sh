@@ -69,7 +69,8 @@ for _ in $(seq 100); do
 done
 grep -q "Everything is ready" "$TMP/otelcol.log" || { echo "Collector did not start:" >&2; tail -n 5 "$TMP/otelcol.log" >&2; }
 
-# split in a cgroup named as Docker names a container's (cgroup v2:
+# split (until killed: container.id is read at the push, from a process
+# still running) in a cgroup named as Docker names a container's (cgroup v2:
 # docker-ID.scope; v1: docker/ID in the pids hierarchy), recorded by pid.
 CID=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 CG=
@@ -88,7 +89,7 @@ cg_leave() { # moves split back and removes the cgroup
 	return 0
 }
 trap 'cg_leave; kill $COL_PID 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$TMP"; jobs -p | xargs -r kill 2>/dev/null' EXIT
-"$WL/split" 6 > "$TMP/split.out" &
+"$WL/split" 0 > "$TMP/split.out" &
 SPLIT=$!
 for _ in $(seq 50); do grep -q ready "$TMP/split.out" && break; sleep 0.1; done
 [ -n "$CG" ] && mkdir -p "$CG" && echo $SPLIT > "$CG/cgroup.procs" || echo "no cgroup for the container case" >&2
