@@ -11,13 +11,14 @@
 # tiny server of the test's answers 401: the server's message is reported,
 # the exit status is 1, the files are still written, and the credentials it
 # got came from the header file or the environment. A header file others can
-# read is refused before recording.
+# read is refused before recording. An HTTPS receiver whose certificate no
+# CA signed is refused, nothing sent to it.
 source "$(dirname "$0")/lib.sh"
 
 ALL=(fleet_collector_builds fleet_push_ok fleet_totals fleet_every_function fleet_split
 	fleet_cpu_ns fleet_resource_attrs fleet_sample_attrs fleet_container_id
 	fleet_401_reported fleet_401_files_kept fleet_credentials_file fleet_credentials_env
-	fleet_headers_file_mode)
+	fleet_headers_file_mode fleet_https_verifies)
 require_bpf "${ALL[@]}"
 
 # The Collector, built once into build/fleet (tests/fleet/build.sh: Go 1.26
@@ -265,4 +266,33 @@ if [ $rc != 0 ] && grep -q "readable by others" "$TMP/rec644.log" && [ ! -e "$TM
 	pass fleet_headers_file_mode
 else
 	fail fleet_headers_file_mode "exit status $rc: $(cat "$TMP/rec644.log")"
+fi
+
+# HTTPS with a self-signed certificate: refused by libcurl's verification,
+# the credentials never sent.
+PORTTLS=$(free_port)
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
+	-keyout "$TMP/tls.key" -out "$TMP/tls.crt" > /dev/null 2>&1
+python3 - "$PORTTLS" "$TMP" > /dev/null 2>&1 <<'PY' &
+import http.server, ssl, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        open(sys.argv[2] + "/tls.got", "a").write("%s\n" % self.headers.get("Authorization"))
+        self.send_response(200)
+        self.end_headers()
+srv = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[2] + "/tls.crt", sys.argv[2] + "/tls.key")
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+srv.serve_forever()
+PY
+for _ in $(seq 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $PORTTLS), 0.2)" 2>/dev/null && break; sleep 0.1; done
+chmod 600 "$TMP/headers"
+"$REC" -q -o "$TMP/outtls" --push "otlp=https://127.0.0.1:$PORTTLS" --push-headers "$TMP/headers" \
+	-- "$WL/split" 0.3 > "$TMP/rectls.log" 2>&1
+rc=$?
+if [ $rc = 1 ] && grep -qi "certificate" "$TMP/rectls.log" && [ ! -e "$TMP/tls.got" ]; then
+	pass fleet_https_verifies
+else
+	fail fleet_https_verifies "exit status $rc: $(cat "$TMP/rectls.log")"
 fi
