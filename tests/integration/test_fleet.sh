@@ -161,16 +161,26 @@ check fleet_cpu_ns compare cpu/nanoseconds "$TMP/pprof.cpu" total
 # The 6:3:1 split, as the Collector holds it.
 shares() {
 	python3 - "$TMP/col.json" <<'PY'
-import json, sys
+import json, math, sys
 col = [p for p in json.load(open(sys.argv[1])) if p["sample_type"] == "samples/count"]
 total = sum(p["total"] for p in col) or 1
 got = {}
 for p in col:
     for f, v in p["self"].items():
         got[f] = got.get(f, 0) + v
-sh = {f: 100.0 * got.get(f, 0) / total for f in ("func_six", "func_three", "lib_spin")}
-print("Collector shares: %s" % sh, file=sys.stderr)
-sys.exit(0 if abs(sh["func_six"] - 60) <= 5 and abs(sh["func_three"] - 30) <= 5 and abs(sh["lib_spin"] - 10) <= 5 else 1)
+# Within 5 points, or 3 standard deviations of a share of this many
+# samples where the machine is so loaded that few were taken (314 at
+# -F 499 for 3 s on two threads, once): their exact counts are checked
+# against pprof above; this is the workload's known answer.
+want = {"func_six": 60, "func_three": 30, "lib_spin": 10}
+bad = []
+for f, w in want.items():
+    sh = 100.0 * got.get(f, 0) / total
+    tol = max(5.0, 300.0 * math.sqrt(w / 100.0 * (1 - w / 100.0) / total))
+    print("Collector share of %s: %.1f%% (want %d +-%.1f)" % (f, sh, w, tol), file=sys.stderr)
+    if abs(sh - w) > tol:
+        bad.append(f)
+sys.exit(1 if bad or total < 200 else 0)
 PY
 }
 check fleet_split shares
