@@ -20,7 +20,7 @@ start=$(date +%s)
 # Two runs building at once each write their own file; the last rename wins.
 tmp=$(mktemp "$out/.otelcol.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
-(cd "$here" && GOCACHE=$out/go-cache GOFLAGS=-mod=readonly CGO_ENABLED=0 \
+(cd "$here" && GOCACHE=$out/go-cache GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0 \
 	"$GO" build -trimpath -o "$tmp" .) >&2
 chmod 755 "$tmp"
 mv "$tmp" "$bin"
