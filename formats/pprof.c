@@ -1,6 +1,5 @@
-/* pprof profile.proto writer. The protobuf encoding is written by hand: the
- * message is small and fixed, and a varint/length-delimited encoder is a
- * few lines where a protobuf library would need generated code. */
+/* pprof profile.proto writer, on the protobuf primitives of
+ * formats/protobuf.h (shared with the OTLP encoder). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,47 +7,7 @@
 #include <zlib.h>
 #include "formats/util.h"
 #include "formats/pprof.h"
-
-/* Wire types: 0 varint, 2 length-delimited. */
-static void put_tag(struct fmt_buf *b, unsigned field, unsigned wire)
-{
-	fmt_put_uleb(b, (uint64_t)field << 3 | wire);
-}
-
-/* A varint field; proto3 omits zero values. */
-static void put_uint(struct fmt_buf *b, unsigned field, uint64_t v)
-{
-	if (!v)
-		return;
-	put_tag(b, field, 0);
-	fmt_put_uleb(b, v);
-}
-
-static void put_len(struct fmt_buf *b, unsigned field, const void *p, size_t n)
-{
-	put_tag(b, field, 2);
-	fmt_put_uleb(b, n);
-	fmt_put(b, p, n);
-}
-
-/* A nested message, encoded in `sub` (reset here for the next one). */
-static void put_msg(struct fmt_buf *b, unsigned field, struct fmt_buf *sub)
-{
-	if (sub->err)
-		b->err = sub->err;
-	put_len(b, field, sub->p, sub->n);
-	sub->n = 0;
-}
-
-static void put_packed(struct fmt_buf *b, unsigned field, const uint64_t *v, size_t n,
-		       struct fmt_buf *tmp)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		fmt_put_uleb(tmp, v[i]);
-	put_msg(b, field, tmp);
-}
+#include "formats/protobuf.h"
 
 static uint64_t mix(uint64_t h, uint64_t v)
 {
@@ -433,9 +392,9 @@ size_t pprof_nsamples(const struct pprof *p)
 static void put_value_type(struct fmt_buf *b, unsigned field, struct pprof *p, const char *type,
 			   const char *unit, struct fmt_buf *sub)
 {
-	put_uint(sub, 1, intern(p, type));
-	put_uint(sub, 2, intern(p, unit));
-	put_msg(b, field, sub);
+	pb_uint(sub, 1, intern(p, type));
+	pb_uint(sub, 2, intern(p, unit));
+	pb_msg(b, field, sub);
 }
 
 static void encode_samples(const struct pprof *p, const struct table *t, struct fmt_buf *b,
@@ -449,36 +408,36 @@ static void encode_samples(const struct pprof *p, const struct table *t, struct 
 		uint64_t v[5] = {(uint64_t)s->count, cpu, (uint64_t)s->off_ns,
 				 (uint64_t)s->off_count, cpu + (uint64_t)s->off_ns};
 
-		put_packed(sub, 1, &t->sample_locs.v[s->loc0], s->nlocs, sub2);
-		put_packed(sub, 2, v, p->offcpu ? 5 : 2, sub2);
+		pb_packed(sub, 1, &t->sample_locs.v[s->loc0], s->nlocs, sub2);
+		pb_packed(sub, 2, v, p->offcpu ? 5 : 2, sub2);
 		for (j = 0; j < s->nlabels; j++) {
 			const struct label *l = &t->sample_labels.v[s->lab0 + j];
 
-			put_uint(sub2, 1, l->key);
-			put_uint(sub2, 2, l->str);
-			put_uint(sub2, 3, (uint64_t)l->num);
-			put_uint(sub2, 4, l->unit);
-			put_msg(sub, 3, sub2);
+			pb_uint(sub2, 1, l->key);
+			pb_uint(sub2, 2, l->str);
+			pb_uint(sub2, 3, (uint64_t)l->num);
+			pb_uint(sub2, 4, l->unit);
+			pb_msg(sub, 3, sub2);
 		}
-		put_msg(b, 2, sub);
+		pb_msg(b, 2, sub);
 	}
 }
 
 static void encode_mapping(const struct mapping *m, uint64_t id, struct fmt_buf *b,
 			   struct fmt_buf *sub)
 {
-	put_uint(sub, 1, id);
-	put_uint(sub, 2, m->start);
-	put_uint(sub, 3, m->limit);
-	put_uint(sub, 4, m->offset);
-	put_uint(sub, 5, m->file);
-	put_uint(sub, 6, m->build_id);
+	pb_uint(sub, 1, id);
+	pb_uint(sub, 2, m->start);
+	pb_uint(sub, 3, m->limit);
+	pb_uint(sub, 4, m->offset);
+	pb_uint(sub, 5, m->file);
+	pb_uint(sub, 6, m->build_id);
 	/* Without has_functions pprof re-symbolizes from the binaries and
 	 * overwrites the names written here. */
-	put_uint(sub, 7, m->has_functions);
-	put_uint(sub, 8, m->has_functions);
-	put_uint(sub, 9, m->has_functions);
-	put_msg(b, 3, sub);
+	pb_uint(sub, 7, m->has_functions);
+	pb_uint(sub, 8, m->has_functions);
+	pb_uint(sub, 9, m->has_functions);
+	pb_msg(b, 3, sub);
 }
 
 /* Mappings (but main_mapping, written first) and locations. */
@@ -493,15 +452,15 @@ static void encode_places(const struct pprof *p, const struct table *t, struct f
 	for (i = 0; i < t->locations.n; i++) {
 		const struct location *l = &t->locations.v[i];
 
-		put_uint(sub, 1, t->loc_id0 + i + 1);
-		put_uint(sub, 2, l->mapping);
-		put_uint(sub, 3, l->address);
+		pb_uint(sub, 1, t->loc_id0 + i + 1);
+		pb_uint(sub, 2, l->mapping);
+		pb_uint(sub, 3, l->address);
 		for (j = 0; j < l->nlines; j++) {
-			put_uint(sub2, 1, t->lines.v[l->line0 + j].function);
-			put_uint(sub2, 2, (uint64_t)t->lines.v[l->line0 + j].line);
-			put_msg(sub, 4, sub2);
+			pb_uint(sub2, 1, t->lines.v[l->line0 + j].function);
+			pb_uint(sub2, 2, (uint64_t)t->lines.v[l->line0 + j].line);
+			pb_msg(sub, 4, sub2);
 		}
-		put_msg(b, 4, sub);
+		pb_msg(b, 4, sub);
 	}
 }
 
@@ -528,23 +487,23 @@ static int encode(struct pprof *p, struct fmt_buf *b)
 	encode_samples(p, &p->scope, b, &sub, &sub2); /* not spilled */
 	encode_places(p, &p->scope, b, &sub, &sub2);
 	for (i = 0; i < p->functions.n; i++) {
-		put_uint(&sub, 1, i + 1);
-		put_uint(&sub, 2, p->functions.v[i].name);
-		put_uint(&sub, 3, p->functions.v[i].system_name);
-		put_uint(&sub, 4, p->functions.v[i].filename);
-		put_msg(b, 5, &sub);
+		pb_uint(&sub, 1, i + 1);
+		pb_uint(&sub, 2, p->functions.v[i].name);
+		pb_uint(&sub, 3, p->functions.v[i].system_name);
+		pb_uint(&sub, 4, p->functions.v[i].filename);
+		pb_msg(b, 5, &sub);
 	}
-	put_len(b, 6, "", 0);
+	pb_len(b, 6, "", 0);
 	for (i = 0; i < p->strings.n; i++)
-		put_len(b, 6, p->strings.v[i], strlen(p->strings.v[i]));
-	put_uint(b, 9, (uint64_t)p->time_nanos);
-	put_uint(b, 10, (uint64_t)p->duration_nanos);
+		pb_len(b, 6, p->strings.v[i], strlen(p->strings.v[i]));
+	pb_uint(b, 9, (uint64_t)p->time_nanos);
+	pb_uint(b, 10, (uint64_t)p->duration_nanos);
 	put_value_type(b, 11, p, "cpu", "nanoseconds", &sub);
-	put_uint(b, 12, (uint64_t)p->period);
+	pb_uint(b, 12, (uint64_t)p->period);
 	/* pprof shows the last sample type unless default_sample_type names
 	 * one: the CPU view stays the default. Interned above with the types. */
 	if (p->offcpu)
-		put_uint(b, 14, intern(p, "cpu"));
+		pb_uint(b, 14, intern(p, "cpu"));
 	free(sub.p);
 	free(sub2.p);
 	if (sub.err || sub2.err)

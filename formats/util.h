@@ -88,7 +88,8 @@ struct fmt_buf {
 
 static inline void fmt_put(struct fmt_buf *b, const void *d, size_t n)
 {
-	if (b->err)
+	/* An empty nested message comes as (NULL, 0): memcpy's NULL is UB. */
+	if (b->err || !n)
 		return;
 	if (fmt_grow((void **)&b->p, &b->cap, b->n + n, 1)) {
 		b->err = -ENOMEM;

@@ -9,6 +9,9 @@ PKGS=(
   libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev libiberty-dev
   # make format / format-check: the repo's .clang-format
   clang-format
+  # --push: HTTP and TLS (certificates verified) by Debian's libcurl with
+  # OpenSSL, not a client of our own (user/push.c)
+  libcurl4-openssl-dev
   # pprof -svg, -pdf and the graph view of pprof -http run graphviz's dot
   graphviz
   linux-perf bpftrace google-perftools

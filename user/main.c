@@ -45,6 +45,9 @@ enum {
 	OPT_UNWIND_MIB,
 	OPT_OFF_CPU,
 	OPT_OFF_CPU_MIN,
+	OPT_PUSH,
+	OPT_PUSH_HEADERS,
+	OPT_SERVICE_NAME,
 };
 
 /* Groups: the common options (1), what else to record (2), how (3),
@@ -85,8 +88,11 @@ static const struct argp_option opts[] = {
     {"gperftools", 'G', NULL, OPTION_ALIAS, NULL, 4},
     {"xray-version", OPT_XRAY_VERSION, "1|5", 0, "XRay FDR version (default 5)", 4},
     {"fdr-buffer-size", OPT_FDR_BUFFER, "SIZE", 0, "Bytes per XRay buffer", 4},
-    {"flight-recorder", OPT_FLIGHT, "SIZE", 0,
-     "Keep the newest SIZE bytes of -t events per thread; SIGUSR1 writes them", 4},
+    {"flight-recorder", OPT_FLIGHT, "SIZE", 0, "Keep the newest SIZE bytes of -t events a thread", 4},
+    {"push", OPT_PUSH, "otlp=URL", 0, "Also send the profile to this OTLP receiver", 4},
+    {"push-headers", OPT_PUSH_HEADERS, "FILE", 0, "--push credentials: HTTP headers, a line each",
+     4},
+    {"service-name", OPT_SERVICE_NAME, "NAME", 0, "--push's service.name (default: the program)", 4},
     {0},
 };
 
@@ -235,6 +241,18 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 	case OPT_OFF_CPU_MIN:
 		env.off_cpu_min_us = parse_long(arg, "--off-cpu-min", 0, 3600 * 1000000L, st);
 		break;
+	case OPT_PUSH:
+		if (env.npush >= (int)(sizeof(env.push) / sizeof(env.push[0])))
+			argp_error(st, "--push: at most %zu destinations",
+				   sizeof(env.push) / sizeof(env.push[0]));
+		env.push[env.npush++] = arg;
+		break;
+	case OPT_PUSH_HEADERS:
+		env.push_headers = arg;
+		break;
+	case OPT_SERVICE_NAME:
+		env.service_name = arg;
+		break;
 	case OPT_INCLUDE_SELF:
 		env.include_self = true;
 		break;
@@ -268,6 +286,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 				   "-t needs -p or -- COMMAND: it traces the target's functions");
 		if (env.off_cpu_min_us && !env.off_cpu)
 			argp_error(st, "--off-cpu-min needs --off-cpu");
+		if ((env.push_headers || env.service_name) && !env.npush)
+			argp_error(st, "--push-headers and --service-name need --push");
 		if (env.no_kernel && env.no_user)
 			argp_error(st, "--no-kernel and --no-user leave nothing to record");
 		break;

@@ -1,3 +1,4 @@
+#include <argp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -26,6 +27,8 @@
 #include "user/record.h"
 #include "bpf/cfi.h"
 #include "user/cfi_maps.h"
+#include "user/push.h"
+#include "user/sink.h"
 #include "user/symbols.h"
 #include "user/target.h"
 #include "user/trace.h"
@@ -107,6 +110,9 @@ struct recorder {
 	uint64_t last_offcpu_ns;	     /* offcpu_take_exited: the last */
 	uint64_t samples_seen;		     /* records handled, for the time slice */
 	uint64_t unresolved_calls;	     /* -t by address: no mapping known there */
+	/* Where the recording goes (user/sink.h): the files, then --push's
+	 * destinations. */
+	struct sinks sinks;
 	enum stop_reason stop;
 	unsigned nsnapshots;
 	bool tty, started;
@@ -674,6 +680,24 @@ static int rec_load_cfi(struct recorder *r)
 	return 0;
 }
 
+/* The sinks: the files first (the push sends them as written), then
+ * --push's destinations, checked with their credentials before anything
+ * is recorded. */
+static int rec_load_sinks(struct recorder *r)
+{
+	const char *version = strchr(argp_program_version, ' ');
+	struct push_config c = {.ndests = env.npush,
+				.headers_file = env.push_headers,
+				.service_name = env.service_name,
+				.version = version ? version + 1 : argp_program_version};
+
+	_Static_assert(sizeof(env.push) / sizeof(env.push[0]) == PUSH_MAX, "--push's bound");
+	memcpy(c.dests, env.push, sizeof(*env.push) * env.npush);
+	if (sinks_add(&r->sinks, files_sink_new()))
+		return -1;
+	return push_sinks_add(&c, &r->sinks);
+}
+
 /* Phase 2: the BPF objects, set for this run and this kernel, loaded; the
  * ring buffer and the process tracepoints ready. */
 static int rec_load(struct recorder *r)
@@ -681,6 +705,8 @@ static int rec_load(struct recorder *r)
 	struct sample_bpf *skel;
 	int err, i;
 
+	if (rec_load_sinks(r))
+		return -1;
 	skel = r->skel = sample_bpf__open();
 	if (!skel) {
 		err("open BPF object: %s", strerror(errno));
@@ -1130,7 +1156,8 @@ static int rec_write(struct recorder *r)
 	jit_load_all(&r->procs);
 	for (size_t i = 0; i < r->procs.v.n; i++)
 		proc_name_again(r->procs.v.v[i]);
-	return output_write(ri) ? 1 : 0;
+	/* One window, the whole recording. */
+	return sinks_emit(&r->sinks, &(struct window){ri}) ? 1 : 0;
 }
 
 /* The exit status: the command's for `--` (124 when -d ended it, as
@@ -1159,6 +1186,7 @@ static int rec_finish(struct recorder *r, int code)
 		code = r->exec_status;
 	output_fold_free(r->ri.fold);
 	output_readers_free(&r->ri.readers);
+	sinks_free(&r->sinks);
 	for (size_t i = 0; i < r->procs.v.n; i++) {
 		xray_proc_free(r->procs.v.v[i]);
 		jit_proc_free(r->procs.v.v[i]);

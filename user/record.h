@@ -37,6 +37,12 @@ struct env {
 	unsigned stack_copy; /* bytes of user stack copied for DWARF unwinding */
 	bool off_cpu;	     /* --off-cpu (user/offcpu.c) */
 	long off_cpu_min_us; /* --off-cpu-min */
+	/* --push DEST (user/push.h: PUSH_MAX of them), --push-headers FILE,
+	 * --service-name NAME */
+	const char *push[8];
+	int npush;
+	const char *push_headers;
+	const char *service_name;
 	int verbose;
 	bool quiet; /* no live status line */
 	int argc;   /* the whole command line, for summary.json */

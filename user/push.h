@@ -1,0 +1,34 @@
+/* --push: the recording sent, once its files are written, to receivers
+ * over HTTP(S) with libcurl: OTLP profiles (formats/otlp.c) to an
+ * OpenTelemetry Collector's /v1development/profiles. The profile sent is
+ * profile.pb.gz as written, read back from the output directory: what is
+ * pushed is what is on disk. Credentials (HTTP headers) come from a file
+ * (--push-headers) or the environment (OTEL_EXPORTER_OTLP_PROFILES_HEADERS,
+ * OTEL_EXPORTER_OTLP_HEADERS), never from the command line, which any user
+ * can read in /proc. HTTPS verifies the certificate and the host name; no
+ * redirect is followed (it would carry the credentials elsewhere). */
+#ifndef USER_PUSH_H
+#define USER_PUSH_H
+
+#define PUSH_MAX 8
+
+struct push_config {
+	const char *dests[PUSH_MAX]; /* "otlp=URL" */
+	int ndests;
+	const char *headers_file; /* --push-headers; NULL: the environment's */
+	const char *service_name; /* --service-name; NULL: each process's program */
+	const char *version;	  /* the scope's: bpftrace-rec's version */
+};
+
+struct sinks;
+
+/* Checks the destinations and reads the credentials, before recording, and
+ * adds a sink (user/sink.h) for each destination to sinks: 0, or -errno
+ * after a one-line error naming the destination or file and the reason
+ * (the sinks added are the caller's to free). A sink sends a window's
+ * profile.pb.gz as OTLP: a 2xx is reported with what went (and what the
+ * receiver rejected of it), anything else with the server's own message (a
+ * 401's reason, a 400's), and not retried. */
+int push_sinks_add(const struct push_config *c, struct sinks *sinks);
+
+#endif
