@@ -123,7 +123,7 @@ struct ev_call {
  * blocked (its state not TASK_RUNNING: a sleep, a lock, I/O) or preempted
  * (still runnable). Its stack is taken as it leaves; the wait ends when it
  * runs again. Waits are summed in BPF by (tgid, tid, stack, kind) in the
- * offcpu_sums map; user space reads it at the end. */
+ * offcpu_sums0/1 maps; user space drains them every 0.2 s. */
 enum offcpu_kind { OFFCPU_BLOCKED = 0, OFFCPU_PREEMPTED = 1 };
 
 /* Identity of an off-CPU stack for the dedupe: a thread blocking again with
@@ -151,8 +151,8 @@ struct offcpu_stack_key {
 	__u32 kind, pad;
 };
 
-/* Key and value of offcpu_sums. stack: an EV_OFFCPU_STACK's stack_id, or 0
- * when its record was lost. */
+/* Key and value of offcpu_sums0/1. stack: an EV_OFFCPU_STACK's stack_id,
+ * or 0 when its record was lost (and in offcpu_tsums0/1). */
 struct offcpu_key {
 	__u32 tgid, tid, stack, kind;
 };
@@ -216,8 +216,13 @@ enum stat_idx {
 	STAT_OFFCPU_SHORT_NS,	 /* ... their total time */
 	STAT_OFFCPU_STACKS,	 /* new stacks walked and sent (EV_OFFCPU_STACK) */
 	STAT_OFFCPU_LOST_STACKS, /* ... that the ring buffer could not take */
-	STAT_OFFCPU_LOST,	 /* waits lost: offcpu_sums full, or their event not taken */
+	STAT_OFFCPU_LOST,	 /* waits lost: the sums' maps and the thread's were full */
 	STAT_OFFCPU_STALE,	 /* waits dropped: a switch of the thread was not seen */
+	STAT_OFFCPU_LOST_NS,	 /* ... STAT_OFFCPU_LOST's total time */
+	STAT_OFFCPU_THREAD_ONLY, /* waits counted under their thread only: sums full */
+	STAT_OFFCPU_THREAD_ONLY_NS,
+	STAT_OFFCPU_LOST_EVENTS, /* EV_OFFCPU not taken: the wait is missing from the timeline */
+	STAT_OFFCPU_LOST_STARTS, /* offcpu_start full: a wait not measured */
 	STAT_NR,
 };
 

@@ -2,8 +2,8 @@
  * recorded thread leaves the CPU (prev, which is still `current` there: its
  * user memory and registers are readable), the time, its kind and its
  * stack's id go into offcpu_start; as it comes back (next), the wait is
- * added to offcpu_sums, and with timelines sent as an EV_OFFCPU. Nothing is
- * sent per switch otherwise.
+ * added to the sums (offcpu_sums0/1), and with timelines sent as an
+ * EV_OFFCPU. Nothing is sent per switch otherwise.
  *
  * A stack is walked and sent (EV_OFFCPU_STACK, an ev_sample that user space
  * unwinds as a sample's) only the first time its offcpu_stack_key is seen:
@@ -38,6 +38,7 @@ struct {
 	__type(value, __u32);
 } offcpu_stack_ids SEC(".maps");
 
+/* Sized by the loader (offcpu_prepare): the threads that may wait at once. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
@@ -45,12 +46,26 @@ struct {
 	__type(value, struct offcpu_start);
 } offcpu_start SEC(".maps");
 
-struct {
+/* The sums, double-buffered: waits end into offcpu_sums<offcpu_gen & 1>;
+ * user space flips offcpu_gen and empties the other map a drain pass later
+ * (a switch's program has long returned by then), so the maps only hold
+ * what one pass adds, and nothing is read while BPF adds to it. Sized by
+ * the loader. */
+struct offcpu_sums_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct offcpu_key);
 	__type(value, struct offcpu_val);
-} offcpu_sums SEC(".maps");
+};
+struct offcpu_sums_map offcpu_sums0 SEC(".maps");
+struct offcpu_sums_map offcpu_sums1 SEC(".maps");
+/* Where a sums map is full: the wait under its thread and kind only
+ * (offcpu_key with stack 0), one entry per thread, so that its time is
+ * still counted (STAT_OFFCPU_THREAD_ONLY). Double-buffered the same way. */
+struct offcpu_sums_map offcpu_tsums0 SEC(".maps");
+struct offcpu_sums_map offcpu_tsums1 SEC(".maps");
+
+volatile __u32 offcpu_gen = 0; /* written by user space (offcpu_flush) */
 
 /* Stack ids: a per-CPU counter times the CPU count plus the CPU (5.10 has
  * no fetching atomic add for a global one). */
@@ -278,7 +293,30 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, cons
 			bpf_map_update_elem(&offcpu_stack_ids, &k, &st.stack, BPF_ANY);
 		}
 	}
-	bpf_map_update_elem(&offcpu_start, &tid, &st, BPF_ANY);
+	/* Full: this wait cannot be measured; counted, and the map is sized
+	 * from the system's threads (offcpu_prepare). */
+	if (bpf_map_update_elem(&offcpu_start, &tid, &st, BPF_ANY))
+		count(STAT_OFFCPU_LOST_STARTS);
+}
+
+/* Adds a wait to a sums map; -1 when it is full. */
+static __always_inline int sum_add(void *map, struct offcpu_key *k, __u64 delta)
+{
+	struct offcpu_val *v = bpf_map_lookup_elem(map, k), one;
+
+	if (!v) {
+		one.ns = delta;
+		one.count = 1;
+		if (!bpf_map_update_elem(map, k, &one, BPF_NOEXIST))
+			return 0;
+		/* Another CPU may have added the key since: then add to it. */
+		v = bpf_map_lookup_elem(map, k);
+		if (!v)
+			return -1;
+	}
+	__sync_fetch_and_add(&v->ns, delta);
+	__sync_fetch_and_add(&v->count, 1);
+	return 0;
 }
 
 /* next comes back: the wait ends. */
@@ -287,9 +325,9 @@ static __always_inline void offcpu_in(struct task_struct *next_task)
 	__u32 tid = next_task->pid;
 	struct offcpu_start *st = bpf_map_lookup_elem(&offcpu_start, &tid);
 	struct offcpu_key k;
-	struct offcpu_val *v, one;
 	struct ev_offcpu *e;
 	__u64 now, delta;
+	__u32 gen, st_stack;
 
 	if (!st)
 		return;
@@ -304,6 +342,7 @@ static __always_inline void offcpu_in(struct task_struct *next_task)
 	k.tid = tid;
 	k.stack = st->stack;
 	k.kind = st->kind;
+	st_stack = st->stack;
 	bpf_map_delete_elem(&offcpu_start, &tid);
 	count(STAT_OFFCPU_WAITS);
 	if (delta < offcpu_min_ns) {
@@ -311,32 +350,28 @@ static __always_inline void offcpu_in(struct task_struct *next_task)
 		count_add(STAT_OFFCPU_SHORT_NS, delta);
 		return;
 	}
-	v = bpf_map_lookup_elem(&offcpu_sums, &k);
-	if (!v) {
-		one.ns = delta;
-		one.count = 1;
-		/* Another CPU may have added the key since: then add to it. */
-		if (bpf_map_update_elem(&offcpu_sums, &k, &one, BPF_NOEXIST)) {
-			v = bpf_map_lookup_elem(&offcpu_sums, &k);
-			if (!v)
-				count(STAT_OFFCPU_LOST); /* full */
+	gen = offcpu_gen & 1;
+	if (sum_add(gen ? (void *)&offcpu_sums1 : (void *)&offcpu_sums0, &k, delta)) {
+		k.stack = 0;
+		if (!sum_add(gen ? (void *)&offcpu_tsums1 : (void *)&offcpu_tsums0, &k, delta)) {
+			count(STAT_OFFCPU_THREAD_ONLY);
+			count_add(STAT_OFFCPU_THREAD_ONLY_NS, delta);
+		} else {
+			count(STAT_OFFCPU_LOST);
+			count_add(STAT_OFFCPU_LOST_NS, delta);
 		}
-	}
-	if (v) {
-		__sync_fetch_and_add(&v->ns, delta);
-		__sync_fetch_and_add(&v->count, 1);
 	}
 	if (!offcpu_events)
 		return;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		count(STAT_OFFCPU_LOST);
+		count(STAT_OFFCPU_LOST_EVENTS); /* its time is in the sums */
 		return;
 	}
 	fill_hdr(&e->hdr, EV_OFFCPU, k.tgid, tid);
 	e->hdr.time_ns = now;
 	e->start_ns = now - delta;
-	e->stack = k.stack;
+	e->stack = st_stack;
 	e->kind = k.kind;
 	bpf_ringbuf_submit(e, rb_flags());
 }

@@ -49,6 +49,7 @@ enum {
 	OPT_UNWIND_MIB,
 	OPT_OFF_CPU,
 	OPT_OFF_CPU_MIN,
+	OPT_OFF_CPU_ENTRIES,
 };
 
 static const struct argp_option opts[] = {
@@ -97,6 +98,11 @@ static const struct argp_option opts[] = {
      0},
     {"off-cpu-min", OPT_OFF_CPU_MIN, "USEC", 0,
      "With --off-cpu, leave out waits shorter than this (their total is reported)", 0},
+    {"off-cpu-entries", OPT_OFF_CPU_ENTRIES, "N", 0,
+     "With --off-cpu, the distinct (thread, stack, kind) the BPF sums hold between two drains "
+     "(every 0.2 s; default 65536, 8192 per CPU beyond 8); beyond, waits count under their "
+     "thread only",
+     0},
     {"no-inherit", OPT_NO_INHERIT, NULL, 0, "Do not record processes forked by the targets", 0},
     {"no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0},
     {"no-user", OPT_NO_USER, NULL, 0, "Do not record user stacks", 0},
@@ -256,6 +262,10 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 	case OPT_OFF_CPU_MIN:
 		env.off_cpu_min_us = parse_long(arg, "--off-cpu-min", 0, 3600 * 1000000L, st);
 		break;
+	case OPT_OFF_CPU_ENTRIES:
+		env.off_cpu_entries =
+		    (uint32_t)parse_long(arg, "--off-cpu-entries", 1, 1L << 24, st);
+		break;
 	case OPT_INCLUDE_SELF:
 		env.include_self = true;
 		break;
@@ -287,8 +297,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 		if (env.ntraces && env.all)
 			argp_error(st,
 				   "-t needs -p or -- COMMAND: it traces the target's functions");
-		if (env.off_cpu_min_us && !env.off_cpu)
-			argp_error(st, "--off-cpu-min needs --off-cpu");
+		if ((env.off_cpu_min_us || env.off_cpu_entries) && !env.off_cpu)
+			argp_error(st, "--off-cpu-min and --off-cpu-entries need --off-cpu");
 		if (env.no_kernel && env.no_user)
 			argp_error(st, "--no-kernel and --no-user leave nothing to record");
 		break;

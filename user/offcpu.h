@@ -25,7 +25,8 @@ struct offcpu_cfg {
 	uint32_t copy;	  /* user stack bytes copied for DWARF; 0: frame pointers */
 	unsigned nr_cpus; /* the sampler's scratch slots */
 	bool kernel_stacks;
-	bool has_tp; /* features.sched_switch_btf */
+	bool has_tp;	  /* features.sched_switch_btf */
+	uint32_t entries; /* --off-cpu-entries: the sums maps' size; 0: from the CPUs */
 };
 
 /* Before the object's load: rodata, map sizes, which program loads. 0 or
@@ -41,13 +42,17 @@ bool offcpu_on(void);
 int offcpu_on_stack(struct procs *procs, const struct ev_sample *s, size_t size);
 int offcpu_on_wait(const struct ev_offcpu *e);
 
+/* Every drain pass: the sums BPF added in the last period (OFFCPU_FLUSH_NS)
+ * taken into user space, so that the maps hold one period's. 0 or -ENOMEM. */
+int offcpu_flush(struct sample_bpf *skel, uint64_t now);
+
 /* Under -a, where exited processes are written out and freed as they go
  * (1 s after their exit): the sums of the exited ones taken from BPF now,
  * so that they are in the process when it is written. 0 or -ENOMEM. */
 int offcpu_take_exited(struct procs *procs, struct sample_bpf *skel);
 /* At the stop: the sums from BPF, and the waits still open, counted up to
  * the detach. */
-int offcpu_collect(struct sample_bpf *skel);
+int offcpu_collect(struct procs *procs, struct sample_bpf *skel);
 
 /* One (thread, stack, kind) of a process: stack is a proc stack index, or
  * UINT32_MAX when its record was lost. */
@@ -73,6 +78,11 @@ struct offcpu_totals {
 	uint64_t switches, waits, short_waits, short_ns, stacks, lost_stacks, lost;
 	uint64_t open, stale; /* waits still open at the stop; starts dropped */
 	uint64_t min_ns;
+	uint64_t lost_ns;			/* the lost waits' time */
+	uint64_t thread_only, thread_only_ns;	/* waits counted under their thread, no stack */
+	uint64_t lost_events;			/* waits missing from the XRay timelines */
+	uint64_t lost_starts;			/* waits not measured: offcpu_start full */
+	uint32_t sums_entries, threads_entries; /* the maps' sizes */
 };
 void offcpu_totals(struct offcpu_totals *t);
 /* Total off-CPU time of the process (waits of at least --off-cpu-min). */

@@ -738,6 +738,7 @@ static int rec_load(struct recorder *r)
 				 .nr_cpus = libbpf_num_possible_cpus(),
 				 .kernel_stacks = !env.no_kernel,
 				 .has_tp = r->feat.sched_switch_btf,
+				 .entries = env.off_cpu_entries,
 			     },
 			     &r->degraded);
 	if (err)
@@ -939,6 +940,11 @@ static void rec_drain(struct recorder *r)
 			r->steady_samples0 = r->samples;
 		}
 		/* Twice between a process's exit and its retirement. */
+		if (offcpu_flush(r->skel, now)) {
+			err("--off-cpu: out of memory");
+			r->stop = STOP_ERROR;
+			break;
+		}
 		if (r->ri.fold && offcpu_on() && now - r->last_offcpu_ns > PROC_COMPACT_NS / 2) {
 			r->last_offcpu_ns = now;
 			offcpu_take_exited(&r->procs, r->skel);
@@ -1048,7 +1054,7 @@ static void rec_stop(struct recorder *r)
 	ring_buffer__consume(r->rb);
 	read_stats(r->skel, st);
 	read_lost_by_pid(&r->procs, r->skel);
-	if (offcpu_collect(r->skel))
+	if (offcpu_collect(&r->procs, r->skel))
 		warn("--off-cpu: out of memory reading the waits");
 	if (r->tty)
 		status_line(r, true);

@@ -4,7 +4,7 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(offcpu_all_exited offcpu_known_waits_pprof offcpu_kernel_frames offcpu_cpu_view offcpu_wall_view offcpu_labels
-	offcpu_xray_account offcpu_xray_trace_event offcpu_summary offcpu_futex offcpu_min offcpu_callers offcpu_open_at_stop)
+	offcpu_xray_account offcpu_xray_trace_event offcpu_summary offcpu_futex offcpu_min offcpu_callers offcpu_open_at_stop offcpu_thread_only)
 require_bpf "${ALL[@]}"
 
 # cum of a function in `pprof -top -unit=ms` output, in ms (0 when absent).
@@ -212,3 +212,25 @@ sleep 1
 wait $rec
 s=$("$PPROF" -sample_index=offcpu -unit=ms -top -nodecount=1000 -tagfocus=comm=waits "$TMP/all/profile.pb.gz" 2>/dev/null | cum_ms sleep_wait)
 if within "$s" 2000 100; then pass $t; else fail $t "sleep_wait $s ms of an exited process under -a (want 2000 +-100)"; fi
+
+# A full sums map never drops a wait: with room for one (thread, stack,
+# kind) a flush, the others count under their thread, with their time
+# (a frame "[off-cpu] stack not recorded"), and the loss is named. The
+# writer thread waits 4 s, the main thread 2 s + 1 s (+ preemptions while
+# it burns 1 s of CPU on a shared machine). Before, the sums' map was a
+# fixed 65,536 entries, a wait that found it full was dropped with its time,
+# and "--off-cpu-entries" did not exist.
+t=offcpu_thread_only
+"$REC" --off-cpu --off-cpu-entries 1 -F 99 -o "$TMP/n" -- "$WL/waits" 2>"$TMP/n.err" >/dev/null
+tids=$("$PPROF" -sample_index=offcpu -unit=ms -tags "$TMP/n/profile.pb.gz" 2>/dev/null |
+	awk '/^ tid:/ { on = 1; next } on && NF == 0 { exit } on { v = $1; sub("ms$", "", v); print v }' | sort -n | tr '\n' ' ')
+read -r tmain twriter <<<"$tids"
+lost=$(python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))["offcpu"]; print(o["lost_waits"], o["thread_only_waits"], o["thread_only_waits_ns"])' "$TMP/n/summary.json" 2>/dev/null)
+read -r nl nt ntns <<<"$lost"
+if [ "$nl" = 0 ] && at_least "${nt:-0}" 1 && at_least "${ntns:-0}" 1 && within "${twriter:-0}" 4000 150 &&
+	within "${tmain:-0}" 3050 250 && grep -q "counted under their thread without their stack" "$TMP/n.err"; then
+	pass $t
+else
+	fail $t "threads' off-CPU ms: ${tids:-none} (want ~3050 and 4000); lost, thread-only waits and ns: ${lost:-none}"
+	cat "$TMP/n.err" >&2
+fi
