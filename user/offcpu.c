@@ -11,6 +11,10 @@
 #include "user/symbols.h"
 #include "user/util.h"
 
+/* The stack of the command of `--` before its exec (our own fork, held):
+ * its waits are not recorded. */
+#define OSTACK_DROPPED (UINT32_MAX - 1)
+
 /* A BPF stack id, as the process's stack. */
 struct ostack {
 	uint32_t id, stack;
@@ -217,15 +221,16 @@ static const struct ostack *ostack_find(uint32_t id)
 }
 
 /* The scheduler's own frames, which say nothing of what the thread waits
- * for. */
+ * for: __schedule, schedule, schedule_timeout, schedule_hrtimeout_range,
+ * io_schedule, preempt_schedule_irq, __cond_resched... */
 static bool sched_frame(const char *name)
 {
-	static const char *const skip[] = {"__schedule", "schedule", "io_schedule",
-					   "schedule_preempt_disabled", "preempt_schedule_common"};
+	static const char *const prefix[] = {"__schedule",	 "schedule",	   "io_schedule",
+					     "preempt_schedule", "__cond_resched", "_cond_resched"};
 	size_t i;
 
-	for (i = 0; i < sizeof(skip) / sizeof(skip[0]); i++)
-		if (!strcmp(name, skip[i]))
+	for (i = 0; i < sizeof(prefix) / sizeof(prefix[0]); i++)
+		if (!strncmp(name, prefix[i], strlen(prefix[i])))
 			return true;
 	return false;
 }
@@ -271,12 +276,17 @@ int offcpu_on_stack(struct procs *procs, const struct ev_sample *s, size_t size)
 	if (size < sizeof(*s) + ips * sizeof(__u64) + s->stack_len || !s->stack_id ||
 	    ostack_find(s->stack_id))
 		return 0;
-	/* The kernel stack starts in the tracepoint's BPF trampoline: it is
-	 * cut to start at __schedule, as a sleeping task's stack does. */
+	/* The kernel stack starts in the tracepoint's BPF trampoline, then
+	 * the scheduler's frames: it is cut to start at the frame that waits
+	 * (do_nanosleep, pipe_read, futex_wait_queue, ep_poll...), which
+	 * pprof's flat column then names, as offcputime's stacks read. */
 	for (i = 0; i < s->nkernel; i++) {
 		const char *mod, *n = kallsyms_lookup(s->ips[i], &mod);
 
 		if (n && !strcmp(n, "__schedule")) {
+			while (i + 1 < s->nkernel && (n = kallsyms_lookup(s->ips[i], &mod)) &&
+			       sched_frame(n))
+				i++;
 			skip = i;
 			break;
 		}
@@ -303,6 +313,18 @@ int offcpu_on_stack(struct procs *procs, const struct ev_sample *s, size_t size)
 	return 0;
 }
 
+int offcpu_drop_stack(uint32_t id)
+{
+	struct ostack o = {.id = id, .stack = OSTACK_DROPPED, .pid = -1};
+
+	if (!id || ostack_find(id))
+		return 0;
+	if (VEC_PUSH(oc.stacks, o) ||
+	    idtab_insert(&oc.stack_tab, hash_u64(o.id), (uint32_t)oc.stacks.n - 1))
+		return -ENOMEM;
+	return 0;
+}
+
 int offcpu_on_wait(const struct ev_offcpu *e)
 {
 	const struct ostack *o = ostack_find(e->stack);
@@ -316,6 +338,8 @@ int offcpu_on_wait(const struct ev_offcpu *e)
 	    .end_ns = e->hdr.time_ns,
 	};
 
+	if (o && o->stack == OSTACK_DROPPED)
+		return 0;
 	w.what = e->kind == OFFCPU_PREEMPTED ? "[off-cpu] preempted" : o ? o->what : "[off-cpu]";
 	return VEC_PUSH(oc.waits, w);
 }
@@ -356,6 +380,8 @@ static int collect_open(struct sample_bpf *skel)
 		    oc.stop_ns - st.ts < oc.min_ns)
 			continue;
 		o = st.stack ? ostack_find(st.stack) : NULL;
+		if (o && o->stack == OSTACK_DROPPED)
+			continue;
 		stack = o && o->pid == (int32_t)st.tgid ? o->stack : UINT32_MAX;
 		if (VEC_PUSH(oc.sums, ((struct offcpu_sum){(int32_t)st.tgid, tid, stack, st.kind,
 							   oc.stop_ns - st.ts, 1})))
@@ -398,6 +424,8 @@ static int acc_add(const struct offcpu_key *key, const struct offcpu_val *v)
 	uint64_t h;
 	uint32_t i;
 
+	if (o && o->stack == OSTACK_DROPPED)
+		return 0;
 	if (o && o->pid == a.pid) {
 		a.stack = o->stack;
 		a.resolved = true;

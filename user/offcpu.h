@@ -41,6 +41,9 @@ bool offcpu_on(void);
 /* Drained records: EV_OFFCPU_STACK and EV_OFFCPU. 0 or -ENOMEM. */
 int offcpu_on_stack(struct procs *procs, const struct ev_sample *s, size_t size);
 int offcpu_on_wait(const struct ev_offcpu *e);
+/* An EV_OFFCPU_STACK not recorded (the command of `--` before its exec):
+ * the waits of that stack id are left out too. 0 or -ENOMEM. */
+int offcpu_drop_stack(uint32_t id);
 
 /* Every drain pass: the sums BPF added in the last period (OFFCPU_FLUSH_NS)
  * taken into user space, so that the maps hold one period's. 0 or -ENOMEM. */

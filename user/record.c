@@ -402,9 +402,10 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		break;
 	}
 	case EV_OFFCPU_STACK:
-		if (size < sizeof(struct ev_sample) ||
-		    (r->target.child > 0 && h->pid == (__u32)r->target.child && !r->child_execd))
+		if (size < sizeof(struct ev_sample))
 			return 0;
+		if (r->target.child > 0 && h->pid == (__u32)r->target.child && !r->child_execd)
+			return offcpu_drop_stack(((const struct ev_sample *)data)->stack_id);
 		if (offcpu_on_stack(&r->procs, data, size))
 			return -ENOMEM;
 		break;
