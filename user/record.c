@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
@@ -68,6 +69,7 @@ enum stop_reason { STOP_NONE, STOP_SIGNAL, STOP_DURATION, STOP_TARGETS, STOP_ERR
 #define SIZE_HIST_N 8192 /* record sizes up to 64 KiB: any stack copy */
 
 struct recorder {
+	size_t ndescendants; /* -p: the targets' processes found at the start */
 	struct features feat;
 	struct degraded degraded;
 	struct target target;
@@ -597,6 +599,77 @@ static int add_targets(struct sample_bpf *skel, const pid_t *pids, int n)
 	return 0;
 }
 
+/* -p: the processes descended from the targets at the start, followed as
+ * those they fork (unless --no-inherit): added to the BPF targets after the
+ * fork tracepoint is attached, which takes the ones forked since from the
+ * processes already targets. Looked for twice: a child forked by one found
+ * in the first look, before it was added, is in the second. */
+static void follow_descendants(struct recorder *r)
+{
+	int fd = bpf_map__fd(r->skel->maps.targets), pass, err;
+	pid_t *d;
+	size_t n, i;
+	__u8 one = 1;
+
+	for (pass = 0; pass < 2; pass++) {
+		err = target_descendants(env.pids, env.npids, &d, &n);
+		if (err) {
+			warn("-p: the targets' child processes: /proc: %s; only those forked from "
+			     "now on are followed",
+			     strerror(-err));
+			return;
+		}
+		for (i = 0; i < n; i++) {
+			__u32 k = (__u32)d[i];
+
+			if (proc_find(&r->procs, d[i]))
+				continue;
+			r->ndescendants++;
+			if (env.no_inherit)
+				continue;
+			if (bpf_map_update_elem(fd, &k, &one, BPF_ANY))
+				warn("-p: child process %d not followed: %s", d[i],
+				     strerror(errno));
+			else
+				proc_get(&r->procs, d[i], NULL);
+		}
+		free(d);
+		if (env.no_inherit)
+			break; /* counted, for the warning at the end */
+	}
+	if (r->ndescendants && !env.no_inherit)
+		info("-p: following %zu processes the targets started before the recording",
+		     r->ndescendants);
+	procs_take_maps_read(&r->procs, cfi_add, r);
+}
+
+/* A -p target that recorded nothing (no sample, no wait) while others of
+ * its tree did, or that has children --no-inherit leaves out: one line
+ * each, since the profile alone would only look empty. */
+static void warn_idle_targets(struct recorder *r)
+{
+	uint64_t others = 0;
+	size_t i;
+	int k;
+
+	for (i = 0; i < r->procs.v.n; i++)
+		others += r->procs.v.v[i]->nsamples;
+	for (k = 0; k < env.npids; k++) {
+		struct proc *p = proc_find(&r->procs, env.pids[k]);
+
+		if (!p || p->nsamples || (offcpu_on() && offcpu_proc_ns(p)))
+			continue;
+		if (env.no_inherit && r->ndescendants)
+			warn("-p %d (%s) recorded nothing: its work may be in its %zu child "
+			     "processes, which --no-inherit leaves out",
+			     p->pid, p->comm, r->ndescendants);
+		else if (others)
+			warn("-p %d (%s) recorded nothing itself; the processes it started did "
+			     "(%" PRIu64 " samples): see each process's row in summary.json",
+			     p->pid, p->comm, others);
+	}
+}
+
 /* Phase 1: the checks that need no BPF, the signals, and the command started
  * (held before its exec until sampling runs). 0 or -1 after a message. */
 static int rec_prepare(struct recorder *r)
@@ -773,6 +846,8 @@ static int rec_load(struct recorder *r)
 		err("attach tracepoints: %s", strerror(-err));
 		return -1;
 	}
+	if (env.npids)
+		follow_descendants(r);
 	if (!env.all || env.per_process) {
 		r->tracer = open_tracer(r);
 		if (!r->tracer)
@@ -1057,6 +1132,8 @@ static void rec_stop(struct recorder *r)
 	read_lost_by_pid(&r->procs, r->skel);
 	if (offcpu_collect(&r->procs, r->skel))
 		warn("--off-cpu: out of memory reading the waits");
+	if (env.npids)
+		warn_idle_targets(r);
 	if (r->tty)
 		status_line(r, true);
 	xray_close_calls(&r->procs, r->stop_ns);

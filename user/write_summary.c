@@ -166,7 +166,10 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 	for (i = 0; i < ri->procs->v.n; i++) {
 		const struct proc *p = ri->procs->v.v[i];
 
-		if (!p->nsamples && !p->lost && !p->exact)
+		/* -p and --: every process followed, even one that recorded
+		 * nothing (a server's idle master); -a: those recorded. */
+		if (!p->nsamples && !p->lost && !p->exact && ri->system_wide &&
+		    !(offcpu_on() && offcpu_proc_ns(p)))
 			continue;
 		fprintf(f, "%s\n    ", k++ ? "," : "");
 		summary_row(f, p);
