@@ -170,6 +170,18 @@ struct offcpu_start {
 	__u32 tgid, pad;
 };
 
+/* A thread already off the CPU as the recording starts (the BPF task
+ * iterator offcpu_sleepers, written to its seq file): its wait counts from
+ * the start, under stack id; user space copies its user stack from sp and
+ * sends it on as that id's EV_OFFCPU_STACK. */
+struct offcpu_sleeper {
+	__u32 tgid, tid, id, kind;
+	__u64 uregs[UREG_NR]; /* zero for kernel threads */
+	char comm[COMM_LEN];
+	__u32 nkernel, pad;
+	__u64 ips[MAX_FRAMES]; /* nkernel kernel ips written */
+};
+
 /* With XRay timelines: one per wait of at least --off-cpu-min. hdr: the
  * thread, the CPU it came back on and the wait's end. */
 struct ev_offcpu {
@@ -223,6 +235,7 @@ enum stat_idx {
 	STAT_OFFCPU_THREAD_ONLY_NS,
 	STAT_OFFCPU_LOST_EVENTS, /* EV_OFFCPU not taken: the wait is missing from the timeline */
 	STAT_OFFCPU_LOST_STARTS, /* offcpu_start full: a wait not measured */
+	STAT_OFFCPU_SLEEPERS,	 /* threads found off the CPU at the start */
 	STAT_NR,
 };
 

@@ -384,6 +384,77 @@ static __always_inline int offcpu_switch(void *ctx, struct task_struct *prev,
 	return 0;
 }
 
+/* The record of offcpu_sleepers, too large for its stack: one iterator
+ * runs at a time (offcpu_sleepers_read). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct offcpu_sleeper);
+} offcpu_sleeper_buf SEC(".maps");
+
+/* Run once as the recording starts, after on_switch is attached: each
+ * recorded thread that is off the CPU now (asleep, or runnable and
+ * waiting for one) starts its wait here, so that a thread asleep from
+ * before the start to after the stop has its wait (up to the stop, as
+ * collect_open counts it) and its stack. A start the switch program made
+ * since is kept (BPF_NOEXIST). */
+SEC("?iter/task")
+int offcpu_sleepers(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct offcpu_start st = {};
+	struct offcpu_sleeper *r;
+	struct pt_regs *ur;
+	__u32 zero = 0, tid, *next;
+	long state, n;
+
+	if (!t)
+		return 0;
+	tid = t->pid;
+	if (!offcpu_recorded(t->tgid, tid) || t->on_cpu)
+		return 0;
+	state = task_state(t);
+	if (state & OFFCPU_TASK_DEAD)
+		return 0;
+	r = bpf_map_lookup_elem(&offcpu_sleeper_buf, &zero);
+	next = bpf_map_lookup_elem(&offcpu_next_id, &zero);
+	if (!r || !next)
+		return 0;
+	*next += 1;
+	st.ts = bpf_ktime_get_ns();
+	st.switches = task_switches(t);
+	st.kind = state == 0 ? OFFCPU_PREEMPTED : OFFCPU_BLOCKED;
+	st.tgid = t->tgid;
+	st.stack = *next * nr_cpus + bpf_get_smp_processor_id();
+	if (bpf_map_update_elem(&offcpu_start, &tid, &st, BPF_NOEXIST))
+		return 0;
+	count(STAT_OFFCPU_SLEEPERS);
+	r->tgid = st.tgid;
+	r->tid = tid;
+	r->id = st.stack;
+	r->kind = st.kind;
+	r->uregs[UREG_IP] = r->uregs[UREG_SP] = r->uregs[UREG_BP] = 0;
+	if (t->mm && user_stacks) {
+		ur = (struct pt_regs *)bpf_task_pt_regs(t);
+		r->uregs[UREG_IP] = BPF_CORE_READ(ur, ip);
+		r->uregs[UREG_SP] = BPF_CORE_READ(ur, sp);
+		r->uregs[UREG_BP] = BPF_CORE_READ(ur, bp);
+	}
+	BPF_CORE_READ_STR_INTO(&r->comm, t, comm);
+	r->nkernel = 0;
+	if (kernel_stacks) {
+		n = bpf_get_task_stack(t, r->ips, sizeof(r->ips), 0);
+		if (n > 0)
+			r->nkernel = (__u32)n / sizeof(__u64);
+	}
+	n = r->nkernel;
+	/* Bounded for the verifier: at most MAX_FRAMES ips. */
+	n &= 127;
+	bpf_seq_write(ctx->meta->seq, r, offsetof(struct offcpu_sleeper, ips) + n * sizeof(__u64));
+	return 0;
+}
+
 /* Loaded with --off-cpu only; on_switch_compat for the compat sampler's
  * kernels (no ring-buffer dynptrs, no bpf_task_pt_regs). */
 SEC("?tp_btf/sched_switch")

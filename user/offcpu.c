@@ -2,6 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/uio.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "sample.skel.h"
@@ -32,7 +34,8 @@ struct acc {
 };
 
 static struct {
-	bool on, timelines;
+	bool on, timelines, sleepers;
+	uint32_t copy; /* user stack bytes copied of a sleeper */
 	uint64_t min_ns, stop_ns, flush_ns;
 	struct bpf_link *link;
 	VEC(struct ostack) stacks;
@@ -109,6 +112,16 @@ int offcpu_prepare(struct sample_bpf *skel, const struct offcpu_cfg *cfg, struct
 	skel->rodata->nr_cpus = cfg->nr_cpus;
 	bpf_program__set_autoload(
 	    cfg->compat ? skel->progs.on_switch_compat : skel->progs.on_switch, true);
+	/* Task iterators are 5.8's, bpf_get_task_stack 5.9's, but
+	 * bpf_task_pt_regs (the user registers of another task) is 5.15's:
+	 * the compat sampler's kernels go without. */
+	oc.sleepers = !cfg->compat;
+	bpf_program__set_autoload(skel->progs.offcpu_sleepers, oc.sleepers);
+	if (!oc.sleepers)
+		degraded_add(d, "--off-cpu sleepers",
+			     "no bpf_task_pt_regs (5.15): a thread asleep since before the start "
+			     "has no wait until it wakes, and none if it sleeps to the stop");
+	oc.copy = cfg->copy ? cfg->copy : 8192;
 	/* A thread waits in one place at a time: the waits in progress and the
 	 * sums by thread hold every thread there may be, four times those of
 	 * now (a server forks more under load). The sums by stack hold one
@@ -197,6 +210,101 @@ int offcpu_attach(struct sample_bpf *skel)
 		return err;
 	}
 	return 0;
+}
+
+/* One thread found off the CPU at the start, as an EV_OFFCPU_STACK of its
+ * id: its user stack read from its memory now (it is asleep, so it is
+ * what it was as it left the CPU), unwound as any off-CPU stack's. */
+static int sleeper_stack(struct procs *procs, const struct offcpu_sleeper *r, size_t nk)
+{
+	size_t ips = nk + (r->uregs[UREG_SP] != 0), size;
+	struct ev_sample *s;
+	struct iovec local, remote;
+	ssize_t got = 0;
+	int err;
+
+	size = sizeof(*s) + ips * sizeof(__u64) + (r->uregs[UREG_SP] ? oc.copy : 0);
+	s = calloc(1, size);
+	if (!s)
+		return -ENOMEM;
+	s->hdr = (struct ev_hdr){.type = EV_OFFCPU_STACK, .pid = r->tgid, .tid = r->tid};
+	memcpy(s->comm, r->comm, COMM_LEN);
+	s->comm[COMM_LEN - 1] = 0;
+	s->nkernel = (__u16)nk;
+	s->flags = SAMPLE_IN_KERNEL;
+	s->stack_id = r->id;
+	memcpy(s->uregs, r->uregs, sizeof(s->uregs));
+	memcpy(s->ips, r->ips, nk * sizeof(__u64));
+	if (r->uregs[UREG_SP]) {
+		s->ips[nk] = r->uregs[UREG_IP];
+		s->nuser = 1;
+		s->flags |= SAMPLE_DWARF;
+		local = (struct iovec){s->ips + ips, oc.copy};
+		remote = (struct iovec){(void *)(uintptr_t)r->uregs[UREG_SP], oc.copy};
+		/* Up to the first page that cannot be read (the stack's top). */
+		got = process_vm_readv((pid_t)r->tid, &local, 1, &remote, 1, 0);
+		if (got < 0)
+			got = 0;
+		if ((size_t)got < oc.copy)
+			s->flags |= SAMPLE_STACK_TRUNC;
+		s->stack_len = (__u32)got;
+	}
+	err = offcpu_on_stack(procs, s, sizeof(*s) + ips * sizeof(__u64) + (size_t)got);
+	free(s);
+	return err;
+}
+
+int offcpu_sleepers_read(struct sample_bpf *skel, struct procs *procs, pid_t held)
+{
+	struct bpf_link *link;
+	char *buf = NULL;
+	size_t len = 0, cap = 0, at, hdr = offsetof(struct offcpu_sleeper, ips);
+	ssize_t n;
+	int fd, err = 0;
+
+	if (!oc.on || !oc.sleepers)
+		return 0;
+	link = bpf_program__attach_iter(skel->progs.offcpu_sleepers, NULL);
+	fd = link ? bpf_iter_create(bpf_link__fd(link)) : -1;
+	if (fd < 0) {
+		warn("--off-cpu: the task iterator: %s; threads asleep since before the start "
+		     "have no wait until they wake",
+		     strerror(errno));
+		bpf_link__destroy(link);
+		return 0;
+	}
+	for (;;) {
+		if (fmt_grow((void **)&buf, &cap, len + 65536, 1)) {
+			err = -ENOMEM;
+			break;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n < 0)
+				warn("--off-cpu: reading the task iterator: %s", strerror(errno));
+			break;
+		}
+		len += (size_t)n;
+	}
+	close(fd);
+	bpf_link__destroy(link);
+	for (at = 0; !err && at + hdr <= len;) {
+		struct offcpu_sleeper r;
+		size_t nk;
+
+		memcpy(&r, buf + at, hdr);
+		nk = r.nkernel < MAX_FRAMES ? r.nkernel : MAX_FRAMES;
+		if (at + hdr + nk * sizeof(__u64) > len)
+			break;
+		memcpy(r.ips, buf + at + hdr, nk * sizeof(__u64));
+		at += hdr + nk * sizeof(__u64);
+		err = held > 0 && r.tgid == (__u32)held ? offcpu_drop_stack(r.id)
+							: sleeper_stack(procs, &r, nk);
+	}
+	free(buf);
+	return err;
 }
 
 void offcpu_detach(void)
@@ -585,7 +693,7 @@ int offcpu_collect(struct procs *procs, struct sample_bpf *skel)
 	vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
-	for (i = STAT_OFFCPU_SWITCHES; i <= STAT_OFFCPU_LOST_STARTS; i++)
+	for (i = STAT_OFFCPU_SWITCHES; i <= STAT_OFFCPU_SLEEPERS; i++)
 		if (!bpf_map_lookup_elem(sfd, &i, vals))
 			for (c = 0; c < ncpu; c++)
 				st[i] += vals[c];
@@ -603,6 +711,7 @@ int offcpu_collect(struct procs *procs, struct sample_bpf *skel)
 	    .thread_only_ns = st[STAT_OFFCPU_THREAD_ONLY_NS],
 	    .lost_events = st[STAT_OFFCPU_LOST_EVENTS],
 	    .lost_starts = st[STAT_OFFCPU_LOST_STARTS],
+	    .sleepers = st[STAT_OFFCPU_SLEEPERS],
 	    .min_ns = oc.min_ns,
 	    .open = oc.tot.open,
 	    .stale = st[STAT_OFFCPU_STALE],

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include "bpf/events.h"
 
 struct sample_bpf;
@@ -36,6 +37,12 @@ int offcpu_prepare(struct sample_bpf *skel, const struct offcpu_cfg *cfg, struct
 /* After the load: attaches the switch program. 0 or -errno after a message. */
 int offcpu_attach(struct sample_bpf *skel);
 void offcpu_detach(void);
+/* After offcpu_attach: the recorded threads off the CPU now start their
+ * wait here, with their stacks (a BPF task iterator); held: the command
+ * of `--`, still our fork before its exec, left out. 0 or -ENOMEM; a
+ * kernel that cannot is said at prepare (degraded), an iterator that
+ * fails in a warning. */
+int offcpu_sleepers_read(struct sample_bpf *skel, struct procs *procs, pid_t held);
 bool offcpu_on(void);
 
 /* Drained records: EV_OFFCPU_STACK and EV_OFFCPU. 0 or -ENOMEM. */
@@ -81,10 +88,11 @@ struct offcpu_totals {
 	uint64_t switches, waits, short_waits, short_ns, stacks, lost_stacks, lost;
 	uint64_t open, stale; /* waits still open at the stop; starts dropped */
 	uint64_t min_ns;
-	uint64_t lost_ns;			/* the lost waits' time */
-	uint64_t thread_only, thread_only_ns;	/* waits counted under their thread, no stack */
-	uint64_t lost_events;			/* waits missing from the XRay timelines */
-	uint64_t lost_starts;			/* waits not measured: offcpu_start full */
+	uint64_t lost_ns;		      /* the lost waits' time */
+	uint64_t thread_only, thread_only_ns; /* waits counted under their thread, no stack */
+	uint64_t lost_events;		      /* waits missing from the XRay timelines */
+	uint64_t lost_starts;		      /* waits not measured: offcpu_start full */
+	uint64_t sleepers; /* threads off the CPU at the start, their waits counted from it */
 	uint32_t sums_entries, threads_entries; /* the maps' sizes */
 };
 void offcpu_totals(struct offcpu_totals *t);

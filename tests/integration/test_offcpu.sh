@@ -5,7 +5,7 @@ source "$(dirname "$0")/lib.sh"
 
 ALL=(offcpu_all_exited offcpu_known_waits_pprof offcpu_kernel_frames offcpu_cpu_view offcpu_wall_view offcpu_labels
 	offcpu_xray_account offcpu_xray_trace_event offcpu_summary offcpu_futex offcpu_min offcpu_callers offcpu_open_at_stop offcpu_thread_only
-	offcpu_flat_names_wait offcpu_readme_commands offcpu_printed_commands offcpu_folded_views)
+	offcpu_flat_names_wait offcpu_readme_commands offcpu_printed_commands offcpu_folded_views offcpu_sleeper)
 require_bpf "${ALL[@]}"
 
 # cum of a function in `pprof -top -unit=ms` output, in ms (0 when absent).
@@ -61,7 +61,7 @@ t=offcpu_kernel_frames
 tr=$("$PPROF" -sample_index=offcpu -traces "$P" 2>/dev/null)
 if traces_with sleep_wait do_nanosleep hrtimer_nanosleep <<<"$tr" | grep -q . &&
 	traces_with pipe_wait pipe_read <<<"$tr" | grep -q . && ! grep -q bpf_prog <<<"$tr" &&
-	! grep -Eq '^ +(__schedule|schedule)$' <<<"$tr"; then
+	! traces_with 'offcpu:' <<<"$tr" | grep -Eq '^ +(__schedule|schedule)$'; then
 	pass $t
 else
 	fail $t "no do_nanosleep under sleep_wait or pipe_read under pipe_wait"
@@ -139,7 +139,7 @@ s = json.load(open(sys.argv[1]))
 o = s["offcpu"]
 p = s["processes"][0]
 # main: 2 s + 1 s blocked; writer: 4 s; plus preemptions.
-ok = o["switches"] >= o["waits"] > 3 and o["lost_waits"] == 0 and o["lost_stacks"] == 0 \
+ok = o["switches"] + o["sleepers_at_start"] >= o["waits"] > 3 and o["lost_waits"] == 0 and o["lost_stacks"] == 0 \
     and 6.9e9 <= p["offcpu_ns"] <= 9e9
 if not ok:
     print(o, p.get("offcpu_ns"), file=sys.stderr)
@@ -297,4 +297,26 @@ if within "$(awk -v a="$fo" 'BEGIN { print a / 1000 }')" "${po:-0}" 5 && within 
 	pass $t
 else
 	fail $t "off-CPU folded $fo us, pprof $po ms; wall folded $fw us, pprof $pw ms; do_nanosleep leaves $fn us"
+fi
+
+# A thread asleep from before the start to after the stop: its wait is the
+# whole recording, with its stack (the task iterator at the start). Before,
+# it had no off-CPU time at all. The kernel's walk of a sleeping task leaves
+# out the __sched functions (do_nanosleep): its stack starts at
+# hrtimer_nanosleep.
+t=offcpu_sleeper
+sleep 30 & sl=$!
+sleep 0.2
+"$REC" -q --off-cpu -p $sl -d 2 -o "$TMP/s" 2>"$TMP/s.err"
+kill $sl; wait $sl 2>/dev/null
+str=$("$PPROF" -sample_index=offcpu -unit=ms -traces "$TMP/s/profile.pb.gz" 2>/dev/null)
+stot=$("$PPROF" -sample_index=offcpu -unit=ms -top "$TMP/s/profile.pb.gz" 2>/dev/null | sed -n 's/.*Total samples = \([0-9.]*\)ms.*/\1/p')
+sst=$(python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))["offcpu"]; print(o["sleepers_at_start"], o["open_waits"])' "$TMP/s/summary.json" 2>/dev/null)
+if within "${stot:-0}" 2000 100 && traces_with hrtimer_nanosleep 'clock_nanosleep' '__libc_start_main' <<<"$str" | grep -q . &&
+	[ "$sst" = "1 1" ]; then
+	pass $t
+else
+	fail $t "off-CPU ${stot:-none} ms (want 2000), sleepers and open waits: ${sst:-none}"
+	head -30 <<<"$str" >&2
+	cat "$TMP/s.err" >&2
 fi
