@@ -151,6 +151,26 @@ struct offcpu_stack_key {
 	__u32 kind, pad;
 };
 
+/* Where the user stack of a place (tgid, ip, sp, bp) keeps its return
+ * addresses: the word offsets from sp of the first OFFCPU_SIG_MAX frames'
+ * return addresses within OFFCPU_SIGWIN bytes, found by user space in the
+ * first stack unwound there (offcpu_sigs map). Once a place has one, its
+ * offcpu_stack_key's uhash is a hash of those words alone (pad 1), not of
+ * every word that looks like code: a heap pointer in a local no longer
+ * makes the same stack a new key, and two call paths still differ by
+ * their return addresses. */
+#define OFFCPU_SIG_MAX 32
+#define OFFCPU_SIGWIN  2048
+struct offcpu_sig_key {
+	__u32 tgid, pad;
+	__u64 ip, sp, bp;
+};
+struct offcpu_sig {
+	__u32 n;   /* offsets */
+	__u32 len; /* bytes from sp that hold them */
+	__u16 off[OFFCPU_SIG_MAX];
+};
+
 /* Key and value of offcpu_sums0/1. stack: an EV_OFFCPU_STACK's stack_id,
  * or 0 when its record was lost (and in offcpu_tsums0/1). */
 struct offcpu_key {

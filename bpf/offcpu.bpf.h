@@ -38,6 +38,14 @@ struct {
 	__type(value, __u32);
 } offcpu_stack_ids SEC(".maps");
 
+/* Filled by user space (offcpu_on_stack): see struct offcpu_sig. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct offcpu_sig_key);
+	__type(value, struct offcpu_sig);
+} offcpu_sigs SEC(".maps");
+
 /* Sized by the loader (offcpu_prepare): the threads that may wait at once. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -230,6 +238,39 @@ static __always_inline void offcpu_user_hash(struct scratch *sc, struct offcpu_s
 	k->uhash = h;
 }
 
+/* The hash of a place's return addresses, where user space found them
+ * (struct offcpu_sig): true when it has them. */
+static __always_inline bool offcpu_sig_hash(struct scratch *sc, struct offcpu_stack_key *k)
+{
+	struct offcpu_sig_key sk = {.tgid = k->tgid, .ip = k->ip, .sp = k->sp, .bp = k->bp};
+	struct offcpu_sig *sig;
+	__u64 *w = (__u64 *)sc->stack, h = 0x51a7;
+	__u32 len, i, o;
+
+	if (!user_stacks || !k->sp)
+		return false;
+	sig = bpf_map_lookup_elem(&offcpu_sigs, &sk);
+	if (!sig)
+		return false;
+	len = sig->len;
+	if (len > OFFCPU_SIGWIN)
+		len = OFFCPU_SIGWIN;
+	if (len < 8)
+		len = 8;
+	/* What the first stack there had: readable as long as sp is. */
+	if (bpf_probe_read_user(w, len, (void *)k->sp))
+		return false;
+	for (i = 0; i < OFFCPU_SIG_MAX; i++) {
+		if (i >= sig->n)
+			break;
+		o = sig->off[i] & (OFFCPU_SIGWIN / 8 - 1);
+		h = offcpu_mix(h, w[o]);
+	}
+	k->uhash = h;
+	k->pad = 1;
+	return true;
+}
+
 /* prev leaves the CPU: the wait starts. */
 static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, const bool compat)
 {
@@ -271,7 +312,8 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, cons
 			k.sp = BPF_CORE_READ(ur, sp);
 			k.bp = BPF_CORE_READ(ur, bp);
 		}
-		offcpu_user_hash(sc, &k);
+		if (!offcpu_sig_hash(sc, &k))
+			offcpu_user_hash(sc, &k);
 	} else {
 		k.kstack = kernel_stacks ? bpf_get_stackid(ctx, &offcpu_kstacks, 0) : -1;
 	}
@@ -393,6 +435,9 @@ struct {
 	__type(value, struct offcpu_sleeper);
 } offcpu_sleeper_buf SEC(".maps");
 
+#define OFFCPU_SLEEPER_ID 0x80000000u
+__u32 offcpu_sleeper_next = 0; /* one iterator runs, once */
+
 /* Run once as the recording starts, after on_switch is attached: each
  * recorded thread that is off the CPU now (asleep, or runnable and
  * waiting for one) starts its wait here, so that a thread asleep from
@@ -406,7 +451,7 @@ int offcpu_sleepers(struct bpf_iter__task *ctx)
 	struct offcpu_start st = {};
 	struct offcpu_sleeper *r;
 	struct pt_regs *ur;
-	__u32 zero = 0, tid, *next;
+	__u32 zero = 0, tid;
 	long state, n;
 
 	if (!t)
@@ -418,15 +463,16 @@ int offcpu_sleepers(struct bpf_iter__task *ctx)
 	if (state & OFFCPU_TASK_DEAD)
 		return 0;
 	r = bpf_map_lookup_elem(&offcpu_sleeper_buf, &zero);
-	next = bpf_map_lookup_elem(&offcpu_next_id, &zero);
-	if (!r || !next)
+	if (!r)
 		return 0;
-	*next += 1;
 	st.ts = bpf_ktime_get_ns();
 	st.switches = task_switches(t);
 	st.kind = state == 0 ? OFFCPU_PREEMPTED : OFFCPU_BLOCKED;
 	st.tgid = t->tgid;
-	st.stack = *next * nr_cpus + bpf_get_smp_processor_id();
+	/* Ids of their own (top bit set): the iterator may be preempted, and
+	 * a switch on its CPU take the next per-CPU id between its read and
+	 * its write of the counter. */
+	st.stack = OFFCPU_SLEEPER_ID | ++offcpu_sleeper_next;
 	if (bpf_map_update_elem(&offcpu_start, &tid, &st, BPF_NOEXIST))
 		return 0;
 	count(STAT_OFFCPU_SLEEPERS);

@@ -35,6 +35,8 @@ struct acc {
 
 static struct {
 	bool on, timelines, sleepers;
+	int sigs_fd;   /* offcpu_sigs, once loaded; -1 before */
+	uint64_t sigs; /* places given one */
 	uint32_t copy; /* user stack bytes copied of a sleeper */
 	uint64_t min_ns, stop_ns, flush_ns;
 	struct bpf_link *link;
@@ -104,6 +106,7 @@ int offcpu_prepare(struct sample_bpf *skel, const struct offcpu_cfg *cfg, struct
 		return 0;
 	}
 	oc.on = true;
+	oc.sigs_fd = -1;
 	oc.min_ns = cfg->min_ns;
 	oc.timelines = cfg->timelines;
 	skel->rodata->offcpu_min_ns = cfg->min_ns;
@@ -202,6 +205,7 @@ int offcpu_attach(struct sample_bpf *skel)
 
 	if (!oc.on)
 		return 0;
+	oc.sigs_fd = bpf_map__fd(skel->maps.offcpu_sigs);
 	oc.link = bpf_program__attach(prog);
 	if (!oc.link) {
 		int err = -errno;
@@ -372,6 +376,51 @@ static const char *wait_name(const struct ev_sample *s, uint32_t kind)
 	return d;
 }
 
+/* The place's return addresses in the stack unwound from its first wait
+ * there (struct offcpu_sig): each caller frame's return address looked for
+ * in the copy, going up from the last one found, within OFFCPU_SIGWIN
+ * bytes of sp. The sig then hashes the frames' own words, which stay the
+ * same while the thread waits there again through the same calls. Only
+ * for a copied stack (DWARF): a place keeps the heuristic key otherwise. */
+static void install_sig(const struct proc *p, const struct ev_sample *s, uint32_t stack)
+{
+	struct offcpu_sig_key k = {.tgid = s->hdr.pid,
+				   .ip = s->uregs[UREG_IP],
+				   .sp = s->uregs[UREG_SP],
+				   .bp = s->uregs[UREG_BP]};
+	struct offcpu_sig sig = {0};
+	const unsigned char *bytes = (const unsigned char *)&s->ips[s->nkernel + s->nuser];
+	size_t words = (s->stack_len < OFFCPU_SIGWIN ? s->stack_len : OFFCPU_SIGWIN) / 8, at = 0;
+	const uint32_t *ids;
+	uint32_t nk, nu, i;
+
+	if (oc.sigs_fd < 0 || !(s->flags & SAMPLE_DWARF) || !s->stack_len || !k.sp)
+		return;
+	ids = proc_stack(p, stack, &nk, &nu);
+	if (!ids)
+		return;
+	/* ids: the kernel frames, then the user frames leaf first; a caller
+	 * frame's pc is its return address - 1. */
+	for (i = 1; i < nu && sig.n < OFFCPU_SIG_MAX; i++) {
+		uint64_t ra = p->frames.v[ids[nk + i]].pc + 1, w;
+
+		for (; at < words; at++) {
+			memcpy(&w, bytes + at * 8, 8);
+			if (w == ra)
+				break;
+		}
+		if (at >= words)
+			break;
+		sig.off[sig.n++] = (uint16_t)at++;
+	}
+	if (!sig.n)
+		return;
+	sig.len = (uint32_t)(sig.off[sig.n - 1] + 1) * 8;
+	/* The first stack's: a place's sig does not change. */
+	bpf_map_update_elem(oc.sigs_fd, &k, &sig, BPF_NOEXIST);
+	oc.sigs++;
+}
+
 int offcpu_on_stack(struct procs *procs, const struct ev_sample *s, size_t size)
 {
 	size_t ips = (size_t)s->nkernel + s->nuser, skip = 0, i, len;
@@ -408,6 +457,8 @@ int offcpu_on_stack(struct procs *procs, const struct ev_sample *s, size_t size)
 	c->nkernel -= skip;
 	err = proc_intern_record(procs, c, &p, &o.stack);
 	o.what = wait_name(c, OFFCPU_BLOCKED);
+	if (!err)
+		install_sig(p, c, o.stack);
 	free(c);
 	if (err)
 		return err;

@@ -8,8 +8,12 @@
  * holding it ~1 ms of CPU: each waits for the other in pthread_mutex_lock.
  * callers: the main thread blocks on a pipe read in read_a until 0.5 s,
  * then in read_b until 1.5 s: two call paths with the same user ip, sp, bp
- * and system call, which differ only in their return addresses. */
+ * and system call, which differ only in their return addresses.
+ * repeat: the main thread blocks 300 times on a pipe read in read_heap,
+ * each time with another heap block's address in its frame; a second
+ * thread writes every 2 ms: one stack, however often it waits. */
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -104,6 +108,33 @@ static void *writer_ab(void *arg)
 	return NULL;
 }
 
+#define REPEATS 300
+
+/* The block's address in the frame, near sp, where the heuristic key
+ * hashed every word that looked like a code address. */
+static void __attribute__((noinline)) read_heap(void *block)
+{
+	void *volatile keep[2] = {block, block};
+	char c;
+
+	if (read(fds[0], &c, 1) != 1)
+		perror("read");
+	sink += (unsigned long)keep[0] & 1;
+}
+
+static void *repeat_writer(void *arg)
+{
+	struct timespec ts = {0, 2000000};
+
+	(void)arg;
+	for (int i = 0; i < REPEATS; i++) {
+		nanosleep(&ts, NULL);
+		if (write(fds[1], "x", 1) != 1)
+			perror("write");
+	}
+	return NULL;
+}
+
 static void __attribute__((noinline)) take_lock(double hold, double end)
 {
 	while (since_start() < end) {
@@ -146,6 +177,15 @@ int main(int argc, char **argv)
 	}
 	if (pipe(fds))
 		return 1;
+	if (argc > 1 && !strcmp(argv[1], "repeat")) {
+		static void *blocks[REPEATS];
+
+		pthread_create(&a, NULL, repeat_writer, NULL);
+		for (int i = 0; i < REPEATS; i++)
+			read_heap(blocks[i] = malloc(4096 + 64 * i));
+		pthread_join(a, NULL);
+		return 0;
+	}
 	pthread_create(&a, NULL, writer, NULL);
 	burn_cpu();
 	sleep_wait();
