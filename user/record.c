@@ -885,13 +885,14 @@ static int rec_attach(struct recorder *r)
 			   &r->links, &r->nlinks, &r->event) ||
 	    offcpu_attach(r->skel))
 		return -1;
+
+	r->start_ns = now_ns(CLOCK_MONOTONIC);
+	ri->start_realtime_ns = now_ns(CLOCK_REALTIME);
+	/* After the start: their waits count from it, within the duration. */
 	if (offcpu_sleepers_read(r->skel, &r->procs, r->target.child)) {
 		err("--off-cpu: out of memory");
 		return -1;
 	}
-
-	r->start_ns = now_ns(CLOCK_MONOTONIC);
-	ri->start_realtime_ns = now_ns(CLOCK_REALTIME);
 	ri->freq = env.freq;
 	ri->ringbuf_mb = env.ringbuf_mb;
 	ri->event = r->event;

@@ -6,7 +6,7 @@
 # this test's own, started and stopped here.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(follow_nginx_workers follow_nginx_no_inherit follow_postgres_all)
+ALL=(follow_nginx_workers follow_nginx_no_inherit follow_postgres_all offcpu_postgres_vs_offcputime)
 require_bpf "${ALL[@]}"
 
 # A free loopback TCP port.
@@ -119,5 +119,80 @@ if require_tool pgbench $t && [ -x "$PGBIN/initdb" ] || { fail $t "no $PGBIN/ini
 		cat "$TMP/p1.err" "$pg/start.out" >&2
 	fi
 	wait "$bench" 2>/dev/null
+
+	# --off-cpu -a beside libbpf-tools' offcputime, both on the switch
+	# tracepoint at once, pgbench with 8 clients throughout: no wait lost;
+	# every postgres process (alive through the recording) was on or off
+	# the CPU for the whole window: its CPU time (samples) plus its
+	# off-CPU time is the window's length, within 2 % (a sleep across the
+	# start or the stop counts up to it; the WAL writer and background
+	# writer hibernate for seconds); and each backend's share of the
+	# backends' off-CPU time is offcputime's, within 2 %. Shares, not
+	# seconds: offcputime's window has no exact end (it keeps adding while
+	# it prints, stack by stack), and its complete waits leave out the
+	# sleeps across its edges. 10 s: the backends' waits (ms each,
+	# thousands a second) average out; the issue's 60 s would cost a
+	# minute of CI for the same checks.
+	t=offcpu_postgres_vs_offcputime
+	if require_tool offcputime $t; then
+		REC_S=10 OC_S=12
+		pgb -c 8 -j 2 -T $((OC_S + 6)) postgres >"$pg/bench2.out" 2>&1 &
+		bench=$!
+		sleep 1
+		offcputime -m 0 --stack-storage-size 65536 $OC_S >"$TMP/oc.out" 2>"$TMP/oc.err" &
+		oc=$!
+		sleep 1
+		"$REC" -a --off-cpu -F 49 -d $REC_S -o "$TMP/p2" 2>"$TMP/p2.err" &
+		rec=$!
+		sleep 2
+		# The processes (pgbench's clients' backends among them) while both
+		# record.
+		ps -o pid=,args= --ppid "$pm" >"$TMP/pgprocs"
+		wait $rec
+		wait $oc
+		if python3 - "$TMP/p2/summary.json" "$TMP/oc.out" "$TMP/pgprocs" <<'PY'; then
+import json, re, sys
+summary, ocout, procs = sys.argv[1:4]
+s = json.load(open(summary))
+o, win, period = s["offcpu"], s["duration_s"], 1 / s["frequency_hz"]
+procs = dict(l.strip().split(None, 1) for l in open(procs) if l.strip())
+backends = [p for p, a in procs.items() if "postgres postgres 127.0.0.1" in a]
+rows = {str(p["pid"]): p for p in s["processes"]}
+oc, cur = {}, None
+for line in open(ocout):
+    m = re.match(r"^\s+-\s+.* \((\d+)\)$", line)
+    if m:
+        cur = m.group(1)
+    elif cur and line.strip().isdigit():
+        oc[cur] = oc.get(cur, 0) + int(line.strip()) / 1e6
+        cur = None
+bad = []
+rec_b = sum(rows[p].get("offcpu_ns", 0) / 1e9 for p in backends if p in rows)
+oc_b = sum(oc.get(p, 0) for p in backends)
+for p, a in sorted(procs.items(), key=lambda x: int(x[0])):
+    r = rows.get(p, {})
+    off, cpu = r.get("offcpu_ns", 0) / 1e9, r.get("samples", 0) * period
+    wall_ok = abs(off + cpu - win) <= 0.02 * win
+    line = f"  {p} {a[:40]}: off-CPU {off:.3f} s + CPU {cpu:.3f} s of {win:.3f} s"
+    if p in backends:
+        rs, cs = off / rec_b if rec_b else 0, oc.get(p, 0) / oc_b if oc_b else 0
+        share_ok = cs > 0 and abs(rs - cs) <= 0.02 * cs
+        line += f"; share {rs:.4f}, offcputime's {cs:.4f} ({oc.get(p, 0):.3f} s in ~{12} s)"
+        wall_ok = wall_ok and share_ok
+    print(line + ("" if wall_ok else "  <--"), file=sys.stderr)
+    if not wall_ok:
+        bad.append(p)
+lost = o["lost_waits"] + o["lost_starts"] + o["thread_only_waits"]
+print(f"  waits lost {lost} (lost {o['lost_waits']}, not measured {o['lost_starts']}, "
+      f"under their thread only {o['thread_only_waits']}); stacks lost {o['lost_stacks']}", file=sys.stderr)
+sys.exit(0 if not bad and lost == 0 and len(backends) == 8 else 1)
+PY
+			pass $t
+		else
+			fail $t "waits lost, or a process's CPU + off-CPU time is not the window, or a backend's share is not offcputime's (above)"
+			grep -v '^  ' "$TMP/p2.err" >&2
+		fi
+		wait "$bench" 2>/dev/null
+	fi
 	as_pg "$PGBIN/pg_ctl" -D "$pg/data" -m immediate stop >/dev/null 2>&1
 fi
