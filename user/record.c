@@ -256,10 +256,10 @@ static unsigned ringbuf_size_mb(void)
 	uint64_t rec = env.call_graph == CG_FP || env.no_user ? 256 : env.stack_copy * 3 / 4 + 512;
 	uint64_t bytes = (uint64_t)libbpf_num_possible_cpus() * env.freq * rec / 4;
 	/* --off-cpu with timelines sends a 40-byte record per wait: 8 MiB
-	 * holds a quarter second of a million. Under -a, each thread's first
-	 * wait sends its stack (a stack copy each) as the recording starts:
-	 * 16 MiB holds about 2,000 of them at once. */
-	unsigned mb = env.ntraces ? 16 : env.off_cpu ? (env.all ? 16 : 8) : 1;
+	 * holds a quarter second of a million. (16 MiB under -a held more of
+	 * the stacks sent at the start, but its pages, mapped twice, cost up
+	 * to 32 MiB of RSS: docs/benchmarks.md, bench-offcpu.sh server.) */
+	unsigned mb = env.ntraces ? 16 : env.off_cpu ? 8 : 1;
 
 	while (((uint64_t)mb << 20) < bytes && mb < 1024)
 		mb <<= 1;

@@ -11,7 +11,10 @@
  * and system call, which differ only in their return addresses.
  * repeat: the main thread blocks 300 times on a pipe read in read_heap,
  * each time with another heap block's address in its frame; a second
- * thread writes every 2 ms: one stack, however often it waits. */
+ * thread writes every 2 ms: one stack, however often it waits.
+ * pollwork: 150 times, poll_wait blocks 10 ms in poll, then work burns
+ * 4 ms of CPU, both called from poll_loop: XRay timelines after a wait. */
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -122,6 +125,24 @@ static void __attribute__((noinline)) read_heap(void *block)
 	sink += (unsigned long)keep[0] & 1;
 }
 
+static void __attribute__((noinline)) poll_wait(void)
+{
+	poll(NULL, 0, 10);
+}
+
+static void __attribute__((noinline)) work(void)
+{
+	spin_until(since_start() + 0.004);
+}
+
+static void __attribute__((noinline)) poll_loop(void)
+{
+	for (int i = 0; i < 150; i++) {
+		poll_wait();
+		work();
+	}
+}
+
 static void *repeat_writer(void *arg)
 {
 	struct timespec ts = {0, 2000000};
@@ -164,6 +185,10 @@ int main(int argc, char **argv)
 		pthread_create(&b, NULL, locker, NULL);
 		pthread_join(a, NULL);
 		pthread_join(b, NULL);
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "pollwork")) {
+		poll_loop();
 		return 0;
 	}
 	if (argc > 1 && !strcmp(argv[1], "callers")) {
