@@ -73,15 +73,25 @@ if [ "${1:-}" = server ]; then
 	sleep 2
 	# NAME PROG CMD...: "NAME cpu_s_per_s rss_kib bpf_s user_sys_s".
 	cost() {
-		local name=$1 prog=$2 pid a b
+		local name=$1 prog=$2 pid a= b= c
 		shift 2
 		/usr/bin/time -f '%U %S %M' -o "$TMP/$name.time" "$@" > /dev/null 2> "$TMP/$name.err" &
 		pid=$!
-		# The tool's own switch program: the newest of that name. Its
-		# BPF time from the load on (the whole run), as the process's.
-		for _ in $(seq 300); do a=$(prog_stats "$prog"); [ -n "$a" ] && break; sleep 0.05; done
+		# The tool's own switch program, among those its process (time's
+		# child) holds: other recorders may run on the machine. Its BPF
+		# time from the load on (the whole run), as the process's.
+		local tool=
+		for _ in $(seq 300); do
+			tool=${tool:-$(pgrep -P $pid | head -1)}
+			[ -n "$tool" ] && a=$(prog_stats "$prog" "$tool") && [ -n "$a" ] && break
+			sleep 0.05
+		done
 		b=$a
-		while kill -0 $pid 2> /dev/null; do b=$(prog_stats "$prog") || true; sleep 0.2; done
+		while kill -0 $pid 2> /dev/null; do
+			c=$(prog_stats "$prog" "$tool") || true
+			[ -n "$c" ] && b=$c
+			sleep 0.2
+		done
 		wait $pid || true
 		# No program seen (a run too short to catch it): BPF time 0.
 		[ -n "$a" ] && [ -n "$b" ] || a="0 0 0" b="0 0 0"
