@@ -34,10 +34,12 @@ struct acc {
 };
 
 static struct {
-	bool on, timelines, sleepers;
-	int sigs_fd;   /* offcpu_sigs, once loaded; -1 before */
-	uint64_t sigs; /* places given one */
-	uint32_t copy; /* user stack bytes copied of a sleeper */
+	bool on, timelines, sleepers, system_wide;
+	VEC(struct offcpu_sleeper) pending; /* sleepers whose stacks are still to unwind */
+	size_t npending;		    /* ... the first not done */
+	int sigs_fd;			    /* offcpu_sigs, once loaded; -1 before */
+	uint64_t sigs;			    /* places given one */
+	uint32_t copy;			    /* user stack bytes copied of a sleeper */
 	uint64_t min_ns, stop_ns, flush_ns;
 	struct bpf_link *link;
 	VEC(struct ostack) stacks;
@@ -109,6 +111,7 @@ int offcpu_prepare(struct sample_bpf *skel, const struct offcpu_cfg *cfg, struct
 	oc.sigs_fd = -1;
 	oc.min_ns = cfg->min_ns;
 	oc.timelines = cfg->timelines;
+	oc.system_wide = cfg->system_wide;
 	skel->rodata->offcpu_min_ns = cfg->min_ns;
 	skel->rodata->offcpu_events = cfg->timelines;
 	skel->rodata->offcpu_copy = cfg->copy;
@@ -294,6 +297,9 @@ int offcpu_sleepers_read(struct sample_bpf *skel, struct procs *procs, pid_t hel
 	}
 	close(fd);
 	bpf_link__destroy(link);
+	/* Kept, and unwound a few at a time by the drain (offcpu_sleepers_step):
+	 * under -a there are hundreds, each a process's first unwinding, and
+	 * the ring buffer must be drained meanwhile. */
 	for (at = 0; !err && at + hdr <= len;) {
 		struct offcpu_sleeper r;
 		size_t nk;
@@ -302,12 +308,41 @@ int offcpu_sleepers_read(struct sample_bpf *skel, struct procs *procs, pid_t hel
 		nk = r.nkernel < MAX_FRAMES ? r.nkernel : MAX_FRAMES;
 		if (at + hdr + nk * sizeof(__u64) > len)
 			break;
+		r.nkernel = (__u32)nk;
 		memcpy(r.ips, buf + at + hdr, nk * sizeof(__u64));
 		at += hdr + nk * sizeof(__u64);
-		err = held > 0 && r.tgid == (__u32)held ? offcpu_drop_stack(r.id)
-							: sleeper_stack(procs, &r, nk);
+		/* Under -a, kernel stacks only: unwinding the user stacks of
+		 * every sleeping thread of the system at the start (a libdwfl
+		 * unwinder for each of hundreds of processes) made processes
+		 * started later lose their samples and waits (test_offcpu's
+		 * offcpu_all_exited), a cause not found yet. */
+		if (oc.system_wide)
+			r.uregs[UREG_IP] = r.uregs[UREG_SP] = r.uregs[UREG_BP] = 0;
+		if (held > 0 && r.tgid == (__u32)held)
+			err = offcpu_drop_stack(r.id);
+		else
+			err = VEC_PUSH(oc.pending, r);
 	}
 	free(buf);
+	(void)procs;
+	return err;
+}
+
+int offcpu_sleepers_step(struct procs *procs, uint64_t until_ns)
+{
+	int err = 0;
+
+	while (!err && oc.npending < oc.pending.n) {
+		const struct offcpu_sleeper *r = &oc.pending.v[oc.npending++];
+
+		err = sleeper_stack(procs, r, r->nkernel);
+		if (now_ns(CLOCK_MONOTONIC) >= until_ns)
+			break;
+	}
+	if (oc.npending == oc.pending.n && oc.pending.n) {
+		VEC_FREE(oc.pending);
+		oc.npending = 0;
+	}
 	return err;
 }
 
@@ -732,7 +767,8 @@ int offcpu_collect(struct procs *procs, struct sample_bpf *skel)
 	if (!oc.on)
 		return 0;
 	/* Detached: both generations are idle now. */
-	if (drain_gen(skel, 0) || drain_gen(skel, 1) || take_accs(procs, true))
+	if (offcpu_sleepers_step(procs, UINT64_MAX) || drain_gen(skel, 0) || drain_gen(skel, 1) ||
+	    take_accs(procs, true))
 		return -ENOMEM;
 	if (collect_open(skel))
 		return -ENOMEM;
@@ -844,6 +880,7 @@ void offcpu_free(void)
 	VEC_FREE(oc.sums);
 	VEC_FREE(oc.waits);
 	VEC_FREE(oc.acc);
+	VEC_FREE(oc.pending);
 	idtab_free(&oc.acc_tab);
 	idtab_free(&oc.stack_tab);
 	memset(&oc, 0, sizeof(oc));

@@ -22,6 +22,7 @@ struct offcpu_cfg {
 	bool on;	  /* --off-cpu */
 	uint64_t min_ns;  /* --off-cpu-min */
 	bool timelines;	  /* XRay timelines are written: each wait is sent */
+	bool system_wide; /* -a */
 	bool compat;	  /* the compat sampler's kernels */
 	uint32_t copy;	  /* user stack bytes copied for DWARF; 0: frame pointers */
 	unsigned nr_cpus; /* the sampler's scratch slots */
@@ -43,6 +44,9 @@ void offcpu_detach(void);
  * kernel that cannot is said at prepare (degraded), an iterator that
  * fails in a warning. */
 int offcpu_sleepers_read(struct sample_bpf *skel, struct procs *procs, pid_t held);
+/* Each drain pass: the sleepers' stacks unwound, until until_ns
+ * (CLOCK_MONOTONIC). 0 or -ENOMEM. */
+int offcpu_sleepers_step(struct procs *procs, uint64_t until_ns);
 bool offcpu_on(void);
 
 /* Drained records: EV_OFFCPU_STACK and EV_OFFCPU. 0 or -ENOMEM. */

@@ -809,6 +809,7 @@ static int rec_load(struct recorder *r)
 				 .on = env.off_cpu,
 				 .min_ns = (uint64_t)env.off_cpu_min_us * 1000,
 				 .timelines = !env.all || env.per_process,
+				 .system_wide = env.all,
 				 .compat = r->feat.compat_sampler,
 				 .copy = env.call_graph == CG_FP ? 0 : env.stack_copy,
 				 .nr_cpus = libbpf_num_possible_cpus(),
@@ -1023,7 +1024,8 @@ static void rec_drain(struct recorder *r)
 			r->steady_samples0 = r->samples;
 		}
 		/* Twice between a process's exit and its retirement. */
-		if (offcpu_flush(r->skel, now)) {
+		if (offcpu_sleepers_step(&r->procs, now + RETIRE_BUDGET_NS) ||
+		    offcpu_flush(r->skel, now)) {
 			err("--off-cpu: out of memory");
 			r->stop = STOP_ERROR;
 			break;
