@@ -123,7 +123,7 @@ struct ev_call {
  * blocked (its state not TASK_RUNNING: a sleep, a lock, I/O) or preempted
  * (still runnable). Its stack is taken as it leaves; the wait ends when it
  * runs again. Waits are summed in BPF by (tgid, tid, stack, kind) in the
- * offcpu_sums map; user space reads it at the end. */
+ * offcpu_sums0/1 maps; user space drains them every 0.2 s. */
 enum offcpu_kind { OFFCPU_BLOCKED = 0, OFFCPU_PREEMPTED = 1 };
 
 /* Identity of an off-CPU stack for the dedupe: a thread blocking again with
@@ -151,8 +151,28 @@ struct offcpu_stack_key {
 	__u32 kind, pad;
 };
 
-/* Key and value of offcpu_sums. stack: an EV_OFFCPU_STACK's stack_id, or 0
- * when its record was lost. */
+/* Where the user stack of a place (tgid, ip, sp, bp) keeps its return
+ * addresses: the word offsets from sp of the first OFFCPU_SIG_MAX frames'
+ * return addresses within OFFCPU_SIGWIN bytes, found by user space in the
+ * first stack unwound there (offcpu_sigs map). Once a place has one, its
+ * offcpu_stack_key's uhash is a hash of those words alone (pad 1), not of
+ * every word that looks like code: a heap pointer in a local no longer
+ * makes the same stack a new key, and two call paths still differ by
+ * their return addresses. */
+#define OFFCPU_SIG_MAX 32
+#define OFFCPU_SIGWIN  2048
+struct offcpu_sig_key {
+	__u32 tgid, pad;
+	__u64 ip, sp, bp;
+};
+struct offcpu_sig {
+	__u32 n;   /* offsets */
+	__u32 len; /* bytes from sp that hold them */
+	__u16 off[OFFCPU_SIG_MAX];
+};
+
+/* Key and value of offcpu_sums0/1. stack: an EV_OFFCPU_STACK's stack_id,
+ * or 0 when its record was lost (and in offcpu_tsums0/1). */
 struct offcpu_key {
 	__u32 tgid, tid, stack, kind;
 };
@@ -168,6 +188,18 @@ struct offcpu_start {
 	__u64 ts, switches;
 	__u32 stack, kind;
 	__u32 tgid, pad;
+};
+
+/* A thread already off the CPU as the recording starts (the BPF task
+ * iterator offcpu_sleepers, written to its seq file): its wait counts from
+ * the start, under stack id; user space copies its user stack from sp and
+ * sends it on as that id's EV_OFFCPU_STACK. */
+struct offcpu_sleeper {
+	__u32 tgid, tid, id, kind;
+	__u64 uregs[UREG_NR]; /* zero for kernel threads */
+	char comm[COMM_LEN];
+	__u32 nkernel, pad;
+	__u64 ips[MAX_FRAMES]; /* nkernel kernel ips written */
 };
 
 /* With XRay timelines: one per wait of at least --off-cpu-min. hdr: the
@@ -216,8 +248,14 @@ enum stat_idx {
 	STAT_OFFCPU_SHORT_NS,	 /* ... their total time */
 	STAT_OFFCPU_STACKS,	 /* new stacks walked and sent (EV_OFFCPU_STACK) */
 	STAT_OFFCPU_LOST_STACKS, /* ... that the ring buffer could not take */
-	STAT_OFFCPU_LOST,	 /* waits lost: offcpu_sums full, or their event not taken */
+	STAT_OFFCPU_LOST,	 /* waits lost: the sums' maps and the thread's were full */
 	STAT_OFFCPU_STALE,	 /* waits dropped: a switch of the thread was not seen */
+	STAT_OFFCPU_LOST_NS,	 /* ... STAT_OFFCPU_LOST's total time */
+	STAT_OFFCPU_THREAD_ONLY, /* waits counted under their thread only: sums full */
+	STAT_OFFCPU_THREAD_ONLY_NS,
+	STAT_OFFCPU_LOST_EVENTS, /* EV_OFFCPU not taken: the wait is missing from the timeline */
+	STAT_OFFCPU_LOST_STARTS, /* offcpu_start full: a wait not measured */
+	STAT_OFFCPU_SLEEPERS,	 /* threads found off the CPU at the start */
 	STAT_NR,
 };
 

@@ -2,8 +2,8 @@
  * recorded thread leaves the CPU (prev, which is still `current` there: its
  * user memory and registers are readable), the time, its kind and its
  * stack's id go into offcpu_start; as it comes back (next), the wait is
- * added to offcpu_sums, and with timelines sent as an EV_OFFCPU. Nothing is
- * sent per switch otherwise.
+ * added to the sums (offcpu_sums0/1), and with timelines sent as an
+ * EV_OFFCPU. Nothing is sent per switch otherwise.
  *
  * A stack is walked and sent (EV_OFFCPU_STACK, an ev_sample that user space
  * unwinds as a sample's) only the first time its offcpu_stack_key is seen:
@@ -38,6 +38,15 @@ struct {
 	__type(value, __u32);
 } offcpu_stack_ids SEC(".maps");
 
+/* Filled by user space (offcpu_on_stack): see struct offcpu_sig. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct offcpu_sig_key);
+	__type(value, struct offcpu_sig);
+} offcpu_sigs SEC(".maps");
+
+/* Sized by the loader (offcpu_prepare): the threads that may wait at once. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
@@ -45,12 +54,26 @@ struct {
 	__type(value, struct offcpu_start);
 } offcpu_start SEC(".maps");
 
-struct {
+/* The sums, double-buffered: waits end into offcpu_sums<offcpu_gen & 1>;
+ * user space flips offcpu_gen and empties the other map a drain pass later
+ * (a switch's program has long returned by then), so the maps only hold
+ * what one pass adds, and nothing is read while BPF adds to it. Sized by
+ * the loader. */
+struct offcpu_sums_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct offcpu_key);
 	__type(value, struct offcpu_val);
-} offcpu_sums SEC(".maps");
+};
+struct offcpu_sums_map offcpu_sums0 SEC(".maps");
+struct offcpu_sums_map offcpu_sums1 SEC(".maps");
+/* Where a sums map is full: the wait under its thread and kind only
+ * (offcpu_key with stack 0), one entry per thread, so that its time is
+ * still counted (STAT_OFFCPU_THREAD_ONLY). Double-buffered the same way. */
+struct offcpu_sums_map offcpu_tsums0 SEC(".maps");
+struct offcpu_sums_map offcpu_tsums1 SEC(".maps");
+
+volatile __u32 offcpu_gen = 0; /* written by user space (offcpu_flush) */
 
 /* Stack ids: a per-CPU counter times the CPU count plus the CPU (5.10 has
  * no fetching atomic add for a global one). */
@@ -215,6 +238,39 @@ static __always_inline void offcpu_user_hash(struct scratch *sc, struct offcpu_s
 	k->uhash = h;
 }
 
+/* The hash of a place's return addresses, where user space found them
+ * (struct offcpu_sig): true when it has them. */
+static __always_inline bool offcpu_sig_hash(struct scratch *sc, struct offcpu_stack_key *k)
+{
+	struct offcpu_sig_key sk = {.tgid = k->tgid, .ip = k->ip, .sp = k->sp, .bp = k->bp};
+	struct offcpu_sig *sig;
+	__u64 *w = (__u64 *)sc->stack, h = 0x51a7;
+	__u32 len, i, o;
+
+	if (!user_stacks || !k->sp)
+		return false;
+	sig = bpf_map_lookup_elem(&offcpu_sigs, &sk);
+	if (!sig)
+		return false;
+	len = sig->len;
+	if (len > OFFCPU_SIGWIN)
+		len = OFFCPU_SIGWIN;
+	if (len < 8)
+		len = 8;
+	/* What the first stack there had: readable as long as sp is. */
+	if (bpf_probe_read_user(w, len, (void *)k->sp))
+		return false;
+	for (i = 0; i < OFFCPU_SIG_MAX; i++) {
+		if (i >= sig->n)
+			break;
+		o = sig->off[i] & (OFFCPU_SIGWIN / 8 - 1);
+		h = offcpu_mix(h, w[o]);
+	}
+	k->uhash = h;
+	k->pad = 1;
+	return true;
+}
+
 /* prev leaves the CPU: the wait starts. */
 static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, const bool compat)
 {
@@ -256,7 +312,8 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, cons
 			k.sp = BPF_CORE_READ(ur, sp);
 			k.bp = BPF_CORE_READ(ur, bp);
 		}
-		offcpu_user_hash(sc, &k);
+		if (!offcpu_sig_hash(sc, &k))
+			offcpu_user_hash(sc, &k);
 	} else {
 		k.kstack = kernel_stacks ? bpf_get_stackid(ctx, &offcpu_kstacks, 0) : -1;
 	}
@@ -278,7 +335,30 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, cons
 			bpf_map_update_elem(&offcpu_stack_ids, &k, &st.stack, BPF_ANY);
 		}
 	}
-	bpf_map_update_elem(&offcpu_start, &tid, &st, BPF_ANY);
+	/* Full: this wait cannot be measured; counted, and the map is sized
+	 * from the system's threads (offcpu_prepare). */
+	if (bpf_map_update_elem(&offcpu_start, &tid, &st, BPF_ANY))
+		count(STAT_OFFCPU_LOST_STARTS);
+}
+
+/* Adds a wait to a sums map; -1 when it is full. */
+static __always_inline int sum_add(void *map, struct offcpu_key *k, __u64 delta)
+{
+	struct offcpu_val *v = bpf_map_lookup_elem(map, k), one;
+
+	if (!v) {
+		one.ns = delta;
+		one.count = 1;
+		if (!bpf_map_update_elem(map, k, &one, BPF_NOEXIST))
+			return 0;
+		/* Another CPU may have added the key since: then add to it. */
+		v = bpf_map_lookup_elem(map, k);
+		if (!v)
+			return -1;
+	}
+	__sync_fetch_and_add(&v->ns, delta);
+	__sync_fetch_and_add(&v->count, 1);
+	return 0;
 }
 
 /* next comes back: the wait ends. */
@@ -287,9 +367,9 @@ static __always_inline void offcpu_in(struct task_struct *next_task)
 	__u32 tid = next_task->pid;
 	struct offcpu_start *st = bpf_map_lookup_elem(&offcpu_start, &tid);
 	struct offcpu_key k;
-	struct offcpu_val *v, one;
 	struct ev_offcpu *e;
 	__u64 now, delta;
+	__u32 gen, st_stack;
 
 	if (!st)
 		return;
@@ -304,6 +384,7 @@ static __always_inline void offcpu_in(struct task_struct *next_task)
 	k.tid = tid;
 	k.stack = st->stack;
 	k.kind = st->kind;
+	st_stack = st->stack;
 	bpf_map_delete_elem(&offcpu_start, &tid);
 	count(STAT_OFFCPU_WAITS);
 	if (delta < offcpu_min_ns) {
@@ -311,32 +392,28 @@ static __always_inline void offcpu_in(struct task_struct *next_task)
 		count_add(STAT_OFFCPU_SHORT_NS, delta);
 		return;
 	}
-	v = bpf_map_lookup_elem(&offcpu_sums, &k);
-	if (!v) {
-		one.ns = delta;
-		one.count = 1;
-		/* Another CPU may have added the key since: then add to it. */
-		if (bpf_map_update_elem(&offcpu_sums, &k, &one, BPF_NOEXIST)) {
-			v = bpf_map_lookup_elem(&offcpu_sums, &k);
-			if (!v)
-				count(STAT_OFFCPU_LOST); /* full */
+	gen = offcpu_gen & 1;
+	if (sum_add(gen ? (void *)&offcpu_sums1 : (void *)&offcpu_sums0, &k, delta)) {
+		k.stack = 0;
+		if (!sum_add(gen ? (void *)&offcpu_tsums1 : (void *)&offcpu_tsums0, &k, delta)) {
+			count(STAT_OFFCPU_THREAD_ONLY);
+			count_add(STAT_OFFCPU_THREAD_ONLY_NS, delta);
+		} else {
+			count(STAT_OFFCPU_LOST);
+			count_add(STAT_OFFCPU_LOST_NS, delta);
 		}
-	}
-	if (v) {
-		__sync_fetch_and_add(&v->ns, delta);
-		__sync_fetch_and_add(&v->count, 1);
 	}
 	if (!offcpu_events)
 		return;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		count(STAT_OFFCPU_LOST);
+		count(STAT_OFFCPU_LOST_EVENTS); /* its time is in the sums */
 		return;
 	}
 	fill_hdr(&e->hdr, EV_OFFCPU, k.tgid, tid);
 	e->hdr.time_ns = now;
 	e->start_ns = now - delta;
-	e->stack = k.stack;
+	e->stack = st_stack;
 	e->kind = k.kind;
 	bpf_ringbuf_submit(e, rb_flags());
 }
@@ -346,6 +423,81 @@ static __always_inline int offcpu_switch(void *ctx, struct task_struct *prev,
 {
 	offcpu_out(ctx, prev, compat);
 	offcpu_in(next_task);
+	return 0;
+}
+
+/* The record of offcpu_sleepers, too large for its stack: one iterator
+ * runs at a time (offcpu_sleepers_read). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct offcpu_sleeper);
+} offcpu_sleeper_buf SEC(".maps");
+
+#define OFFCPU_SLEEPER_ID 0x80000000u
+__u32 offcpu_sleeper_next = 0; /* one iterator runs, once */
+
+/* Run once as the recording starts, after on_switch is attached: each
+ * recorded thread that is off the CPU now (asleep, or runnable and
+ * waiting for one) starts its wait here, so that a thread asleep from
+ * before the start to after the stop has its wait (up to the stop, as
+ * collect_open counts it) and its stack. A start the switch program made
+ * since is kept (BPF_NOEXIST). */
+SEC("?iter/task")
+int offcpu_sleepers(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct offcpu_start st = {};
+	struct offcpu_sleeper *r;
+	struct pt_regs *ur;
+	__u32 zero = 0, tid;
+	long state, n;
+
+	if (!t)
+		return 0;
+	tid = t->pid;
+	if (!offcpu_recorded(t->tgid, tid) || t->on_cpu)
+		return 0;
+	state = task_state(t);
+	if (state & OFFCPU_TASK_DEAD)
+		return 0;
+	r = bpf_map_lookup_elem(&offcpu_sleeper_buf, &zero);
+	if (!r)
+		return 0;
+	st.ts = bpf_ktime_get_ns();
+	st.switches = task_switches(t);
+	st.kind = state == 0 ? OFFCPU_PREEMPTED : OFFCPU_BLOCKED;
+	st.tgid = t->tgid;
+	/* Ids of their own (top bit set): the iterator may be preempted, and
+	 * a switch on its CPU take the next per-CPU id between its read and
+	 * its write of the counter. */
+	st.stack = OFFCPU_SLEEPER_ID | ++offcpu_sleeper_next;
+	if (bpf_map_update_elem(&offcpu_start, &tid, &st, BPF_NOEXIST))
+		return 0;
+	count(STAT_OFFCPU_SLEEPERS);
+	r->tgid = st.tgid;
+	r->tid = tid;
+	r->id = st.stack;
+	r->kind = st.kind;
+	r->uregs[UREG_IP] = r->uregs[UREG_SP] = r->uregs[UREG_BP] = 0;
+	if (t->mm && user_stacks) {
+		ur = (struct pt_regs *)bpf_task_pt_regs(t);
+		r->uregs[UREG_IP] = BPF_CORE_READ(ur, ip);
+		r->uregs[UREG_SP] = BPF_CORE_READ(ur, sp);
+		r->uregs[UREG_BP] = BPF_CORE_READ(ur, bp);
+	}
+	BPF_CORE_READ_STR_INTO(&r->comm, t, comm);
+	r->nkernel = 0;
+	if (kernel_stacks) {
+		n = bpf_get_task_stack(t, r->ips, sizeof(r->ips), 0);
+		if (n > 0)
+			r->nkernel = (__u32)n / sizeof(__u64);
+	}
+	n = r->nkernel;
+	/* Bounded for the verifier: at most MAX_FRAMES ips. */
+	n &= 127;
+	bpf_seq_write(ctx->meta->seq, r, offsetof(struct offcpu_sleeper, ips) + n * sizeof(__u64));
 	return 0;
 }
 

@@ -60,9 +60,10 @@ static const char page_tail[] =
     "var search = document.getElementById(\"search\");\n"
     "var matched = document.getElementById(\"matched\");\n"
     "document.getElementById(\"title\").textContent = D.title;\n"
-    "document.getElementById(\"note\").textContent = root.v + \" samples. Frames under \" +\n"
-    "  D.kept * 100 + \"% of all samples are left out of this file (\" + D.omitted +\n"
-    "  \" of them; their samples count in their callers), and boxes narrower than \" +\n"
+    "document.getElementById(\"note\").textContent = root.v + \" \" + D.unit + \". Frames under \" "
+    "+\n"
+    "  D.kept * 100 + \"% of the total are left out of this file (\" + D.omitted +\n"
+    "  \" of them; they count in their callers), and boxes narrower than \" +\n"
     "  D.drawn * 100 + \"% of the frame zoomed into are not drawn. Click a frame to zoom, \" +\n"
     "  \"Reset zoom or Escape to zoom out; Ctrl-F searches (#s=REGEX in the address too).\";\n"
     "function pct(a, b) { return (b ? 100 * a / b : 0).toFixed(2) + \"%\"; }\n"
@@ -83,7 +84,7 @@ static const char page_tail[] =
     "    ((h >>> 16) % 55) + \")\";\n"
     "}\n"
     "function tip(n) {\n"
-    "  var s = n.name + \"\\n\" + n.v + \" samples, \" + pct(n.v, root.v) + \" of all\";\n"
+    "  var s = n.name + \"\\n\" + n.v + \" \" + D.unit + \", \" + pct(n.v, root.v) + \" of all\";\n"
     "  if (view !== root) s += \", \" + pct(n.v, view.v) + \" of \" + view.name;\n"
     "  return s;\n"
     "}\n"
@@ -139,7 +140,8 @@ static const char page_tail[] =
     "    catch (e) { re = new RegExp(q.replace(/[.*+?^${}()|[\\]\\\\]/g, \"\\\\$&\")); }\n"
     "  }\n"
     "  s = mark(root, false);\n"
-    "  matched.textContent = re ? \"Matched: \" + pct(s, root.v) + \" (\" + s + \" samples)\" : "
+    "  matched.textContent = re ? \"Matched: \" + pct(s, root.v) + \" (\" + s + \" \" + D.unit + "
+    "\")\" : "
     "\"\";\n"
     "  render();\n"
     "}\n"
@@ -230,7 +232,7 @@ static int by_name(const void *a, const void *b, void *ctx)
 	return strcmp(x->name, y->name);
 }
 
-int flamegraph_write_html(const struct flame *fl, const char *title, FILE *f)
+int flamegraph_write_html(const struct flame *fl, const char *title, const char *unit, FILE *f)
 {
 	struct kept k = {.fl = fl};
 	uint32_t *order = NULL, i, names = 0, omitted = 0;
@@ -260,6 +262,8 @@ int flamegraph_write_html(const struct flame *fl, const char *title, FILE *f)
 	fputs(page_head, f);
 	fputs("{\"title\": ", f);
 	flamegraph_json_str(f, clean);
+	fputs(", \"unit\": ", f);
+	flamegraph_json_str(f, unit ? unit : "samples");
 	fprintf(f, ",\n\"kept\": %g, \"drawn\": %g, \"omitted\": %" PRIu32 ",\n\"names\": [",
 		FLAMEGRAPH_MIN_KEPT, FLAMEGRAPH_MIN_DRAWN, omitted);
 	for (i = 0; i < k.n; i++) {

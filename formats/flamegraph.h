@@ -16,9 +16,10 @@
 #define FLAMEGRAPH_MIN_KEPT  0.0001
 #define FLAMEGRAPH_MIN_DRAWN 0.001
 
-/* title: a line above the graph (any text: it is escaped). 0, -ENOMEM or
- * -EIO. */
-int flamegraph_write_html(const struct flame *fl, const char *title, FILE *f);
+/* title: a line above the graph (any text: it is escaped); unit: what the
+ * totals count ("samples" when NULL; "us" for times), plain ASCII. 0,
+ * -ENOMEM or -EIO. */
+int flamegraph_write_html(const struct flame *fl, const char *title, const char *unit, FILE *f);
 
 /* s as a JSON string that is also safe inside an HTML <script> element:
  * '<', '>' and '&' escaped too, so no "</script>" or "<!--" can end or

@@ -13,7 +13,8 @@
 # recording the benchmark alone (-- CMD, with the per-wait events of the
 # XRay timelines). Prints medians, ratios and what was lost.
 # Usage: bash scripts/bench-offcpu.sh   (as root, after make; needs linux-perf,
-# bpftrace and bpfcc-tools: make deps)
+# bpftrace and bpfcc-tools: make deps); `bash scripts/bench-offcpu.sh server`
+# for the cost at server scale against libbpf-tools' offcputime (below).
 set -eu
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}
@@ -45,6 +46,80 @@ else
 fi
 source scripts/lib.sh
 bpf_stats_begin
+
+# `bench-offcpu.sh server`: the cost of the whole tool at server scale.
+# PostgreSQL (initdb'd here, on a loopback port of its own) under pgbench
+# with 8 clients; bpftrace-rec --off-cpu -a and libbpf-tools' offcputime
+# (system-wide, all stacks kept: --stack-storage-size 65536) each record
+# SECS seconds (default 10), alternating, ROUNDS times. For each: CPU per
+# second of recording, the process's (user + system, /usr/bin/time) plus
+# its switch program's BPF time (kernel.bpf_stats_enabled), and its peak
+# RSS. Targets (issue 22): at most 2x offcputime's CPU, RSS under 64 MiB.
+if [ "${1:-}" = server ]; then
+	SECS=${SECS:-10}
+	command -v offcputime > /dev/null || { echo "bench-offcpu: offcputime not found (libbpf-tools: make deps)" >&2; exit 1; }
+	PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	pg=$TMP/pg
+	mkdir -p "$pg" && chown postgres: "$pg" && chmod 711 "$TMP"
+	as_pg() { runuser -u postgres -- "$@"; }
+	as_pg "$PGBIN/initdb" -D "$pg/data" -A trust -U postgres > "$pg/initdb.out" 2>&1
+	as_pg "$PGBIN/pg_ctl" -D "$pg/data" -l "$pg/log" -w \
+		-o "-p $port -k $pg -c listen_addresses=127.0.0.1 -c fsync=off" start > /dev/null
+	trap 'as_pg "$PGBIN/pg_ctl" -D "$pg/data" -m immediate stop > /dev/null 2>&1; echo "$BPF_STATS_OLD" > /proc/sys/kernel/bpf_stats_enabled; rm -rf "$TMP"' EXIT
+	pgb() { as_pg pgbench -h 127.0.0.1 -p "$port" -U postgres "$@"; }
+	pgb -i -s 2 postgres > "$pg/init.out" 2>&1
+	pgb -c 8 -j 2 -T $((ROUNDS * (2 * SECS + 12) + 10)) postgres > "$pg/bench.out" 2>&1 &
+	sleep 2
+	# NAME PROG CMD...: "NAME cpu_s_per_s rss_kib bpf_s user_sys_s".
+	cost() {
+		local name=$1 prog=$2 pid a= b= c
+		shift 2
+		/usr/bin/time -f '%U %S %M' -o "$TMP/$name.time" "$@" > /dev/null 2> "$TMP/$name.err" &
+		pid=$!
+		# The tool's own switch program, among those its process (time's
+		# child) holds: other recorders may run on the machine. Its BPF
+		# time from the load on (the whole run), as the process's.
+		local tool=
+		for _ in $(seq 300); do
+			tool=${tool:-$(pgrep -P $pid | head -1)}
+			[ -n "$tool" ] && a=$(prog_stats "$prog" "$tool") && [ -n "$a" ] && break
+			sleep 0.05
+		done
+		b=$a
+		while kill -0 $pid 2> /dev/null; do
+			c=$(prog_stats "$prog" "$tool") || true
+			[ -n "$c" ] && b=$c
+			sleep 0.2
+		done
+		wait $pid || true
+		# No program seen (a run too short to catch it): BPF time 0.
+		[ -n "$a" ] && [ -n "$b" ] || a="0 0 0" b="0 0 0"
+		set -- $a $b $(cat "$TMP/$name.time")
+		echo "$name $(python3 -c "print(($7 + $8 + ($5 - $2) / 1e9) / $SECS)") $9 $(python3 -c "print(($5 - $2) / 1e9)") $(python3 -c "print($7 + $8)")"
+	}
+	for r in $(seq "$ROUNDS"); do
+		cost rec on_switch ./bpftrace-rec -q -a --off-cpu -F 49 -d "$SECS" -o "$TMP/rec"
+		python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))["offcpu"]; print("  rec: waits", o["waits"], "lost", o["lost_waits"], "stacks", o["stacks"], "stacks lost", o["lost_stacks"], file=sys.stderr)' "$TMP/rec/summary.json"
+		cost offcputime sched_switch offcputime -m 0 --stack-storage-size 65536 "$SECS"
+	done | tee "$TMP/cost" >&2
+	python3 - "$TMP/cost" "$SECS" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) == 5:
+        rows.setdefault(f[0], []).append(tuple(map(float, f[1:])))
+print(f"PostgreSQL 15 under pgbench -c 8 -j 2, {sys.argv[2]} s recordings, median of {len(rows['rec'])} alternating rounds:")
+for name in ("rec", "offcputime"):
+    r = rows[name]
+    cpu, rss, bpf, us = (statistics.median(x[i] for x in r) for i in range(4))
+    print(f"  {name:10s} CPU {cpu:.3f} s/s (process {us / float(sys.argv[2]):.3f}, BPF {bpf / float(sys.argv[2]):.3f}), peak RSS {rss / 1024:.1f} MiB")
+a = statistics.median(x[0] for x in rows["rec"]); b = statistics.median(x[0] for x in rows["offcputime"])
+print(f"  CPU ratio bpftrace-rec / offcputime: {a / b:.2f}")
+PY
+	exit 0
+fi
 
 
 bench() { # the benchmark's time in seconds

@@ -30,6 +30,10 @@ PKGS=(
   # (whole stacks under -t, off-CPU at server scale): with their own load
   # generators (pgbench comes with postgresql, redis-benchmark with redis-tools)
   postgresql redis-server redis-tools nginx-light wrk
+  # libbpf-tools' offcputime (CO-RE: runs without kernel headers, where bcc's
+  # offcputime-bpfcc cannot): the peer test_servers.sh and
+  # scripts/bench-offcpu.sh compare --off-cpu's totals and cost with
+  libbpf-tools
   # make deb: Debian's own packaging tools, lintian, and the man page's source
   dpkg-dev debhelper fakeroot lintian scdoc
 )

@@ -48,6 +48,7 @@ enum {
 	OPT_PUSH,
 	OPT_PUSH_HEADERS,
 	OPT_SERVICE_NAME,
+	OPT_OFF_CPU_ENTRIES,
 };
 
 /* Groups: the common options (1), what else to record (2), how (3),
@@ -88,11 +89,15 @@ static const struct argp_option opts[] = {
     {"gperftools", 'G', NULL, OPTION_ALIAS, NULL, 4},
     {"xray-version", OPT_XRAY_VERSION, "1|5", 0, "XRay FDR version (default 5)", 4},
     {"fdr-buffer-size", OPT_FDR_BUFFER, "SIZE", 0, "Bytes per XRay buffer", 4},
-    {"flight-recorder", OPT_FLIGHT, "SIZE", 0, "Keep the newest SIZE bytes of -t events a thread", 4},
+    {"flight-recorder", OPT_FLIGHT, "SIZE", 0, "Keep the newest SIZE bytes of -t events a thread",
+     4},
     {"push", OPT_PUSH, "otlp=URL", 0, "Also send the profile to this OTLP receiver", 4},
     {"push-headers", OPT_PUSH_HEADERS, "FILE", 0, "--push credentials: HTTP headers, a line each",
      4},
-    {"service-name", OPT_SERVICE_NAME, "NAME", 0, "--push's service.name (default: the program)", 4},
+    {"service-name", OPT_SERVICE_NAME, "NAME", 0, "--push's service.name (default: the program)",
+     4},
+    /* Sizing, in the man page only: --help keeps to one screen. */
+    {"off-cpu-entries", OPT_OFF_CPU_ENTRIES, "N", OPTION_HIDDEN, "Off-CPU sums' map entries", 2},
     {0},
 };
 
@@ -253,6 +258,10 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 	case OPT_SERVICE_NAME:
 		env.service_name = arg;
 		break;
+	case OPT_OFF_CPU_ENTRIES:
+		env.off_cpu_entries =
+		    (uint32_t)parse_long(arg, "--off-cpu-entries", 1, 1L << 24, st);
+		break;
 	case OPT_INCLUDE_SELF:
 		env.include_self = true;
 		break;
@@ -284,8 +293,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 		if (env.ntraces && env.all)
 			argp_error(st,
 				   "-t needs -p or -- COMMAND: it traces the target's functions");
-		if (env.off_cpu_min_us && !env.off_cpu)
-			argp_error(st, "--off-cpu-min needs --off-cpu");
+		if ((env.off_cpu_min_us || env.off_cpu_entries) && !env.off_cpu)
+			argp_error(st, "--off-cpu-min and --off-cpu-entries need --off-cpu");
 		if ((env.push_headers || env.service_name) && !env.npush)
 			argp_error(st, "--push-headers and --service-name need --push");
 		if (env.no_kernel && env.no_user)

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include "bpf/events.h"
 
 struct sample_bpf;
@@ -21,11 +22,13 @@ struct offcpu_cfg {
 	bool on;	  /* --off-cpu */
 	uint64_t min_ns;  /* --off-cpu-min */
 	bool timelines;	  /* XRay timelines are written: each wait is sent */
+	bool system_wide; /* -a */
 	bool compat;	  /* the compat sampler's kernels */
 	uint32_t copy;	  /* user stack bytes copied for DWARF; 0: frame pointers */
 	unsigned nr_cpus; /* the sampler's scratch slots */
 	bool kernel_stacks;
-	bool has_tp; /* features.sched_switch_btf */
+	bool has_tp;	  /* features.sched_switch_btf */
+	uint32_t entries; /* --off-cpu-entries: the sums maps' size; 0: from the CPUs */
 };
 
 /* Before the object's load: rodata, map sizes, which program loads. 0 or
@@ -35,11 +38,27 @@ int offcpu_prepare(struct sample_bpf *skel, const struct offcpu_cfg *cfg, struct
 /* After the load: attaches the switch program. 0 or -errno after a message. */
 int offcpu_attach(struct sample_bpf *skel);
 void offcpu_detach(void);
+/* After offcpu_attach: the recorded threads off the CPU now start their
+ * wait here, with their stacks (a BPF task iterator); held: the command
+ * of `--`, still our fork before its exec, left out. 0 or -ENOMEM; a
+ * kernel that cannot is said at prepare (degraded), an iterator that
+ * fails in a warning. */
+int offcpu_sleepers_read(struct sample_bpf *skel, struct procs *procs, pid_t held);
+/* Each drain pass: the sleepers' stacks unwound, until until_ns
+ * (CLOCK_MONOTONIC). 0 or -ENOMEM. */
+int offcpu_sleepers_step(struct procs *procs, uint64_t until_ns);
 bool offcpu_on(void);
 
 /* Drained records: EV_OFFCPU_STACK and EV_OFFCPU. 0 or -ENOMEM. */
 int offcpu_on_stack(struct procs *procs, const struct ev_sample *s, size_t size);
 int offcpu_on_wait(const struct ev_offcpu *e);
+/* An EV_OFFCPU_STACK not recorded (the command of `--` before its exec):
+ * the waits of that stack id are left out too. 0 or -ENOMEM. */
+int offcpu_drop_stack(uint32_t id);
+
+/* Every drain pass: the sums BPF added in the last period (OFFCPU_FLUSH_NS)
+ * taken into user space, so that the maps hold one period's. 0 or -ENOMEM. */
+int offcpu_flush(struct sample_bpf *skel, uint64_t now);
 
 /* Under -a, where exited processes are written out and freed as they go
  * (1 s after their exit): the sums of the exited ones taken from BPF now,
@@ -47,7 +66,7 @@ int offcpu_on_wait(const struct ev_offcpu *e);
 int offcpu_take_exited(struct procs *procs, struct sample_bpf *skel);
 /* At the stop: the sums from BPF, and the waits still open, counted up to
  * the detach. */
-int offcpu_collect(struct sample_bpf *skel);
+int offcpu_collect(struct procs *procs, struct sample_bpf *skel);
 
 /* One (thread, stack, kind) of a process: stack is a proc stack index, or
  * UINT32_MAX when its record was lost. */
@@ -73,6 +92,12 @@ struct offcpu_totals {
 	uint64_t switches, waits, short_waits, short_ns, stacks, lost_stacks, lost;
 	uint64_t open, stale; /* waits still open at the stop; starts dropped */
 	uint64_t min_ns;
+	uint64_t lost_ns;		      /* the lost waits' time */
+	uint64_t thread_only, thread_only_ns; /* waits counted under their thread, no stack */
+	uint64_t lost_events;		      /* waits missing from the XRay timelines */
+	uint64_t lost_starts;		      /* waits not measured: offcpu_start full */
+	uint64_t sleepers; /* threads off the CPU at the start, their waits counted from it */
+	uint32_t sums_entries, threads_entries; /* the maps' sizes */
 };
 void offcpu_totals(struct offcpu_totals *t);
 /* Total off-CPU time of the process (waits of at least --off-cpu-min). */

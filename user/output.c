@@ -35,6 +35,7 @@ struct fold {
 	bool warned;
 	/* ri's: output_fold_live has no run_info to reach them by. */
 	struct procs *procs;
+	int freq;
 };
 
 struct fold *output_fold_new(const struct run_info *ri)
@@ -60,6 +61,7 @@ struct fold *output_fold_new(const struct run_info *ri)
 	}
 	fo->dir = ri->out->path;
 	fo->procs = ri->procs;
+	fo->freq = ri->freq;
 	return fo;
 }
 
@@ -84,7 +86,7 @@ bool output_fold(struct fold *fo, struct proc *p)
 	}
 	fo->rows_end = ftell(fo->rows);
 	pprof_fold_add(fo->pf, p);
-	flame_fold_add(p);
+	flame_fold_add(p, fo->freq);
 	return true;
 }
 
@@ -104,7 +106,7 @@ void output_fold_live(struct fold *fo)
 		if (p->exited || !p->samples.n || p->exact || jit_has_files(p))
 			continue;
 		pprof_fold_add(fo->pf, p);
-		flame_fold_add(p);
+		flame_fold_add(p, fo->freq);
 		proc_drop_samples(p);
 	}
 }
@@ -212,8 +214,15 @@ int output_write(const struct run_info *ri)
 		info("%" PRIu64 " samples (%" PRIu64 " lost) in %.1fs%s; files:", ri->samples,
 		     ri->lost, ri->duration_ns / 1e9, deg);
 		written = outdir_written(&nwritten);
-		for (i = 0; i < nwritten; i++)
+		for (i = 0; i < nwritten; i++) {
 			fprintf(stderr, "  %s\n", written[i].open_cmd); /* paths we chose */
+			/* The waits' views of the same file. */
+			if (ri->offcpu && !strcmp(written[i].name, "profile.pb.gz"))
+				fprintf(stderr,
+					"  pprof -sample_index=offcpu -top %s/profile.pb.gz\n"
+					"  pprof -sample_index=wall -top %s/profile.pb.gz\n",
+					ri->outdir, ri->outdir);
+		}
 	}
 	outdir_written_free();
 	return first;

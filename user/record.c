@@ -1,5 +1,6 @@
 #include <argp.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
@@ -71,6 +72,7 @@ enum stop_reason { STOP_NONE, STOP_SIGNAL, STOP_DURATION, STOP_TARGETS, STOP_ERR
 #define SIZE_HIST_N 8192 /* record sizes up to 64 KiB: any stack copy */
 
 struct recorder {
+	size_t ndescendants; /* -p: the targets' processes found at the start */
 	struct features feat;
 	struct degraded degraded;
 	struct target target;
@@ -260,7 +262,9 @@ static unsigned ringbuf_size_mb(void)
 	uint64_t rec = env.call_graph == CG_FP || env.no_user ? 256 : env.stack_copy * 3 / 4 + 512;
 	uint64_t bytes = (uint64_t)libbpf_num_possible_cpus() * env.freq * rec / 4;
 	/* --off-cpu with timelines sends a 40-byte record per wait: 8 MiB
-	 * holds a quarter second of a million. */
+	 * holds a quarter second of a million. (16 MiB under -a held more of
+	 * the stacks sent at the start, but its pages, mapped twice, cost up
+	 * to 32 MiB of RSS: docs/benchmarks.md, bench-offcpu.sh server.) */
 	unsigned mb = env.ntraces ? 16 : env.off_cpu ? 8 : 1;
 
 	while (((uint64_t)mb << 20) < bytes && mb < 1024)
@@ -408,9 +412,10 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		break;
 	}
 	case EV_OFFCPU_STACK:
-		if (size < sizeof(struct ev_sample) ||
-		    (r->target.child > 0 && h->pid == (__u32)r->target.child && !r->child_execd))
+		if (size < sizeof(struct ev_sample))
 			return 0;
+		if (r->target.child > 0 && h->pid == (__u32)r->target.child && !r->child_execd)
+			return offcpu_drop_stack(((const struct ev_sample *)data)->stack_id);
 		if (offcpu_on_stack(&r->procs, data, size))
 			return -ENOMEM;
 		break;
@@ -604,6 +609,77 @@ static int add_targets(struct sample_bpf *skel, const pid_t *pids, int n)
 	return 0;
 }
 
+/* -p: the processes descended from the targets at the start, followed as
+ * those they fork (unless --no-inherit): added to the BPF targets after the
+ * fork tracepoint is attached, which takes the ones forked since from the
+ * processes already targets. Looked for twice: a child forked by one found
+ * in the first look, before it was added, is in the second. */
+static void follow_descendants(struct recorder *r)
+{
+	int fd = bpf_map__fd(r->skel->maps.targets), pass, err;
+	pid_t *d;
+	size_t n, i;
+	__u8 one = 1;
+
+	for (pass = 0; pass < 2; pass++) {
+		err = target_descendants(env.pids, env.npids, &d, &n);
+		if (err) {
+			warn("-p: the targets' child processes: /proc: %s; only those forked from "
+			     "now on are followed",
+			     strerror(-err));
+			return;
+		}
+		for (i = 0; i < n; i++) {
+			__u32 k = (__u32)d[i];
+
+			if (proc_find(&r->procs, d[i]))
+				continue;
+			r->ndescendants++;
+			if (env.no_inherit)
+				continue;
+			if (bpf_map_update_elem(fd, &k, &one, BPF_ANY))
+				warn("-p: child process %d not followed: %s", d[i],
+				     strerror(errno));
+			else
+				proc_get(&r->procs, d[i], NULL);
+		}
+		free(d);
+		if (env.no_inherit)
+			break; /* counted, for the warning at the end */
+	}
+	if (r->ndescendants && !env.no_inherit)
+		info("-p: following %zu processes the targets started before the recording",
+		     r->ndescendants);
+	procs_take_maps_read(&r->procs, cfi_add, r);
+}
+
+/* A -p target that recorded nothing (no sample, no wait) while others of
+ * its tree did, or that has children --no-inherit leaves out: one line
+ * each, since the profile alone would only look empty. */
+static void warn_idle_targets(struct recorder *r)
+{
+	uint64_t others = 0;
+	size_t i;
+	int k;
+
+	for (i = 0; i < r->procs.v.n; i++)
+		others += r->procs.v.v[i]->nsamples;
+	for (k = 0; k < env.npids; k++) {
+		struct proc *p = proc_find(&r->procs, env.pids[k]);
+
+		if (!p || p->nsamples || (offcpu_on() && offcpu_proc_ns(p)))
+			continue;
+		if (env.no_inherit && r->ndescendants)
+			warn("-p %d (%s) recorded nothing: its work may be in its %zu child "
+			     "processes, which --no-inherit leaves out",
+			     p->pid, p->comm, r->ndescendants);
+		else if (others)
+			warn("-p %d (%s) recorded nothing itself; the processes it started did "
+			     "(%" PRIu64 " samples): see each process's row in summary.json",
+			     p->pid, p->comm, others);
+	}
+}
+
 /* Phase 1: the checks that need no BPF, the signals, and the command started
  * (held before its exec until sampling runs). 0 or -1 after a message. */
 static int rec_prepare(struct recorder *r)
@@ -761,11 +837,13 @@ static int rec_load(struct recorder *r)
 				 .on = env.off_cpu,
 				 .min_ns = (uint64_t)env.off_cpu_min_us * 1000,
 				 .timelines = !env.all || env.per_process,
+				 .system_wide = env.all,
 				 .compat = r->feat.compat_sampler,
 				 .copy = env.call_graph == CG_FP ? 0 : env.stack_copy,
 				 .nr_cpus = libbpf_num_possible_cpus(),
 				 .kernel_stacks = !env.no_kernel,
 				 .has_tp = r->feat.sched_switch_btf,
+				 .entries = env.off_cpu_entries,
 			     },
 			     &r->degraded);
 	if (err)
@@ -799,6 +877,8 @@ static int rec_load(struct recorder *r)
 		err("attach tracepoints: %s", strerror(-err));
 		return -1;
 	}
+	if (env.npids)
+		follow_descendants(r);
 	if (!env.all || env.per_process) {
 		r->tracer = open_tracer(r);
 		if (!r->tracer)
@@ -836,6 +916,11 @@ static int rec_attach(struct recorder *r)
 
 	r->start_ns = now_ns(CLOCK_MONOTONIC);
 	ri->start_realtime_ns = now_ns(CLOCK_REALTIME);
+	/* After the start: their waits count from it, within the duration. */
+	if (offcpu_sleepers_read(r->skel, &r->procs, r->target.child)) {
+		err("--off-cpu: out of memory");
+		return -1;
+	}
 	ri->freq = env.freq;
 	ri->ringbuf_mb = env.ringbuf_mb;
 	ri->event = r->event;
@@ -967,6 +1052,12 @@ static void rec_drain(struct recorder *r)
 			r->steady_samples0 = r->samples;
 		}
 		/* Twice between a process's exit and its retirement. */
+		if (offcpu_sleepers_step(&r->procs, now + RETIRE_BUDGET_NS) ||
+		    offcpu_flush(r->skel, now)) {
+			err("--off-cpu: out of memory");
+			r->stop = STOP_ERROR;
+			break;
+		}
 		if (r->ri.fold && offcpu_on() && now - r->last_offcpu_ns > PROC_COMPACT_NS / 2) {
 			r->last_offcpu_ns = now;
 			offcpu_take_exited(&r->procs, r->skel);
@@ -1076,8 +1167,10 @@ static void rec_stop(struct recorder *r)
 	ring_buffer__consume(r->rb);
 	read_stats(r->skel, st);
 	read_lost_by_pid(&r->procs, r->skel);
-	if (offcpu_collect(r->skel))
+	if (offcpu_collect(&r->procs, r->skel))
 		warn("--off-cpu: out of memory reading the waits");
+	if (env.npids)
+		warn_idle_targets(r);
 	if (r->tty)
 		status_line(r, true);
 	xray_close_calls(&r->procs, r->stop_ns);

@@ -33,10 +33,11 @@ struct env {
 	unsigned ringbuf_mb;
 	/* CG_CFI (the default): the CFI walk in BPF (bpf/cfi_walk.bpf.h) */
 	enum { CG_CFI, CG_FP, CG_DWARF } call_graph;
-	unsigned unwind_mib; /* --unwind-mib: the CFI tables' budget */
-	unsigned stack_copy; /* bytes of user stack copied for DWARF unwinding */
-	bool off_cpu;	     /* --off-cpu (user/offcpu.c) */
-	long off_cpu_min_us; /* --off-cpu-min */
+	unsigned unwind_mib;	  /* --unwind-mib: the CFI tables' budget */
+	unsigned stack_copy;	  /* bytes of user stack copied for DWARF unwinding */
+	bool off_cpu;		  /* --off-cpu (user/offcpu.c) */
+	long off_cpu_min_us;	  /* --off-cpu-min */
+	uint32_t off_cpu_entries; /* --off-cpu-entries */
 	/* --push DEST (user/push.h: PUSH_MAX of them), --push-headers FILE,
 	 * --service-name NAME */
 	const char *push[8];

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -161,6 +162,78 @@ int target_release(struct target *t, const char *cmd0)
 		err("%s: %s", cmd0, strerror(e));
 		return -e;
 	}
+	return 0;
+}
+
+/* A process's parent from /proc/PID/stat: "pid (comm) state ppid ...",
+ * where comm (anyone's) may hold ')' and spaces: read after the last ')'.
+ * 0, or -1 when gone or unreadable. */
+static pid_t stat_ppid(long pid)
+{
+	char path[64], *buf = NULL, *p;
+	size_t len;
+	int ppid = -1;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	if (read_path_all(path, 0, 4096, &buf, &len))
+		return -1;
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
+		ppid = -1;
+	free(buf);
+	return ppid;
+}
+
+int target_descendants(const pid_t *pids, int n, pid_t **out, size_t *nout)
+{
+	struct pp {
+		pid_t pid, ppid;
+		bool in;
+	};
+	VEC(struct pp) all = {0};
+	VEC(pid_t) found = {0};
+	struct dirent *de;
+	size_t i, q;
+	DIR *d = opendir("/proc");
+	int err = 0, k;
+
+	*out = NULL;
+	*nout = 0;
+	if (!d)
+		return -errno;
+	while (!err && (de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		pid_t ppid;
+
+		if (*end || pid <= 0 || pid > INT_MAX || (ppid = stat_ppid(pid)) < 0)
+			continue;
+		err = VEC_PUSH(all, ((struct pp){(pid_t)pid, ppid, false}));
+	}
+	closedir(d);
+	for (k = 0; k < n && !err; k++)
+		for (i = 0; i < all.n; i++)
+			if (all.v[i].pid == pids[k])
+				all.v[i].in = true;
+	/* Breadth first from the targets: found grows as it is walked. */
+	for (k = 0; k < n && !err; k++)
+		err = VEC_PUSH(found, pids[k]);
+	for (q = 0; q < found.n && !err; q++)
+		for (i = 0; i < all.n && !err; i++)
+			if (!all.v[i].in && all.v[i].ppid == found.v[q]) {
+				all.v[i].in = true;
+				err = VEC_PUSH(found, all.v[i].pid);
+			}
+	VEC_FREE(all);
+	if (err) {
+		VEC_FREE(found);
+		return err;
+	}
+	/* The targets themselves first: left out. */
+	if (found.n > (size_t)n)
+		memmove(found.v, found.v + n, (found.n - n) * sizeof(*found.v));
+	*nout = found.n - n;
+	*out = found.v;
 	return 0;
 }
 

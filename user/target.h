@@ -36,6 +36,9 @@ int target_check_cmd(const char *cmd);
 int target_spawn(struct target *t, char **cmd);
 /* Lets the command exec; returns 0, or -errno of a failed exec (reported). */
 int target_release(struct target *t, const char *cmd0);
+/* The processes descended from pids now (by /proc/PID/stat's parent), the
+ * pids left out; *out is malloc'd (NULL when none). 0 or -errno. */
+int target_descendants(const pid_t *pids, int n, pid_t **out, size_t *nout);
 /* Opens pidfds for -p targets (to notice their exit). */
 void target_watch_pids(struct target *t, const pid_t *pids, int n);
 /* The descriptors that become readable as a target exits (the -p pids', the

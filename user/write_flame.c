@@ -8,13 +8,26 @@
 #include <string.h>
 #include "formats/flamegraph.h"
 #include "formats/folded.h"
+#include "user/offcpu.h"
 #include "user/outdir.h"
 #include "user/output.h"
 #include "user/proc.h"
 #include "user/util.h"
 #include "user/writers.h"
 
-static struct flame *tree;
+/* The views: CPU samples; with --off-cpu also the waits (in us) and the
+ * wall clock (a CPU sample as its period, plus the waits, in us). */
+enum { V_CPU, V_OFFCPU, V_WALL, V_NR };
+static const struct view {
+	const char *folded, *html, *svg, *unit, *what;
+} views[V_NR] = {
+    {"stacks.folded", "flamegraph.html", "flame.svg", "samples", ""},
+    {"stacks-offcpu.folded", "flamegraph-offcpu.html", "flame-offcpu.svg", "us",
+     "off-CPU time (us), "},
+    {"stacks-wall.folded", "flamegraph-wall.html", "flame-wall.svg", "us",
+     "wall-clock time (us, CPU + off-CPU), "},
+};
+static struct flame *trees[V_NR];
 static int tree_err;	     /* the first failure: no file is written then */
 static bool took_live;	     /* the processes held at the end are in */
 static uint64_t not_in_tree; /* samples a failure left out, for the warning */
@@ -24,25 +37,21 @@ static uint64_t not_in_tree; /* samples a failure left out, for the warning */
 #define NAME_BUF (PATH_MAX + 4)
 static char *bufs[MAX_STACK_FRAMES]; /* a frame's each, made as deep stacks come */
 
-void flame_fold_add(struct proc *p)
+/* Adds a stack of p to the views with a weight each (0: not to that one). */
+static void add_stack(struct proc *p, const struct sample *s, const uint64_t w[V_NR])
 {
 	const char *names[MAX_STACK_FRAMES + 1];
-	size_t j;
+	struct frame_iter it = {0};
+	size_t n = 0, v;
+	int err = 0;
 
-	if (!tree && !tree_err && !(tree = flame_new()))
-		tree_err = -ENOMEM;
-	for (j = 0; j < p->samples.n; j++) {
-		const struct sample *s = &p->samples.v[j];
-		struct frame_iter it;
-		size_t n = 0;
-		int err = 0;
-
-		if (tree_err) {
-			not_in_tree += s->count;
-			continue;
-		}
-		/* Root first: the comm, then the frames (user then kernel). */
-		names[n++] = p->comm;
+	if (tree_err) {
+		not_in_tree++;
+		return;
+	}
+	/* Root first: the comm, then the frames (user then kernel). */
+	names[n++] = p->comm;
+	if (s->stack < p->stack_off.n) {
 		frame_iter_init(&it, p, s, true);
 		while (frame_iter_next(&it)) {
 			size_t slot = n - 1;
@@ -53,66 +62,106 @@ void flame_fold_add(struct proc *p)
 			}
 			names[n++] = frame_iter_name(&it, bufs[slot], NAME_BUF, NULL, NULL, NULL);
 		}
-		if (!err)
-			err = flame_add(tree, names, n, it.nk, s->count);
-		if (err == -EINVAL) /* no sample: nothing to add */
+	} else {
+		names[n++] = "[off-cpu] stack not recorded"; /* as profile.pb.gz */
+	}
+	for (v = 0; v < V_NR && !err; v++) {
+		if (!w[v])
 			continue;
-		if (err) {
-			tree_err = err;
-			not_in_tree += s->count;
-		}
+		if (!trees[v] && !(trees[v] = flame_new()))
+			err = -ENOMEM;
+		else
+			err = flame_add(trees[v], names, n, it.nk, w[v]);
+		if (err == -EINVAL) /* no frame: nothing to add */
+			err = 0;
+	}
+	if (err) {
+		tree_err = err;
+		not_in_tree++;
 	}
 }
 
-static int take_live(const struct run_info *ri)
+void flame_fold_add(struct proc *p, int freq)
+{
+	uint64_t period_us = freq > 0 ? 1000000 / (uint64_t)freq : 0;
+	const struct offcpu_sum *os;
+	size_t j, n;
+
+	for (j = 0; j < p->samples.n; j++) {
+		const struct sample *s = &p->samples.v[j];
+
+		add_stack(p, s,
+			  (uint64_t[V_NR]){s->count, 0, offcpu_on() ? s->count * period_us : 0});
+	}
+	if (!offcpu_on())
+		return;
+	os = offcpu_sums_of(p, &n);
+	for (j = 0; j < n; j++) {
+		struct sample s = {.stack = os[j].stack, .tid = os[j].tid};
+		uint64_t us = (os[j].ns + 500) / 1000;
+
+		add_stack(p, &s, (uint64_t[V_NR]){0, us, us});
+	}
+}
+
+static int take_live(const struct run_info *ri, int v)
 {
 	size_t i;
 
 	if (!took_live) {
 		took_live = true;
 		for (i = 0; i < ri->procs->v.n; i++)
-			flame_fold_add(ri->procs->v.v[i]);
+			flame_fold_add(ri->procs->v.v[i], ri->freq);
 		if (tree_err)
-			warn("stacks.folded and flamegraph.html: %s (%llu samples could not be "
+			warn("stacks.folded and flamegraph.html: %s (%llu stacks could not be "
 			     "added): not written",
 			     strerror(-tree_err), (unsigned long long)not_in_tree);
 	}
 	if (tree_err)
 		return tree_err;
-	return tree && flame_node(tree, 0)->total ? 0 : -ENODATA;
+	return trees[v] && flame_node(trees[v], 0)->total ? 0 : -ENODATA;
 }
+
+struct flame_out {
+	const struct run_info *ri;
+	int view;
+};
 
 static int fill_folded(void *ctx, FILE *f, int fd)
 {
-	int err = take_live(ctx);
+	const struct flame_out *o = ctx;
+	int err = take_live(o->ri, o->view);
 
 	(void)fd;
-	return err ? err : folded_write(tree, f);
+	return err ? err : folded_write(trees[o->view], f);
 }
 
 static int fill_flamegraph(void *ctx, FILE *f, int fd)
 {
-	const struct run_info *ri = ctx;
+	const struct flame_out *o = ctx;
+	const struct run_info *ri = o->ri;
 	char title[1024];
 	size_t len;
-	int err = take_live(ri), k;
+	int err = take_live(ri, o->view), k;
 
 	(void)fd;
 	if (err)
 		return err;
-	len = snprintf(title, sizeof(title), "%.1f s at %d Hz (%s):", ri->duration_ns / 1e9,
-		       ri->freq, ri->event);
+	len = snprintf(title, sizeof(title), "%s%.1f s at %d Hz (%s):", views[o->view].what,
+		       ri->duration_ns / 1e9, ri->freq, ri->event);
 	for (k = 0; k < ri->argc && len < sizeof(title); k++)
 		len += snprintf(title + len, sizeof(title) - len, " %s", ri->argv[k]);
-	return flamegraph_write_html(tree, title, f);
+	return flamegraph_write_html(trees[o->view], title, views[o->view].unit, f);
 }
 
 static void flame_free_all(void)
 {
 	size_t i;
 
-	flame_free(tree);
-	tree = NULL;
+	for (i = 0; i < V_NR; i++) {
+		flame_free(trees[i]);
+		trees[i] = NULL;
+	}
 	for (i = 0; i < MAX_STACK_FRAMES; i++) {
 		free(bufs[i]);
 		bufs[i] = NULL;
@@ -122,18 +171,24 @@ static void flame_free_all(void)
 int write_flame(const struct run_info *ri)
 {
 	char cmd[PATH_MAX + 64];
-	int first = 0;
+	int first = 0, v;
 
-	if (ri->readers.flamegraph)
-		snprintf(cmd, sizeof(cmd), "flamegraph.pl %s/stacks.folded > flame.svg",
-			 ri->outdir);
-	else
-		snprintf(cmd, sizeof(cmd), "%s/stacks.folded", ri->outdir);
-	OUT_FIRST(first, outdir_emit(ri->out, "stacks.folded", 0, cmd, fill_folded, (void *)ri));
-	snprintf(cmd, sizeof(cmd), "%s%s/flamegraph.html", ri->readers.xdg_open ? "xdg-open " : "",
-		 ri->outdir);
-	OUT_FIRST(first,
-		  outdir_emit(ri->out, "flamegraph.html", 0, cmd, fill_flamegraph, (void *)ri));
+	for (v = 0; v < (ri->offcpu ? V_NR : 1); v++) {
+		struct flame_out o = {ri, v};
+
+		/* Each command as it runs here: flamegraph.pl only where it is
+		 * installed, else the file's path. */
+		if (ri->readers.flamegraph)
+			snprintf(cmd, sizeof(cmd), "flamegraph.pl %s%s/%s > %s",
+				 v == V_CPU ? "" : "--countname=us ", ri->outdir, views[v].folded,
+				 views[v].svg);
+		else
+			snprintf(cmd, sizeof(cmd), "%s/%s", ri->outdir, views[v].folded);
+		OUT_FIRST(first, outdir_emit(ri->out, views[v].folded, 0, cmd, fill_folded, &o));
+		snprintf(cmd, sizeof(cmd), "%s%s/%s", ri->readers.xdg_open ? "xdg-open " : "",
+			 ri->outdir, views[v].html);
+		OUT_FIRST(first, outdir_emit(ri->out, views[v].html, 0, cmd, fill_flamegraph, &o));
+	}
 	flame_free_all();
 	return first;
 }

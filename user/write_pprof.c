@@ -113,10 +113,19 @@ static int add_offcpu(struct pprof *pp, struct proc *p, uint64_t *loc_of, uint64
 		};
 		struct sample smp = {.stack = s[j].stack, .tid = s[j].tid};
 
-		/* A stack forgotten since (output_fold_live) or never sent. */
-		nl = s[j].stack < p->stack_off.n
-			 ? stack_locs(pp, p, &smp, loc_of, locs, kmap, lines)
-			 : 0;
+		/* A stack forgotten since (output_fold_live) or never sent
+		 * (its record lost, or the sums' map full): a frame that
+		 * says so, since pprof leaves samples without a location out
+		 * of its views (-top's rows, -tags), and the wait's time
+		 * would then be missing from them. */
+		if (s[j].stack < p->stack_off.n) {
+			nl = stack_locs(pp, p, &smp, loc_of, locs, kmap, lines);
+		} else {
+			struct pprof_line l = {.function = "[off-cpu] stack not recorded"};
+
+			locs[0] = pprof_location(pp, 0, 0, &l, 1);
+			nl = locs[0] ? 1 : -ENOMEM;
+		}
 		if (nl >= 0)
 			nl = pprof_add_offcpu(pp, locs, nl, s[j].ns, s[j].count, labels, 4);
 	}

@@ -152,9 +152,16 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 			", \"min_ns\": %" PRIu64 ", \"short_waits\": %" PRIu64
 			", \"short_waits_ns\": %" PRIu64 ", \"stacks\": %" PRIu64
 			", \"lost_stacks\": %" PRIu64 ", \"lost_waits\": %" PRIu64
-			", \"open_waits\": %" PRIu64 ", \"stale_waits\": %" PRIu64 "}",
+			", \"lost_waits_ns\": %" PRIu64 ", \"thread_only_waits\": %" PRIu64
+			", \"thread_only_waits_ns\": %" PRIu64 ", \"lost_timeline_waits\": %" PRIu64
+			", \"lost_starts\": %" PRIu64 ", \"sleepers_at_start\": %" PRIu64
+			", \"open_waits\": %" PRIu64
+			", \"stale_waits\": %" PRIu64 ", \"sums_entries\": %" PRIu32
+			", \"threads_entries\": %" PRIu32 "}",
 			t.switches, t.waits, t.min_ns, t.short_waits, t.short_ns, t.stacks,
-			t.lost_stacks, t.lost, t.open, t.stale);
+			t.lost_stacks, t.lost, t.lost_ns, t.thread_only, t.thread_only_ns,
+			t.lost_events, t.lost_starts, t.sleepers, t.open, t.stale, t.sums_entries,
+			t.threads_entries);
 	}
 	fprintf(f, ",\n  \"degraded\": [");
 	for (i = 0; ri->degraded && i < ri->degraded->n; i++) {
@@ -186,7 +193,10 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 	for (i = 0; i < ri->procs->v.n; i++) {
 		const struct proc *p = ri->procs->v.v[i];
 
-		if (!p->nsamples && !p->lost && !p->exact)
+		/* -p and --: every process followed, even one that recorded
+		 * nothing (a server's idle master); -a: those recorded. */
+		if (!p->nsamples && !p->lost && !p->exact && ri->system_wide &&
+		    !(offcpu_on() && offcpu_proc_ns(p)))
 			continue;
 		fprintf(f, "%s\n    ", k++ ? "," : "");
 		summary_row(f, p);

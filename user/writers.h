@@ -21,11 +21,13 @@ int write_profile(const struct run_info *ri, struct pprof_fold *pf);
 
 /* stacks.folded and flamegraph.html (write_flame.c): every process's
  * samples merged into one tree of frames, named as profile.pb.gz names them,
- * each process under its comm. Under -a, processes are added as they are
- * folded into the profile (flame_fold_add: as they exit, and the live ones
- * every minute), and forgotten: the tree grows with distinct stacks only.
- * A failure (ENOMEM) is kept, and the two files are then not written. */
-void flame_fold_add(struct proc *p);
+ * each process under its comm; with --off-cpu also stacks-offcpu.folded and
+ * flamegraph-offcpu.html (waits, in us) and stacks-wall.folded and
+ * flamegraph-wall.html (a sample as its period, 1/freq s, plus the waits). Under -a, processes are
+ * added as they are folded into the profile (flame_fold_add: as they exit, and the live ones every
+ * minute), and forgotten: the tree grows with distinct stacks only. A failure (ENOMEM) is kept, and
+ * the two files are then not written. */
+void flame_fold_add(struct proc *p, int freq);
 /* The processes still held are added first. */
 int write_flame(const struct run_info *ri);
 

@@ -219,7 +219,8 @@ static int write_sampled(struct proc *p, FILE *f)
 	/* The thread's last event: its frames end there (one period after a
 	 * sample, at the end of a wait). */
 	uint32_t last_tid = 0, last_cpu = 0;
-	uint64_t last_end = 0;
+	uint64_t last_end = 0, exit_ts;
+	bool after_wait = false; /* the thread's last event was a wait */
 	struct fdr *w;
 
 	if (!p->samples.n && !nw)
@@ -250,6 +251,8 @@ static int write_sampled(struct proc *p, FILE *f)
 					       NULL, 0);
 			np = 0;
 		}
+		if (i < n && ev[i].tid != last_tid)
+			after_wait = false;
 		if (i == n)
 			break;
 		if (ev[i].idx & MIGRATION) {
@@ -270,18 +273,25 @@ static int write_sampled(struct proc *p, FILE *f)
 			nc = stack_ids(p, s, cur, false);
 			last_cpu = s->cpu;
 		}
+		/* After a wait, the frames this event does not share with it
+		 * end where the wait ended, at its exact time: the on-CPU
+		 * stretch from there to this event is the shared frames'
+		 * (the thread left the wait's system call at its end). */
+		exit_ts = after_wait && last_end < ev[i].ts ? last_end : ev[i].ts;
 		last_tid = ev[i].tid;
 		for (c = 0; c < np && c < nc && prev[c] == cur[c]; c++)
 			;
 		for (j = np; j-- > c && !err;)
-			err = fdr_func(w, last_tid, last_cpu, ev[i].ts, FDR_EXIT, prev[j], NULL, 0);
+			err = fdr_func(w, last_tid, last_cpu, exit_ts, FDR_EXIT, prev[j], NULL, 0);
 		for (j = c; j < nc && !err; j++)
 			err = fdr_func(w, last_tid, last_cpu, ev[i].ts, FDR_ENTRY, cur[j], NULL, 0);
 		memcpy(prev, cur, nc * sizeof(*cur));
 		np = nc;
+		after_wait = ev[i].idx & WAIT;
 		if (ev[i].idx & WAIT) {
 			/* The wait's frame ends with it; its callers stay open
-			 * until a sample says otherwise. */
+			 * until the thread's next event, and those it does not
+			 * share end at this end (exit_ts). */
 			last_end = waits[ev[i].idx & ~WAIT].end_ns;
 			if (np && !err)
 				err = fdr_func(w, last_tid, last_cpu, last_end, FDR_EXIT,

@@ -15,7 +15,7 @@ static char *html(const struct flame *fl, const char *title)
 
 	if (!f)
 		return NULL;
-	CHECK(flamegraph_write_html(fl, title, f) == 0);
+	CHECK(flamegraph_write_html(fl, title, NULL, f) == 0);
 	fclose(f);
 	return buf;
 }

@@ -8,8 +8,15 @@
  * holding it ~1 ms of CPU: each waits for the other in pthread_mutex_lock.
  * callers: the main thread blocks on a pipe read in read_a until 0.5 s,
  * then in read_b until 1.5 s: two call paths with the same user ip, sp, bp
- * and system call, which differ only in their return addresses. */
+ * and system call, which differ only in their return addresses.
+ * repeat: the main thread blocks 300 times on a pipe read in read_heap,
+ * each time with another heap block's address in its frame; a second
+ * thread writes every 2 ms: one stack, however often it waits.
+ * pollwork: 150 times, poll_wait blocks 10 ms in poll, then work burns
+ * 4 ms of CPU, both called from poll_loop: XRay timelines after a wait. */
+#include <poll.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -104,6 +111,51 @@ static void *writer_ab(void *arg)
 	return NULL;
 }
 
+#define REPEATS 300
+
+/* The block's address in the frame, near sp, where the heuristic key
+ * hashed every word that looked like a code address. */
+static void __attribute__((noinline)) read_heap(void *block)
+{
+	void *volatile keep[2] = {block, block};
+	char c;
+
+	if (read(fds[0], &c, 1) != 1)
+		perror("read");
+	sink += (unsigned long)keep[0] & 1;
+}
+
+static void __attribute__((noinline)) poll_wait(void)
+{
+	poll(NULL, 0, 10);
+}
+
+static void __attribute__((noinline)) work(void)
+{
+	spin_until(since_start() + 0.004);
+}
+
+static void __attribute__((noinline)) poll_loop(void)
+{
+	for (int i = 0; i < 150; i++) {
+		poll_wait();
+		work();
+	}
+}
+
+static void *repeat_writer(void *arg)
+{
+	struct timespec ts = {0, 2000000};
+
+	(void)arg;
+	for (int i = 0; i < REPEATS; i++) {
+		nanosleep(&ts, NULL);
+		if (write(fds[1], "x", 1) != 1)
+			perror("write");
+	}
+	return NULL;
+}
+
 static void __attribute__((noinline)) take_lock(double hold, double end)
 {
 	while (since_start() < end) {
@@ -135,6 +187,10 @@ int main(int argc, char **argv)
 		pthread_join(b, NULL);
 		return 0;
 	}
+	if (argc > 1 && !strcmp(argv[1], "pollwork")) {
+		poll_loop();
+		return 0;
+	}
 	if (argc > 1 && !strcmp(argv[1], "callers")) {
 		if (pipe(fds_a) || pipe(fds_b))
 			return 1;
@@ -146,6 +202,15 @@ int main(int argc, char **argv)
 	}
 	if (pipe(fds))
 		return 1;
+	if (argc > 1 && !strcmp(argv[1], "repeat")) {
+		static void *blocks[REPEATS];
+
+		pthread_create(&a, NULL, repeat_writer, NULL);
+		for (int i = 0; i < REPEATS; i++)
+			read_heap(blocks[i] = malloc(4096 + 64 * i));
+		pthread_join(a, NULL);
+		return 0;
+	}
 	pthread_create(&a, NULL, writer, NULL);
 	burn_cpu();
 	sleep_wait();
