@@ -142,7 +142,7 @@ if require_tool pgbench $t && [ -x "$PGBIN/initdb" ] || { fail $t "no $PGBIN/ini
 		offcputime -m 0 --stack-storage-size 65536 $OC_S >"$TMP/oc.out" 2>"$TMP/oc.err" &
 		oc=$!
 		sleep 1
-		"$REC" -a --off-cpu -F 49 -d $REC_S -o "$TMP/p2" 2>"$TMP/p2.err" &
+		"$REC" -a --off-cpu -F 199 -d $REC_S -o "$TMP/p2" 2>"$TMP/p2.err" &
 		rec=$!
 		sleep 2
 		# The processes (pgbench's clients' backends among them) while both
@@ -172,7 +172,10 @@ oc_b = sum(oc.get(p, 0) for p in backends)
 for p, a in sorted(procs.items(), key=lambda x: int(x[0])):
     r = rows.get(p, {})
     off, cpu = r.get("offcpu_ns", 0) / 1e9, r.get("samples", 0) * period
-    wall_ok = abs(off + cpu - win) <= 0.02 * win
+    # The CPU part is counted in samples: a count of n has a sampling
+    # error of about sqrt(n) periods, so 3 of those are allowed beyond
+    # the 2 % (at 199 Hz, ~0.15 s for a backend's 0.6 s of CPU).
+    wall_ok = abs(off + cpu - win) <= 0.02 * win + 3 * (r.get("samples", 0) ** 0.5) * period
     line = f"  {p} {a[:40]}: off-CPU {off:.3f} s + CPU {cpu:.3f} s of {win:.3f} s"
     if p in backends:
         rs, cs = off / rec_b if rec_b else 0, oc.get(p, 0) / oc_b if oc_b else 0
