@@ -25,6 +25,9 @@ PKGS=(
   # (whole stacks under -t, off-CPU at server scale): with their own load
   # generators (pgbench comes with postgresql, redis-benchmark with redis-tools)
   postgresql redis-server redis-tools nginx-light wrk
+  # <sys/sdt.h>: tests/workloads/usdtwork.c's own USDT probes (-t usdt:, and the
+  # kernel matrix's USDT pair)
+  systemtap-sdt-dev
   # make deb: Debian's own packaging tools, lintian, and the man page's source
   dpkg-dev debhelper fakeroot lintian scdoc
 )
