@@ -28,6 +28,10 @@ struct run_info {
 	uint64_t lost_tasks;			/* exec/fork/exit events lost */
 	uint64_t kstack_err, ustack_err, kernel_walks;
 	uint64_t traced_calls, lost_calls; /* -t entries and returns */
+	/* -t usdt: the probes (user/usdt.h), firings the ring buffer could
+	 * not take, string arguments that could not be read. */
+	const struct usdt *usdt;
+	uint64_t usdt_lost, usdt_str_fault;
 	/* --call-graph cfi: the walk's counts (BPF), and its tables. */
 	bool cfi;
 	uint64_t cfi_walks, cfi_root, cfi_trunc, cfi_to_dwarf, cfi_fp_nomap, cfi_fp_nocfi,
