@@ -100,6 +100,8 @@ struct note_probe {
 	uint64_t semaphore;
 	unsigned nargs;
 	bool want;
+	bool named; /* by its own name, not a glob */
+	bool lone;  /* a start or end without its partner: an instant */
 };
 struct notes {
 	VEC(struct note_probe) v;
@@ -114,8 +116,10 @@ static int add_note(void *ctx, const struct stapsdt_probe *p)
 	for (i = 0; i < n->v.n; i++)
 		if (!strcmp(n->v.v[i].provider, p->provider) && !strcmp(n->v.v[i].name, p->name))
 			return 0;
-	np = (struct note_probe){xstrdup(p->provider), xstrdup(p->name), p->semaphore, p->nargs,
-				 false};
+	np = (struct note_probe){.provider = xstrdup(p->provider),
+				 .name = xstrdup(p->name),
+				 .semaphore = p->semaphore,
+				 .nargs = p->nargs};
 	return VEC_PUSH(n->v, np);
 }
 
@@ -209,8 +213,9 @@ static struct note_probe *find_note(struct notes *n, const char *provider, const
 	return NULL;
 }
 
-/* Marks the pair partners of each wanted probe as wanted. 0, or -ENOENT
- * after a message naming the probe whose pair is missing. */
+/* Marks the pair partners of each wanted probe as wanted. A probe asked for
+ * by its name whose partner the binary lacks is an error (-ENOENT after a
+ * message); one a glob matched is recorded as an instant. */
 static int want_pairs(struct notes *n, const char *spec, const char *path)
 {
 	size_t i, cnt = n->v.n, s;
@@ -231,13 +236,19 @@ static int want_pairs(struct notes *n, const char *spec, const char *path)
 					q->want = found = true;
 				}
 			}
-			if (!found) {
+			if (!found && !p->named) {
+				p->lone = true;
+			} else if (!found) {
 				err("-t %s: %s:%s has no done/return probe to pair with in %s",
 				    spec, p->provider, p->name, path);
 				return -ENOENT;
 			}
 		} else if ((s = stem_len(p->name, end_sfx))) {
 			q = find_note(n, p->provider, p->name, s, start_sfx);
+			if (!q && !p->named) {
+				p->lone = true;
+				continue;
+			}
 			if (!q) {
 				err("-t %s: %s:%s has no start/entry probe to pair with in %s",
 				    spec, p->provider, p->name, path);
@@ -247,13 +258,6 @@ static int want_pairs(struct notes *n, const char *spec, const char *path)
 		}
 	}
 	return 0;
-}
-
-/* Whether this kernel's uprobes can set semaphores (reference counters,
- * Linux 4.20): libbpf uses them when the uprobe PMU has the format. */
-static bool kernel_has_ref_ctr(void)
-{
-	return !access("/sys/bus/event_source/devices/uprobe/format/ref_ctr_offset", F_OK);
 }
 
 /* The binary of a spec: a path as given (or inside a target's root); for
@@ -330,9 +334,9 @@ static int attach_probe(struct usdt *u, const char *spec, const char *path,
 	p.name = xstrdup(np->name);
 	p.path = xstrdup(path);
 	p.nargs = np->nargs;
-	if ((s = stem_len(np->name, start_sfx)))
+	if (!np->lone && (s = stem_len(np->name, start_sfx)))
 		p.kind = U_START;
-	else if ((s = stem_len(np->name, end_sfx)))
+	else if (!np->lone && (s = stem_len(np->name, end_sfx)))
 		p.kind = U_END;
 	else
 		s = strlen(np->name);
@@ -410,8 +414,10 @@ static int attach_spec(struct usdt *u, const char *spec, const pid_t *pids, int 
 		bool any = false;
 
 		for (i = 0; i < n.v.n; i++)
-			if (!fnmatch(g, n.v.v[i].name, 0))
+			if (!fnmatch(g, n.v.v[i].name, 0)) {
 				n.v.v[i].want = any = true;
+				n.v.v[i].named |= !strpbrk(g, "*?[");
+			}
 		if (!any) {
 			list_probes(&n, list, sizeof(list));
 			err("-t %s: %s has no probe %s (its probes: %s)", spec, path, g, list);
@@ -423,7 +429,7 @@ static int attach_spec(struct usdt *u, const char *spec, const pid_t *pids, int 
 		goto out;
 	for (i = 0; i < n.v.n; i++)
 		need_sem |= n.v.v[i].want && n.v.v[i].semaphore;
-	if (need_sem && !kernel_has_ref_ctr()) {
+	if (need_sem && !u->cfg.ref_ctr) {
 		struct utsname un;
 
 		uname(&un);

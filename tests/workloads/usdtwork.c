@@ -5,7 +5,7 @@
  *   pairs (which fire only when their semaphore is set, as a tracer sets
  *   it), one depth__start/depth__done recursion 3 deep, and one tick
  *   (an instant) with the job's number;
- * then it prints "done JOBS". JOBS 0 runs until killed. */
+ * then lone__start once (no done exists) and it prints "done JOBS". JOBS 0 runs until killed. */
 #define _SDT_HAS_SEMAPHORES 1
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +23,7 @@ SEMAPHORE(job__done);
 SEMAPHORE(depth__start);
 SEMAPHORE(depth__done);
 SEMAPHORE(tick);
+SEMAPHORE(lone__start);
 
 static volatile unsigned long sink;
 
@@ -61,6 +62,9 @@ int main(int argc, char **argv)
 		DTRACE_PROBE1(bprec, tick, j);
 		DTRACE_PROBE1(bprec, job__done, j);
 	}
+	/* A start without a done anywhere in the program: an error when asked
+	 * for by name, an instant when a glob matches it. */
+	DTRACE_PROBE(bprec, lone__start);
 	printf("done %ld\n", jobs);
 	return 0;
 }
