@@ -138,6 +138,9 @@ struct ev_usdt {
 	__u32 probe; /* USDT_COOKIE_PROBE */
 	__u16 nargs;
 	__u16 pad;
+	/* The thread's: names a process seen first here (under -a, one that
+	 * fired probes and exited between samples). */
+	char comm[COMM_LEN];
 	__u64 args[MAX_TRACE_ARGS];
 };
 

@@ -96,6 +96,7 @@ int on_usdt(struct pt_regs *ctx)
 	fill_hdr(&e.hdr, EV_USDT, tgid, (__u32)id);
 	e.probe = USDT_COOKIE_PROBE(cookie);
 	e.pad = 0;
+	bpf_get_current_comm(e.comm, sizeof(e.comm));
 	for (i = 0; i < MAX_TRACE_ARGS; i++) {
 		long v = 0;
 
