@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <inttypes.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
@@ -50,6 +51,14 @@ struct uname_id {
 	uint32_t id;
 };
 
+/* The intervals a thread has open, by function: a done that finds none
+ * open is an instant (CPython 3.11's function__entry never fires, its
+ * function__return does: CPython gh-98894). */
+struct uopen {
+	uint32_t tid, id;
+	uint32_t depth;
+};
+
 /* Strings kept at most (each at most USDT_STR_LEN bytes): memory stays
  * bounded whatever a process sends; beyond, names are "[unknown]". */
 #define USDT_MAX_STRS (1u << 18)
@@ -63,6 +72,9 @@ struct usdt {
 	struct idtab str_tab;
 	VEC(struct uname_id) names;
 	struct idtab name_tab;
+	VEC(struct uopen) open;
+	struct idtab open_tab;
+	uint64_t lone_ends;    /* dones with no start open: instants */
 	uint64_t strs_dropped; /* over USDT_MAX_STRS */
 	uint64_t bad_probe;    /* records naming no probe of ours */
 };
@@ -600,6 +612,29 @@ static uint32_t id_by_args(struct usdt *u, pid_t pid, uint64_t p0, uint64_t p1)
 	return k.id;
 }
 
+static bool open_eq(const void *ctx, uint32_t i, const void *key)
+{
+	const struct usdt *u = ctx;
+	const struct uopen *k = key;
+
+	return u->open.v[i].tid == k->tid && u->open.v[i].id == k->id;
+}
+
+/* The thread's open intervals of function id, found or added (NULL on
+ * ENOMEM). */
+static struct uopen *open_of(struct usdt *u, uint32_t tid, uint32_t id)
+{
+	struct uopen k = {tid, id, 0};
+	uint64_t h = hash_u64((uint64_t)tid << 32 | id);
+	uint32_t i = idtab_find(&u->open_tab, h, open_eq, u, &k);
+
+	if (i != UINT32_MAX)
+		return &u->open.v[i];
+	if (VEC_PUSH(u->open, k) || idtab_insert(&u->open_tab, h, u->open.n - 1))
+		return NULL;
+	return &u->open.v[u->open.n - 1];
+}
+
 int usdt_on_event(struct usdt *u, struct procs *procs, const struct ev_hdr *h, size_t size,
 		  uint64_t stop_ns)
 {
@@ -607,6 +642,7 @@ int usdt_on_event(struct usdt *u, struct procs *procs, const struct ev_hdr *h, s
 	size_t fixed = sizeof(*e) - sizeof(e->args);
 	struct ev_call c = {.hdr = *h};
 	struct uprobe *p;
+	struct uopen *o = NULL;
 	struct proc *pr;
 	uint32_t id;
 	unsigned n;
@@ -635,11 +671,51 @@ int usdt_on_event(struct usdt *u, struct procs *procs, const struct ev_hdr *h, s
 	memcpy(c.args, e->args, n * sizeof(__u64));
 	c.nargs = n;
 	c.func_id = id;
-	if (p->kind == U_END)
+	if (p->kind != U_INSTANT && !(o = open_of(u, h->tid, id)))
+		return -ENOMEM;
+	if (p->kind == U_END && o->depth) {
+		o->depth--;
 		return xray_on_call(pr, &c, id, CALL_EXIT);
+	}
+	if (p->kind == U_START)
+		o->depth++;
+	if (p->kind == U_END)
+		u->lone_ends++;
 	if (xray_on_call(pr, &c, id, CALL_ENTRY))
 		return -ENOMEM;
-	return p->kind == U_INSTANT ? xray_on_call(pr, &c, id, CALL_EXIT) : 0;
+	return p->kind != U_START ? xray_on_call(pr, &c, id, CALL_EXIT) : 0;
+}
+
+void usdt_report(const struct usdt *u)
+{
+	size_t i, j;
+
+	if (!u)
+		return;
+	/* A pair whose start never fired while its done did: its dones were
+	 * instants, without durations. CPython 3.11's function__entry is
+	 * such a probe (its interpreter never reaches it: gh-98894). */
+	for (i = 0; i < u->probes.n; i++) {
+		const struct uprobe *e = &u->probes.v[i];
+
+		if (e->kind != U_END || !e->fired)
+			continue;
+		for (j = 0; j < u->probes.n; j++) {
+			const struct uprobe *s = &u->probes.v[j];
+			size_t n = stem_len(s->name, start_sfx);
+
+			if (s->kind == U_START && !s->fired && !strcmp(s->provider, e->provider) &&
+			    !strcmp(s->path, e->path) && n == stem_len(e->name, end_sfx) &&
+			    !strncmp(s->name, e->name, n))
+				warn("usdt %s:%s fired %" PRIu64 " times and %s never: each was "
+				     "written as an instant, without a duration%s",
+				     e->provider, e->name, e->fired, s->name,
+				     !strcmp(e->provider, "python")
+					 ? " (CPython 3.11's function__entry never fires: "
+					   "CPython gh-98894)"
+					 : "");
+		}
+	}
 }
 
 int usdt_probe_stat(const struct usdt *u, size_t i, struct usdt_probe_stat *out)
@@ -656,6 +732,11 @@ int usdt_probe_stat(const struct usdt *u, size_t i, struct usdt_probe_stat *out)
 uint64_t usdt_strs_dropped(const struct usdt *u)
 {
 	return u ? u->strs_dropped : 0;
+}
+
+uint64_t usdt_lone_ends(const struct usdt *u)
+{
+	return u ? u->lone_ends : 0;
 }
 
 void usdt_free(struct usdt *u)
@@ -678,5 +759,7 @@ void usdt_free(struct usdt *u)
 	idtab_free(&u->str_tab);
 	VEC_FREE(u->names);
 	idtab_free(&u->name_tab);
+	VEC_FREE(u->open);
+	idtab_free(&u->open_tab);
 	free(u);
 }

@@ -39,6 +39,9 @@ int usdt_attach(struct usdt *u, const pid_t *pids, int npids, const char *exe);
  * dropped. 0 or -ENOMEM. */
 int usdt_on_event(struct usdt *u, struct procs *procs, const struct ev_hdr *h, size_t size,
 		  uint64_t stop_ns);
+/* At the end, after the last records: warns of a pair whose done fired
+ * and whose start never did. */
+void usdt_report(const struct usdt *u);
 /* Detaches the probes (before the calls still open are closed). */
 void usdt_detach(struct usdt *u);
 /* For summary.json: probe i's names (raw, from the binary) and firings
@@ -50,6 +53,9 @@ struct usdt_probe_stat {
 int usdt_probe_stat(const struct usdt *u, size_t i, struct usdt_probe_stat *out);
 /* String arguments not kept: more than the bound of distinct ones. */
 uint64_t usdt_strs_dropped(const struct usdt *u);
+/* Dones (returns) that found no start open on their thread: written as
+ * instants. */
+uint64_t usdt_lone_ends(const struct usdt *u);
 void usdt_free(struct usdt *u);
 
 #endif

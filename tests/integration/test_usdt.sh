@@ -5,7 +5,8 @@
 # arguments; the one-line errors.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(usdt_cmd_counts usdt_nesting usdt_args usdt_pid usdt_all_filter usdt_errors)
+ALL=(usdt_cmd_counts usdt_nesting usdt_args usdt_pid usdt_all_filter usdt_errors usdt_python_calls
+	usdt_python_hostile_name)
 require_bpf "${ALL[@]}"
 require_tool llvm-xray usdt_cmd_counts || exit 0
 NEST=$ROOT/tests/integration/xray_nest.py
@@ -108,3 +109,57 @@ err_is '/usr/bin/true: has no USDT probes' -t 'usdt:/usr/bin/true:x'
 err_is 'nosuchbin: no such binary' -t 'usdt:nosuchbin:x'
 BPFTRACE_REC_NO_FEATURES=uprobe_ref_ctr err_is 'cannot set USDT semaphores' -t 'usdt:usdtwork:tick'
 if [ $ok = 1 ]; then pass $t; else fail $t; fi
+
+# --- Debian's python3.11: each Python function its own XRay function ----------------
+# Its function__entry never fires (CPython gh-98894: 3.11's interpreter
+# never reaches it; fixed in 3.15); function__return does, for every call:
+# each is an instant named file:function, counted exactly, without a duration.
+PY=/usr/bin/python3.11
+if [ -x $PY ]; then
+	d=$TMP/py
+	mkdir -p "$d.src"
+	# A file name with an escape sequence: names from outside are sanitized.
+	evil=$'evil\e[31m.py'
+	cat > "$d.src/$evil" <<'PYEOF'
+def work(i):
+    return i * 2
+def rec(n):
+    return 0 if n == 0 else 1 + rec(n - 1)
+PYEOF
+	cat > "$d.src/main.py" <<'PYEOF'
+import sys, time, importlib
+sys.path.insert(0, sys.argv[2])
+evil = importlib.import_module(sys.argv[3][:-3])
+time.sleep(float(sys.argv[1]))
+for i in range(1000):
+    evil.work(i)
+for i in range(10):
+    evil.rec(4)
+PYEOF
+	$PY "$d.src/main.py" 1.5 "$d.src" "$evil" &
+	ppid=$!
+	sleep 0.3 # exec'd: the binary is found through its /proc/PID/exe
+	"$REC" -q -o "$d" -p $ppid -t 'usdt:python3.11:function__*' > /dev/null 2> "$d.err"
+	wait $ppid
+	llvm-xray account -m "$d/xray-$ppid.map" "$d/xray-trace-$ppid.fdr" > "$d/acc" 2>&1
+	t=usdt_python_calls
+	work=$(awk '$NF ~ /evil\\x1b\[31m\.py:work$/ { print $2 }' "$d/acc")
+	rec=$(awk '$NF ~ /evil\\x1b\[31m\.py:rec$/ { print $2 }' "$d/acc")
+	# rec(4) recurses to rec(0): 5 calls each time.
+	if [ "$work" = 1000 ] && [ "$rec" = 50 ] && grep -q 'gh-98894' "$d.err"; then
+		pass $t
+	else
+		fail $t "work $work rec $rec, want 1000 50"; cat "$d/acc" "$d.err" >&2
+	fi
+	t=usdt_python_hostile_name
+	# No raw escape byte in any file or message; the name is there escaped.
+	if ! grep -q $'\e' "$d/acc" "$d.err" "$d/summary.json" && ! grep -aq $'\e' "$d/xray-$ppid.map" &&
+		grep -q 'evil\\x1b\[31m\.py:work' "$d/acc"; then
+		pass $t
+	else
+		fail $t
+	fi
+else
+	skip usdt_python_calls "no $PY"
+	skip usdt_python_hostile_name "no $PY"
+fi
