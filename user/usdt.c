@@ -32,6 +32,9 @@ struct uprobe {
 	/* The XRay function: the pair's ("provider:STEM") or the instant's
 	 * ("provider:name"); 0 when named by the arguments (by_args). */
 	uint32_t func_id;
+	/* The pair's continuation, "provider:STEM [cont.]": where an interval
+	 * outlives one opened inside it, see usdt_on_event. */
+	uint32_t cont_id;
 	bool by_args;
 	unsigned nargs; /* the probe's arguments */
 	uint64_t fired; /* firings drained */
@@ -51,12 +54,17 @@ struct uname_id {
 	uint32_t id;
 };
 
-/* The intervals a thread has open, by function: a done that finds none
- * open is an instant (CPython 3.11's function__entry never fires, its
+/* The USDT intervals a thread has open, outermost first: key, the pair's
+ * function; written, the function its entry was written as (the key, or
+ * its continuation). A done that finds none of its pair open is an
+ * instant (CPython 3.11's function__entry never fires, its
  * function__return does: CPython gh-98894). */
-struct uopen {
-	uint32_t tid, id;
-	uint32_t depth;
+struct uframe {
+	uint32_t key, written, cont;
+};
+struct uthread {
+	uint32_t tid;
+	VEC(struct uframe) open;
 };
 
 /* Strings kept at most (each at most USDT_STR_LEN bytes): memory stays
@@ -72,9 +80,10 @@ struct usdt {
 	struct idtab str_tab;
 	VEC(struct uname_id) names;
 	struct idtab name_tab;
-	VEC(struct uopen) open;
-	struct idtab open_tab;
+	VEC(struct uthread) threads;
+	struct idtab thread_tab;
 	uint64_t lone_ends;    /* dones with no start open: instants */
+	uint64_t cuts;	       /* intervals cut and continued (see usdt_on_event) */
 	uint64_t strs_dropped; /* over USDT_MAX_STRS */
 	uint64_t bad_probe;    /* records naming no probe of ours */
 };
@@ -364,7 +373,11 @@ static int attach_probe(struct usdt *u, const char *spec, const char *path,
 		snprintf(raw, sizeof(raw), "%s:%.*s", np->provider, (int)s, np->name);
 		fmt_sanitize(name, sizeof(name), raw, strlen(raw));
 		p.func_id = xray_func_id(name);
-		if (!p.func_id) {
+		char cont[sizeof(name) + 16];
+
+		snprintf(cont, sizeof(cont), "%s [cont.]", name);
+		p.cont_id = xray_func_id(cont);
+		if (!p.func_id || !p.cont_id) {
 			err("-t %s: out of XRay function ids", spec);
 			return -ENOSPC;
 		}
@@ -612,27 +625,51 @@ static uint32_t id_by_args(struct usdt *u, pid_t pid, uint64_t p0, uint64_t p1)
 	return k.id;
 }
 
-static bool open_eq(const void *ctx, uint32_t i, const void *key)
+static bool thread_eq(const void *ctx, uint32_t i, const void *key)
 {
 	const struct usdt *u = ctx;
-	const struct uopen *k = key;
 
-	return u->open.v[i].tid == k->tid && u->open.v[i].id == k->id;
+	return u->threads.v[i].tid == *(const uint32_t *)key;
 }
 
-/* The thread's open intervals of function id, found or added (NULL on
- * ENOMEM). */
-static struct uopen *open_of(struct usdt *u, uint32_t tid, uint32_t id)
+/* The thread's open intervals, found or added (NULL on ENOMEM). */
+static struct uthread *thread_of(struct usdt *u, uint32_t tid)
 {
-	struct uopen k = {tid, id, 0};
-	uint64_t h = hash_u64((uint64_t)tid << 32 | id);
-	uint32_t i = idtab_find(&u->open_tab, h, open_eq, u, &k);
+	uint64_t h = hash_u64(tid);
+	uint32_t i = idtab_find(&u->thread_tab, h, thread_eq, u, &tid);
+	struct uthread t = {.tid = tid};
 
 	if (i != UINT32_MAX)
-		return &u->open.v[i];
-	if (VEC_PUSH(u->open, k) || idtab_insert(&u->open_tab, h, u->open.n - 1))
+		return &u->threads.v[i];
+	if (VEC_PUSH(u->threads, t) || idtab_insert(&u->thread_tab, h, u->threads.n - 1))
 		return NULL;
-	return &u->open.v[u->open.n - 1];
+	return &u->threads.v[u->threads.n - 1];
+}
+
+/* A done of the pair key, whose start is open at index k of the thread's
+ * intervals. XRay nests a thread's calls, and USDT pairs need not: a
+ * PostgreSQL transaction starts inside its BEGIN query and outlives it.
+ * The intervals opened inside k and still open are exited here, k with
+ * them, and they are entered again at once as their continuations
+ * ("provider:STEM [cont.]"): each pair is counted once under its name,
+ * and its time is the sum of both names'. (-t calls open inside are
+ * exited by the writer, and not entered again.) */
+static int end_at(struct usdt *u, struct proc *pr, struct uthread *t, size_t k, struct ev_call *c)
+{
+	size_t j;
+	int err = 0;
+
+	c->nargs = 0;
+	for (j = t->open.n; j-- > k && !err;)
+		err = xray_on_call(pr, c, t->open.v[j].written, CALL_EXIT);
+	for (j = k + 1; j < t->open.n && !err; j++) {
+		t->open.v[j].written = t->open.v[j].cont;
+		err = xray_on_call(pr, c, t->open.v[j].written, CALL_ENTRY);
+		u->cuts++;
+	}
+	memmove(&t->open.v[k], &t->open.v[k + 1], (t->open.n - k - 1) * sizeof(t->open.v[0]));
+	t->open.n--;
+	return err;
 }
 
 int usdt_on_event(struct usdt *u, struct procs *procs, const struct ev_hdr *h, size_t size,
@@ -642,7 +679,8 @@ int usdt_on_event(struct usdt *u, struct procs *procs, const struct ev_hdr *h, s
 	size_t fixed = sizeof(*e) - sizeof(e->args);
 	struct ev_call c = {.hdr = *h};
 	struct uprobe *p;
-	struct uopen *o = NULL;
+	struct uthread *t = NULL;
+	size_t k;
 	struct proc *pr;
 	uint32_t id;
 	unsigned n;
@@ -671,16 +709,20 @@ int usdt_on_event(struct usdt *u, struct procs *procs, const struct ev_hdr *h, s
 	memcpy(c.args, e->args, n * sizeof(__u64));
 	c.nargs = n;
 	c.func_id = id;
-	if (p->kind != U_INSTANT && !(o = open_of(u, h->tid, id)))
+	if (p->kind != U_INSTANT && !(t = thread_of(u, h->tid)))
 		return -ENOMEM;
-	if (p->kind == U_END && o->depth) {
-		o->depth--;
-		return xray_on_call(pr, &c, id, CALL_EXIT);
-	}
-	if (p->kind == U_START)
-		o->depth++;
-	if (p->kind == U_END)
+	if (p->kind == U_END) {
+		for (k = t->open.n; k-- > 0;)
+			if (t->open.v[k].key == id)
+				return end_at(u, pr, t, k, &c);
 		u->lone_ends++;
+	}
+	if (p->kind == U_START) {
+		struct uframe f = {id, id, p->by_args ? id : p->cont_id};
+
+		if (VEC_PUSH(t->open, f))
+			return -ENOMEM;
+	}
 	if (xray_on_call(pr, &c, id, CALL_ENTRY))
 		return -ENOMEM;
 	return p->kind != U_START ? xray_on_call(pr, &c, id, CALL_EXIT) : 0;
@@ -739,6 +781,11 @@ uint64_t usdt_lone_ends(const struct usdt *u)
 	return u ? u->lone_ends : 0;
 }
 
+uint64_t usdt_cuts(const struct usdt *u)
+{
+	return u ? u->cuts : 0;
+}
+
 void usdt_free(struct usdt *u)
 {
 	size_t i;
@@ -759,7 +806,9 @@ void usdt_free(struct usdt *u)
 	idtab_free(&u->str_tab);
 	VEC_FREE(u->names);
 	idtab_free(&u->name_tab);
-	VEC_FREE(u->open);
-	idtab_free(&u->open_tab);
+	for (i = 0; i < u->threads.n; i++)
+		VEC_FREE(u->threads.v[i].open);
+	VEC_FREE(u->threads);
+	idtab_free(&u->thread_tab);
 	free(u);
 }

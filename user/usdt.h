@@ -56,6 +56,9 @@ uint64_t usdt_strs_dropped(const struct usdt *u);
 /* Dones (returns) that found no start open on their thread: written as
  * instants. */
 uint64_t usdt_lone_ends(const struct usdt *u);
+/* Intervals cut where one opened before them ended, and continued as
+ * "provider:STEM [cont.]". */
+uint64_t usdt_cuts(const struct usdt *u);
 void usdt_free(struct usdt *u);
 
 #endif

@@ -139,9 +139,9 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 		fprintf(f,
 			",\n  \"usdt\": {\"lost\": %" PRIu64 ", \"string_faults\": %" PRIu64
 			", \"strings_dropped\": %" PRIu64 ", \"lone_ends\": %" PRIu64
-			", \"probes\": [",
+			", \"continued\": %" PRIu64 ", \"probes\": [",
 			ri->usdt_lost, ri->usdt_str_fault, usdt_strs_dropped(ri->usdt),
-			usdt_lone_ends(ri->usdt));
+			usdt_lone_ends(ri->usdt), usdt_cuts(ri->usdt));
 		for (i = 0; !usdt_probe_stat(ri->usdt, i, &ps); i++) {
 			fprintf(f, "%s\n    {\"provider\": ", i ? "," : "");
 			json_str(f, ps.provider);

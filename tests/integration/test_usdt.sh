@@ -79,9 +79,10 @@ fi
 
 # --- -a -P: every process of the binary ------------------------------------------
 d=$TMP/all
-"$REC" -q -o "$d" -a -P -F 9 --no-kernel -d 3 -t "usdt:$WL/usdtwork:job__start" > /dev/null 2> "$d.err" &
+"$REC" -o "$d" -a -P -F 9 --no-kernel -d 4 -t "usdt:$WL/usdtwork:job__start" > /dev/null 2> "$d.err" &
 rpid=$!
-sleep 1.2
+# Attached once it says so (-a reads every process first: a while when busy).
+for _ in $(seq 100); do grep -q 'tracing .* USDT probes' "$d.err" 2>/dev/null && break; sleep 0.1; done
 "$WL/usdtwork" 40 > /dev/null
 "$WL/usdtwork" 60 > /dev/null
 wait $rpid

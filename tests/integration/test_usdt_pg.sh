@@ -19,7 +19,7 @@ if [ ! -x $PGBIN/postgres ] || ! command -v pgbench > /dev/null || ! id postgres
 fi
 NEST=$ROOT/tests/integration/xray_nest.py
 PORT=${USDT_PG_PORT:-55424}
-CLIENTS=2 PER_CLIENT=150
+CLIENTS=2 PER_CLIENT=150 PER_CLIENT_X=50
 
 pg=$TMP/pg
 # The server runs as postgres: it must reach its directory.
@@ -55,10 +55,17 @@ for _ in $(seq 100); do grep -q 'tracing .* USDT probes' "$d.err" 2>/dev/null &&
 echo 'SELECT count(*) FROM pg_class;' > "$pg/script.sql"
 pgbench -n -h 127.0.0.1 -p $PORT -U postgres -c $CLIENTS -t $PER_CLIENT -f "$pg/script.sql" postgres \
 	> "$pg/pgbench.out" 2>&1
+# Then explicit transactions of three statements, as pgbench's own scripts
+# run them: each transaction starts inside its BEGIN query and commits
+# inside its END query, so the pairs do not nest; the recording cuts and
+# continues them ("[cont.]").
+printf 'BEGIN;\nSELECT count(*) FROM pg_class;\nEND;\n' > "$pg/script-x.sql"
+pgbench -n -h 127.0.0.1 -p $PORT -U postgres -c $CLIENTS -t $PER_CLIENT_X -f "$pg/script-x.sql" \
+	postgres >> "$pg/pgbench.out" 2>&1
 kill -INT $rpid
 wait $rpid
 stop_pg
-processed=$(awk -F': ' '/number of transactions actually processed/ { split($2, a, "/"); print a[1] }' "$pg/pgbench.out")
+processed=$(awk -F': ' '/number of transactions actually processed/ { split($2, a, "/"); n += a[1] } END { print n }' "$pg/pgbench.out")
 
 # Every backend's trace: the nesting checker's view of its calls, summed.
 python3 - "$d" "$NEST" > "$TMP/pg.json" <<'PY'
@@ -66,7 +73,7 @@ import json, subprocess, sys
 d, nest = sys.argv[1], sys.argv[2]
 s = json.load(open(f"{d}/summary.json"))
 out = {"duration_s": s["duration_s"], "txn_in_query": 0, "txn": 0, "queries": 0, "bad": [],
-       "query_ns_by_backend": {}}
+       "txn_cont": 0, "query_cont": 0, "query_ns_by_backend": {}}
 for p in s["processes"]:
     pid = p["pid"]
     try:
@@ -82,11 +89,13 @@ for p in s["processes"]:
     out["txn"] += t["calls"]
     out["txn_in_query"] += t["parents"].get("postgresql:query", 0)
     out["queries"] += f.get("postgresql:query", {"calls": 0})["calls"]
-    out["bad"] += n["bad"]
+    out["bad"] += n["bad"] + [{"open": v} for v in n["open"].values()]
+    out["txn_cont"] += f.get("postgresql:transaction [cont.]", {"calls": 0})["calls"]
+    out["query_cont"] += f.get("postgresql:query [cont.]", {"calls": 0})["calls"]
     # Each backend's query time from its enter and exit records.
     tot, start = 0, None
     for line in y.splitlines():
-        if "function: 'postgresql:query'" not in line: continue
+        if "function: 'postgresql:query" not in line: continue
         ts = int(line.split("tsc: ")[1].split(",")[0])
         if "function-enter" in line: start = ts
         elif start is not None: tot += ts - start; start = None
@@ -97,7 +106,7 @@ t=usdt_pg_transactions
 # pgbench's transactions ran as statements in transactions of their own:
 # those inside a query. (A backend's start-up runs one outside any query.)
 got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["txn_in_query"])' "$TMP/pg.json")
-want=$((CLIENTS * PER_CLIENT))
+want=$((CLIENTS * (PER_CLIENT + PER_CLIENT_X)))
 if [ -n "$processed" ] && [ "$processed" = "$want" ] && [ "$got" = "$want" ]; then
 	pass $t
 else
@@ -105,7 +114,12 @@ else
 	cat "$TMP/pg.json" "$d.err" "$pg/pgbench.out" >&2
 fi
 t=usdt_pg_queries
-got=$(python3 -c 'import json,sys; j = json.load(open(sys.argv[1])); print(j["queries"], len(j["bad"]))' "$TMP/pg.json")
+# The statements sent: one per single-statement transaction, three per
+# explicit one, of which the END query is continued after its commit, and
+# the transaction after its BEGIN query.
+want=$((CLIENTS * (PER_CLIENT + 3 * PER_CLIENT_X)))
+nx=$((CLIENTS * PER_CLIENT_X))
+got=$(python3 -c 'import json,sys; j = json.load(open(sys.argv[1])); print(j["queries"], len(j["bad"]), j["query_cont"], j["txn_cont"])' "$TMP/pg.json")
 # The same count from llvm-xray account, summed over the backends.
 acc=0
 for tr in "$d"/xray-trace-*.fdr; do
@@ -114,13 +128,17 @@ for tr in "$d"/xray-trace-*.fdr; do
 		awk '$NF == "postgresql:query" { print $2 }')
 	acc=$((acc + ${n:-0}))
 done
-if [ "$got" = "$want 0" ] && [ "$acc" = "$want" ]; then pass $t; else fail $t "queries, bad exits = $got (account: $acc), want $want 0"; fi
+if [ "$got" = "$want 0 $nx $nx" ] && [ "$acc" = "$want" ]; then
+	pass $t
+else
+	fail $t "queries, bad or open, continued queries, continued transactions = $got (account: $acc queries), want $want 0 $nx $nx"
+fi
 t=usdt_pg_query_time
 if python3 - "$TMP/pg.json" "$CLIENTS" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1])); wall = j["duration_s"] * 1e9
 b = j["query_ns_by_backend"]
-ok = len(b) == int(sys.argv[2]) and all(0 < v <= wall for v in b.values())
+ok = len(b) == 2 * int(sys.argv[2]) and all(0 < v <= wall for v in b.values())
 if not ok: print(f"wall {wall} ns, query ns by backend {b}", file=sys.stderr)
 sys.exit(0 if ok else 1)
 PY
