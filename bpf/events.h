@@ -131,8 +131,9 @@ struct ev_call {
 #define USDT_COOKIE(probe, strs, nargs)                                                            \
 	((__u64)(probe) | (__u64)(strs) << 24 | (__u64)(nargs) << 32)
 
-/* Variable length: only nargs args are sent. A string argument is sent as
- * its pointer; its text came before, once, as an ev_usdt_str. */
+/* Sent whole (bpf/usdt.bpf.c says why); only nargs args are meant, and a
+ * record that ends after them is read as well. A string argument is sent
+ * as its pointer; its text came before, once, as an ev_usdt_str. */
 struct ev_usdt {
 	struct ev_hdr hdr;
 	__u32 probe; /* USDT_COOKIE_PROBE */

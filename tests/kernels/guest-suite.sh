@@ -258,6 +258,29 @@ c_trace_counts() {
 }
 check trace_counts
 
+# --- -t usdt: a USDT pair of a workload's own probes ---------------------------------
+# usdtwork 20: job__start/job__done 20 times, each holding two req pairs
+# that fire only when the tracer set their semaphore (the kernel's uprobe
+# reference counters; on 5.10 libbpf finds each probe's spec from its
+# address, with no BPF cookies).
+c_usdt_pair() {
+	local t=usdt_pair p acc got
+	if rec $t -t 'usdt:usdtwork:job__start,req__start' -- "$WL/usdtwork" 20; then
+		p=$(python3 -c 'import json,sys; print([p["pid"] for p in json.load(open(sys.argv[1]))["processes"] if p["comm"]=="usdtwork"][0])' "$TMP/$t/summary.json" 2>/dev/null)
+		acc=$(llvm-xray account -m "$TMP/$t/xray-$p.map" "$TMP/$t/xray-trace-$p.fdr" 2>&1)
+		got=$(echo "$acc" | awk '$NF == "bprec:job" { j = $2 } $NF == "bprec:req" { r = $2 } END { print j + 0, r + 0 }')
+		if [ "$got" = "20 40" ]; then
+			pass $t
+		else
+			fail $t "job req = $got, want 20 40"
+			echo "$acc" | head -8
+		fi
+	else
+		fail $t "bpftrace-rec exited with status $?"
+	fi
+}
+check usdt_pair
+
 # --- --off-cpu: the sleep of a workload of known waits --------------------------
 # waits sleeps 2 s in nanosleep from sleep_wait (and blocks on a pipe in
 # pipe_wait): under TCG the timers are loose, so 2 s +- 15 %. A kernel where
