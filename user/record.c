@@ -1080,7 +1080,7 @@ static void rec_stop(struct recorder *r)
 	if (r->tty)
 		status_line(r, true);
 	xray_close_calls(&r->procs, r->stop_ns);
-	usdt_report(r->usdt);
+	usdt_report(r->usdt, st);
 	if (r->unresolved_calls)
 		warn("%llu traced calls are [unknown]: without BPF cookies a function is found "
 		     "from its process's maps, and the process exited before they were read",

@@ -728,12 +728,24 @@ int usdt_on_event(struct usdt *u, struct procs *procs, const struct ev_hdr *h, s
 	return p->kind != U_START ? xray_on_call(pr, &c, id, CALL_EXIT) : 0;
 }
 
-void usdt_report(const struct usdt *u)
+void usdt_report(const struct usdt *u, const uint64_t *st)
 {
 	size_t i, j;
 
 	if (!u)
 		return;
+	if (st[STAT_USDT_LOST])
+		warn("%" PRIu64 " USDT probe firings lost: the ring buffer was full (raise "
+		     "--ringbuf-size); their intervals are missing or end at the stop",
+		     st[STAT_USDT_LOST]);
+	if (st[STAT_USDT_STR_FAULT])
+		warn("%" PRIu64 " USDT string arguments could not be read (paged out or not "
+		     "strings): their names are [unknown]",
+		     st[STAT_USDT_STR_FAULT]);
+	if (u->strs_dropped)
+		warn("%" PRIu64 " USDT string arguments not kept (over %u distinct): their "
+		     "names are [unknown]",
+		     u->strs_dropped, USDT_MAX_STRS);
 	/* A pair whose start never fired while its done did: its dones were
 	 * instants, without durations. CPython 3.11's function__entry is
 	 * such a probe (its interpreter never reaches it: gh-98894). */

@@ -39,9 +39,10 @@ int usdt_attach(struct usdt *u, const pid_t *pids, int npids, const char *exe);
  * dropped. 0 or -ENOMEM. */
 int usdt_on_event(struct usdt *u, struct procs *procs, const struct ev_hdr *h, size_t size,
 		  uint64_t stop_ns);
-/* At the end, after the last records: warns of a pair whose done fired
- * and whose start never did. */
-void usdt_report(const struct usdt *u);
+/* At the end, after the last records: warns of what was lost (st: the
+ * BPF counters, STAT_NR of them) and of a pair whose done fired and whose
+ * start never did. */
+void usdt_report(const struct usdt *u, const uint64_t *st);
 /* Detaches the probes (before the calls still open are closed). */
 void usdt_detach(struct usdt *u);
 /* For summary.json: probe i's names (raw, from the binary) and firings

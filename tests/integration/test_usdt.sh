@@ -20,6 +20,15 @@ read_back() { # DIR COMM
 	llvm-xray convert -f yaml -y -m "$dir/xray-$pid.map" "$dir/xray-trace-$pid.fdr" 2>/dev/null |
 		python3 "$NEST" > "$dir/nest.json"
 }
+# wait_exec PID FILE: until the background child has exec'd FILE (its
+# /proc/PID/exe, where -t usdt:NAME finds the binary; before, it is bash).
+wait_exec() {
+	for _ in $(seq 100); do [ "$(readlink /proc/$1/exe)" = "$2" ] && return; sleep 0.05; done
+}
+# wait_traced ERRFILE: until the recorder writing ERRFILE has attached.
+wait_traced() {
+	for _ in $(seq 300); do grep -q 'tracing .* USDT probes' "$1" 2>/dev/null && return; sleep 0.1; done
+}
 # count FUNC < account output
 xcount() { awk -v f="$1" '$2 ~ /^[0-9]+$/ && $NF == f { print $2; found = 1; exit } END { if (!found) print 0 }'; }
 counts() { # DIR: "job req depth tick lone" from llvm-xray account
@@ -64,10 +73,16 @@ if [ "$args" = "$(seq 0 99 | tr '\n' ' ')" ]; then pass $t; else fail $t "job__s
 
 # --- -p: a process started before the recording ---------------------------------
 d=$TMP/pid
-"$WL/usdtwork" 150 1500 > /dev/null &
+# It waits for the go file, made once the recorder says it traces.
+"$WL/usdtwork" 150 "@$d.go" > /dev/null &
 wpid=$!
-"$REC" -q -o "$d" -p $wpid -t 'usdt:usdtwork:job__start,req__done,depth__start' > /dev/null 2> "$d.err"
+wait_exec $wpid "$(readlink -f "$WL/usdtwork")"
+"$REC" -o "$d" -p $wpid -t 'usdt:usdtwork:job__start,req__done,depth__start' > /dev/null 2> "$d.err" &
+rpid=$!
+wait_traced "$d.err"
+touch "$d.go"
 wait $wpid
+wait $rpid
 read_back "$d" usdtwork
 t=usdt_pid
 got=$(counts "$d")
@@ -82,7 +97,7 @@ d=$TMP/all
 "$REC" -o "$d" -a -P -F 9 --no-kernel -d 4 -t "usdt:$WL/usdtwork:job__start" > /dev/null 2> "$d.err" &
 rpid=$!
 # Attached once it says so (-a reads every process first: a while when busy).
-for _ in $(seq 100); do grep -q 'tracing .* USDT probes' "$d.err" 2>/dev/null && break; sleep 0.1; done
+wait_traced "$d.err"
 "$WL/usdtwork" 40 > /dev/null
 "$WL/usdtwork" 60 > /dev/null
 wait $rpid
@@ -128,20 +143,25 @@ def rec(n):
     return 0 if n == 0 else 1 + rec(n - 1)
 PYEOF
 	cat > "$d.src/main.py" <<'PYEOF'
-import sys, time, importlib
+import os, sys, time, importlib
 sys.path.insert(0, sys.argv[2])
 evil = importlib.import_module(sys.argv[3][:-3])
-time.sleep(float(sys.argv[1]))
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
 for i in range(1000):
     evil.work(i)
 for i in range(10):
     evil.rec(4)
 PYEOF
-	$PY "$d.src/main.py" 1.5 "$d.src" "$evil" &
+	$PY "$d.src/main.py" "$d.go" "$d.src" "$evil" &
 	ppid=$!
-	sleep 0.3 # exec'd: the binary is found through its /proc/PID/exe
-	"$REC" -q -o "$d" -p $ppid -t 'usdt:python3.11:function__*' > /dev/null 2> "$d.err"
+	wait_exec $ppid $PY
+	"$REC" -o "$d" -p $ppid -t 'usdt:python3.11:function__*' > /dev/null 2> "$d.err" &
+	rpid=$!
+	wait_traced "$d.err"
+	touch "$d.go"
 	wait $ppid
+	wait $rpid
 	llvm-xray account -m "$d/xray-$ppid.map" "$d/xray-trace-$ppid.fdr" > "$d/acc" 2>&1
 	t=usdt_python_calls
 	work=$(awk '$NF ~ /evil\\x1b\[31m\.py:work$/ { print $2 }' "$d/acc")

@@ -1,6 +1,7 @@
 /* USDT probes of its own (systemtap-sdt-dev's <sys/sdt.h>), fired a known
  * number of times: with JOBS = argv[1] (default 100), after waiting
- * argv[2] ms (default 0: a recorder attaches by -p meanwhile),
+ * argv[2] ms, or with argv[2] "@FILE" until FILE exists (a recorder
+ * attaches by -p meanwhile; default: no wait),
  *   job__start/job__done JOBS pairs, each holding two req__start/req__done
  *   pairs (which fire only when their semaphore is set, as a tracer sets
  *   it), one depth__start/depth__done recursion 3 deep, and one tick
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <sys/sdt.h>
 #include <time.h>
+#include <unistd.h>
 
 /* With semaphores every probe has one (as PostgreSQL's and CPython's do):
  * the tracer's uprobes count themselves in it. req__start and req__done
@@ -44,11 +46,15 @@ __attribute__((noinline)) static void depth(int d)
 
 int main(int argc, char **argv)
 {
-	long jobs = argc > 1 ? atol(argv[1]) : 100, wait_ms = argc > 2 ? atol(argv[2]) : 0, j;
-	struct timespec ts = {wait_ms / 1000, wait_ms % 1000 * 1000000L};
+	const char *go = argc > 2 && argv[2][0] == '@' ? argv[2] + 1 : NULL;
+	long jobs = argc > 1 ? atol(argv[1]) : 100, wait_ms = argc > 2 && !go ? atol(argv[2]) : 0,
+	     j;
+	struct timespec ts = {wait_ms / 1000, wait_ms % 1000 * 1000000L}, tick = {0, 10000000L};
 
 	if (wait_ms)
 		nanosleep(&ts, NULL);
+	while (go && access(go, F_OK))
+		nanosleep(&tick, NULL);
 	for (j = 0; j < jobs || jobs == 0; j++) {
 		DTRACE_PROBE1(bprec, job__start, j);
 		for (int r = 0; r < 2; r++) {
