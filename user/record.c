@@ -788,6 +788,7 @@ static int rec_load(struct recorder *r)
 						      .trace_args = env.trace_args,
 						      .all = env.all,
 						      .ref_ctr = r->feat.uprobe_ref_ctr,
+						      .cookies = r->feat.attach_cookie,
 						      .events_fd = bpf_map__fd(skel->maps.events),
 						      .targets_fd = bpf_map__fd(skel->maps.targets),
 						      .stats_fd = bpf_map__fd(skel->maps.stats),

@@ -71,11 +71,18 @@ struct uthread {
  * bounded whatever a process sends; beyond, names are "[unknown]". */
 #define USDT_MAX_STRS (1u << 18)
 
+/* An attached probe (per process where the kernel needs it), and whether
+ * it is a done. */
+struct ulink {
+	struct bpf_link *l;
+	bool end;
+};
+
 struct usdt {
 	struct usdt_cfg cfg;
 	struct usdt_bpf *skel;
 	VEC(struct uprobe) probes;
-	VEC(struct bpf_link *) links;
+	VEC(struct ulink) links;
 	VEC(struct ustr) strs;
 	struct idtab str_tab;
 	VEC(struct uname_id) names;
@@ -126,6 +133,7 @@ struct note_probe {
 };
 struct notes {
 	VEC(struct note_probe) v;
+	bool pic; /* ET_DYN: a PIE or a library, mapped anywhere */
 };
 
 static int add_note(void *ctx, const struct stapsdt_probe *p)
@@ -168,11 +176,14 @@ static int read_notes(const char *path, struct notes *out)
 		return fd;
 	elf_version(EV_CURRENT);
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	GElf_Ehdr eh;
+
 	if (!e || elf_kind(e) != ELF_K_ELF || gelf_getclass(e) != ELFCLASS64 ||
-	    elf_getshdrstrndx(e, &shstrndx)) {
+	    elf_getshdrstrndx(e, &shstrndx) || !gelf_getehdr(e, &eh)) {
 		err = -ENOEXEC;
 		goto out;
 	}
+	out->pic = eh.e_type == ET_DYN;
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 		const char *name;
@@ -340,14 +351,21 @@ static char *resolve_bin(const char *bin, const pid_t *pids, int npids, const ch
 	return find_in_path(bin);
 }
 
+/* The processes to attach a probe of the binary to: every one (-1) where
+ * the kernel has BPF cookies or the binary is mapped at a fixed address;
+ * else (libbpf finds a firing's spec from its absolute address, which a
+ * PIE's or a library's mapping moves) each target, and no other. */
+static const pid_t every_process = -1;
+
 static int attach_probe(struct usdt *u, const char *spec, const char *path,
-			const struct note_probe *np)
+			const struct note_probe *np, const pid_t *pids, int npids)
 {
 	struct uprobe p = {0};
 	LIBBPF_OPTS(bpf_usdt_opts, o);
 	struct bpf_link *l;
 	unsigned want_args = u->cfg.trace_args, strs = 0;
 	size_t s;
+	int i;
 	char name[512];
 	int err;
 
@@ -387,18 +405,27 @@ static int attach_probe(struct usdt *u, const char *spec, const char *path,
 	if (want_args > MAX_TRACE_ARGS)
 		want_args = MAX_TRACE_ARGS;
 	o.usdt_cookie = USDT_COOKIE(u->probes.n, strs, want_args);
-	/* Every process of the binary: BPF keeps the recorded ones. */
-	l = bpf_program__attach_usdt(u->skel->progs.on_usdt, -1, path, np->provider, np->name, &o);
-	if (!l) {
-		err = -errno;
-		err("-t %s: attach %s:%s in %s: %s", spec, np->provider, np->name, path,
-		    strerror(-err));
-		return err;
+	/* Every process of the binary (BPF keeps the recorded ones), or each
+	 * target's. */
+	for (i = 0; i < npids; i++) {
+		struct ulink ul;
+
+		l = bpf_program__attach_usdt(u->skel->progs.on_usdt, pids[i], path, np->provider,
+					     np->name, &o);
+		if (!l) {
+			err = -errno;
+			err("-t %s: attach %s:%s in %s: %s", spec, np->provider, np->name, path,
+			    strerror(-err));
+			return err;
+		}
+		ul = (struct ulink){l, p.kind == U_END};
+		if (VEC_PUSH(u->links, ul)) {
+			bpf_link__destroy(l);
+			return -ENOMEM;
+		}
 	}
-	if (VEC_PUSH(u->links, l) || VEC_PUSH(u->probes, p)) {
-		bpf_link__destroy(l);
+	if (VEC_PUSH(u->probes, p))
 		return -ENOMEM;
-	}
 	debug("usdt %s:%s in %s (%s)", np->provider, np->name, path,
 	      p.kind == U_START ? "start"
 	      : p.kind == U_END ? "end"
@@ -464,9 +491,27 @@ static int attach_spec(struct usdt *u, const char *spec, const pid_t *pids, int 
 		err = -EOPNOTSUPP;
 		goto out;
 	}
+	if (!u->cfg.cookies && n.pic) {
+		/* libbpf 1.1 refuses a PIE's or a library's probes for every
+		 * process without BPF cookies; a command not started has no
+		 * address space yet to attach to. */
+		if (!npids) {
+			err("-t %s: kernel without BPF cookies (5.15): the probes of %s, a "
+			    "position-independent binary, attach only to running processes (-p)",
+			    spec, path);
+			err = -EOPNOTSUPP;
+			goto out;
+		}
+		warn("-t %s: kernel without BPF cookies (5.15): %s's probes attached to the -p "
+		     "processes only, not to the children they fork",
+		     spec, path);
+	} else {
+		pids = &every_process;
+		npids = 1;
+	}
 	for (i = 0; i < n.v.n && !err; i++)
 		if (n.v.v[i].want)
-			err = attach_probe(u, spec, path, &n.v.v[i]);
+			err = attach_probe(u, spec, path, &n.v.v[i], pids, npids);
 out:
 	notes_free(&n);
 	free(bin);
@@ -531,11 +576,11 @@ void usdt_detach(struct usdt *u)
 		return;
 	/* Starts first: no interval begins once the stop has. */
 	for (i = 0; i < u->links.n; i++)
-		if (u->probes.v[i].kind != U_END)
-			bpf_link__destroy(u->links.v[i]);
+		if (!u->links.v[i].end)
+			bpf_link__destroy(u->links.v[i].l);
 	for (i = 0; i < u->links.n; i++)
-		if (u->probes.v[i].kind == U_END)
-			bpf_link__destroy(u->links.v[i]);
+		if (u->links.v[i].end)
+			bpf_link__destroy(u->links.v[i].l);
 	VEC_FREE(u->links);
 }
 

@@ -24,6 +24,7 @@ struct usdt_cfg {
 	unsigned trace_args; /* --trace-args: integer arguments recorded at a start */
 	bool all;	     /* -a: every process's firings (but ours), not the target set's */
 	bool ref_ctr;	     /* the kernel sets semaphores (features.h: uprobe_ref_ctr) */
+	bool cookies;	     /* BPF cookies (features.h: attach_cookie) */
 	int events_fd, targets_fd, stats_fd; /* the sampler's maps, shared */
 	uint64_t wakeup_bytes;
 };
