@@ -56,6 +56,10 @@ $(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.b
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
+# libbpf's usdt.bpf.h includes <linux/errno.h>, whose <asm/errno.h> is in
+# the host's multiarch directory, not on -target bpf's include path.
+$(OUT)/usdt.bpf.o: BPF_CFLAGS += -idirafter /usr/include/$(shell $(CC) -dumpmachine)
+
 $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
@@ -249,7 +253,8 @@ WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/c
 	     $(OUT)/workloads/deep $(OUT)/workloads/jitspin $(OUT)/workloads/execspin $(OUT)/workloads/nofp \
 	     $(OUT)/workloads/mixed $(OUT)/workloads/cxxalloc $(OUT)/workloads/waits \
 	     $(OUT)/workloads/cxxsplit $(OUT)/workloads/frees $(OUT)/workloads/gowork \
-	     $(OUT)/workloads/edges
+	     $(OUT)/workloads/edges \
+	     $(OUT)/workloads/usdtwork
 workloads: $(WORKLOADS)
 all: workloads
 $(OUT)/workloads/libwork.so: tests/workloads/libwork.c tests/workloads/work.h
@@ -281,6 +286,10 @@ $(OUT)/workloads/deep: tests/workloads/deep.c
 $(OUT)/workloads/gowork: tests/workloads/gowork.go
 	@mkdir -p $(@D)
 	GO111MODULE=off GOCACHE=$(abspath $(OUT))/go-cache go build -o $@ $<
+# USDT probes of its own (<sys/sdt.h>: systemtap-sdt-dev).
+$(OUT)/workloads/usdtwork: tests/workloads/usdtwork.c
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -o $@ $<
 $(OUT)/workloads/frees: tests/workloads/frees.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $<

@@ -31,6 +31,9 @@ enum ev_type {
 	/* --off-cpu (bpf/offcpu.bpf.h): */
 	EV_OFFCPU_STACK = 8, /* struct ev_sample: a new off-CPU stack, its id in stack_id */
 	EV_OFFCPU = 9,	     /* struct ev_offcpu: one wait, for the XRay timelines */
+	/* -t usdt:... (bpf/usdt.bpf.c): */
+	EV_USDT = 10,	  /* struct ev_usdt: a USDT probe fired */
+	EV_USDT_STR = 11, /* struct ev_usdt_str: a string argument, first seen */
 };
 
 struct ev_hdr {
@@ -117,6 +120,44 @@ struct ev_call {
 	__u8 nargs;
 	__u16 pad;
 	__u64 args[MAX_TRACE_ARGS];
+};
+
+/* USDT probes (-t usdt:BIN:PROBES, user/usdt.c). Each probe's cookie
+ * (bpf_usdt_cookie) says which probe it is (user space's index), how many
+ * arguments to record and which of them are strings (char *) to read. */
+#define USDT_COOKIE_PROBE(c) ((__u32)((c)&0xffffff))
+#define USDT_COOKIE_STRS(c)  ((__u32)(((c) >> 24) & 0x3f)) /* bit i: argument i */
+#define USDT_COOKIE_NARGS(c) ((__u32)(((c) >> 32) & 0xf))
+#define USDT_COOKIE(probe, strs, nargs)                                                            \
+	((__u64)(probe) | (__u64)(strs) << 24 | (__u64)(nargs) << 32)
+
+/* Sent whole (bpf/usdt.bpf.c says why); only nargs args are meant, and a
+ * record that ends after them is read as well. A string argument is sent
+ * as its pointer; its text came before, once, as an ev_usdt_str. */
+struct ev_usdt {
+	struct ev_hdr hdr;
+	__u32 probe; /* USDT_COOKIE_PROBE */
+	__u16 nargs;
+	__u16 pad;
+	/* The thread's: names a process seen first here (under -a, one that
+	 * fired probes and exited between samples). */
+	char comm[COMM_LEN];
+	__u64 args[MAX_TRACE_ARGS];
+};
+
+/* A string argument's text, sent the first time its (process, pointer,
+ * first 8 bytes) is seen: a name (Python's file and function) is read once
+ * per distinct pointer, and a pointer reused for another string whose first
+ * bytes differ is read again. Variable length: len bytes of s (at most
+ * USDT_STR_LEN - 1, NUL-terminated); truncated says the string went on. */
+#define USDT_STR_LEN 256
+struct ev_usdt_str {
+	struct ev_hdr hdr;
+	__u64 ptr;
+	__u64 head; /* its first 8 bytes, as read */
+	__u32 len;  /* bytes of s, with its NUL */
+	__u32 truncated;
+	char s[USDT_STR_LEN];
 };
 
 /* Off-CPU waits (--off-cpu): a thread of a recorded process leaves the CPU
@@ -256,6 +297,11 @@ enum stat_idx {
 	STAT_OFFCPU_LOST_EVENTS, /* EV_OFFCPU not taken: the wait is missing from the timeline */
 	STAT_OFFCPU_LOST_STARTS, /* offcpu_start full: a wait not measured */
 	STAT_OFFCPU_SLEEPERS,	 /* threads found off the CPU at the start */
+	/* -t usdt: */
+	STAT_USDT_FIRED,     /* probes of recorded processes that fired */
+	STAT_USDT_LOST,	     /* ... that the ring buffer could not take */
+	STAT_USDT_STRS,	     /* strings read and sent */
+	STAT_USDT_STR_FAULT, /* string arguments that could not be read */
 	STAT_NR,
 };
 

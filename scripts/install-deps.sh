@@ -34,6 +34,9 @@ PKGS=(
   # offcputime-bpfcc cannot): the peer test_servers.sh and
   # scripts/bench-offcpu.sh compare --off-cpu's totals and cost with
   libbpf-tools
+  # <sys/sdt.h>: tests/workloads/usdtwork.c's own USDT probes (-t usdt:, and the
+  # kernel matrix's USDT pair)
+  systemtap-sdt-dev
   # make deb: Debian's own packaging tools, lintian, and the man page's source
   dpkg-dev debhelper fakeroot lintian scdoc
 )

@@ -329,7 +329,9 @@ static int list_fdes(Elf *elf, Elf_Data *data, uint64_t sec_vaddr, bool eh_frame
 
 	/* Pass 0: the CIEs (an FDE may come before its CIE); pass 1: FDEs. */
 	for (pass = 0; pass < 2 && !err; pass++) {
-		if (pass == 1)
+		/* cies is NULL in a binary without CIEs: qsort's pointer must
+		 * not be, even for 0 elements. */
+		if (pass == 1 && ncies)
 			qsort(cies, ncies, sizeof(*cies), cmp_cie);
 		for (off = 0; (r = dwarf_next_cfi(ident, data, eh_frame, off, &next, &ent)) == 0;
 		     off = next) {

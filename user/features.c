@@ -73,6 +73,8 @@ int features_probe(struct features *f)
 	PROBE(iter_task_vma, kfunc(btf, "bpf_iter_task_vma_new"));
 	PROBE(sched_switch_btf,
 	      btf__find_by_name_kind(btf, "btf_trace_sched_switch", BTF_KIND_TYPEDEF) >= 0);
+	PROBE(uprobe_ref_ctr,
+	      !access("/sys/bus/event_source/devices/uprobe/format/ref_ctr_offset", F_OK));
 	btf__free(btf);
 #undef PROBE
 	f->compat_sampler = !(f->bpf_loop && f->ringbuf_dynptr && f->task_btf && f->task_pt_regs);

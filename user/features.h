@@ -20,6 +20,9 @@ struct features {
 	/* The BTF-typed sched_switch tracepoint (--off-cpu): a kernel with
 	 * tp_btf but without it has no scheduler tracepoints at all. */
 	bool sched_switch_btf;
+	/* Uprobe reference counters (4.20): the kernel sets USDT semaphores
+	 * (the uprobe PMU's ref_ctr_offset format; libbpf uses it). */
+	bool uprobe_ref_ctr;
 	/* The sampler's variant: on_sample needs the first four. */
 	bool compat_sampler;
 };

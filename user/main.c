@@ -206,6 +206,14 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 		env.per_process = true;
 		break;
 	case 't':
+		/* USDT probes (user/usdt.c) have their own path. */
+		if (!strncmp(arg, "usdt:", 5)) {
+			if (env.nusdts >= (int)(sizeof(env.usdts) / sizeof(env.usdts[0])))
+				argp_error(st, "-t usdt: at most %zu specs",
+					   sizeof(env.usdts) / sizeof(env.usdts[0]));
+			env.usdts[env.nusdts++] = arg;
+			break;
+		}
 		if (env.ntraces >= (int)(sizeof(env.traces) / sizeof(env.traces[0])))
 			argp_error(st, "-t: at most %zu patterns",
 				   sizeof(env.traces) / sizeof(env.traces[0]));
@@ -293,6 +301,9 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 		if (env.ntraces && env.all)
 			argp_error(st,
 				   "-t needs -p or -- COMMAND: it traces the target's functions");
+		if (env.nusdts && env.all && !env.per_process)
+			argp_error(st, "-t usdt: with -a needs -P: its intervals are in each "
+				       "process's XRay files");
 		if ((env.off_cpu_min_us || env.off_cpu_entries) && !env.off_cpu)
 			argp_error(st, "--off-cpu-min and --off-cpu-entries need --off-cpu");
 		if ((env.push_headers || env.service_name) && !env.npush)

@@ -47,6 +47,10 @@ struct run_info {
 	 * could not take; each function's calls (its entries drained). */
 	uint64_t traced_events, lost_traced_events;
 	const struct trace_links *trace;
+	/* -t usdt: the probes (user/usdt.h), firings the ring buffer could
+	 * not take, string arguments that could not be read. */
+	const struct usdt *usdt;
+	uint64_t usdt_lost, usdt_str_fault;
 	/* --call-graph cfi: the walk's counts (BPF), and its tables. */
 	bool cfi;
 	uint64_t cfi_walks, cfi_root, cfi_trunc, cfi_to_dwarf, cfi_fp_nomap, cfi_fp_nocfi,

@@ -33,6 +33,7 @@
 #include "user/symbols.h"
 #include "user/target.h"
 #include "user/trace.h"
+#include "user/usdt.h"
 #include "user/util.h"
 #include "user/xray.h"
 
@@ -86,6 +87,7 @@ struct recorder {
 	 * process is added, its samples are copied for DWARF unwinding. */
 	struct cfi_maps *cfi;
 	struct cfi_worker *cfi_worker;
+	struct usdt *usdt; /* -t usdt:..., or NULL */
 	struct ring_buffer *rb;
 	struct bpf_link **links; /* the sampler's, one per CPU */
 	int nlinks;
@@ -265,7 +267,7 @@ static unsigned ringbuf_size_mb(void)
 	 * holds a quarter second of a million. (16 MiB under -a held more of
 	 * the stacks sent at the start, but its pages, mapped twice, cost up
 	 * to 32 MiB of RSS: docs/benchmarks.md, bench-offcpu.sh server.) */
-	unsigned mb = env.ntraces ? 16 : env.off_cpu ? 8 : 1;
+	unsigned mb = env.ntraces || env.nusdts ? 16 : env.off_cpu ? 8 : 1;
 
 	while (((uint64_t)mb << 20) < bytes && mb < 1024)
 		mb <<= 1;
@@ -479,6 +481,11 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		}
 		break;
 	}
+	case EV_USDT:
+	case EV_USDT_STR:
+		if (usdt_on_event(r->usdt, &r->procs, h, size, r->stop_ns))
+			return -ENOMEM;
+		break;
 	case EV_MIGRATE: {
 		struct proc *p = proc_find(&r->procs, h->pid);
 
@@ -884,6 +891,18 @@ static int rec_load(struct recorder *r)
 		if (!r->tracer)
 			return -1;
 	}
+	if (env.nusdts && usdt_new(&(struct usdt_cfg){.specs = env.usdts,
+						      .nspecs = env.nusdts,
+						      .trace_args = env.trace_args,
+						      .all = env.all,
+						      .ref_ctr = r->feat.uprobe_ref_ctr,
+						      .cookies = r->feat.attach_cookie,
+						      .events_fd = bpf_map__fd(skel->maps.events),
+						      .targets_fd = bpf_map__fd(skel->maps.targets),
+						      .stats_fd = bpf_map__fd(skel->maps.stats),
+						      .wakeup_bytes = skel->rodata->wakeup_bytes},
+				   &r->usdt))
+		return -1;
 	return 0;
 }
 
@@ -907,6 +926,13 @@ static int rec_attach(struct recorder *r)
 		info("tracing %d function%s (%s)", r->tlinks.nfuncs,
 		     r->tlinks.nfuncs == 1 ? "" : "s",
 		     r->tlinks.multi == 1 ? "uprobe_multi" : "one uprobe each");
+	}
+	if (r->usdt) {
+		/* The very file the command runs, as for -t above. */
+		err = usdt_attach(r->usdt, env.pids, env.npids,
+				  r->target.child > 0 ? r->target.path : NULL);
+		if (err)
+			return -1;
 	}
 	if (attach_sampler(r->feat.compat_sampler ? r->skel->progs.on_sample_compat
 						  : r->skel->progs.on_sample,
@@ -1081,7 +1107,7 @@ static void rec_drain(struct recorder *r)
 			r->stop = STOP_TARGETS;
 		if (snapshot_req) {
 			snapshot_req = 0;
-			if (!env.ntraces)
+			if (!env.ntraces && !env.nusdts)
 				warn("SIGUSR1: snapshots are of -t traces, and this recording "
 				     "traces nothing; ignored");
 			else if (output_snapshot(&r->ri, ++r->nsnapshots) == 0)
@@ -1137,6 +1163,7 @@ static void rec_stop(struct recorder *r)
 	r->stop_ns = now_ns(CLOCK_MONOTONIC);
 	/* Entry probes first: no call starts after the stop. */
 	trace_detach(&r->tlinks);
+	usdt_detach(r->usdt);
 	detach_sampler(r->links, r->nlinks);
 	if (r->skel) {
 		struct bpf_prog_info pi = {0};
@@ -1174,6 +1201,7 @@ static void rec_stop(struct recorder *r)
 	if (r->tty)
 		status_line(r, true);
 	xray_close_calls(&r->procs, r->stop_ns);
+	usdt_report(r->usdt, st);
 	if (r->unresolved_calls)
 		warn("%llu traced calls are [unknown]: without BPF cookies a function is found "
 		     "from its process's maps, and the process exited before they were read",
@@ -1226,6 +1254,9 @@ static int rec_write(struct recorder *r)
 	ri->traced_events = st[STAT_CALLS];
 	ri->lost_traced_events = st[STAT_LOST_CALLS];
 	ri->trace = env.ntraces ? &r->tlinks : NULL;
+	ri->usdt = r->usdt;
+	ri->usdt_lost = st[STAT_USDT_LOST];
+	ri->usdt_str_fault = st[STAT_USDT_STR_FAULT];
 	ri->cfi_worker_cpu_ns = cfi_worker_stop(r->cfi_worker); /* its stats are ours from here */
 	r->cfi_worker = NULL;
 	if (r->cfi) {
@@ -1264,6 +1295,8 @@ static int rec_finish(struct recorder *r, int code)
 	r->cfi_worker = NULL;
 	cfi_maps_free(r->cfi);
 	r->cfi = NULL;
+	usdt_free(r->usdt);
+	r->usdt = NULL;
 	sample_bpf__destroy(r->skel);
 	if (r->target.child > 0) {
 		if (!r->started)

@@ -22,6 +22,8 @@ struct env {
 	bool per_process;   /* -P: with -a, per-process files (cpu-PID.prof, XRay) too */
 	char *traces[64];   /* -t SPEC */
 	int ntraces;
+	char *usdts[16]; /* -t usdt:BIN:PROBES (user/usdt.c) */
+	int nusdts;
 	unsigned trace_args;	  /* --trace-args N */
 	const char *jitdump;	  /* --jitdump PATH */
 	int xray_version;	  /* --xray-version: 1 or 5 */

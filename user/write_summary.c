@@ -8,6 +8,7 @@
 #include "formats/util.h"
 #include "user/jit.h"
 #include "user/offcpu.h"
+#include "user/usdt.h"
 #include "user/outdir.h"
 #include "user/proc.h"
 #include "user/trace.h"
@@ -162,6 +163,28 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 			t.lost_stacks, t.lost, t.lost_ns, t.thread_only, t.thread_only_ns,
 			t.lost_events, t.lost_starts, t.sleepers, t.open, t.stale, t.sums_entries,
 			t.threads_entries);
+	}
+	if (ri->usdt) {
+		struct usdt_probe_stat ps;
+
+		/* Each probe's firings: an instant's, and a pair's starts and
+		 * ends (a start without its end, or the reverse, shows here). */
+		fprintf(f,
+			",\n  \"usdt\": {\"lost\": %" PRIu64 ", \"string_faults\": %" PRIu64
+			", \"strings_dropped\": %" PRIu64 ", \"lone_ends\": %" PRIu64
+			", \"continued\": %" PRIu64 ", \"probes\": [",
+			ri->usdt_lost, ri->usdt_str_fault, usdt_strs_dropped(ri->usdt),
+			usdt_lone_ends(ri->usdt), usdt_cuts(ri->usdt));
+		for (i = 0; !usdt_probe_stat(ri->usdt, i, &ps); i++) {
+			fprintf(f, "%s\n    {\"provider\": ", i ? "," : "");
+			json_str(f, ps.provider);
+			fprintf(f, ", \"name\": ");
+			json_str(f, ps.name);
+			fprintf(f, ", \"binary\": ");
+			json_str(f, ps.path);
+			fprintf(f, ", \"fired\": %" PRIu64 "}", ps.fired);
+		}
+		fprintf(f, "]}");
 	}
 	fprintf(f, ",\n  \"degraded\": [");
 	for (i = 0; ri->degraded && i < ri->degraded->n; i++) {

@@ -31,6 +31,11 @@ gather() { # NAME DIR: seeds that exist only on this machine
 		[ -f build/workloads/gowork ] &&
 			objcopy -O binary --only-section=.gopclntab build/workloads/gowork "$2/gowork"
 		;;
+	stapsdt) # probe notes of Debian's own binaries (PostgreSQL, CPython)
+		for f in /usr/lib/postgresql/15/bin/postgres /usr/bin/python3.11; do
+			[ -f "$f" ] && objcopy --dump-section ".note.stapsdt=$2/${f##*/}" "$f" /dev/null 2>/dev/null
+		done
+		;;
 	symbols)
 		for f in build/workloads/calls build/workloads/libwork.so build/workloads/leafy; do
 			[ -f "$f" ] && cp "$f" "$2/"

@@ -265,6 +265,42 @@ print(*(f.get(n) for n in ("leaf", "mid", "fib", "run_thread")))' "$TMP/$t/summa
 }
 check trace_counts
 
+# --- -t usdt: a USDT pair of a workload's own probes ---------------------------------
+# usdtwork 20: job__start/job__done 20 times, each holding two req pairs
+# that fire only when the tracer set their semaphore (the kernel's uprobe
+# reference counters). By -p: on 5.10, without BPF cookies, libbpf finds a
+# probe's spec from its absolute address, so a PIE's probes attach to
+# running processes only. The workload waits for a go file, made once the
+# recorder says it traces.
+c_usdt_pair() {
+	local t=usdt_pair w r acc got rc=0
+	rm -f "$TMP/$t.go"
+	"$WL/usdtwork" 20 "@$TMP/$t.go" > /dev/null &
+	w=$!
+	ERR=$TMP/$t.err
+	timeout -k 10 "$REC_TIMEOUT" "$REC" -o "$TMP/$t" -p $w -t 'usdt:usdtwork:job__start,req__start' \
+		> /dev/null 2> "$ERR" &
+	r=$!
+	for _ in $(seq 600); do grep -q 'tracing .* USDT probes' "$ERR" && break; kill -0 $r 2> /dev/null || break; sleep 0.1; done
+	touch "$TMP/$t.go"
+	wait $w
+	wait $r || rc=$?
+	if [ $rc = 0 ]; then
+		acc=$(llvm-xray account -m "$TMP/$t/xray-$w.map" "$TMP/$t/xray-trace-$w.fdr" 2>&1)
+		got=$(echo "$acc" | awk '$NF == "bprec:job" { j = $2 } $NF == "bprec:req" { r = $2 } END { print j + 0, r + 0 }')
+		if [ "$got" = "20 40" ]; then
+			pass $t
+		else
+			fail $t "job req = $got, want 20 40"
+			echo "$acc" | head -8
+		fi
+	else
+		kill $w 2> /dev/null
+		fail $t "bpftrace-rec exited with status $rc"
+	fi
+}
+check usdt_pair
+
 # --- --off-cpu: the sleep of a workload of known waits --------------------------
 # waits sleeps 2 s in nanosleep from sleep_wait (and blocks on a pipe in
 # pipe_wait): under TCG the timers are loose, so 2 s +- 15 %. A kernel where
