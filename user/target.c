@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "user/target.h"
+#include "formats/procmaps.h"
 #include "user/util.h"
 
 int target_check_pids(const pid_t *pids, int n)
@@ -336,4 +337,60 @@ void target_close(struct target *t)
 	t->go_fd = t->err_fd = t->child_pidfd = -1;
 	free(t->path);
 	t->path = NULL;
+}
+
+/* A library of a running process: the first mapped file whose name starts
+ * with obj, or that is obj (a path: compared as the kernel resolves it, by
+ * device and inode, so a symlink such as /usr/bin/redis-server names the
+ * redis-check-rdb the process maps). The returned path goes through
+ * /proc/PID/root. */
+char *target_find_object(pid_t pid, const char *obj)
+{
+	struct procmaps_entry *e = NULL;
+	struct stat want, st;
+	char path[64], buf[PATH_MAX + 64], *text, *found = NULL;
+	bool by_file = strchr(obj, '/') && !stat(obj, &want);
+	size_t n = 0, i, len;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	if (read_path_all(path, 0, 64 << 20, &text, &len))
+		return NULL;
+	if (procmaps_parse(text, len, &e, &n))
+		n = 0;
+	for (i = 0; i < n && !found; i++) {
+		const char *base = strrchr(e[i].path, '/');
+
+		if (e[i].path[0] != '/' || e[i].deleted)
+			continue;
+		snprintf(buf, sizeof(buf), "/proc/%d/root%s", pid, e[i].path);
+		if (!strncmp(base + 1, obj, strlen(obj)) || !strcmp(e[i].path, obj) ||
+		    (by_file && !stat(buf, &st) && st.st_dev == want.st_dev &&
+		     st.st_ino == want.st_ino))
+			found = xstrdup(buf);
+	}
+	procmaps_free(e, n);
+	free(text);
+	return found;
+}
+
+/* A library for a command not started yet: the usual directories. */
+char *target_find_library(const char *obj)
+{
+	static const char *const dirs[] = {"/lib/x86_64-linux-gnu",
+					   "/usr/lib/x86_64-linux-gnu",
+					   "/lib64",
+					   "/usr/lib",
+					   "/usr/local/lib",
+					   NULL};
+	char buf[PATH_MAX];
+	int i;
+
+	if (obj[0] == '/')
+		return access(obj, R_OK) ? NULL : xstrdup(obj);
+	for (i = 0; dirs[i]; i++) {
+		snprintf(buf, sizeof(buf), "%s/%s", dirs[i], obj);
+		if (!access(buf, R_OK))
+			return xstrdup(buf);
+	}
+	return NULL;
 }

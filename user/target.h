@@ -56,4 +56,14 @@ int target_wait_timeout(struct target *t, int ms);
 int target_wait(struct target *t);
 void target_close(struct target *t);
 
+/* The one resolution of an object a probe names (-t OBJ:, -t usdt:OBJ:),
+ * as the kernel resolves it. In a running process: the first mapped file
+ * whose name starts with obj, or that is obj (a path: compared by device
+ * and inode, so a symlink names the file it points to), as a path through
+ * /proc/PID/root; NULL when none. */
+char *target_find_object(pid_t pid, const char *obj);
+/* For a command not started yet: obj itself when it is a path, else the
+ * first of the usual library directories that has it; NULL when none. */
+char *target_find_library(const char *obj);
+
 #endif

@@ -14,6 +14,7 @@
 #include <bpf/libbpf.h>
 #include "trace.skel.h"
 #include "formats/procmaps.h"
+#include "user/target.h"
 #include "user/symbols.h"
 #include "user/trace.h"
 #include "user/util.h"
@@ -55,62 +56,6 @@ static int uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offs
 	a.umflags = ret ? UPROBE_MULTI_RETURN : 0;
 	fd = syscall(SYS_bpf, BPF_LINK_CREATE, &a, sizeof(a));
 	return fd < 0 ? -errno : fd;
-}
-
-/* A library of a running process: the first mapped file whose name starts
- * with obj, or that is obj (a path: compared as the kernel resolves it, by
- * device and inode, so a symlink such as /usr/bin/redis-server names the
- * redis-check-rdb the process maps). The returned path goes through
- * /proc/PID/root. */
-static char *find_mapped_object(pid_t pid, const char *obj)
-{
-	struct procmaps_entry *e = NULL;
-	struct stat want, st;
-	char path[64], buf[PATH_MAX + 64], *text, *found = NULL;
-	bool by_file = strchr(obj, '/') && !stat(obj, &want);
-	size_t n = 0, i, len;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	if (read_path_all(path, 0, 64 << 20, &text, &len))
-		return NULL;
-	if (procmaps_parse(text, len, &e, &n))
-		n = 0;
-	for (i = 0; i < n && !found; i++) {
-		const char *base = strrchr(e[i].path, '/');
-
-		if (e[i].path[0] != '/' || e[i].deleted)
-			continue;
-		snprintf(buf, sizeof(buf), "/proc/%d/root%s", pid, e[i].path);
-		if (!strncmp(base + 1, obj, strlen(obj)) || !strcmp(e[i].path, obj) ||
-		    (by_file && !stat(buf, &st) && st.st_dev == want.st_dev &&
-		     st.st_ino == want.st_ino))
-			found = xstrdup(buf);
-	}
-	procmaps_free(e, n);
-	free(text);
-	return found;
-}
-
-/* A library for a command not started yet: the usual directories. */
-static char *find_library(const char *obj)
-{
-	static const char *const dirs[] = {"/lib/x86_64-linux-gnu",
-					   "/usr/lib/x86_64-linux-gnu",
-					   "/lib64",
-					   "/usr/lib",
-					   "/usr/local/lib",
-					   NULL};
-	char buf[PATH_MAX];
-	int i;
-
-	if (obj[0] == '/')
-		return access(obj, R_OK) ? NULL : xstrdup(obj);
-	for (i = 0; dirs[i]; i++) {
-		snprintf(buf, sizeof(buf), "%s/%s", dirs[i], obj);
-		if (!access(buf, R_OK))
-			return xstrdup(buf);
-	}
-	return NULL;
 }
 
 struct matches {
@@ -530,7 +475,7 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 			return -EINVAL;
 		}
 		if (exe) {
-			char *path = *obj ? find_library(obj) : xstrdup(exe);
+			char *path = *obj ? target_find_library(obj) : xstrdup(exe);
 
 			if (!path) {
 				err("-t %s: library %s not found", specs[i], obj);
@@ -548,7 +493,7 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 			char buf[64], *path;
 
 			if (*obj) {
-				path = find_mapped_object(pids[j], obj);
+				path = target_find_object(pids[j], obj);
 			} else {
 				snprintf(buf, sizeof(buf), "/proc/%d/exe", pids[j]);
 				path = xstrdup(buf);

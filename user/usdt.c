@@ -16,6 +16,7 @@
 #include "usdt.skel.h"
 #include "bpf/events.h"
 #include "formats/stapsdt.h"
+#include "user/target.h"
 #include "user/proc.h"
 #include "user/trace.h"
 #include "user/usdt.h"
@@ -297,7 +298,7 @@ static int want_pairs(struct notes *n, const char *spec, const char *path)
  * with bin; for --, the command when its name does; else PATH. */
 static char *resolve_bin(const char *bin, const pid_t *pids, int npids, const char *exe)
 {
-	char buf[PATH_MAX], link[PATH_MAX];
+	char buf[PATH_MAX], link[PATH_MAX], *path = NULL;
 	int i;
 
 	if (strchr(bin, '/')) {
@@ -312,33 +313,20 @@ static char *resolve_bin(const char *bin, const pid_t *pids, int npids, const ch
 		return NULL;
 	}
 	for (i = 0; i < npids; i++) {
-		char maps[64], *text = NULL, *line, *save = NULL, *found = NULL;
+		char exe_link[64], *found;
 		const char *base;
 		ssize_t n;
-		size_t len;
 
-		snprintf(maps, sizeof(maps), "/proc/%d/exe", pids[i]);
-		n = readlink(maps, link, sizeof(link) - 1);
+		snprintf(exe_link, sizeof(exe_link), "/proc/%d/exe", pids[i]);
+		n = readlink(exe_link, link, sizeof(link) - 1);
 		if (n > 0) {
 			link[n] = 0;
 			base = strrchr(link, '/');
 			if (!strncmp(base ? base + 1 : link, bin, strlen(bin)))
-				return xstrdup(maps);
+				return xstrdup(exe_link);
 		}
-		snprintf(maps, sizeof(maps), "/proc/%d/maps", pids[i]);
-		if (read_path_all(maps, 0, 64 << 20, &text, &len))
-			continue;
-		for (line = strtok_r(text, "\n", &save); line && !found;
-		     line = strtok_r(NULL, "\n", &save)) {
-			const char *path = strchr(line, '/');
-
-			base = path ? strrchr(path, '/') + 1 : NULL;
-			if (base && !strncmp(base, bin, strlen(bin))) {
-				snprintf(buf, sizeof(buf), "/proc/%d/root%s", pids[i], path);
-				found = xstrdup(buf);
-			}
-		}
-		free(text);
+		/* A library it maps: as -t finds one. */
+		found = target_find_object(pids[i], bin);
 		if (found)
 			return found;
 	}
@@ -348,7 +336,10 @@ static char *resolve_bin(const char *bin, const pid_t *pids, int npids, const ch
 		if (!strncmp(base ? base + 1 : exe, bin, strlen(bin)))
 			return xstrdup(exe);
 	}
-	return find_in_path(bin);
+	/* A command on PATH as -- runs one, else a library as -t finds one. */
+	if (!target_resolve_cmd(bin, &path))
+		return path;
+	return target_find_library(bin);
 }
 
 /* The processes to attach a probe of the binary to: every one (-1) where
