@@ -7,7 +7,8 @@
 # The committed seeds: jitdump and xray_fdr files written by the formats' own
 # writers, perfmap, procmaps and kallsyms lines written by hand, and two
 # 1-2 KB static ELF programs (with .symtab, and stripped) for symbols; the
-# gopclntab seed is the Go workload's table, cut out here.
+# gopclntab seed is the Go workload's table, cut out here; the pyline seeds
+# are real line tables of CPython 3.8-3.13 (tests/unit/pyline_vectors.txt).
 # Targets run FUZZ_JOBS at a time (default nproc). Prints "PASS fuzz_NAME"
 # or "FAIL fuzz_NAME" per target, in order, then
 # "N passed, N failed"; fails when a target found a crash, a leak, a
