@@ -95,6 +95,21 @@ $(OUT)/tests/test_symbols: tests/unit/test_symbols.c $(wildcard tests/unit/*.h) 
 	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/symbols.o $(OUT)/user/util.o \
 		$(OUT)/formats/util.o $(OUT)/formats/gopclntab.o $(LDLIBS)
 
+# CPython detection, code objects and frame walk (user/python.c) on the
+# real interpreters, and on programs that only look like one.
+$(OUT)/tests/fake_python_%: tests/unit/fake_python.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -rdynamic $(if $(filter 37,$*),,-DFAKE_VERSION=$(FAKE_VERSION_$*)) -o $@ $<
+FAKE_VERSION_311 := 0x030b07f0
+FAKE_VERSION_313 := 0x030d00f0
+FAKE_VERSION_399 := 0x036300f0
+$(OUT)/tests/test_python: tests/unit/test_python.c $(wildcard tests/unit/*.h) $(OUT)/user/python.o \
+			  $(OUT)/user/util.o $(FORMATS_OBJ) \
+			  $(patsubst %,$(OUT)/tests/fake_python_%,37 311 313 399)
+	@mkdir -p $(@D)
+	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/python.o $(OUT)/user/util.o \
+		$(FORMATS_OBJ) $(LDLIBS)
+
 # The unwind tables for BPF (user/cfi_table.c), walked over this test's own
 # stacks and compared with the unwinder above: compiled without sanitizers
 # for the same reason, and linked with both.
@@ -188,7 +203,7 @@ test-kernels: all
 	bash scripts/test-kernels.sh
 
 FORMAT_SRC = bpf/*.c bpf/*.h user/*.c user/*.h formats/*.c formats/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c \
-	     tests/workloads/*.c scripts/helper-cost/*.c scripts/interrupt-gaps/*.c
+	     tests/workloads/*.c scripts/helper-cost/*.c scripts/interrupt-gaps/*.c scripts/python-layouts/*.c
 format:
 	clang-format -i $(FORMAT_SRC)
 
