@@ -49,7 +49,8 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 .PHONY: all clean install demo test unit-tests deps format format-check workloads bench-helpers fuzz test-kernels
 all: $(BIN) $(UNIT_BIN)
 
-$(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h vmlinux/vmlinux.h
+$(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h bpf/python.h \
+		 vmlinux/vmlinux.h
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
@@ -106,6 +107,13 @@ FAKE_VERSION_399 := 0x036300f0
 $(OUT)/tests/test_python: tests/unit/test_python.c $(wildcard tests/unit/*.h) $(OUT)/user/python.o \
 			  $(OUT)/user/util.o $(FORMATS_OBJ) \
 			  $(patsubst %,$(OUT)/tests/fake_python_%,37 311 313 399)
+	@mkdir -p $(@D)
+	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/python.o $(OUT)/user/util.o \
+		$(FORMATS_OBJ) $(LDLIBS)
+
+# The Python frame walk in BPF (bpf/python.bpf.c) on the real interpreters.
+$(OUT)/tests/test_python_bpf: tests/unit/test_python_bpf.c $(wildcard tests/unit/*.h) $(OUT)/python.skel.h \
+			      $(OUT)/user/python.o $(OUT)/user/util.o $(FORMATS_OBJ)
 	@mkdir -p $(@D)
 	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/python.o $(OUT)/user/util.o \
 		$(FORMATS_OBJ) $(LDLIBS)

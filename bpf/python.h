@@ -17,13 +17,8 @@
 #ifndef BPF_PYTHON_H
 #define BPF_PYTHON_H
 
-#ifdef __bpf__
-#include "vmlinux.h"
-#else
-#include <stdint.h>
-typedef uint8_t __u8;
-typedef uint16_t __u16;
-typedef uint32_t __u32;
+#ifndef __bpf__
+#include <linux/types.h>
 #endif
 
 #define PY_OFF_NONE 0xffffffffu /* a field this version does not have */
@@ -62,6 +57,34 @@ struct py_layout {
 	__u32 unicode_length, unicode_state;  /* PyASCIIObject */
 	__u32 unicode_ascii, unicode_compact; /* data of compact ascii and compact strings */
 	__u8 state_kind_shift, state_compact_shift, state_ascii_shift, state_ready_shift; /* 0xff */
+};
+
+/* The BPF walk (bpf/python.bpf.c): a process's layout and _PyRuntime's
+ * address (py_procs, by tgid), and per sample the frames it read. */
+#define PY_BPF_FRAMES  64 /* a power of 2: the index is masked */
+#define PY_BPF_THREADS 64 /* thread states searched for the sampled thread */
+struct py_bpf_proc {
+	struct py_layout layout; /* frame_owner: a valid offset even where none (3.8-3.10) */
+	__u64 runtime;
+};
+struct py_bpf_frame {
+	__u64 code;  /* frame_code */
+	__u64 lasti; /* the 8 bytes at frame_lasti: an int or a pointer, by lasti_kind */
+	__u8 owner;  /* frame_owner, meaningless before 3.11 */
+	__u8 pad[7];
+};
+struct py_bpf_stack {
+	__u32 tgid, tid;
+	__u32 nframes;
+	__u32 truncated; /* deeper than PY_BPF_FRAMES, or a frame not readable */
+	struct py_bpf_frame frames[PY_BPF_FRAMES];
+};
+enum py_bpf_stat {
+	PY_STAT_WALKED,	   /* a stack sent */
+	PY_STAT_NO_TSTATE, /* the thread has no thread state (yet, or not Python) */
+	PY_STAT_FAULT,	   /* a read failed: a partial stack sent */
+	PY_STAT_LOST,	   /* the ring buffer was full */
+	PY_STAT_NR,
 };
 
 #endif

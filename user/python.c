@@ -826,6 +826,37 @@ int py_code_line(const struct py_proc *p, const struct py_code *c, int64_t off, 
 
 /* ---- The walk ---- */
 
+int py_frame_decode(const struct py_proc *p, uint64_t code, uint64_t raw, uint8_t owner,
+		    struct py_frame *f)
+{
+	const struct py_layout *l = &p->bin.layout;
+
+	/* A shim frame of the C stack (3.12 on) runs no code. */
+	if (l->owner_cstack != 0xff && owner == l->owner_cstack)
+		return 1;
+	f->code = code;
+	switch (l->lasti_kind) {
+	case PY_LASTI_PTR: /* into the code object's inline bytecode */
+		f->lasti = (int64_t)(raw - (code + l->code_code));
+		break;
+	case PY_LASTI_UNITS:
+		f->lasti = 2 * (int64_t)(int32_t)raw;
+		break;
+	default:
+		f->lasti = (int32_t)raw;
+	}
+	return 0;
+}
+
+void py_proc_bpf(const struct py_proc *p, struct py_bpf_proc *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->layout = p->bin.layout;
+	if (out->layout.frame_owner == PY_OFF_NONE) /* read, and ignored */
+		out->layout.frame_owner = out->layout.frame_code;
+	out->runtime = p->runtime;
+}
+
 static int rd_ptr(pid_t pid, uint64_t addr, uint32_t off, uint64_t *v)
 {
 	if (off == PY_OFF_NONE)
@@ -867,33 +898,17 @@ static void walk_frames(const struct py_proc *p, uint64_t tstate, struct py_thre
 	    rd_ptr(p->pid, frame, l->cframe_current_frame, &frame))
 		goto bad;
 	while (frame) {
-		uint64_t code, lasti_raw = 0;
+		uint64_t code, raw;
 		uint8_t owner = 0;
 
 		if (t->nframes >= PY_MAX_FRAMES || loops(&lp, frame))
 			goto bad;
 		if (rd_ptr(p->pid, frame, l->frame_code, &code) ||
+		    rd_ptr(p->pid, frame, l->frame_lasti, &raw) ||
 		    (l->frame_owner != PY_OFF_NONE &&
 		     rd(p->pid, frame + l->frame_owner, &owner, 1)))
 			goto bad;
-		/* A shim frame of the C stack (3.12 on) runs no code. */
-		if (owner != l->owner_cstack || l->owner_cstack == 0xff) {
-			struct py_frame *f = &t->frames[t->nframes++];
-
-			f->code = code;
-			if (l->lasti_kind == PY_LASTI_PTR) {
-				if (rd_ptr(p->pid, frame, l->frame_lasti, &lasti_raw))
-					goto bad;
-				f->lasti = (int64_t)(lasti_raw - (code + l->code_code));
-			} else {
-				int32_t lasti;
-
-				if (rd(p->pid, frame + l->frame_lasti, &lasti, 4))
-					goto bad;
-				f->lasti =
-				    l->lasti_kind == PY_LASTI_UNITS ? 2 * (int64_t)lasti : lasti;
-			}
-		}
+		t->nframes += !py_frame_decode(p, code, raw, owner, &t->frames[t->nframes]);
 		if (rd_ptr(p->pid, frame, l->frame_back, &frame))
 			goto bad;
 	}

@@ -99,6 +99,15 @@ struct py_thread {
 	int nframes;
 	bool truncated; /* more than PY_MAX_FRAMES, a loop, or a frame not readable */
 };
+/* A frame as read from memory (its code object, the 8 bytes at
+ * frame_lasti, its owner byte): 0 and *f, or 1 for a frame that runs no
+ * code (3.12 on, the C stack's shim frames), to be left out. The walk here
+ * and the BPF walk's records (bpf/python.bpf.c) both go through it. */
+int py_frame_decode(const struct py_proc *p, uint64_t code, uint64_t raw, uint8_t owner,
+		    struct py_frame *f);
+/* The BPF walk's entry of this process in py_procs. */
+void py_proc_bpf(const struct py_proc *p, struct py_bpf_proc *out);
+
 /* Calls fn for each thread state of each interpreter (at most 4096).
  * 0, or fn's non-zero return, or -EFAULT/-EINVAL when _PyRuntime's chain
  * is not readable or loops (fn has then seen the threads before). */

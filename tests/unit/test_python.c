@@ -60,22 +60,9 @@ static void reap(struct child *c)
 	close(c->in);
 }
 
-/* The line of the script with "# LINE:tag". */
 static int marker(const char *tag)
 {
-	char want[64], l[512];
-	FILE *f = fopen(script, "r");
-	int n = 0, found = -1;
-
-	snprintf(want, sizeof(want), "# LINE:%s", tag);
-	while (f && fgets(l, sizeof(l), f)) {
-		n++;
-		if (strstr(l, want))
-			found = n;
-	}
-	if (f)
-		fclose(f);
-	return found;
+	return line_marker(script, tag);
 }
 
 struct named {

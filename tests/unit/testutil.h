@@ -75,4 +75,24 @@ static double top_pct(const char *out, const char *name)
 	return -1;
 }
 
+/* The number of the line of file path holding "# LINE:tag" (the Python
+ * workloads mark the lines a test expects so), or -1. */
+static int line_marker(const char *path, const char *tag) __attribute__((unused));
+static int line_marker(const char *path, const char *tag)
+{
+	char want[64], l[512];
+	FILE *f = fopen(path, "r");
+	int n = 0, found = -1;
+
+	snprintf(want, sizeof(want), "# LINE:%s", tag);
+	while (f && fgets(l, sizeof(l), f)) {
+		n++;
+		if (strstr(l, want))
+			found = n;
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
 #endif
