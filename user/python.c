@@ -391,6 +391,7 @@ struct bin_ent {
 
 struct python {
 	VEC(struct bin_ent) bins;
+	struct idtab bins_by_file; /* (device, inode) -> index in bins */
 	VEC(struct py_proc *) procs;
 	unsigned warned[128]; /* minor versions without a layout, said once */
 };
@@ -426,6 +427,7 @@ void python_free(struct python *py)
 		proc_free(py->procs.v[i]);
 	VEC_FREE(py->procs);
 	VEC_FREE(py->bins);
+	idtab_free(&py->bins_by_file);
 	free(py);
 }
 
@@ -434,17 +436,25 @@ const struct py_binary *py_proc_binary(const struct py_proc *p)
 	return &p->bin;
 }
 
+static bool bin_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct bin_ent *b = &((const struct python *)ctx)->bins.v[id], *k = key;
+
+	return b->dev == k->dev && b->ino == k->ino;
+}
+
 /* The file of a mapping, read once per recording. */
 static const struct bin_ent *bin_of(struct python *py, pid_t pid, const struct procmaps_entry *m)
 {
-	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
+	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor,
+		 h = hash_u64(dev ^ hash_u64(m->inode));
 	struct bin_ent e = {.dev = dev, .ino = m->inode};
+	uint32_t id = idtab_find(&py->bins_by_file, h, bin_eq, py, &e);
 	char path[64];
 	int fd;
 
-	for (size_t i = 0; i < py->bins.n; i++)
-		if (py->bins.v[i].dev == dev && py->bins.v[i].ino == m->inode)
-			return &py->bins.v[i];
+	if (id != UINT32_MAX)
+		return &py->bins.v[id];
 	/* map_files: the mapped file itself, in any mount namespace, even
 	 * deleted or replaced since. */
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m->start,
@@ -456,11 +466,17 @@ static const struct bin_ent *bin_of(struct python *py, pid_t pid, const struct p
 	close(fd);
 	if (VEC_PUSH(py->bins, e))
 		return NULL;
+	if (idtab_insert(&py->bins_by_file, h, (uint32_t)(py->bins.n - 1))) {
+		py->bins.n--;
+		return NULL;
+	}
 	return &py->bins.v[py->bins.n - 1];
 }
 
 void python_forget(struct python *py, pid_t pid)
 {
+	if (!py)
+		return;
 	for (size_t i = 0; i < py->procs.n; i++)
 		if (py->procs.v[i]->pid == pid) {
 			proc_free(py->procs.v[i]);
@@ -469,23 +485,40 @@ void python_forget(struct python *py, pid_t pid)
 		}
 }
 
+static struct py_proc *proc_known(const struct python *py, pid_t pid)
+{
+	for (size_t i = 0; i < py->procs.n; i++)
+		if (py->procs.v[i]->pid == pid)
+			return py->procs.v[i];
+	return NULL;
+}
+
 int python_attach(struct python *py, pid_t pid, struct py_proc **out)
 {
-	struct procmaps_entry *maps = NULL;
-	size_t nmaps = 0, len;
 	char path[32], *text = NULL;
+	size_t len;
 	int ret;
 
-	for (size_t i = 0; i < py->procs.n; i++)
-		if (py->procs.v[i]->pid == pid) {
-			*out = py->procs.v[i];
-			return 0;
-		}
+	if ((*out = proc_known(py, pid)))
+		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	ret = read_path_all(path, 0, 64u << 20, &text, &len);
 	if (!ret)
-		ret = procmaps_parse(text, len, &maps, &nmaps);
+		ret = python_attach_maps(py, pid, text, len, out);
 	free(text);
+	return ret;
+}
+
+int python_attach_maps(struct python *py, pid_t pid, const char *maps_text, size_t len,
+		       struct py_proc **out)
+{
+	struct procmaps_entry *maps = NULL;
+	size_t nmaps = 0;
+	int ret;
+
+	if ((*out = proc_known(py, pid)))
+		return 0;
+	ret = procmaps_parse(maps_text, len, &maps, &nmaps);
 	if (ret)
 		return ret;
 	ret = -ENOENT;
@@ -535,6 +568,8 @@ int python_attach(struct python *py, pid_t pid, struct py_proc **out)
 			}
 			*out = p;
 			ret = 0;
+			debug("process %d runs CPython %d.%d (%s)", (int)pid, p->bin.major,
+			      p->bin.minor, m->path);
 			break;
 		}
 	}

@@ -61,6 +61,9 @@ void python_free(struct python *py);
  * per version, naming it); -errno. Found again after python_forget (exec,
  * exit). */
 int python_attach(struct python *py, pid_t pid, struct py_proc **out);
+/* The same from the text of its /proc/PID/maps, read already. */
+int python_attach_maps(struct python *py, pid_t pid, const char *maps_text, size_t len,
+		       struct py_proc **out);
 void python_forget(struct python *py, pid_t pid);
 const struct py_binary *py_proc_binary(const struct py_proc *p);
 
