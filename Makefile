@@ -191,8 +191,8 @@ FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g $(FUZZ_SAN) -I.
 FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN    := $(patsubst tests/fuzz/%.c,$(FUZZ_OUT)/%,$(FUZZ_SRC))
-# symbols.c and what it needs of util.c, without the BPF skeletons.
-FUZZ_OBJ    := $(patsubst %.c,$(FUZZ_OUT)/obj/%.o,$(FORMATS_SRC) user/symbols.c user/util.c)
+# symbols.c, python.c and what they need of util.c, without the BPF skeletons.
+FUZZ_OBJ    := $(patsubst %.c,$(FUZZ_OUT)/obj/%.o,$(FORMATS_SRC) user/symbols.c user/util.c user/python.c)
 
 $(FUZZ_OUT)/obj/%.o: %.c $(wildcard formats/*.h) $(wildcard user/*.h)
 	@mkdir -p $(@D)

@@ -8,7 +8,9 @@
 # writers, perfmap, procmaps and kallsyms lines written by hand, and two
 # 1-2 KB static ELF programs (with .symtab, and stripped) for symbols; the
 # gopclntab seed is the Go workload's table, cut out here; the pyline seeds
-# are real line tables of CPython 3.8-3.13 (tests/unit/pyline_vectors.txt).
+# are real line tables of CPython 3.8-3.13 (tests/unit/pyline_vectors.txt);
+# the pybinary seed is described in fuzz_pybinary.c, and the programs that
+# only look like CPython (build/tests/fake_python_*) are gathered here.
 # Targets run FUZZ_JOBS at a time (default nproc). Prints "PASS fuzz_NAME"
 # or "FAIL fuzz_NAME" per target, in order, then
 # "N passed, N failed"; fails when a target found a crash, a leak, a
@@ -31,6 +33,11 @@ gather() { # NAME DIR: seeds that exist only on this machine
 	gopclntab) # a Go program's table: ~250 KB, not committed
 		[ -f build/workloads/gowork ] &&
 			objcopy -O binary --only-section=.gopclntab build/workloads/gowork "$2/gowork"
+		;;
+	pybinary)
+		for f in build/tests/fake_python_311 build/tests/fake_python_313; do
+			[ -f "$f" ] && cp "$f" "$2/"
+		done
 		;;
 	symbols)
 		for f in build/workloads/calls build/workloads/libwork.so build/workloads/leafy; do

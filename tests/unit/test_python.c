@@ -172,7 +172,13 @@ static void check_interpreter(struct python *py, const char *exe, int minor, boo
 
 		CHECKF(b->major == 3 && b->minor == minor && b->has_layout, "%s: %d.%d", exe,
 		       b->major, b->minor);
-		CHECKF(b->micro >= 0, "%s: micro version not found", exe);
+		char *micro = run_cmd("%s -S -c 'import sys; print(sys.version_info[2])'", exe);
+
+		/* The micro version too, read from the binary (Py_Version, or
+		 * PY_VERSION in .rodata), as the interpreter says it. */
+		CHECKF(micro && b->micro == atoi(micro), "%s: micro %d, the interpreter says %s",
+		       exe, b->micro, micro ? micro : "?");
+		free(micro);
 		for (int tries = 0; tries < 100 && !ok; tries++) {
 			memset(&s, 0, sizeof(s));
 			s.p = p;
