@@ -1,7 +1,8 @@
 /* bpf/python.bpf.c, the Python frame walk in BPF, on the real
  * interpreters: pyenv's 3.8-3.13 and Debian's /usr/bin/python3.11 each run
  * tests/workloads/pyspin.py (two threads spinning in Python, each loop on
- * one line), sampled at 499 Hz on every CPU for 0.4 s. Every sample of the
+ * one line), sampled at 499 Hz on every CPU for 0.4 s (PY_BPF_SECONDS: the
+ * kernel matrix gives slow emulated guests longer). Every sample of the
  * process must carry the stack its thread is in, named by user/python.c
  * from the code objects and offsets BPF read: the main thread <module> ->
  * top -> mid -> leaf at the LINE: markers, exactly; the other thread its
@@ -9,6 +10,7 @@
 #include <errno.h>
 #include <glob.h>
 #include <linux/perf_event.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@
 #include "user/util.h"
 
 static char script[4096];
+static double seconds = 0.4;
 
 static int marker(const char *tag)
 {
@@ -119,7 +122,10 @@ static void check_one(struct python_bpf *skel, struct python *py, const char *ex
 	}
 	close(o[1]);
 	out = fdopen(o[0], "r");
-	if (!out || !fgets(line, sizeof(line), out)) {
+	/* "ready" within a minute (an emulated guest reads the interpreter
+	 * over 9p): a hang is a failure, not a test that never ends. */
+	if (!out || poll(&(struct pollfd){.fd = o[0], .events = POLLIN}, 1, 60000) != 1 ||
+	    !fgets(line, sizeof(line), out)) {
 		CHECKF(0, "%s did not start", exe);
 		goto out;
 	}
@@ -151,7 +157,7 @@ static void check_one(struct python_bpf *skel, struct python *py, const char *ex
 				 : bpf_program__attach_perf_event(skel->progs.py_walk, fds[cpu]);
 		CHECKF(links[cpu], "cpu %d: %s", cpu, strerror(errno));
 	}
-	for (uint64_t end = now_ns(CLOCK_MONOTONIC) + 400000000ull;
+	for (uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(seconds * 1e9);
 	     rb && now_ns(CLOCK_MONOTONIC) < end;)
 		ring_buffer__poll(rb, 50);
 	for (int cpu = 0; cpu < ncpu && cpu < 256; cpu++) {
@@ -222,11 +228,14 @@ int main(void)
 	if (!getcwd(cwd, sizeof(cwd)))
 		return 1;
 	snprintf(script, sizeof(script), "%s/tests/workloads/pyspin.py", cwd);
+	if (getenv("PY_BPF_SECONDS"))
+		seconds = atof(getenv("PY_BPF_SECONDS"));
 	if (geteuid() != 0) {
 		SKIP_TEST(test_walk, "needs root (BPF)");
 		return 0;
 	}
 	msg_set_verbosity(-1);
+	setvbuf(stdout, NULL, _IOLBF, 0); /* each interpreter's line as it ends */
 	RUN_TEST(test_walk);
 	CHECK_EXIT();
 }
