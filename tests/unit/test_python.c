@@ -8,7 +8,6 @@
  * same address, and programs that only look like CPython. */
 #include <errno.h>
 #include <fcntl.h>
-#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,21 +196,6 @@ static void check_interpreter(struct python *py, const char *exe, int minor, boo
 		python_forget(py, c.pid);
 	}
 	reap(&c);
-}
-
-static const char *pyenv_python(int minor, char *buf, size_t len)
-{
-	const char *root = getenv("PYENV_ROOT");
-	char pat[512];
-	glob_t g;
-
-	snprintf(pat, sizeof(pat), "%s/versions/3.%d.*/bin/python3.%d",
-		 root ? root : "/root/.pyenv", minor, minor);
-	if (glob(pat, 0, NULL, &g) || !g.gl_pathc)
-		return NULL;
-	snprintf(buf, len, "%s", g.gl_pathv[g.gl_pathc - 1]);
-	globfree(&g);
-	return buf;
 }
 
 static void test_interpreters(void)
