@@ -200,10 +200,15 @@ out:
 
 static void test_walk(void)
 {
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
 	struct python_bpf *skel = python_bpf__open_and_load();
 	struct python *py = NULL;
 	char exe[512];
 
+	/* Said at once: on an emulated 5.10 the test has been seen to give
+	 * nothing for minutes, and where it stood was not known. */
+	printf("  the walk %s in %.1f s\n", skel ? "loaded" : "did not load",
+	       (now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
 	CHECKF(skel, "load: %s", strerror(errno));
 	if (!skel || python_new(&py))
 		return;
