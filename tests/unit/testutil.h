@@ -2,6 +2,7 @@
 #ifndef TESTS_UNIT_TESTUTIL_H
 #define TESTS_UNIT_TESTUTIL_H
 
+#include <glob.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,43 @@ static double top_pct(const char *out, const char *name)
 		l++;
 	}
 	return -1;
+}
+
+/* pyenv's CPython 3.minor (the newest of that minor) into buf, or NULL. */
+static const char *pyenv_python(int minor, char *buf, size_t len) __attribute__((unused));
+static const char *pyenv_python(int minor, char *buf, size_t len)
+{
+	const char *root = getenv("PYENV_ROOT");
+	char pat[512];
+	glob_t g;
+
+	snprintf(pat, sizeof(pat), "%s/versions/3.%d.*/bin/python3.%d",
+		 root ? root : "/root/.pyenv", minor, minor);
+	if (glob(pat, 0, NULL, &g) || !g.gl_pathc)
+		return NULL;
+	snprintf(buf, len, "%s", g.gl_pathv[g.gl_pathc - 1]);
+	globfree(&g);
+	return buf;
+}
+
+/* The number of the line of file path holding "# LINE:tag" (the Python
+ * workloads mark the lines a test expects so), or -1. */
+static int line_marker(const char *path, const char *tag) __attribute__((unused));
+static int line_marker(const char *path, const char *tag)
+{
+	char want[64], l[512];
+	FILE *f = fopen(path, "r");
+	int n = 0, found = -1;
+
+	snprintf(want, sizeof(want), "# LINE:%s", tag);
+	while (f && fgets(l, sizeof(l), f)) {
+		n++;
+		if (strstr(l, want))
+			found = n;
+	}
+	if (f)
+		fclose(f);
+	return found;
 }
 
 #endif
