@@ -670,7 +670,7 @@ static void follow_descendants(struct recorder *r)
 	if (r->ndescendants && !env.no_inherit)
 		info("-p: following %zu processes the targets started before the recording",
 		     r->ndescendants);
-	procs_take_maps_read(&r->procs, cfi_add, r);
+	procs_take_maps_read(&r->procs, maps_read, r);
 }
 
 /* A -p target that recorded nothing (no sample, no wait) while others of
