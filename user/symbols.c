@@ -376,7 +376,8 @@ static void read_fde_starts(Elf *elf, struct symfile *f)
 			f->go_tab_size = sh.sh_size;
 		}
 		/* Go 1.18+'s table is relative to the text, which a PIE's
-		 * table leaves to a relocation (0 in the file). */
+		 * table leaves to a relocation (0 in the file) and Go 1.26's
+		 * no longer holds. */
 		if (!strcmp(name, ".text"))
 			f->go_text = sh.sh_addr;
 		/* The first table only: a second (objcopy can add one) would
@@ -729,7 +730,7 @@ static const struct gopcln *go_lines(struct symfile *f)
 	if (pread(f->dw_fd, f->go_tab, f->go_tab_size, f->go_tab_off) != (ssize_t)f->go_tab_size)
 		err = -EIO;
 	else
-		err = gopcln_open(&f->go_lines, f->go_tab, f->go_tab_size);
+		err = gopcln_open(&f->go_lines, f->go_tab, f->go_tab_size, f->go_text);
 	if (err) {
 		debug("%s: .gopclntab: %s", f->path ? f->path : "?",
 		      err == -ENOTSUP ? "a Go version before 1.18" : "unreadable");
@@ -737,8 +738,6 @@ static const struct gopcln *go_lines(struct symfile *f)
 		f->go_tried = true;
 		return NULL;
 	}
-	if (!f->go_lines.text_start)
-		f->go_lines.text_start = f->go_text;
 	return &f->go_lines;
 }
 
