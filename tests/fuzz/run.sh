@@ -7,7 +7,7 @@
 # The committed seeds: jitdump and xray_fdr files written by the formats' own
 # writers, perfmap, procmaps and kallsyms lines written by hand, and two
 # 1-2 KB static ELF programs (with .symtab, and stripped) for symbols; the
-# gopclntab seed is the Go workload's table, cut out here.
+# gopclntab seeds are the Go workloads' tables, cut out here.
 # Targets run FUZZ_JOBS at a time (default nproc). Prints "PASS fuzz_NAME"
 # or "FAIL fuzz_NAME" per target, in order, then
 # "N passed, N failed"; fails when a target found a crash, a leak, a
@@ -27,9 +27,10 @@ gather() { # NAME DIR: seeds that exist only on this machine
 		cat /proc/1/maps > "$2/init" 2>/dev/null
 		;;
 	kallsyms) head -n 300 /proc/kallsyms > "$2/head" 2>/dev/null ;;
-	gopclntab) # a Go program's table: ~250 KB, not committed
-		[ -f build/workloads/gowork ] &&
-			objcopy -O binary --only-section=.gopclntab build/workloads/gowork "$2/gowork"
+	gopclntab) # the Go programs' tables (Go 1.19's, 1.26's): ~250 KB each, not committed
+		for f in build/workloads/gowork build/workloads/gowork-go-new; do
+			[ -f "$f" ] && objcopy -O binary --only-section=.gopclntab "$f" "$2/${f##*/}"
+		done
 		;;
 	symbols)
 		for f in build/workloads/calls build/workloads/libwork.so build/workloads/leafy; do
