@@ -278,6 +278,14 @@ WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/c
 	     $(OUT)/workloads/cxxsplit $(OUT)/workloads/frees $(OUT)/workloads/gowork \
 	     $(OUT)/workloads/edges \
 	     $(OUT)/workloads/usdtwork
+# Go programs, each Go by its path (PATH's `go` is whichever the machine puts
+# first): Debian's 1.19 (golang-go, make deps), whose line table holds its
+# text start, and the newer one the machines have at /usr/local/go (1.26:
+# its table no longer does), only where it is (test_names fails without it
+# in CI).
+GO119  ?= /usr/lib/go-1.19/bin/go
+GO_NEW ?= /usr/local/go/bin/go
+WORKLOADS += $(if $(wildcard $(GO_NEW)),$(OUT)/workloads/gowork-go-new)
 workloads: $(WORKLOADS)
 all: workloads
 $(OUT)/workloads/libwork.so: tests/workloads/libwork.c tests/workloads/work.h
@@ -305,10 +313,13 @@ $(OUT)/workloads/leafy: tests/workloads/leafy.c
 $(OUT)/workloads/deep: tests/workloads/deep.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $<
-# Go, for source lines from .gopclntab (golang-go, from make deps).
+# Go, for source lines from .gopclntab (GO119 and GO_NEW above).
 $(OUT)/workloads/gowork: tests/workloads/gowork.go
 	@mkdir -p $(@D)
-	GO111MODULE=off GOCACHE=$(abspath $(OUT))/go-cache go build -o $@ $<
+	GO111MODULE=off GOCACHE=$(abspath $(OUT))/go-cache $(GO119) build -o $@ $<
+$(OUT)/workloads/gowork-go-new: tests/workloads/gowork.go
+	@mkdir -p $(@D)
+	GO111MODULE=off GOCACHE=$(abspath $(OUT))/go-cache $(GO_NEW) build -o $@ $<
 # USDT probes of its own (<sys/sdt.h>: systemtap-sdt-dev).
 $(OUT)/workloads/usdtwork: tests/workloads/usdtwork.c
 	@mkdir -p $(@D)

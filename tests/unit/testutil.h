@@ -111,6 +111,49 @@ static int line_marker(const char *path, const char *tag)
 	if (f)
 		fclose(f);
 	return found;
+
+/* Each instruction row of `go tool objdump`'s out (changed in place):
+ * "TEXT main.funcB(SB) /path/gowork.go", then "  gowork.go:29  0x45...":
+ * fn(ctx, function, file base name, line, pc). Returns the rows seen. */
+typedef void (*objdump_row_fn)(void *ctx, const char *func, const char *file, int line,
+			       unsigned long long pc);
+static size_t go_objdump_rows(char *out, objdump_row_fn fn, void *ctx) __attribute__((unused));
+static size_t go_objdump_rows(char *out, objdump_row_fn fn, void *ctx)
+{
+	char func[256] = "", file[256], *line, *save = NULL;
+	unsigned long long pc;
+	size_t n = 0;
+	int ln;
+
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(line, "TEXT %255[^(]", func) == 1)
+			continue;
+		if (sscanf(line, " %255[^:]:%d 0x%llx", file, &ln, &pc) != 3)
+			continue;
+		n++;
+		fn(ctx, func, file, ln, pc);
+	}
+	return n;
+}
+
+/* s ends with suffix. */
+static int ends_with(const char *s, const char *suffix) __attribute__((unused));
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* GOCACHE for the tests' Go builds: the Makefile's (build/go-cache, kept
+ * between runs; a cold one costs a minute of cgo and runtime builds). */
+static const char *go_cache(void) __attribute__((unused));
+static const char *go_cache(void)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof(path), "%s/build/go-cache", getenv("PWD") ? getenv("PWD") : ".");
+	return path;
 }
 
 #endif
