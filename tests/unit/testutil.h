@@ -111,6 +111,7 @@ static int line_marker(const char *path, const char *tag)
 	if (f)
 		fclose(f);
 	return found;
+}
 
 /* Each instruction row of `go tool objdump`'s out (changed in place):
  * "TEXT main.funcB(SB) /path/gowork.go", then "  gowork.go:29  0x45...":
