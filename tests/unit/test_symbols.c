@@ -381,6 +381,7 @@ static void test_restore_rt(void)
 	symfiles_free();
 	if (fd >= 0)
 		close(fd);
+}
 
 /* tests/workloads/gocgo.go built by the newer Go (/usr/local/go, 1.26+,
  * whose line table no longer holds its text start; GO_NEW names another):
