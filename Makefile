@@ -49,7 +49,7 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 .PHONY: all clean install demo test unit-tests deps format format-check workloads bench-helpers fuzz test-kernels
 all: $(BIN) $(UNIT_BIN)
 
-$(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h vmlinux/vmlinux.h
+$(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h bpf/uprobe_regs.bpf.h vmlinux/vmlinux.h
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 

@@ -405,61 +405,6 @@ search:
 	return CFI_LK_ROW;
 }
 
-/* A return address that is the uretprobe trampoline (the "[uprobes]" page)
- * stands for the one the kernel saved when the uretprobe hijacked the
- * slot: the return_instance whose stack is that slot's address. The list
- * (current->utask->return_instances) runs innermost first, as the walk
- * does, so the search goes on from the last match; a few entries per frame
- * (chained ones, of returns not on this walk) bound it. */
-#define CFI_URETPROBE_SCAN 4
-static __always_inline __u64 cfi_uretprobe(struct cfi_state *st, __u64 slot)
-{
-	struct return_instance *ri = (struct return_instance *)st->ri;
-	__u64 stack = 0, ra = 0;
-	__u32 i;
-
-	for (i = 0; i < CFI_URETPROBE_SCAN && ri; i++) {
-		struct return_instance *next = NULL;
-
-		bpf_core_read(&stack, sizeof(stack), &ri->stack);
-		bpf_core_read(&next, sizeof(next), &ri->next);
-		if (stack == slot) {
-			bpf_core_read(&ra, sizeof(ra), &ri->orig_ret_vaddr);
-			st->ri = (__u64)next;
-			return ra ? ra : st->tramp;
-		}
-		ri = next;
-	}
-	count(STAT_CFI_URETPROBE_MISS);
-	return st->tramp; /* not found: the trampoline stays, as today */
-}
-
-/* A stack copied for DWARF unwinding holds the trampoline where each
- * traced function's caller's return address was: the real ones are put
- * back in the copy, so that libdwfl unwinds past them as the walk does. */
-#define CFI_URETPROBE_PATCH 8
-static __always_inline void cfi_patch_copy(struct scratch *sc, __u32 copied)
-{
-	struct return_instance *ri = (struct return_instance *)sc->cfi.ri0;
-	__u64 stack = 0, ra = 0, off;
-	__u32 i;
-
-	for (i = 0; i < CFI_URETPROBE_PATCH && ri; i++) {
-		struct return_instance *next = NULL;
-
-		bpf_core_read(&stack, sizeof(stack), &ri->stack);
-		bpf_core_read(&ra, sizeof(ra), &ri->orig_ret_vaddr);
-		bpf_core_read(&next, sizeof(next), &ri->next);
-		off = stack - sc->cfi.sp0;
-		if (ra && stack >= sc->cfi.sp0 && off + 8 <= copied && !(stack & 7)) {
-			barrier_var(off);
-			if (off <= MAX_STACK_COPY - 8)
-				*(__u64 *)&sc->stack[off] = ra;
-		}
-		ri = next;
-	}
-}
-
 /* A read beyond the copy takes a window of stack from the word to the end
  * of its page (a read is all-or-nothing, and the next page may be
  * unmapped), the walk's first at most CFI_WIN_FIRST bytes: most stacks end
@@ -628,8 +573,10 @@ static __always_inline int cfi_finish(struct scratch *sc, int r, const bool comp
 				s->flags |= SAMPLE_STACK_TRUNC;
 			s->stack_len = copied;
 		}
-		if (sc->cfi.ri0)
-			cfi_patch_copy(sc, s->stack_len & 0xffff);
+		if (sc->cfi.tramp) {
+			uprobe_patch_copy(sc, sc->cfi.sp0, s->stack_len & 0xffff, sc->cfi.ri0);
+			uprobe_patch_entry(sc, sc->cfi.sp0, s->stack_len & 0xffff, sc->cfi.tramp);
+		}
 	} else {
 		s->flags |= SAMPLE_CFI_TRUNC;
 		count(STAT_CFI_TRUNC);
@@ -680,7 +627,7 @@ static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid,
 	st->nk = nk;
 	st->n = 1;
 	st->calls = 0;
-	st->tramp = st->ri = st->ri0 = 0;
+	st->ri = st->ri0; /* tramp and ri0: the sampler's uprobe_regs */
 	st->notable = 0;
 	st->vma_done = 0;
 	st->m_start = st->m_end = 0;
@@ -694,27 +641,6 @@ static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid,
 		st->gen = (gu ? *gu : 0) + ((gb ? *gb : 0) << 32);
 	}
 	sc->win_lo = sc->win_len = 0;
-	/* Only processes with uprobes have the page (kernels without
-	 * CONFIG_UPROBES have no utask). */
-	if (bpf_core_field_exists(((struct task_struct *)0)->utask)) {
-		if (!compat) {
-			/* Loads through the task's BTF pointer (faults read 0),
-			 * not three probe reads at every walk (docs/benchmarks.md). */
-			struct task_struct *task = bpf_get_current_task_btf();
-			struct xol_area *xa = task->mm ? task->mm->uprobes_state.xol_area : NULL;
-
-			st->tramp = xa ? xa->vaddr : 0;
-			if (st->tramp && task->utask)
-				st->ri = st->ri0 = (__u64)task->utask->return_instances;
-		} else {
-			struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-
-			st->tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
-			if (st->tramp)
-				st->ri = st->ri0 =
-				    (__u64)BPF_CORE_READ(task, utask, return_instances);
-		}
-	}
 	if (nk < MAX_FRAMES)
 		s->ips[nk] = st->pc;
 	count(STAT_CFI_WALKS);

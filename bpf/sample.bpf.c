@@ -130,6 +130,8 @@ struct {
 	__type(value, struct scratch);
 } scratch_map SEC(".maps");
 
+#include "bpf/uprobe_regs.bpf.h"
+
 struct copy_ctx {
 	struct scratch *sc;
 	__u64 sp, want;
@@ -262,6 +264,9 @@ static long walk_step(__u32 i, struct walk_ctx *w)
 	if (!rec || idx >= 2 * MAX_FRAMES)
 		return 1;
 	ips[idx] = rec[1];
+	/* A caller's return address that a uretprobe took. */
+	if (rec[1] == w->sc->cfi.tramp && rec[1])
+		ips[idx] = cfi_uretprobe(&w->sc->cfi, fp + 8);
 	w->n++;
 	w->fp = rec[0];
 	w->lo = fp + 16;
@@ -441,6 +446,15 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 		} else {
 			goto user_done; /* a kernel thread: no user stack */
 		}
+		{
+			struct uprobe_view v;
+
+			/* In a uprobe's int3, slot or trampoline: the traced
+			 * code's registers, for every walk and the copy. */
+			uprobe_regs(task, s->uregs, ur, s->flags & SAMPLE_IN_KERNEL, &v, compat);
+			sc->cfi.tramp = v.tramp;
+			sc->cfi.ri0 = v.ri;
+		}
 		sp = s->uregs[UREG_SP];
 		/* The walks' first window: one read, across a page boundary too,
 		 * since the stack above sp was all used (mapped) up to its top,
@@ -475,6 +489,10 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 		}
 		/* Sent only for DWARF unwinding; the walks read it (and further). */
 		s->stack_len = s->flags & SAMPLE_DWARF ? copied : 0;
+		if (s->stack_len && sc->cfi.tramp) {
+			uprobe_patch_copy(sc, sp, copied, sc->cfi.ri0);
+			uprobe_patch_entry(sc, sp, copied, sc->cfi.tramp);
+		}
 
 		/* The CFI walk, when on, takes over from here (a tail call that
 		 * sends the record itself); back here only if it could not. */
@@ -498,6 +516,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 
 			s->ips[nk] = s->uregs[UREG_IP];
 			sc->win_len = sc->win_reads = 0;
+			sc->cfi.ri = sc->cfi.ri0;
 			bpf_loop(MAX_FRAMES, walk_step, &w, 0);
 			if (w.state != WALK_DEEP) {
 				nu = w.n;

@@ -569,6 +569,8 @@ static struct trace_bpf *open_tracer(struct recorder *r)
 	if (!err)
 		err = bpf_map__reuse_fd(t->maps.stats, bpf_map__fd(sk->maps.stats));
 	if (!err)
+		err = bpf_map__reuse_fd(t->maps.entry_ra, bpf_map__fd(sk->maps.entry_ra));
+	if (!err)
 		err = trace_bpf__load(t);
 	if (!err)
 		err = trace_bpf__attach(t);
@@ -700,9 +702,6 @@ static int rec_load(struct recorder *r)
 	skel->rodata->stack_copy_dwarf =
 	    env.call_graph == CG_FP || env.no_user ? 0 : env.stack_copy;
 	skel->rodata->dwarf_all = env.call_graph == CG_DWARF;
-	/* Under uretprobes a stack holds trampoline addresses that only the
-	 * kernel's walk replaces with the real return addresses. */
-	skel->rodata->bpf_fp_walk = env.ntraces == 0;
 	err = bpf_map__set_max_entries(skel->maps.scratch_map, libbpf_num_possible_cpus());
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.events, env.ringbuf_mb << 20);
