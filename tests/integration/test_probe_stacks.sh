@@ -135,3 +135,4 @@ nofp_case() { # TEST NAME SAMPLE_INDEX REC-OPTIONS...
 }
 nofp_case probe_nofp_cfi nofp-cfi "" --call-graph cfi
 nofp_case probe_nofp_dwarf nofp-dwarf "" --call-graph dwarf
+nofp_case probe_nofp_offcpu nofp-offcpu offcpu_waits --off-cpu
