@@ -203,6 +203,7 @@ clean:
 WL_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Wall -Werror
 WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/calls $(OUT)/workloads/leafy $(OUT)/workloads/spin \
 	     $(OUT)/workloads/deep $(OUT)/workloads/jitspin $(OUT)/workloads/execspin $(OUT)/workloads/nofp \
+	     $(OUT)/workloads/recurse \
 	     $(OUT)/workloads/mixed $(OUT)/workloads/cxxalloc $(OUT)/workloads/waits \
 	     $(OUT)/workloads/cxxsplit $(OUT)/workloads/frees $(OUT)/workloads/gowork
 workloads: $(WORKLOADS)
@@ -246,6 +247,10 @@ $(OUT)/workloads/jitspin: tests/workloads/jitspin.c
 $(OUT)/workloads/nofp: tests/workloads/nofp.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -fomit-frame-pointer -Wall -Werror -o $@ $<
+# Deep recursion without frame pointers (tests/integration/test_deep_stacks.sh).
+$(OUT)/workloads/recurse: tests/workloads/recurse.c
+	@mkdir -p $(@D)
+	gcc -O2 -g -fomit-frame-pointer -Wall -Werror -o $@ $<
 # Without frame pointers, calling a library with them and a CFI-less stub.
 $(OUT)/workloads/mixed: tests/workloads/mixed.c $(OUT)/workloads/libwork.so
 	$(CC) -O2 -g -fomit-frame-pointer -Wall -Werror -o $@ $< -L$(OUT)/workloads -lwork \

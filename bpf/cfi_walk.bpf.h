@@ -5,12 +5,14 @@
  *
  * It runs in its own programs, reached from the sampler by tail call: one
  * walker invocation walks CFI_FRAMES_PER_CALL frames with a bounded loop,
- * keeps its state in the per-CPU scratch slot and tail-calls itself until
- * the stack ends, then sends the record. Kernels without bpf_loop (5.10)
- * need that: a frame is a trie lookup, a hash lookup and a 20-step binary
- * search, and MAX_FRAMES of them unrolled in one program are far beyond the
- * verifier's million instructions. The same walker serves newer kernels
- * (on_cfi_walk, with the dynptr emit) so that both are the same code.
+ * keeps its state in the per-CPU scratch slot, then goes on in blocks of
+ * as many frames: by bpf_loop where the kernel has it (on_cfi_walk, up to
+ * --max-stack frames), else (5.10, on_cfi_walk_compat) by tail-calling
+ * itself, as deep as the kernel's tail-call budget allows
+ * (CFI_COMPAT_FRAMES, bpf/cfi.h); then it sends the record. A frame is a
+ * trie lookup, a hash lookup and a 20-step binary search: a stack's frames
+ * unrolled in one program are far beyond the verifier's million
+ * instructions.
  *
  * Included by sample.bpf.c after struct scratch, copy_stack and
  * send_sample. */
@@ -103,20 +105,14 @@ struct {
 	__type(value, __u32);
 } cfi_progs SEC(".maps");
 
-/* Frames per walker invocation, and invocations: the kernel allows 32 tail
- * calls in a chain (MAX_TAIL_CALL_CNT, 33 since 5.17), one of which is the
- * sampler's; 16 * 8 frames cover MAX_FRAMES. 8, not 5: a shallow stack
- * (gzip's 7 frames and its end) is walked in one invocation, cheaper there
- * and no dearer on deep stacks (docs/benchmarks.md); the verifier follows
- * the loop's 8 steps. */
-#define CFI_FRAMES_PER_CALL 8
-#define CFI_MAX_CALLS	    30
 /* Bytes copied for DWARF when the walk meets a mapping without a table and
  * the process has no stack_copy_dwarf of its own. */
 #define CFI_NOTABLE_COPY 16384
 
 enum { CFI_LK_ROW, CFI_LK_NOMAP, CFI_LK_NOTABLE, CFI_LK_BAD };
-enum { CFI_GO, CFI_DONE_END, CFI_DONE_TRUNC, CFI_DONE_NOTABLE };
+/* CFI_DONE_LIMIT: --max-stack frames walked (or the compat walker's
+ * budget), the stack goes on. */
+enum { CFI_GO, CFI_DONE_END, CFI_DONE_TRUNC, CFI_DONE_NOTABLE, CFI_DONE_LIMIT };
 
 /* The inode's mtime before 6.11 (i_mtime_sec, i_mtime_nsec since). */
 struct inode___v66 {
@@ -466,8 +462,8 @@ static __always_inline int cfi_step(struct scratch *sc, const bool compat)
 	struct cfi_row row = {};
 	int r;
 
-	if (st->n >= MAX_FRAMES)
-		return CFI_DONE_TRUNC;
+	if (st->n >= max_stack)
+		return CFI_DONE_LIMIT;
 	r = cfi_lookup(sc, st->addr, &row, compat);
 	/* No table: the stack is copied for DWARF at the end, and the walk
 	 * goes on by frame pointers, which user space takes when DWARF cannot
@@ -527,7 +523,7 @@ static __always_inline int cfi_step(struct scratch *sc, const bool compat)
 	if (!ra)
 		return CFI_DONE_END;
 	idx = st->nk + st->n;
-	if (idx >= 2 * MAX_FRAMES)
+	if (idx >= IPS_N)
 		return CFI_DONE_TRUNC;
 	ips[idx] = ra;
 	st->n++;
@@ -579,16 +575,36 @@ static __always_inline int cfi_finish(struct scratch *sc, int r, const bool comp
 		}
 	} else {
 		s->flags |= SAMPLE_CFI_TRUNC;
+		if (r == CFI_DONE_LIMIT)
+			s->flags |= SAMPLE_MAX_STACK;
 		count(STAT_CFI_TRUNC);
 	}
 	return send_sample(sc, s->nkernel, sc->cfi.n, compat);
 }
 
+struct cfi_loop {
+	struct scratch *sc;
+	int r;
+};
+
+/* A bpf_loop block of frames beyond the walker's first. */
+static long cfi_block(__u32 i, struct cfi_loop *c)
+{
+	__u32 j;
+
+	for (j = 0; j < CFI_FRAMES_PER_CALL; j++) {
+		c->r = cfi_step(c->sc, false);
+		if (c->r != CFI_GO)
+			return 1;
+	}
+	return 0;
+}
+
 /* The frames' loop is not unrolled (clang keeps it a loop: the step is too
- * large), and it stays a tail call per CFI_FRAMES_PER_CALL frames on newer
- * kernels too: a bpf_loop walk (one invocation, a callback per frame or per
- * CFI_FRAMES_PER_CALL frames) was dearer on deep stacks, a callback's call
- * and return per step, and cheaper only on shallow ones (docs/benchmarks.md). */
+ * large). Frames beyond the first CFI_FRAMES_PER_CALL go in blocks of as
+ * many (a callback per frame was dearer, a call and return per step:
+ * docs/benchmarks.md), by bpf_loop up to --max-stack, or by tail calls up
+ * to the kernel's budget. */
 static __always_inline int cfi_walker(void *ctx, const bool compat)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), i;
@@ -602,10 +618,17 @@ static __always_inline int cfi_walker(void *ctx, const bool compat)
 		if (r != CFI_GO)
 			break;
 	}
+	if (r == CFI_GO && !compat) {
+		struct cfi_loop c = {.sc = sc, .r = CFI_GO};
+
+		/* cfi_step ends it at max_stack frames. */
+		bpf_loop(max_stack / CFI_FRAMES_PER_CALL + 1, cfi_block, &c, 0);
+		r = c.r == CFI_GO ? CFI_DONE_LIMIT : c.r;
+	}
 	if (r == CFI_GO) {
 		if (sc->cfi.calls++ < CFI_MAX_CALLS)
 			bpf_tail_call(ctx, &cfi_progs, compat ? 1 : 0);
-		r = CFI_DONE_TRUNC;
+		r = CFI_DONE_LIMIT; /* the tail-call budget */
 	}
 	cfi_finish(sc, r, compat);
 	return 0;

@@ -8,9 +8,14 @@
 #include <linux/types.h>
 #endif
 
-#define COMM_LEN       16
-#define MAX_FRAMES     127   /* per stack, as bpf_get_stack's sysctl default */
-#define MAX_STACK_COPY 65528 /* bytes of user stack, as perf's --call-graph dwarf limit */
+#define COMM_LEN   16
+#define MAX_FRAMES 127 /* kernel frames, as bpf_get_stack's sysctl default */
+/* User frames: --max-stack's default and ceiling. The default walks a
+ * recursion, a parser or python's start-up imports (past 127 native
+ * frames) to its root; a record grows only with the frames it holds. */
+#define MAX_STACK_DEFAULT 1024
+#define MAX_USER_STACK	  4096
+#define MAX_STACK_COPY	  65528 /* bytes of user stack, as perf's --call-graph dwarf limit */
 /* Bytes of user stack copied from sp at each sample, the walks' first
  * window (most frames' records of a shallow stack lie in them); sent only
  * when the stack is copied for DWARF. */
@@ -63,6 +68,9 @@ struct ev_hdr {
 #define SAMPLE_CFI_END	   (1u << 7)
 #define SAMPLE_CFI_TRUNC   (1u << 8)
 #define SAMPLE_CFI_NOTABLE (1u << 9)
+/* The user stack was cut at --max-stack frames: user space ends it with a
+ * frame named [truncated]. */
+#define SAMPLE_MAX_STACK (1u << 10)
 
 /* User registers the unwinders need, x86_64. */
 enum { UREG_IP, UREG_SP, UREG_BP, UREG_NR };

@@ -47,6 +47,7 @@ enum {
 	OPT_FLIGHT,
 	OPT_JITDUMP,
 	OPT_UNWIND_MIB,
+	OPT_MAX_STACK,
 	OPT_OFF_CPU,
 	OPT_OFF_CPU_MIN,
 };
@@ -90,6 +91,10 @@ static const struct argp_option opts[] = {
     {"unwind-mib", OPT_UNWIND_MIB, "MIB", 0,
      "Memory for --call-graph cfi's unwind tables in the kernel (default 64); binaries that do "
      "not fit are unwound as with dwarf",
+     0},
+    {"max-stack", OPT_MAX_STACK, "N", 0,
+     "Walk user stacks up to N frames (default 1024, at most 4096); a stack cut there ends in a "
+     "frame named [truncated]",
      0},
     {"off-cpu", OPT_OFF_CPU, NULL, 0,
      "Also record where threads wait off the CPU (blocked or preempted), with their stacks: "
@@ -249,6 +254,9 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_UNWIND_MIB:
 		env.unwind_mib = parse_long(arg, "--unwind-mib", 1, 4096, st);
+		break;
+	case OPT_MAX_STACK:
+		env.max_stack = parse_long(arg, "--max-stack", 1, MAX_USER_STACK, st);
 		break;
 	case OPT_OFF_CPU:
 		env.off_cpu = true;

@@ -38,6 +38,7 @@ struct env env = {
     .ringbuf_mb = 0, /* auto: ringbuf_size_mb() */
     .stack_copy = 8192,
     .unwind_mib = 64,
+    .max_stack = MAX_STACK_DEFAULT,
     .xray_version = 5,
 };
 
@@ -70,6 +71,7 @@ enum stop_reason { STOP_NONE, STOP_SIGNAL, STOP_DURATION, STOP_TARGETS, STOP_ERR
 struct recorder {
 	struct features feat;
 	struct degraded degraded;
+	char depth_why[200]; /* its "stack depth" entry's text */
 	struct target target;
 	struct sample_bpf *skel;
 	struct trace_bpf *tracer;
@@ -145,6 +147,16 @@ struct recorder {
  * when needed): what stays is that of the programs that run. */
 #define SYMFILE_IDLE_NS (10 * 1000000000ULL)
 
+/* User frames the sampler walks at most on this kernel: --max-stack, or
+ * without bpf_loop the CFI walker's tail-call budget (bpf/cfi_walk.bpf.h)
+ * or bpf_get_stack's sysctl default. */
+static unsigned max_stack_walked(const struct recorder *r)
+{
+	unsigned lim = env.call_graph == CG_CFI ? CFI_COMPAT_FRAMES : MAX_FRAMES;
+
+	return r->feat.compat_sampler && lim < env.max_stack ? lim : env.max_stack;
+}
+
 /* What this kernel's missing features cost this recording (features.h);
  * said once at the start, and listed in the summary. */
 static void note_degraded(struct recorder *r)
@@ -176,6 +188,18 @@ static void note_degraded(struct recorder *r)
 		degraded_add(d, "-t attach",
 			     "no uprobe_multi links (6.6): one uprobe per function, slower to "
 			     "attach and detach");
+	if (r->feat.compat_sampler && !env.no_user && max_stack_walked(r) < env.max_stack) {
+		char *why = r->depth_why;
+
+		snprintf(
+		    why, sizeof(r->depth_why),
+		    "no bpf_loop (5.17): user stacks walked to %u frames (--max-stack %u; %s), "
+		    "deeper ones end in [truncated]",
+		    max_stack_walked(r), env.max_stack,
+		    env.call_graph == CG_CFI ? "the CFI walk's tail-call budget"
+					     : "the kernel's bpf_get_stack");
+		degraded_add(d, "stack depth", why);
+	}
 	for (i = 0; i < d->n; i++)
 		warn("kernel %s: %s: %s", r->feat.kernel, d->what[i], d->why[i]);
 }
@@ -702,6 +726,9 @@ static int rec_load(struct recorder *r)
 	skel->rodata->stack_copy_dwarf =
 	    env.call_graph == CG_FP || env.no_user ? 0 : env.stack_copy;
 	skel->rodata->dwarf_all = env.call_graph == CG_DWARF;
+	skel->rodata->max_stack = env.max_stack;
+	skel->rodata->walk_reads = 8 + env.max_stack / 8;
+	r->procs.max_stack = env.max_stack;
 	err = bpf_map__set_max_entries(skel->maps.scratch_map, libbpf_num_possible_cpus());
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.events, env.ringbuf_mb << 20);

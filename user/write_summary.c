@@ -43,17 +43,18 @@ void summary_row(FILE *f, const struct proc *p)
 
 	fprintf(f, "{\"pid\": %d, \"comm\": ", p->pid);
 	json_str(f, p->comm);
-	fprintf(
-	    f,
-	    ", \"samples\": %" PRIu64 ", \"lost_samples\": %" PRIu64 ", \"threads\": %zu"
-	    ", \"unwinding\": \"%s\", \"cfi_walked\": %" PRIu64 ", \"cfi_reached_root\": %" PRIu64
-	    ", \"cfi_to_dwarf\": %" PRIu64 ", \"dwarf_unwound\": %" PRIu64
-	    ", \"dwarf_truncated\": %" PRIu64 ", \"dwarf_unwind_ns\": %" PRIu64,
-	    p->nsamples, p->lost, p->threads.n,
-	    p->cfi_walked > p->unwound ? "cfi"
-	    : p->unwound	       ? "dwarf"
-				       : "fp",
-	    p->cfi_walked, p->cfi_root, p->cfi_to_dwarf, p->unwound, p->truncated, p->unwind_ns);
+	fprintf(f,
+		", \"samples\": %" PRIu64 ", \"lost_samples\": %" PRIu64 ", \"threads\": %zu"
+		", \"unwinding\": \"%s\", \"cfi_walked\": %" PRIu64
+		", \"cfi_reached_root\": %" PRIu64 ", \"cfi_to_dwarf\": %" PRIu64
+		", \"dwarf_unwound\": %" PRIu64 ", \"dwarf_truncated\": %" PRIu64
+		", \"dwarf_unwind_ns\": %" PRIu64 ", \"max_stack_truncated\": %" PRIu64,
+		p->nsamples, p->lost, p->threads.n,
+		p->cfi_walked > p->unwound ? "cfi"
+		: p->unwound		   ? "dwarf"
+					   : "fp",
+		p->cfi_walked, p->cfi_root, p->cfi_to_dwarf, p->unwound, p->truncated, p->unwind_ns,
+		p->max_stack_cut);
 	if ((g = jit_guide(p))) {
 		fprintf(f, ", \"jit_unnamed\": {\"share\": %.3f, \"runtime\": ", g->share);
 		json_str(f, g->runtime);
@@ -104,6 +105,9 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 		ri->steady_samples, ri->bpf_run_ns, ri->bpf_run_cnt, ri->lost, ri->lost_tasks,
 		ri->kstack_err, ri->ustack_err, ri->kernel_walks, ri->traced_calls, ri->lost_calls);
 	json_str(f, ri->kernel ? ri->kernel : "");
+	/* Stacks cut at --max-stack, each ended by a [truncated] frame. */
+	fprintf(f, ",\n  \"max_stack\": %u, \"max_stack_truncated\": %" PRIu64,
+		ri->procs ? ri->procs->max_stack : 0, ri->procs ? ri->procs->max_stack_cut : 0);
 	if (ri->cfi)
 		fprintf(f,
 			",\n  \"cfi_walk\": {\"walks\": %" PRIu64 ", \"reached_root\": %" PRIu64
