@@ -563,10 +563,7 @@ static __always_inline int cfi_finish(struct scratch *sc, int r, const bool comp
 			if (want > MAX_STACK_COPY)
 				want = MAX_STACK_COPY;
 			copied = copy_stack(sc, sc->cfi.sp0, want, compat);
-			s->flags &= ~SAMPLE_STACK_TRUNC;
 			s->flags |= SAMPLE_DWARF;
-			if (copied < want)
-				s->flags |= SAMPLE_STACK_TRUNC;
 			s->stack_len = copied;
 		}
 		if (sc->cfi.tramp) {

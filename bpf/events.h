@@ -47,12 +47,11 @@ struct ev_hdr {
 };
 
 /* flags of struct ev_sample */
-#define SAMPLE_KSTACK_ERR (1u << 0) /* bpf_get_stack failed for the kernel stack */
-#define SAMPLE_USTACK_ERR (1u << 1) /* ... for the user stack */
-#define SAMPLE_IN_KERNEL  (1u << 2) /* the interrupted context was kernel mode */
-
-#define SAMPLE_STACK_TRUNC (1u << 3) /* the stack copy stopped at an unreadable page */
-#define SAMPLE_DWARF	   (1u << 4) /* the stack was copied for DWARF unwinding */
+/* (1u << 0), (1u << 1), (1u << 3): unused (bpf_get_stack's errors and a
+ * short stack copy, which no reader took: the errors are counted in stats,
+ * and a copy's length is stack_len) */
+#define SAMPLE_IN_KERNEL (1u << 2) /* the interrupted context was kernel mode */
+#define SAMPLE_DWARF	 (1u << 4) /* the stack was copied for DWARF unwinding */
 /* (1u << 5): unused (the leaf-caller fix's hint, gone with the fix) */
 /* The CFI walk (bpf/cfi_walk.bpf.h, rodata cfi_walk): the nuser ips are its
  * frames. With SAMPLE_CFI_END it reached a CFI_ROW_END row (the thread's
@@ -200,7 +199,6 @@ enum stat_idx {
 	STAT_LOST_TASK, /* task events the ring buffer could not take */
 	STAT_KSTACK_ERR,
 	STAT_USTACK_ERR,
-	STAT_COPY_ERR,	   /* the user-stack copy failed at its first page */
 	STAT_CALLS,	   /* traced calls and returns of recorded tasks */
 	STAT_LOST_CALLS,   /* ... that the ring buffer could not take */
 	STAT_KERNEL_WALKS, /* user stacks walked by bpf_get_stack (deep, compat or traced) */

@@ -110,17 +110,13 @@ static __always_inline __u64 offcpu_user_stack(void *ctx, struct scratch *sc, __
 			uprobe_patch_entry(sc, sp, s->stack_len, sc->cfi.tramp);
 		}
 		s->flags |= SAMPLE_DWARF;
-		if (s->stack_len < offcpu_copy)
-			s->flags |= SAMPLE_STACK_TRUNC;
 		return 1;
 	}
 	if (nk >= MAX_FRAMES)
 		return 0;
 	n = bpf_get_stack(ctx, &s->ips[nk], MAX_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
-	if (n < 0) {
-		s->flags |= SAMPLE_USTACK_ERR;
+	if (n < 0)
 		return 0;
-	}
 	return (__u64)n / sizeof(__u64);
 }
 
@@ -157,9 +153,7 @@ static __always_inline int offcpu_send_stack(void *ctx, struct task_struct *prev
 	}
 	if (kernel_stacks) {
 		n = bpf_get_stack(ctx, s->ips, MAX_FRAMES * sizeof(__u64), 0);
-		if (n < 0)
-			s->flags |= SAMPLE_KSTACK_ERR;
-		else
+		if (n >= 0)
 			nk = (__u64)n / sizeof(__u64);
 	}
 	if (nk > MAX_FRAMES)

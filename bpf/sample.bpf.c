@@ -418,12 +418,10 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 
 	if (kernel_stacks && (s->flags & SAMPLE_IN_KERNEL)) {
 		n = bpf_get_stack(ctx, s->ips, MAX_FRAMES * sizeof(__u64), 0);
-		if (n < 0) {
-			s->flags |= SAMPLE_KSTACK_ERR;
+		if (n < 0)
 			count(STAT_KSTACK_ERR);
-		} else {
+		else
 			nk = (__u64)n / sizeof(__u64);
-		}
 	}
 	if (nk > MAX_FRAMES)
 		nk = MAX_FRAMES;
@@ -495,13 +493,8 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 		}
 		if (want > MAX_STACK_COPY)
 			want = MAX_STACK_COPY;
-		if (want && sp) {
+		if (want && sp)
 			copied = copy_stack(sc, sp, want, compat);
-			if (copied < want)
-				s->flags |= SAMPLE_STACK_TRUNC;
-			if (!copied)
-				count(STAT_COPY_ERR);
-		}
 		/* Sent only for DWARF unwinding; the walks read it (and further). */
 		s->stack_len = s->flags & SAMPLE_DWARF ? copied : 0;
 		if (s->stack_len && sc->cfi.tramp) {
@@ -545,7 +538,6 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 			n = bpf_get_stack(ctx, &s->ips[nk], MAX_FRAMES * sizeof(__u64),
 					  BPF_F_USER_STACK);
 			if (n < 0) {
-				s->flags |= SAMPLE_USTACK_ERR;
 				count(STAT_USTACK_ERR);
 			} else {
 				nu = (__u64)n / sizeof(__u64);
