@@ -5,11 +5,11 @@
  *
  * It runs in its own programs, reached from the sampler by tail call: one
  * walker invocation walks CFI_FRAMES_PER_CALL frames with a bounded loop,
- * keeps its state in the per-CPU scratch slot, then goes on in blocks of
- * as many frames: by bpf_loop where the kernel has it (on_cfi_walk, up to
- * --max-stack frames), else (5.10, on_cfi_walk_compat) by tail-calling
- * itself, as deep as the kernel's tail-call budget allows
- * (CFI_COMPAT_FRAMES, bpf/cfi.h); then it sends the record. A frame is a
+ * keeps its state in the per-CPU scratch slot and tail-calls itself, as
+ * deep as the kernel's tail-call budget allows (CFI_COMPAT_FRAMES,
+ * bpf/cfi.h); where the kernel has bpf_loop (on_cfi_walk) the last
+ * invocation goes on in bpf_loop blocks up to --max-stack frames (5.10's
+ * on_cfi_walk_compat stops there); then it sends the record. A frame is a
  * trie lookup, a hash lookup and a 20-step binary search: a stack's frames
  * unrolled in one program are far beyond the verifier's million
  * instructions.
@@ -598,10 +598,12 @@ static long cfi_block(__u32 i, struct cfi_loop *c)
 }
 
 /* The frames' loop is not unrolled (clang keeps it a loop: the step is too
- * large). Frames beyond the first CFI_FRAMES_PER_CALL go in blocks of as
- * many (a callback per frame was dearer, a call and return per step:
- * docs/benchmarks.md), by bpf_loop up to --max-stack, or by tail calls up
- * to the kernel's budget. */
+ * large). Each invocation walks CFI_FRAMES_PER_CALL frames and tail-calls
+ * the next, as many times as the kernel allows (CFI_COMPAT_FRAMES frames:
+ * a tail call per 8 frames cost less than bpf_loop blocks of 8 on 20-frame
+ * stacks, docs/benchmarks.md); the last goes on in bpf_loop blocks of as
+ * many frames (a callback per frame was dearer, a call and return per
+ * step) up to --max-stack, where the kernel has bpf_loop. */
 static __always_inline int cfi_walker(void *ctx, const bool compat)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), i;
@@ -615,6 +617,10 @@ static __always_inline int cfi_walker(void *ctx, const bool compat)
 		if (r != CFI_GO)
 			break;
 	}
+	if (r == CFI_GO && sc->cfi.calls++ < CFI_MAX_CALLS)
+		bpf_tail_call(ctx, &cfi_progs, compat ? 1 : 0);
+	/* The tail-call budget spent (or the call failed): the rest of a deep
+	 * stack in bpf_loop blocks, from this invocation. */
 	if (r == CFI_GO && !compat) {
 		struct cfi_loop c = {.sc = sc, .r = CFI_GO};
 
@@ -622,11 +628,8 @@ static __always_inline int cfi_walker(void *ctx, const bool compat)
 		bpf_loop(max_stack / CFI_FRAMES_PER_CALL + 1, cfi_block, &c, 0);
 		r = c.r == CFI_GO ? CFI_DONE_LIMIT : c.r;
 	}
-	if (r == CFI_GO) {
-		if (sc->cfi.calls++ < CFI_MAX_CALLS)
-			bpf_tail_call(ctx, &cfi_progs, compat ? 1 : 0);
-		r = CFI_DONE_LIMIT; /* the tail-call budget */
-	}
+	if (r == CFI_GO)
+		r = CFI_DONE_LIMIT; /* the compat walker's tail-call budget */
 	cfi_finish(sc, r, compat);
 	return 0;
 }

@@ -11,12 +11,14 @@ ALL=(deep_600_main deep_2000_main deep_5000_truncated deep_truncated_outputs
 require_bpf "${ALL[@]}"
 
 # recurse DEPTH SECONDS DELAY: gcc -O2 without frame pointers, DEPTH frames
-# of down() over spin() (SECONDS of CPU time), after DELAY asleep (the tables loaded by then).
+# of down() over spin() (SECONDS of CPU time), after DELAY asleep (the
+# tables loaded by then, on a loaded machine too: before, a sample is copied
+# for DWARF, 8 KiB of stack, and unwound that far).
 # Before: every stack cut at 127 frames (MAX_FRAMES), 0% reached main.
 deep_case() { # TEST DEPTH [REC-OPTIONS...]
 	local t=$1 d=$2
 	shift 2
-	"$REC" -q -F 499 "$@" -o "$TMP/d$d" -- "$WL/recurse" "$d" 1.5 0.5 2>"$TMP/d$d.err"
+	"$REC" -q -F 499 "$@" -o "$TMP/d$d" -- "$WL/recurse" "$d" 1.5 1.5 2>"$TMP/d$d.err"
 	# The root (_start; the loader's entry before main), through main for
 	# the samples in spin, under the whole recursion.
 	read -r r h u < <(stack_shares "$TMP/d$d/profile.pb.gz" "_start,[ld-linux-x86-64.so.2]" spin 2>"$TMP/d$d.bad")
@@ -26,7 +28,7 @@ deep_case deep_600_main 600
 deep_case deep_2000_main 2000 --max-stack 4096
 
 # 5,000 deep with --max-stack 1024: cut, and said so.
-"$REC" -q -F 499 --max-stack 1024 -o "$TMP/d5k" -- "$WL/recurse" 5000 1.5 0.5 2>"$TMP/d5k.err"
+"$REC" -q -F 499 --max-stack 1024 -o "$TMP/d5k" -- "$WL/recurse" 5000 1.5 1.5 2>"$TMP/d5k.err"
 read -r r h u < <(stack_shares "$TMP/d5k/profile.pb.gz" "[truncated]" spin 2>"$TMP/d5k.bad")
 t=deep_5000_truncated
 # Each sample in the recursion (all but the loader's and exit's few) ends
@@ -54,7 +56,7 @@ PY
 # Without bpf_loop (as on 5.10): as deep as the CFI walker's tail calls
 # go, the degraded list says so, and deeper stacks end in [truncated].
 t=deep_compat_budget
-BPFTRACE_REC_NO_FEATURES=bpf_loop "$REC" -q -F 499 -o "$TMP/dc" -- "$WL/recurse" 600 1.5 0.5 2>"$TMP/dc.err"
+BPFTRACE_REC_NO_FEATURES=bpf_loop "$REC" -q -F 499 -o "$TMP/dc" -- "$WL/recurse" 600 1.5 1.5 2>"$TMP/dc.err"
 read -r r h u < <(stack_shares "$TMP/dc/profile.pb.gz" "[truncated]" spin 2>"$TMP/dc.bad")
 if at_least "$r" 95 && python3 - "$TMP/dc/summary.json" <<'PY'; then pass $t; else fail $t "$r% end in [truncated]"; cat "$TMP/dc.bad" "$TMP/dc.err" >&2; fi
 import json, sys
