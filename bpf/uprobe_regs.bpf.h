@@ -4,11 +4,13 @@
  * program:
  *
  * - the int3 path: the probed instruction's first byte is an int3, and
- *   until the handlers ran the kernel holds the user ip one byte past it
- *   (asm_exc_int3, handle_swbp, the BPF programs of -t); the instruction has
- *   not run, and a walk from ip must look up the probed address itself, not
- *   the row one byte on (after a 1-byte `push %rbp` that row already has the
- *   push);
+ *   from the trap until handle_swbp sets ip back to the probed address for
+ *   the handlers (asm_exc_int3, uprobe_notify_resume) the kernel holds the
+ *   user ip one byte past it; the instruction has not run, and a walk from
+ *   ip must look up the probed address itself, not the row one byte on
+ *   (after a 1-byte `push %rbp` that row already has the push). After the
+ *   handlers the kernel hijacks the return address for the uretprobe and
+ *   lists its return_instance a moment later: uprobe_entry_ra covers that;
  * - the out-of-line slot: the displaced instruction runs single-stepped in
  *   a slot of the "[uprobes]" page (utask->xol_vaddr), as does the #DB that
  *   follows (asm_exc_debug, then the fix-up on the way back to user mode);
