@@ -188,7 +188,9 @@ static void note_degraded(struct recorder *r)
 		degraded_add(d, "-t attach",
 			     "no uprobe_multi links (6.6): one uprobe per function, slower to "
 			     "attach and detach");
-	if (r->feat.compat_sampler && !env.no_user && max_stack_walked(r) < env.max_stack) {
+	/* --call-graph dwarf unwinds its copies in user space, to --max-stack. */
+	if (r->feat.compat_sampler && !env.no_user && env.call_graph != CG_DWARF &&
+	    max_stack_walked(r) < env.max_stack) {
 		char *why = r->depth_why;
 
 		snprintf(
