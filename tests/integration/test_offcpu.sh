@@ -258,11 +258,12 @@ else
 	head -14 <<<"$off" >&2
 fi
 
-# The README's off-CPU commands, as written there, on this recording: each
-# runs and shows the waits known by construction.
+# The off-CPU commands of docs/output-files.md (the README's before issue
+# 26), as written there, on this recording: each runs and shows the waits
+# known by construction.
 t=offcpu_readme_commands
 main_tid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["processes"][0]["pid"])' "$TMP/w/summary.json")
-cmds=$(awk '/^## Off-CPU and wall-clock time/ { on = 1 } on && /^  ```sh/ { blk = 1; next } blk && /^  ```/ { exit } blk' "$ROOT/README.md")
+cmds=$(awk '/^## Off-CPU and wall-clock time/ { on = 1 } on && /^  ```sh/ { blk = 1; next } blk && /^  ```/ { exit } blk' "$ROOT/docs/output-files.md")
 n=0; bad=""
 while IFS= read -r line; do
 	line=${line%%#*}; line=${line#"  pprof "}
