@@ -63,7 +63,7 @@ static const struct argp_option opts[] = {
     {"output", 'o', "DIR", 0, "Output directory (default ./bpftrace-rec.out)", 1},
     {"off-cpu", OPT_OFF_CPU, NULL, 0, "Also record where threads wait off the CPU", 1},
     {"trace", 't', "[OBJ:]GLOB", 0,
-     "Also trace every call of these functions exactly ('parse_*', 'libssl.so.3:SSL_*')", 1},
+     "Trace these calls exactly: 'parse_*', 'libssl.so.3:SSL_*', 'usdt:postgres:query__*'", 1},
     {"quiet", 'q', NULL, 0, "No status line or summary on stderr", 1},
     {"verbose", 'v', NULL, 0, "More messages (twice: libbpf's too)", 1},
 
