@@ -52,7 +52,8 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 	bench-helpers fuzz test-kernels
 all: $(BIN) $(UNIT_BIN)
 
-$(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h vmlinux/vmlinux.h
+$(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h bpf/python.h \
+		 vmlinux/vmlinux.h
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
@@ -107,6 +108,28 @@ $(OUT)/tests/test_symbols: tests/unit/test_symbols.c $(wildcard tests/unit/*.h) 
 	@mkdir -p $(@D)
 	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/symbols.o $(OUT)/user/util.o \
 		$(OUT)/formats/util.o $(OUT)/formats/gopclntab.o $(LDLIBS)
+
+# CPython detection, code objects and frame walk (user/python.c) on the
+# real interpreters, and on programs that only look like one.
+$(OUT)/tests/fake_python_%: tests/unit/fake_python.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -rdynamic $(if $(filter 37,$*),,-DFAKE_VERSION=$(FAKE_VERSION_$*)) -o $@ $<
+FAKE_VERSION_311 := 0x030b07f0
+FAKE_VERSION_313 := 0x030d00f0
+FAKE_VERSION_399 := 0x036300f0
+$(OUT)/tests/test_python: tests/unit/test_python.c $(wildcard tests/unit/*.h) $(OUT)/user/python.o \
+			  $(OUT)/user/util.o $(FORMATS_OBJ) \
+			  $(patsubst %,$(OUT)/tests/fake_python_%,37 311 313 399)
+	@mkdir -p $(@D)
+	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/python.o $(OUT)/user/util.o \
+		$(FORMATS_OBJ) $(LDLIBS)
+
+# The Python frame walk in BPF (bpf/python.bpf.c) on the real interpreters.
+$(OUT)/tests/test_python_bpf: tests/unit/test_python_bpf.c $(wildcard tests/unit/*.h) $(OUT)/python.skel.h \
+			      $(OUT)/user/python.o $(OUT)/user/util.o $(FORMATS_OBJ)
+	@mkdir -p $(@D)
+	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/python.o $(OUT)/user/util.o \
+		$(FORMATS_OBJ) $(LDLIBS)
 
 # The unwind tables for BPF (user/cfi_table.c), walked over this test's own
 # stacks and compared with the unwinder above: compiled without sanitizers
@@ -216,8 +239,8 @@ FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g $(FUZZ_SAN) -I.
 FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN    := $(patsubst tests/fuzz/%.c,$(FUZZ_OUT)/%,$(FUZZ_SRC))
-# symbols.c and what it needs of util.c, without the BPF skeletons.
-FUZZ_OBJ    := $(patsubst %.c,$(FUZZ_OUT)/obj/%.o,$(FORMATS_SRC) user/symbols.c user/util.c)
+# symbols.c, python.c and what they need of util.c, without the BPF skeletons.
+FUZZ_OBJ    := $(patsubst %.c,$(FUZZ_OUT)/obj/%.o,$(FORMATS_SRC) user/symbols.c user/util.c user/python.c)
 
 $(FUZZ_OUT)/obj/%.o: %.c $(wildcard formats/*.h) $(wildcard user/*.h)
 	@mkdir -p $(@D)
@@ -236,7 +259,7 @@ test-kernels: all
 	bash scripts/test-kernels.sh
 
 FORMAT_SRC = bpf/*.c bpf/*.h user/*.c user/*.h formats/*.c formats/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c \
-	     tests/workloads/*.c scripts/helper-cost/*.c scripts/interrupt-gaps/*.c
+	     tests/workloads/*.c scripts/helper-cost/*.c scripts/interrupt-gaps/*.c scripts/python-layouts/*.c
 format:
 	clang-format -i $(FORMAT_SRC)
 
@@ -255,6 +278,14 @@ WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/c
 	     $(OUT)/workloads/cxxsplit $(OUT)/workloads/frees $(OUT)/workloads/gowork \
 	     $(OUT)/workloads/edges \
 	     $(OUT)/workloads/usdtwork
+# Go programs, each Go by its path (PATH's `go` is whichever the machine puts
+# first): Debian's 1.19 (golang-go, make deps), whose line table holds its
+# text start, and the newer one the machines have at /usr/local/go (1.26:
+# its table no longer does), only where it is (test_names fails without it
+# in CI).
+GO119  ?= /usr/lib/go-1.19/bin/go
+GO_NEW ?= /usr/local/go/bin/go
+WORKLOADS += $(if $(wildcard $(GO_NEW)),$(OUT)/workloads/gowork-go-new)
 workloads: $(WORKLOADS)
 all: workloads
 $(OUT)/workloads/libwork.so: tests/workloads/libwork.c tests/workloads/work.h
@@ -282,10 +313,13 @@ $(OUT)/workloads/leafy: tests/workloads/leafy.c
 $(OUT)/workloads/deep: tests/workloads/deep.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $<
-# Go, for source lines from .gopclntab (golang-go, from make deps).
+# Go, for source lines from .gopclntab (GO119 and GO_NEW above).
 $(OUT)/workloads/gowork: tests/workloads/gowork.go
 	@mkdir -p $(@D)
-	GO111MODULE=off GOCACHE=$(abspath $(OUT))/go-cache go build -o $@ $<
+	GO111MODULE=off GOCACHE=$(abspath $(OUT))/go-cache $(GO119) build -o $@ $<
+$(OUT)/workloads/gowork-go-new: tests/workloads/gowork.go
+	@mkdir -p $(@D)
+	GO111MODULE=off GOCACHE=$(abspath $(OUT))/go-cache $(GO_NEW) build -o $@ $<
 # USDT probes of its own (<sys/sdt.h>: systemtap-sdt-dev).
 $(OUT)/workloads/usdtwork: tests/workloads/usdtwork.c
 	@mkdir -p $(@D)

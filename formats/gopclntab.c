@@ -41,7 +41,7 @@ static const char *str_at(const struct gopcln *g, uint64_t off)
 	return (const char *)g->p + off;
 }
 
-int gopcln_open(struct gopcln *g, const uint8_t *p, size_t len)
+int gopcln_open(struct gopcln *g, const uint8_t *p, size_t len, uint64_t text)
 {
 	uint32_t magic;
 	uint64_t w[8];
@@ -63,7 +63,13 @@ int gopcln_open(struct gopcln *g, const uint8_t *p, size_t len)
 	g->version = magic == MAGIC_118 ? 118 : 120;
 	g->nfunc = w[0];
 	/* w[1]: nfiles */
-	g->text_start = w[2];
+	/* runtime.text, up to Go 1.25: right even where the caller's guess is
+	 * not (a stripped cgo program's .text starts with C code). Go 1.26's
+	 * linker writes 0 (the runtime reads moduledata.text instead,
+	 * cmd/link/internal/ld/pcln.go), as a PIE's file has where a
+	 * relocation fills it: the caller's text then, what debug/gosym
+	 * always takes. */
+	g->text_start = w[2] ? w[2] : text;
 	g->funcnames = w[3];
 	g->cutab = w[4];
 	g->filetab = w[5];

@@ -25,6 +25,7 @@
 #include "user/offcpu.h"
 #include "user/output.h"
 #include "user/proc.h"
+#include "user/python.h"
 #include "user/record.h"
 #include "bpf/cfi.h"
 #include "user/cfi_maps.h"
@@ -88,6 +89,10 @@ struct recorder {
 	struct cfi_maps *cfi;
 	struct cfi_worker *cfi_worker;
 	struct usdt *usdt; /* -t usdt:..., or NULL */
+	/* The CPython interpreters among the processes (user/python.c), found
+	 * as their maps are read: so far for the warning about a version with
+	 * no layout; the Python frames of samples come next (issue 23). */
+	struct python *python;
 	struct ring_buffer *rb;
 	struct bpf_link **links; /* the sampler's, one per CPU */
 	int nlinks;
@@ -380,12 +385,18 @@ static uint32_t traced_func(const struct trace_links *tl, struct proc *p, uint64
 
 /* Processes whose maps the model read (first sight, exec, a new library):
  * their tables are built and loaded. */
-static void cfi_add(void *ctx, pid_t pid)
+/* A process whose maps were read (first sight, exec, a new library): its
+ * unwind tables, and whether it runs CPython. */
+static void maps_read(void *ctx, pid_t pid)
 {
 	struct recorder *r = ctx;
+	struct proc *p;
+	struct py_proc *py;
 
 	if (r->cfi_worker && pid > 0)
 		cfi_worker_queue(r->cfi_worker, pid, true);
+	if (r->python && (p = proc_find(&r->procs, pid)) && p->maps_text)
+		python_attach_maps(r->python, pid, p->maps_text, strlen(p->maps_text), &py);
 }
 
 static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size)
@@ -430,6 +441,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 			r->child_execd = true;
 		if (size >= sizeof(struct ev_task) && (!env.all || proc_find(&r->procs, h->pid)))
 			proc_on_exec(&r->procs, h->pid, ((const struct ev_task *)data)->comm);
+		python_forget(r->python, h->pid); /* found again in its new maps */
 		break;
 	case EV_FORK:
 		if (size >= sizeof(struct ev_task))
@@ -439,6 +451,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		struct proc *p = proc_find(&r->procs, h->pid);
 
 		proc_on_exit(&r->procs, h->pid, h->time_ns);
+		python_forget(r->python, h->pid);
 		if (r->cfi_worker)
 			cfi_worker_queue(r->cfi_worker, h->pid, false);
 		if (p)
@@ -508,7 +521,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 
 	if (err)
 		return err;
-	procs_take_maps_read(&r->procs, cfi_add, r);
+	procs_take_maps_read(&r->procs, maps_read, r);
 	/* The slice starts at the first record the drain handles, not when it
 	 * began to wait; a clock read per record would cost more than some
 	 * records. */
@@ -657,7 +670,7 @@ static void follow_descendants(struct recorder *r)
 	if (r->ndescendants && !env.no_inherit)
 		info("-p: following %zu processes the targets started before the recording",
 		     r->ndescendants);
-	procs_take_maps_read(&r->procs, cfi_add, r);
+	procs_take_maps_read(&r->procs, maps_read, r);
 }
 
 /* A -p target that recorded nothing (no sample, no wait) while others of
@@ -870,10 +883,15 @@ static int rec_load(struct recorder *r)
 		return -1;
 	if (r->target.child > 0 && add_targets(skel, &r->target.child, 1))
 		return -1;
+	err = python_new(&r->python);
+	if (err) {
+		err("CPython detection: %s", strerror(-err));
+		return -1;
+	}
 	/* Maps of the targets as they are now, before any sample. */
 	for (i = 0; i < env.npids; i++)
 		proc_get(&r->procs, env.pids[i], NULL);
-	procs_take_maps_read(&r->procs, cfi_add, r);
+	procs_take_maps_read(&r->procs, maps_read, r);
 	r->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle_event, r, NULL);
 	if (!r->rb) {
 		err("ring buffer: %s", strerror(errno));
@@ -1297,6 +1315,8 @@ static int rec_finish(struct recorder *r, int code)
 	r->cfi = NULL;
 	usdt_free(r->usdt);
 	r->usdt = NULL;
+	python_free(r->python);
+	r->python = NULL;
 	sample_bpf__destroy(r->skel);
 	if (r->target.child > 0) {
 		if (!r->started)

@@ -376,8 +376,9 @@ static void read_fde_starts(Elf *elf, struct symfile *f)
 			f->go_tab_off = sh.sh_offset;
 			f->go_tab_size = sh.sh_size;
 		}
-		/* Go 1.18+'s table is relative to the text, which a PIE's
-		 * table leaves to a relocation (0 in the file). */
+		/* Go 1.18+'s table is relative to runtime.text, which a PIE's
+		 * table leaves to a relocation (0 in the file) and Go 1.26's
+		 * no longer holds: used where no symbol names it (go_lines). */
 		if (!strcmp(name, ".text"))
 			f->go_text = sh.sh_addr;
 		/* The first table only: a second (objcopy can add one) would
@@ -879,6 +880,8 @@ void symfiles_trim(uint64_t now, uint64_t idle_ns)
  * layout gopcln knows. */
 static const struct gopcln *go_lines(struct symfile *f)
 {
+	uint64_t text = f->go_text;
+	size_t i;
 	int err;
 
 	f->dwfl_used_ns = now_ns(CLOCK_MONOTONIC);
@@ -890,10 +893,18 @@ static const struct gopcln *go_lines(struct symfile *f)
 	if (!f->go_tab_size || f->go_tab_size > (64u << 20) || f->dw_fd < 0 ||
 	    !(f->go_tab = malloc(f->go_tab_size)))
 		return NULL;
+	/* The functions' entries are offsets from runtime.text: its symbol
+	 * (a cgo program's .text starts with the C code the C linker put
+	 * first), else the start of .text, as go tool objdump takes them. */
+	for (i = 0; i < f->nsyms; i++)
+		if (!strcmp(f->names + f->syms[i].name, "runtime.text")) {
+			text = f->syms[i].addr;
+			break;
+		}
 	if (pread(f->dw_fd, f->go_tab, f->go_tab_size, f->go_tab_off) != (ssize_t)f->go_tab_size)
 		err = -EIO;
 	else
-		err = gopcln_open(&f->go_lines, f->go_tab, f->go_tab_size);
+		err = gopcln_open(&f->go_lines, f->go_tab, f->go_tab_size, text);
 	if (err) {
 		debug("%s: .gopclntab: %s", f->path ? f->path : "?",
 		      err == -ENOTSUP ? "a Go version before 1.18" : "unreadable");
@@ -901,8 +912,6 @@ static const struct gopcln *go_lines(struct symfile *f)
 		f->go_tried = true;
 		return NULL;
 	}
-	if (!f->go_lines.text_start)
-		f->go_lines.text_start = f->go_text;
 	return &f->go_lines;
 }
 

@@ -7,7 +7,10 @@
 # The committed seeds: jitdump and xray_fdr files written by the formats' own
 # writers, perfmap, procmaps and kallsyms lines written by hand, and two
 # 1-2 KB static ELF programs (with .symtab, and stripped) for symbols; the
-# gopclntab seed is the Go workload's table, cut out here.
+# gopclntab seeds are the Go workloads' tables, cut out here; the pyline seeds
+# are real line tables of CPython 3.8-3.13 (tests/unit/pyline_vectors.txt);
+# the pybinary seed is described in fuzz_pybinary.c, and the programs that
+# only look like CPython (build/tests/fake_python_*) are gathered here.
 # Targets run FUZZ_JOBS at a time (default nproc). Prints "PASS fuzz_NAME"
 # or "FAIL fuzz_NAME" per target, in order, then
 # "N passed, N failed"; fails when a target found a crash, a leak, a
@@ -27,13 +30,19 @@ gather() { # NAME DIR: seeds that exist only on this machine
 		cat /proc/1/maps > "$2/init" 2>/dev/null
 		;;
 	kallsyms) head -n 300 /proc/kallsyms > "$2/head" 2>/dev/null ;;
-	gopclntab) # a Go program's table: ~250 KB, not committed
-		[ -f build/workloads/gowork ] &&
-			objcopy -O binary --only-section=.gopclntab build/workloads/gowork "$2/gowork"
+	gopclntab) # the Go programs' tables (Go 1.19's, 1.26's): ~250 KB each, not committed
+		for f in build/workloads/gowork build/workloads/gowork-go-new; do
+			[ -f "$f" ] && objcopy -O binary --only-section=.gopclntab "$f" "$2/${f##*/}"
+		done
 		;;
 	stapsdt) # probe notes of Debian's own binaries (PostgreSQL, CPython)
 		for f in /usr/lib/postgresql/15/bin/postgres /usr/bin/python3.11; do
 			[ -f "$f" ] && objcopy --dump-section ".note.stapsdt=$2/${f##*/}" "$f" /dev/null 2>/dev/null
+		done
+		;;
+	pybinary)
+		for f in build/tests/fake_python_311 build/tests/fake_python_313; do
+			[ -f "$f" ] && cp "$f" "$2/"
 		done
 		;;
 	symbols)

@@ -27,7 +27,10 @@ pid=$(python3 -c 'import json,sys; print([p["pid"] for p in json.load(open(sys.a
 google-pprof --text "$(command -v node)" "$TMP/cmd/cpu-$pid.prof" > "$TMP/cmd.g" 2>/dev/null
 "$PPROF" -top -nodecount=10 "$(command -v node)" "$TMP/cmd/cpu-$pid.prof" > "$TMP/cmd.p" 2>/dev/null
 # go tool pprof names legacy-file frames only through DWARF: jit-PID.so has it.
-go tool pprof -top -nodecount=10 "$(command -v node)" "$TMP/cmd/cpu-$pid.prof" > "$TMP/cmd.go" 2>/dev/null
+# Debian's Go 1.19 by its path (golang-go, make deps; GO119= another), not
+# PATH's go: the newer Go at /usr/local/go ships no pprof binary and builds
+# one on first use, and the reader under test would change with the machine.
+"${GO119:-/usr/lib/go-1.19/bin/go}" tool pprof -top -nodecount=10 "$(command -v node)" "$TMP/cmd/cpu-$pid.prof" > "$TMP/cmd.go" 2>/dev/null
 if top_has "$TMP/cmd.g" && top_has "$TMP/cmd.p" && top_has "$TMP/cmd.go"; then pass jit_node_cmd_gperftools; else fail jit_node_cmd_gperftools; head -5 "$TMP/cmd.g" "$TMP/cmd.p" "$TMP/cmd.go" >&2; fi
 # Leaves with no name: [unknown] or a bare object name.
 t=jit_node_cmd_unnamed_leaves

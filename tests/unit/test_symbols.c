@@ -1,6 +1,6 @@
 /* user/symbols.c: the /proc/kallsyms parser (kallsyms_parse) and the ELF
  * symbol reader, on inputs the fuzzers (tests/fuzz/fuzz_kallsyms.c,
- * fuzz_symbols.c) found them mishandling. */
+ * fuzz_symbols.c) found them mishandling; a cgo Go program's source lines. */
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -383,6 +383,87 @@ static void test_restore_rt(void)
 		close(fd);
 }
 
+/* tests/workloads/gocgo.go built by the newer Go (/usr/local/go, 1.26+,
+ * whose line table no longer holds its text start; GO_NEW names another):
+ * cgo links it with the C linker, whose .text begins with C code, before
+ * runtime.text. symfile_srcline gives every instruction of its main.*
+ * functions the function's file and line that Go's own objdump lists. */
+static char go_dir[] = "/tmp/test_symbols_go.XXXXXX";
+static const char *go_new = "/usr/local/go/bin/go";
+
+struct go_rows {
+	struct symfile *f;
+	size_t bad;
+};
+
+static void check_go_row(void *ctx, const char *func, const char *file, int ln,
+			 unsigned long long pc)
+{
+	struct go_rows *r = ctx;
+	uint64_t off = symfile_offset(r->f, pc);
+	const char *sf = NULL, *name = symfile_lookup(r->f, off, NULL, NULL, NULL);
+	int sl = 0;
+
+	if (!name || strcmp(name, func) || symfile_srcline(r->f, off, &sf, &sl) || sl != ln ||
+	    !ends_with(sf, file)) {
+		if (r->bad++ < 5)
+			CHECKF(0, "%#llx: %s %s:%d, objdump %s %s:%d", pc, name, sf, sl, func, file,
+			       ln);
+	}
+}
+
+static void test_go_cgo_lines(void)
+{
+	char bin[128], *out, *addrs;
+	unsigned long long rt = 0, text = 0;
+	struct go_rows r = {0};
+	size_t n = 0;
+	int fd;
+
+	snprintf(bin, sizeof(bin), "%s/gocgo", go_dir);
+	out = run_cmd("GOCACHE=%s %s tool objdump -s '^main\\.' %s 2>&1", go_cache(), go_new, bin);
+	/* The case this is for: C code before runtime.text. */
+	addrs = run_cmd("nm %s | sed -n 's/ t runtime\\.text$//p'; readelf -SW %s | "
+			"sed -n 's/.* \\.text *PROGBITS *\\([0-9a-f]*\\) .*/\\1/p'",
+			bin, bin);
+	CHECKF(addrs && sscanf(addrs, "%llx %llx", &rt, &text) == 2 && rt > text,
+	       "runtime.text and .text at: %s", addrs ? addrs : "");
+	free(addrs);
+	fd = open(bin, O_RDONLY | O_CLOEXEC);
+	CHECKF(fd >= 0, "%s", bin);
+	r.f = fd >= 0 ? symfile_get(fd, bin) : NULL;
+	CHECK(r.f != NULL);
+	if (out && r.f)
+		n = go_objdump_rows(out, check_go_row, &r);
+	CHECKF(n > 10 && !r.bad, "%zu of %zu instructions differ", r.bad, n);
+	symfiles_free();
+	if (fd >= 0)
+		close(fd);
+	free(out);
+}
+
+/* Builds gocgo in go_dir: true, or false (why printed). */
+static bool build_gocgo(void)
+{
+	char *out;
+	bool ok;
+
+	if (getenv("GO_NEW") && *getenv("GO_NEW"))
+		go_new = getenv("GO_NEW");
+	if (!mkdtemp(go_dir) || access(go_new, X_OK)) {
+		fprintf(stderr, "test_go_cgo_lines: no %s\n", go_new);
+		return false;
+	}
+	out = run_cmd("cd %s && GO111MODULE=off GOCACHE=%s CGO_ENABLED=1 %s build -o gocgo "
+		      "%s/tests/workloads/gocgo.go 2>&1 && echo ok",
+		      go_dir, go_cache(), go_new, getenv("PWD") ? getenv("PWD") : ".");
+	ok = out && strstr(out, "ok\n");
+	if (!ok)
+		fprintf(stderr, "test_go_cgo_lines: %s build failed: %s\n", go_new, out ? out : "");
+	free(out);
+	return ok;
+}
+
 int main(void)
 {
 	RUN_TEST(test_kallsyms_basic);
@@ -398,5 +479,11 @@ int main(void)
 	else
 		SKIP_TEST(test_two_eh_frame_hdrs, "objcopy could not add a section");
 	free(run_cmd("rm -rf %s", two_dir));
+	/* CI has the newer Go: missing, the test fails there, not skips. */
+	if (build_gocgo() || (getenv("CI") && !strcmp(getenv("CI"), "true")))
+		RUN_TEST(test_go_cgo_lines);
+	else
+		SKIP_TEST(test_go_cgo_lines, "no Go 1.26+ at /usr/local/go (GO_NEW=) or no cgo");
+	free(run_cmd("rm -rf %s", go_dir));
 	CHECK_EXIT();
 }
