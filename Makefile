@@ -52,7 +52,7 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 	bench-helpers fuzz test-kernels
 all: $(BIN) $(UNIT_BIN)
 
-$(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h bpf/python.h \
+$(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h bpf/python.h bpf/uprobe_regs.bpf.h \
 		 vmlinux/vmlinux.h
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
@@ -274,6 +274,7 @@ clean:
 WL_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Wall -Werror
 WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/calls $(OUT)/workloads/leafy $(OUT)/workloads/spin \
 	     $(OUT)/workloads/deep $(OUT)/workloads/jitspin $(OUT)/workloads/execspin $(OUT)/workloads/nofp \
+	     $(OUT)/workloads/recurse \
 	     $(OUT)/workloads/mixed $(OUT)/workloads/cxxalloc $(OUT)/workloads/waits \
 	     $(OUT)/workloads/cxxsplit $(OUT)/workloads/frees $(OUT)/workloads/gowork \
 	     $(OUT)/workloads/edges \
@@ -337,6 +338,10 @@ $(OUT)/workloads/jitspin: tests/workloads/jitspin.c
 $(OUT)/workloads/nofp: tests/workloads/nofp.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -fomit-frame-pointer -Wall -Werror -o $@ $<
+# Deep recursion without frame pointers (tests/integration/test_deep_stacks.sh).
+$(OUT)/workloads/recurse: tests/workloads/recurse.c
+	@mkdir -p $(@D)
+	gcc -O2 -g -fomit-frame-pointer -Wall -Werror -o $@ $<
 # Without frame pointers, calling a library with them and a CFI-less stub.
 $(OUT)/workloads/mixed: tests/workloads/mixed.c $(OUT)/workloads/libwork.so
 	$(CC) -O2 -g -fomit-frame-pointer -Wall -Werror -o $@ $< -L$(OUT)/workloads -lwork \

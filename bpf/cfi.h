@@ -252,4 +252,14 @@ struct cfi_pcache {
 #define CFI_GEN_USER 0
 #define CFI_GEN_BPF  1
 
+/* Frames per walker invocation (and per bpf_loop block), and the compat
+ * walker's invocations: the kernel allows 32 tail calls in a chain
+ * (MAX_TAIL_CALL_CNT, 33 since 5.17), one of which is the sampler's. 8, not
+ * 5: a shallow stack (gzip's 7 frames and its end) is walked in one
+ * invocation, with no bpf_loop call (docs/benchmarks.md); the verifier
+ * follows the loop's 8 steps. */
+#define CFI_FRAMES_PER_CALL 8
+#define CFI_MAX_CALLS	    30
+#define CFI_COMPAT_FRAMES   ((CFI_MAX_CALLS + 1) * CFI_FRAMES_PER_CALL)
+
 #endif

@@ -5,12 +5,14 @@
  *
  * It runs in its own programs, reached from the sampler by tail call: one
  * walker invocation walks CFI_FRAMES_PER_CALL frames with a bounded loop,
- * keeps its state in the per-CPU scratch slot and tail-calls itself until
- * the stack ends, then sends the record. Kernels without bpf_loop (5.10)
- * need that: a frame is a trie lookup, a hash lookup and a 20-step binary
- * search, and MAX_FRAMES of them unrolled in one program are far beyond the
- * verifier's million instructions. The same walker serves newer kernels
- * (on_cfi_walk, with the dynptr emit) so that both are the same code.
+ * keeps its state in the per-CPU scratch slot and tail-calls itself, as
+ * deep as the kernel's tail-call budget allows (CFI_COMPAT_FRAMES,
+ * bpf/cfi.h); where the kernel has bpf_loop (on_cfi_walk) the last
+ * invocation goes on in bpf_loop blocks up to --max-stack frames (5.10's
+ * on_cfi_walk_compat stops there); then it sends the record. A frame is a
+ * trie lookup, a hash lookup and a 20-step binary search: a stack's frames
+ * unrolled in one program are far beyond the verifier's million
+ * instructions.
  *
  * Included by sample.bpf.c after struct scratch, copy_stack and
  * send_sample. */
@@ -103,20 +105,14 @@ struct {
 	__type(value, __u32);
 } cfi_progs SEC(".maps");
 
-/* Frames per walker invocation, and invocations: the kernel allows 32 tail
- * calls in a chain (MAX_TAIL_CALL_CNT, 33 since 5.17), one of which is the
- * sampler's; 16 * 8 frames cover MAX_FRAMES. 8, not 5: a shallow stack
- * (gzip's 7 frames and its end) is walked in one invocation, cheaper there
- * and no dearer on deep stacks (docs/benchmarks.md); the verifier follows
- * the loop's 8 steps. */
-#define CFI_FRAMES_PER_CALL 8
-#define CFI_MAX_CALLS	    30
 /* Bytes copied for DWARF when the walk meets a mapping without a table and
  * the process has no stack_copy_dwarf of its own. */
 #define CFI_NOTABLE_COPY 16384
 
 enum { CFI_LK_ROW, CFI_LK_NOMAP, CFI_LK_NOTABLE, CFI_LK_BAD };
-enum { CFI_GO, CFI_DONE_END, CFI_DONE_TRUNC, CFI_DONE_NOTABLE };
+/* CFI_DONE_LIMIT: --max-stack frames walked (or the compat walker's
+ * budget), the stack goes on. */
+enum { CFI_GO, CFI_DONE_END, CFI_DONE_TRUNC, CFI_DONE_NOTABLE, CFI_DONE_LIMIT };
 
 /* The inode's mtime before 6.11 (i_mtime_sec, i_mtime_nsec since). */
 struct inode___v66 {
@@ -405,61 +401,6 @@ search:
 	return CFI_LK_ROW;
 }
 
-/* A return address that is the uretprobe trampoline (the "[uprobes]" page)
- * stands for the one the kernel saved when the uretprobe hijacked the
- * slot: the return_instance whose stack is that slot's address. The list
- * (current->utask->return_instances) runs innermost first, as the walk
- * does, so the search goes on from the last match; a few entries per frame
- * (chained ones, of returns not on this walk) bound it. */
-#define CFI_URETPROBE_SCAN 4
-static __always_inline __u64 cfi_uretprobe(struct cfi_state *st, __u64 slot)
-{
-	struct return_instance *ri = (struct return_instance *)st->ri;
-	__u64 stack = 0, ra = 0;
-	__u32 i;
-
-	for (i = 0; i < CFI_URETPROBE_SCAN && ri; i++) {
-		struct return_instance *next = NULL;
-
-		bpf_core_read(&stack, sizeof(stack), &ri->stack);
-		bpf_core_read(&next, sizeof(next), &ri->next);
-		if (stack == slot) {
-			bpf_core_read(&ra, sizeof(ra), &ri->orig_ret_vaddr);
-			st->ri = (__u64)next;
-			return ra ? ra : st->tramp;
-		}
-		ri = next;
-	}
-	count(STAT_CFI_URETPROBE_MISS);
-	return st->tramp; /* not found: the trampoline stays, as today */
-}
-
-/* A stack copied for DWARF unwinding holds the trampoline where each
- * traced function's caller's return address was: the real ones are put
- * back in the copy, so that libdwfl unwinds past them as the walk does. */
-#define CFI_URETPROBE_PATCH 8
-static __always_inline void cfi_patch_copy(struct scratch *sc, __u32 copied)
-{
-	struct return_instance *ri = (struct return_instance *)sc->cfi.ri0;
-	__u64 stack = 0, ra = 0, off;
-	__u32 i;
-
-	for (i = 0; i < CFI_URETPROBE_PATCH && ri; i++) {
-		struct return_instance *next = NULL;
-
-		bpf_core_read(&stack, sizeof(stack), &ri->stack);
-		bpf_core_read(&ra, sizeof(ra), &ri->orig_ret_vaddr);
-		bpf_core_read(&next, sizeof(next), &ri->next);
-		off = stack - sc->cfi.sp0;
-		if (ra && stack >= sc->cfi.sp0 && off + 8 <= copied && !(stack & 7)) {
-			barrier_var(off);
-			if (off <= MAX_STACK_COPY - 8)
-				*(__u64 *)&sc->stack[off] = ra;
-		}
-		ri = next;
-	}
-}
-
 /* A read beyond the copy takes a window of stack from the word to the end
  * of its page (a read is all-or-nothing, and the next page may be
  * unmapped), the walk's first at most CFI_WIN_FIRST bytes: most stacks end
@@ -521,8 +462,8 @@ static __always_inline int cfi_step(struct scratch *sc, const bool compat)
 	struct cfi_row row = {};
 	int r;
 
-	if (st->n >= MAX_FRAMES)
-		return CFI_DONE_TRUNC;
+	if (st->n >= max_stack)
+		return CFI_DONE_LIMIT;
 	r = cfi_lookup(sc, st->addr, &row, compat);
 	/* No table: the stack is copied for DWARF at the end, and the walk
 	 * goes on by frame pointers, which user space takes when DWARF cannot
@@ -582,7 +523,7 @@ static __always_inline int cfi_step(struct scratch *sc, const bool compat)
 	if (!ra)
 		return CFI_DONE_END;
 	idx = st->nk + st->n;
-	if (idx >= 2 * MAX_FRAMES)
+	if (idx >= IPS_N)
 		return CFI_DONE_TRUNC;
 	ips[idx] = ra;
 	st->n++;
@@ -622,26 +563,47 @@ static __always_inline int cfi_finish(struct scratch *sc, int r, const bool comp
 			if (want > MAX_STACK_COPY)
 				want = MAX_STACK_COPY;
 			copied = copy_stack(sc, sc->cfi.sp0, want, compat);
-			s->flags &= ~SAMPLE_STACK_TRUNC;
 			s->flags |= SAMPLE_DWARF;
-			if (copied < want)
-				s->flags |= SAMPLE_STACK_TRUNC;
 			s->stack_len = copied;
 		}
-		if (sc->cfi.ri0)
-			cfi_patch_copy(sc, s->stack_len & 0xffff);
+		if (sc->cfi.tramp) {
+			uprobe_patch_copy(sc, sc->cfi.sp0, s->stack_len & 0xffff, sc->cfi.ri0);
+			uprobe_patch_entry(sc, sc->cfi.sp0, s->stack_len & 0xffff, sc->cfi.tramp);
+		}
 	} else {
 		s->flags |= SAMPLE_CFI_TRUNC;
+		if (r == CFI_DONE_LIMIT)
+			s->flags |= SAMPLE_MAX_STACK;
 		count(STAT_CFI_TRUNC);
 	}
 	return send_sample(sc, s->nkernel, sc->cfi.n, compat);
 }
 
+struct cfi_loop {
+	struct scratch *sc;
+	int r;
+};
+
+/* A bpf_loop block of frames beyond the walker's first. */
+static long cfi_block(__u32 i, struct cfi_loop *c)
+{
+	__u32 j;
+
+	for (j = 0; j < CFI_FRAMES_PER_CALL; j++) {
+		c->r = cfi_step(c->sc, false);
+		if (c->r != CFI_GO)
+			return 1;
+	}
+	return 0;
+}
+
 /* The frames' loop is not unrolled (clang keeps it a loop: the step is too
- * large), and it stays a tail call per CFI_FRAMES_PER_CALL frames on newer
- * kernels too: a bpf_loop walk (one invocation, a callback per frame or per
- * CFI_FRAMES_PER_CALL frames) was dearer on deep stacks, a callback's call
- * and return per step, and cheaper only on shallow ones (docs/benchmarks.md). */
+ * large). Each invocation walks CFI_FRAMES_PER_CALL frames and tail-calls
+ * the next, as many times as the kernel allows (CFI_COMPAT_FRAMES frames:
+ * a tail call per 8 frames cost less than bpf_loop blocks of 8 on 20-frame
+ * stacks, docs/benchmarks.md); the last goes on in bpf_loop blocks of as
+ * many frames (a callback per frame was dearer, a call and return per
+ * step) up to --max-stack, where the kernel has bpf_loop. */
 static __always_inline int cfi_walker(void *ctx, const bool compat)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), i;
@@ -655,11 +617,19 @@ static __always_inline int cfi_walker(void *ctx, const bool compat)
 		if (r != CFI_GO)
 			break;
 	}
-	if (r == CFI_GO) {
-		if (sc->cfi.calls++ < CFI_MAX_CALLS)
-			bpf_tail_call(ctx, &cfi_progs, compat ? 1 : 0);
-		r = CFI_DONE_TRUNC;
+	if (r == CFI_GO && sc->cfi.calls++ < CFI_MAX_CALLS)
+		bpf_tail_call(ctx, &cfi_progs, compat ? 1 : 0);
+	/* The tail-call budget spent (or the call failed): the rest of a deep
+	 * stack in bpf_loop blocks, from this invocation. */
+	if (r == CFI_GO && !compat) {
+		struct cfi_loop c = {.sc = sc, .r = CFI_GO};
+
+		/* cfi_step ends it at max_stack frames. */
+		bpf_loop(max_stack / CFI_FRAMES_PER_CALL + 1, cfi_block, &c, 0);
+		r = c.r == CFI_GO ? CFI_DONE_LIMIT : c.r;
 	}
+	if (r == CFI_GO)
+		r = CFI_DONE_LIMIT; /* the compat walker's tail-call budget */
 	cfi_finish(sc, r, compat);
 	return 0;
 }
@@ -680,7 +650,7 @@ static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid,
 	st->nk = nk;
 	st->n = 1;
 	st->calls = 0;
-	st->tramp = st->ri = st->ri0 = 0;
+	st->ri = st->ri0; /* tramp and ri0: the sampler's uprobe_regs */
 	st->notable = 0;
 	st->vma_done = 0;
 	st->m_start = st->m_end = 0;
@@ -694,27 +664,6 @@ static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid,
 		st->gen = (gu ? *gu : 0) + ((gb ? *gb : 0) << 32);
 	}
 	sc->win_lo = sc->win_len = 0;
-	/* Only processes with uprobes have the page (kernels without
-	 * CONFIG_UPROBES have no utask). */
-	if (bpf_core_field_exists(((struct task_struct *)0)->utask)) {
-		if (!compat) {
-			/* Loads through the task's BTF pointer (faults read 0),
-			 * not three probe reads at every walk (docs/benchmarks.md). */
-			struct task_struct *task = bpf_get_current_task_btf();
-			struct xol_area *xa = task->mm ? task->mm->uprobes_state.xol_area : NULL;
-
-			st->tramp = xa ? xa->vaddr : 0;
-			if (st->tramp && task->utask)
-				st->ri = st->ri0 = (__u64)task->utask->return_instances;
-		} else {
-			struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-
-			st->tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
-			if (st->tramp)
-				st->ri = st->ri0 =
-				    (__u64)BPF_CORE_READ(task, utask, return_instances);
-		}
-	}
 	if (nk < MAX_FRAMES)
 		s->ips[nk] = st->pc;
 	count(STAT_CFI_WALKS);

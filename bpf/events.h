@@ -8,9 +8,14 @@
 #include <linux/types.h>
 #endif
 
-#define COMM_LEN       16
-#define MAX_FRAMES     127   /* per stack, as bpf_get_stack's sysctl default */
-#define MAX_STACK_COPY 65528 /* bytes of user stack, as perf's --call-graph dwarf limit */
+#define COMM_LEN   16
+#define MAX_FRAMES 127 /* kernel frames, as bpf_get_stack's sysctl default */
+/* User frames: --max-stack's default and ceiling. The default walks a
+ * recursion, a parser or python's start-up imports (past 127 native
+ * frames) to its root; a record grows only with the frames it holds. */
+#define MAX_STACK_DEFAULT 1024
+#define MAX_USER_STACK	  4096
+#define MAX_STACK_COPY	  65528 /* bytes of user stack, as perf's --call-graph dwarf limit */
 /* Bytes of user stack copied from sp at each sample, the walks' first
  * window (most frames' records of a shallow stack lie in them); sent only
  * when the stack is copied for DWARF. */
@@ -45,12 +50,11 @@ struct ev_hdr {
 };
 
 /* flags of struct ev_sample */
-#define SAMPLE_KSTACK_ERR (1u << 0) /* bpf_get_stack failed for the kernel stack */
-#define SAMPLE_USTACK_ERR (1u << 1) /* ... for the user stack */
-#define SAMPLE_IN_KERNEL  (1u << 2) /* the interrupted context was kernel mode */
-
-#define SAMPLE_STACK_TRUNC (1u << 3) /* the stack copy stopped at an unreadable page */
-#define SAMPLE_DWARF	   (1u << 4) /* the stack was copied for DWARF unwinding */
+/* (1u << 0), (1u << 1), (1u << 3): unused (bpf_get_stack's errors and a
+ * short stack copy, which no reader took: the errors are counted in stats,
+ * and a copy's length is stack_len) */
+#define SAMPLE_IN_KERNEL (1u << 2) /* the interrupted context was kernel mode */
+#define SAMPLE_DWARF	 (1u << 4) /* the stack was copied for DWARF unwinding */
 /* (1u << 5): unused (the leaf-caller fix's hint, gone with the fix) */
 /* The CFI walk (bpf/cfi_walk.bpf.h, rodata cfi_walk): the nuser ips are its
  * frames. With SAMPLE_CFI_END it reached a CFI_ROW_END row (the thread's
@@ -66,6 +70,9 @@ struct ev_hdr {
 #define SAMPLE_CFI_END	   (1u << 7)
 #define SAMPLE_CFI_TRUNC   (1u << 8)
 #define SAMPLE_CFI_NOTABLE (1u << 9)
+/* The user stack was cut at --max-stack frames: user space ends it with a
+ * frame named [truncated]. */
+#define SAMPLE_MAX_STACK (1u << 10)
 
 /* User registers the unwinders need, x86_64. */
 enum { UREG_IP, UREG_SP, UREG_BP, UREG_NR };
@@ -265,7 +272,6 @@ enum stat_idx {
 	STAT_LOST_TASK, /* task events the ring buffer could not take */
 	STAT_KSTACK_ERR,
 	STAT_USTACK_ERR,
-	STAT_COPY_ERR,	   /* the user-stack copy failed at its first page */
 	STAT_CALLS,	   /* traced calls and returns of recorded tasks */
 	STAT_LOST_CALLS,   /* ... that the ring buffer could not take */
 	STAT_KERNEL_WALKS, /* user stacks walked by bpf_get_stack (deep, compat or traced) */

@@ -27,6 +27,22 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
+/* The return address at a traced call's entry, as its uprobe's entry
+ * program saw it (bpf/trace.bpf.c), on this CPU: after the programs the
+ * kernel puts the uretprobe trampoline in that slot, and for a moment has
+ * the real address in no return_instance yet; a sample then takes it from
+ * here (bpf/uprobe_regs.bpf.h). */
+struct entry_ra {
+	__u64 sp, ra;
+	__u32 tid, pad;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct entry_ra);
+} entry_ra SEC(".maps");
+
 static __always_inline void count(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &idx);

@@ -128,18 +128,18 @@ static __always_inline __u64 offcpu_user_stack(void *ctx, struct scratch *sc, __
 			return 0;
 		s->ips[nk] = s->uregs[UREG_IP];
 		s->stack_len = copy_stack(sc, sp, offcpu_copy, compat);
+		if (sc->cfi.tramp) { /* uretprobes' return addresses, back */
+			uprobe_patch_copy(sc, sp, s->stack_len, sc->cfi.ri0);
+			uprobe_patch_entry(sc, sp, s->stack_len, sc->cfi.tramp);
+		}
 		s->flags |= SAMPLE_DWARF;
-		if (s->stack_len < offcpu_copy)
-			s->flags |= SAMPLE_STACK_TRUNC;
 		return 1;
 	}
 	if (nk >= MAX_FRAMES)
 		return 0;
 	n = bpf_get_stack(ctx, &s->ips[nk], MAX_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
-	if (n < 0) {
-		s->flags |= SAMPLE_USTACK_ERR;
+	if (n < 0)
 		return 0;
-	}
 	return (__u64)n / sizeof(__u64);
 }
 
@@ -167,11 +167,16 @@ static __always_inline int offcpu_send_stack(void *ctx, struct task_struct *prev
 	s->uregs[UREG_IP] = k->ip;
 	s->uregs[UREG_SP] = k->sp;
 	s->uregs[UREG_BP] = k->bp;
+	{
+		struct uprobe_view v;
+
+		uprobe_view(prev, &v, compat);
+		sc->cfi.tramp = v.tramp;
+		sc->cfi.ri0 = v.ri;
+	}
 	if (kernel_stacks) {
 		n = bpf_get_stack(ctx, s->ips, MAX_FRAMES * sizeof(__u64), 0);
-		if (n < 0)
-			s->flags |= SAMPLE_KSTACK_ERR;
-		else
+		if (n >= 0)
 			nk = (__u64)n / sizeof(__u64);
 	}
 	if (nk > MAX_FRAMES)
@@ -308,9 +313,15 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, cons
 		ur = user_regs(prev, compat);
 		k.kstack = BPF_CORE_READ(ur, orig_ax);
 		if (user_stacks) {
-			k.ip = BPF_CORE_READ(ur, ip);
-			k.sp = BPF_CORE_READ(ur, sp);
-			k.bp = BPF_CORE_READ(ur, bp);
+			__u64 regs[UREG_NR] = {BPF_CORE_READ(ur, ip), BPF_CORE_READ(ur, sp),
+					       BPF_CORE_READ(ur, bp)};
+			struct uprobe_view v;
+
+			/* Waiting in a uprobe's path: the traced code's. */
+			uprobe_regs(prev, regs, ur, true, &v, compat);
+			k.ip = regs[UREG_IP];
+			k.sp = regs[UREG_SP];
+			k.bp = regs[UREG_BP];
 		}
 		if (!offcpu_sig_hash(sc, &k))
 			offcpu_user_hash(sc, &k);

@@ -27,7 +27,12 @@ struct {
 	__type(value, struct lost_val);
 } lost_by_pid SEC(".maps");
 
-#define IPS_MAX (2 * MAX_FRAMES * sizeof(__u64))
+/* User frames walked at most (--max-stack, <= MAX_USER_STACK): the CFI and
+ * frame-pointer walks end a deeper stack there with SAMPLE_MAX_STACK. */
+const volatile __u32 max_stack = MAX_STACK_DEFAULT;
+
+#define IPS_N	(MAX_FRAMES + MAX_USER_STACK)
+#define IPS_MAX (IPS_N * sizeof(__u64))
 #define PAGE_SZ 4096
 #define COPY_AREA                                                                                  \
 	(MAX_STACK_COPY + PAGE_SZ) /* a page of slack keeps the verifier's bounds simple */
@@ -56,6 +61,10 @@ struct {
 #define WIN_SZ	  PAGE_SZ
 
 #define HEAD_MAX (sizeof(struct ev_sample) + IPS_MAX)
+/* The compat sampler's user stacks: bpf_get_stack's MAX_FRAMES, or the CFI
+ * walk's tail-call budget (bpf/cfi_walk.bpf.h: CFI_COMPAT_FRAMES). */
+#define COMPAT_USER_MAX 256
+#define PRE_MAX		(sizeof(struct ev_sample) + (MAX_FRAMES + COMPAT_USER_MAX) * sizeof(__u64))
 
 /* The CFI walk's state between its tail calls (bpf/cfi_walk.bpf.h). */
 struct cfi_state {
@@ -108,7 +117,7 @@ struct scratch {
 	/* Kernels without ring-buffer dynptrs (before 5.19) take a record in
 	 * one piece (bpf_ringbuf_output): the header and ips are copied here,
 	 * to end where the stack copy starts. */
-	__u8 pre[HEAD_MAX];
+	__u8 pre[PRE_MAX];
 	__u8 stack[COPY_AREA];
 	__u8 win[WIN_SZ]; /* stack the walk read beyond the copy */
 	/* What win holds, and the reads so far. Here, not in walk_ctx: the
@@ -129,6 +138,8 @@ struct {
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch_map SEC(".maps");
+
+#include "bpf/uprobe_regs.bpf.h"
 
 struct copy_ctx {
 	struct scratch *sc;
@@ -197,9 +208,11 @@ static __always_inline __u32 copy_stack(struct scratch *sc, __u64 sp, __u64 want
  * frames too); a chain that needs more than WALK_READS reads is left to
  * bpf_get_stack (WALK_DEEP). */
 const volatile bool bpf_fp_walk = true;
-#define WALK_READS 8
+/* Reads of the walk beyond the copy: 8, and one more per 8 frames of
+ * --max-stack (the loader sets it). */
+const volatile __u32 walk_reads = 8 + MAX_STACK_DEFAULT / 8;
 
-enum { WALK_ON, WALK_DONE, WALK_DEEP };
+enum { WALK_ON, WALK_DONE, WALK_DEEP, WALK_LIMIT };
 
 struct walk_ctx {
 	struct scratch *sc;
@@ -221,7 +234,7 @@ static __always_inline __u64 *frame_at(struct walk_ctx *w, __u64 fp)
 	}
 	off = fp - sc->win_lo;
 	if (fp < sc->win_lo || off + 16 > sc->win_len) {
-		if (sc->win_reads++ >= WALK_READS) {
+		if (sc->win_reads++ >= walk_reads) {
 			w->state = WALK_DEEP;
 			return NULL;
 		}
@@ -253,15 +266,22 @@ static long walk_step(__u32 i, struct walk_ctx *w)
 
 	/* A chain ends at a zero or misaligned fp, or one not above the last
 	 * frame: the stack grows down, so a caller's frame is always above. */
-	if (w->n >= MAX_FRAMES || !fp || (fp & 7) || fp < w->lo) {
+	if (!fp || (fp & 7) || fp < w->lo) {
 		w->state = WALK_DONE;
+		return 1;
+	}
+	if (w->n >= max_stack) {
+		w->state = WALK_LIMIT;
 		return 1;
 	}
 	rec = frame_at(w, fp);
 	idx = w->base + w->n;
-	if (!rec || idx >= 2 * MAX_FRAMES)
+	if (!rec || idx >= IPS_N)
 		return 1;
 	ips[idx] = rec[1];
+	/* A caller's return address that a uretprobe took. */
+	if (rec[1] == w->sc->cfi.tramp && rec[1])
+		ips[idx] = cfi_uretprobe(&w->sc->cfi, fp + 8);
 	w->n++;
 	w->fp = rec[0];
 	w->lo = fp + 16;
@@ -291,12 +311,12 @@ static __always_inline int emit(struct scratch *sc, __u64 ips_len, __u32 slen)
  * to end where the stack copy starts (a few hundred bytes, usually). */
 static __always_inline int emit_compat(struct scratch *sc, __u64 ips_len, __u32 slen)
 {
-	__u64 hlen = sizeof(struct ev_sample) + ips_len, off = HEAD_MAX - hlen;
+	__u64 hlen = sizeof(struct ev_sample) + ips_len, off = PRE_MAX - hlen;
 
-	/* Bounds on off itself: pre - hlen + HEAD_MAX, as clang would rewrite
+	/* Bounds on off itself: pre - hlen + PRE_MAX, as clang would rewrite
 	 * it, is a pointer the verifier cannot bound. */
 	barrier_var(off);
-	if (off > HEAD_MAX - sizeof(struct ev_sample) || hlen > HEAD_MAX)
+	if (off > PRE_MAX - sizeof(struct ev_sample) || hlen > PRE_MAX)
 		return 0;
 	bpf_probe_read_kernel(&sc->pre[off], hlen, sc->head);
 	return bpf_ringbuf_output(&events, &sc->pre[off], hlen + slen,
@@ -314,13 +334,13 @@ static __always_inline int send_sample(struct scratch *sc, __u64 nk, __u64 nu, c
 
 	if (nk > MAX_FRAMES)
 		nk = MAX_FRAMES;
-	if (nu > MAX_FRAMES)
-		nu = MAX_FRAMES;
+	if (nu > (compat ? COMPAT_USER_MAX : MAX_USER_STACK))
+		nu = compat ? COMPAT_USER_MAX : MAX_USER_STACK;
 	s->nuser = nu;
 
 	ips_len = (nk + nu) * sizeof(__u64);
 	if (ips_len > IPS_MAX)
-		return 0; /* cannot happen: nk, nu <= MAX_FRAMES */
+		return 0; /* cannot happen: nk <= MAX_FRAMES, nu <= MAX_USER_STACK */
 	/* The mask only informs the verifier: stack_len <= MAX_STACK_COPY < 64 KiB. */
 	slen = s->stack_len & 0xffff;
 	if (compat ? emit_compat(sc, ips_len, slen) : emit(sc, ips_len, slen)) {
@@ -398,12 +418,10 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 
 	if (kernel_stacks && (s->flags & SAMPLE_IN_KERNEL)) {
 		n = bpf_get_stack(ctx, s->ips, MAX_FRAMES * sizeof(__u64), 0);
-		if (n < 0) {
-			s->flags |= SAMPLE_KSTACK_ERR;
+		if (n < 0)
 			count(STAT_KSTACK_ERR);
-		} else {
+		else
 			nk = (__u64)n / sizeof(__u64);
-		}
 	}
 	if (nk > MAX_FRAMES)
 		nk = MAX_FRAMES;
@@ -441,6 +459,15 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 		} else {
 			goto user_done; /* a kernel thread: no user stack */
 		}
+		{
+			struct uprobe_view v;
+
+			/* In a uprobe's int3, slot or trampoline: the traced
+			 * code's registers, for every walk and the copy. */
+			uprobe_regs(task, s->uregs, ur, s->flags & SAMPLE_IN_KERNEL, &v, compat);
+			sc->cfi.tramp = v.tramp;
+			sc->cfi.ri0 = v.ri;
+		}
 		sp = s->uregs[UREG_SP];
 		/* The walks' first window: one read, across a page boundary too,
 		 * since the stack above sp was all used (mapped) up to its top,
@@ -466,15 +493,14 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 		}
 		if (want > MAX_STACK_COPY)
 			want = MAX_STACK_COPY;
-		if (want && sp) {
+		if (want && sp)
 			copied = copy_stack(sc, sp, want, compat);
-			if (copied < want)
-				s->flags |= SAMPLE_STACK_TRUNC;
-			if (!copied)
-				count(STAT_COPY_ERR);
-		}
 		/* Sent only for DWARF unwinding; the walks read it (and further). */
 		s->stack_len = s->flags & SAMPLE_DWARF ? copied : 0;
+		if (s->stack_len && sc->cfi.tramp) {
+			uprobe_patch_copy(sc, sp, copied, sc->cfi.ri0);
+			uprobe_patch_entry(sc, sp, copied, sc->cfi.tramp);
+		}
 
 		/* The CFI walk, when on, takes over from here (a tail call that
 		 * sends the record itself); back here only if it could not. */
@@ -498,21 +524,26 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 
 			s->ips[nk] = s->uregs[UREG_IP];
 			sc->win_len = sc->win_reads = 0;
-			bpf_loop(MAX_FRAMES, walk_step, &w, 0);
+			sc->cfi.ri = sc->cfi.ri0;
+			bpf_loop(max_stack, walk_step, &w, 0);
 			if (w.state != WALK_DEEP) {
 				nu = w.n;
 				walked = true;
 			}
+			if (w.state == WALK_LIMIT)
+				s->flags |= SAMPLE_MAX_STACK;
 		}
 		if (!walked) {
 			count(STAT_KERNEL_WALKS);
 			n = bpf_get_stack(ctx, &s->ips[nk], MAX_FRAMES * sizeof(__u64),
 					  BPF_F_USER_STACK);
 			if (n < 0) {
-				s->flags |= SAMPLE_USTACK_ERR;
 				count(STAT_USTACK_ERR);
 			} else {
 				nu = (__u64)n / sizeof(__u64);
+				/* The kernel's walk stops at its sysctl's 127. */
+				if (nu >= MAX_FRAMES && max_stack > MAX_FRAMES)
+					s->flags |= SAMPLE_MAX_STACK;
 			}
 		}
 	}

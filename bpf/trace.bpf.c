@@ -54,6 +54,16 @@ static __always_inline int emit_call(struct pt_regs *ctx, __u8 kind, const bool 
 			n = MAX_TRACE_ARGS - 1;
 		e.args[n] = PT_REGS_IP(ctx); /* n is known at load: trace_args is read-only */
 	}
+	if (kind == CALL_ENTRY) {
+		__u32 zero = 0;
+		struct entry_ra *ra = bpf_map_lookup_elem(&entry_ra, &zero);
+		__u64 sp = PT_REGS_SP(ctx);
+
+		if (ra && !bpf_probe_read_user(&ra->ra, sizeof(ra->ra), (void *)sp)) {
+			ra->sp = sp;
+			ra->tid = (__u32)id;
+		}
+	}
 	e.nargs = n;
 	if (e.kind & CALL_IP)
 		n++;

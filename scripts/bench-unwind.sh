@@ -5,7 +5,7 @@
 # walker's tail calls run inside it), the record bytes per sample and the
 # recorder's own CPU per sample (utime + stime over the run), and the share of
 # samples whose stack reaches the thread's root.
-#   - deep: deep 60 256 on both CPUs (frame pointers everywhere: the
+#   - deep: deep DEEP_N 256 on both CPUs (frame pointers everywhere: the
 #     frame-pointer walk is whole there, the fair peer of the CFI walk),
 #     against bpftrace's ustack probe;
 #   - gzip: Debian's gzip (no frame pointers: only cfi and dwarf are whole).
@@ -35,7 +35,8 @@
 #   RUNS=N, MODES="cfi fp dwarf bpftrace", KINDS="deep gzip churn" pick a subset;
 #   a mode MODE@PATH runs the recorder at PATH (another build, paired with
 #   this one in the same rounds: MODES="cfi cfi@/work/main/bpftrace-rec fp").
-#   DEEP_S: seconds of each deep process (default 4).
+#   DEEP_S: seconds of each deep process (default 4); DEEP_N: its depth
+#   (default 60; 20 and 600 for issue 21's shallow and deep figures).
 set -eu
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
@@ -44,6 +45,7 @@ REC=${REC:-./bpftrace-rec} # another build, to compare
 KINDS=${KINDS:-deep gzip churn}
 SCOPE=${SCOPE:-cmd}
 DEEP_S=${DEEP_S:-4}
+DEEP_N=${DEEP_N:-60} # deep's recursion: frames of level() per stack
 case $SCOPE in cmd | all) ;; *) echo "bench-unwind: SCOPE is cmd or all" >&2; exit 1 ;; esac
 DEEP=build/workloads/deep
 PPROF=${PPROF:-tools/pprof}
@@ -58,7 +60,7 @@ head -c 48000000 /dev/urandom > "$TMP/rnd"
 # and gzip on both CPUs (under SCOPE=all gzip once, as before).
 workload_cmd() { # KIND
 	case $1 in
-	deep) echo "$DEEP 60 256 $DEEP_S > /dev/null & $DEEP 60 256 $DEEP_S > /dev/null; wait" ;;
+	deep) echo "$DEEP $DEEP_N 256 $DEEP_S > /dev/null & $DEEP $DEEP_N 256 $DEEP_S > /dev/null; wait" ;;
 	gzip)
 		if [ "$SCOPE" = cmd ]; then
 			echo "gzip -c $TMP/rnd > /dev/null & gzip -c $TMP/rnd > /dev/null; wait"

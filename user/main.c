@@ -43,6 +43,7 @@ enum {
 	OPT_FLIGHT,
 	OPT_JITDUMP,
 	OPT_UNWIND_MIB,
+	OPT_MAX_STACK,
 	OPT_OFF_CPU,
 	OPT_OFF_CPU_MIN,
 	OPT_PUSH,
@@ -55,10 +56,9 @@ enum {
  * output (4); argp sorts each group by name. */
 static const struct argp_option opts[] = {
     {NULL, 0, NULL, 0, "Common options (give one of -p, -a or -- COMMAND):", 1},
-    {"pid", 'p', "PID[,PID...]", 0, "Record these processes, their threads and children", 1},
+    {"pid", 'p', "PID[,PID...]", 0, "Record these processes and their children", 1},
     {"all-cpus", 'a', NULL, 0, "Record the whole system", 1},
-    {"duration", 'd', "SECONDS", 0, "Stop after this long (default: Ctrl-C or the targets' end)",
-     1},
+    {"duration", 'd', "SECONDS", 0, "Stop after this long (default: Ctrl-C, or the end)", 1},
     {"freq", 'F', "HZ", 0, "Samples per second per CPU (default 99)", 1},
     {"output", 'o', "DIR", 0, "Output directory (default ./bpftrace-rec.out)", 1},
     {"off-cpu", OPT_OFF_CPU, NULL, 0, "Also record where threads wait off the CPU", 1},
@@ -81,7 +81,8 @@ static const struct argp_option opts[] = {
     {"call-graph", OPT_CALL_GRAPH, "cfi|fp|dwarf[,SIZE]", 0,
      "User stack walk (default cfi: .eh_frame tables in BPF)", 3},
     {"unwind-mib", OPT_UNWIND_MIB, "MIB", 0, "Kernel memory for the cfi tables (default 64)", 3},
-    {"event", OPT_EVENT, "EVENT", 0, "cycles or cpu-clock (default: cycles if the CPU has it)", 3},
+    {"event", OPT_EVENT, "EVENT", 0, "cycles or cpu-clock (default: cycles if there)", 3},
+    {"max-stack", OPT_MAX_STACK, "N", 0, "User frames walked at most (default 1024)", 3},
     {"ringbuf-size", OPT_RINGBUF, "MIB", 0, "BPF ring buffer size, a power of 2", 3},
 
     {NULL, 0, NULL, 0, "Output files:", 4},
@@ -247,6 +248,9 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_UNWIND_MIB:
 		env.unwind_mib = parse_long(arg, "--unwind-mib", 1, 4096, st);
+		break;
+	case OPT_MAX_STACK:
+		env.max_stack = parse_long(arg, "--max-stack", 1, MAX_USER_STACK, st);
 		break;
 	case OPT_OFF_CPU:
 		env.off_cpu = true;

@@ -252,8 +252,6 @@ static int sleeper_stack(struct procs *procs, const struct offcpu_sleeper *r, si
 		got = process_vm_readv((pid_t)r->tid, &local, 1, &remote, 1, 0);
 		if (got < 0)
 			got = 0;
-		if ((size_t)got < oc.copy)
-			s->flags |= SAMPLE_STACK_TRUNC;
 		s->stack_len = (__u32)got;
 	}
 	err = offcpu_on_stack(procs, s, sizeof(*s) + ips * sizeof(__u64) + (size_t)got);

@@ -546,6 +546,24 @@ static uint32_t intern_frame(struct proc *p, uint64_t ip, uint8_t kind, bool cal
 	return p->frames.n - 1;
 }
 
+/* The frame that ends a stack cut at --max-stack: no address a sample can
+ * have (user pcs are below the kernel's half), named [truncated] in every
+ * output, so that a reader sees the cut rather than a wrong root. */
+#define TRUNCATED_PC UINT64_MAX
+static uint32_t intern_truncated(struct proc *p)
+{
+	struct frame_key k = {TRUNCATED_PC, FRAME_USER, false};
+	uint64_t h = frame_hash(k.pc, k.kind, k.caller);
+	uint32_t id = idtab_find(&p->frame_tab, h, frame_eq, p, &k);
+	struct frame f = {.pc = TRUNCATED_PC, .kind = FRAME_USER, .name = "[truncated]"};
+
+	if (id != UINT32_MAX)
+		return id;
+	if (VEC_PUSH(p->frames, f) || idtab_insert(&p->frame_tab, h, p->frames.n - 1))
+		return UINT32_MAX;
+	return p->frames.n - 1;
+}
+
 static bool stack_eq(const void *ctx, uint32_t id, const void *key)
 {
 	const struct proc *p = ctx;
@@ -646,12 +664,16 @@ static int store_sample(struct proc *p, const struct sample *smp)
 /* The user frames of a sample, leaf first: DWARF-unwound from the copied
  * stack when the record carries one, else the ips BPF walked (by CFI or by
  * frame pointers). Returns the count. */
-static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs)
+static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs, bool *cut)
 {
 	const __u64 *fp = &s->ips[s->nkernel];
 	const void *stack = &s->ips[s->nkernel + s->nuser];
-	int n = 0, i;
+	int n = 0, i, max = p->set->max_stack ? (int)p->set->max_stack : MAX_STACK_DEFAULT;
 	unsigned flags = 0;
+
+	if (max > MAX_USER_STACK)
+		max = MAX_USER_STACK;
+	*cut = false;
 
 	if (s->stack_len && !p->uw)
 		p->uw = unwinder_new(p->pid);
@@ -660,16 +682,19 @@ static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs)
 
 		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
 
-		n = unwind_dwarf(p->uw, regs, stack, s->stack_len, pcs, MAX_USER_FRAMES, &flags);
+		n = unwind_dwarf(p->uw, regs, stack, s->stack_len, pcs, max, &flags);
 		p->unwind_ns += now_ns(CLOCK_MONOTONIC) - t0;
 		p->unwound++;
 		if (flags & UNWIND_TRUNCATED)
 			p->truncated++;
-		if (n > 1 || n >= s->nuser)
+		if (n > 1 || n >= s->nuser) {
+			*cut = n >= max; /* the limit, not the stack's end */
 			return n;
+		}
 	}
-	for (i = 0; i < s->nuser && fp[i] && n < MAX_USER_FRAMES; i++)
+	for (i = 0; i < s->nuser && fp[i] && n < max; i++)
 		pcs[n++] = fp[i];
+	*cut = (s->flags & SAMPLE_MAX_STACK) || (n >= max && i < s->nuser && fp[i]);
 	return n;
 }
 
@@ -738,8 +763,9 @@ static uint32_t raw_find(struct proc *p, const struct ev_sample *s, struct raw_k
 
 	k->ips = s->ips;
 	k->nk = s->nkernel < MAX_FRAMES ? s->nkernel : MAX_FRAMES;
-	/* Kernel frames beyond MAX_FRAMES would sit between the two parts. */
-	if (k->nk != s->nkernel || (s->flags & SAMPLE_DWARF)) {
+	/* Kernel frames beyond MAX_FRAMES would sit between the two parts; a
+	 * stack cut at --max-stack ends in a frame its ips do not have. */
+	if (k->nk != s->nkernel || (s->flags & (SAMPLE_DWARF | SAMPLE_MAX_STACK))) {
 		k->ips = NULL;
 		return UINT32_MAX;
 	}
@@ -780,6 +806,7 @@ int proc_intern_record(struct procs *procs, const struct ev_sample *s, struct pr
 	uint64_t upcs[MAX_USER_FRAMES], h = 0;
 	struct proc *p = *pp = proc_get(procs, s->hdr.pid, s->comm);
 	struct raw_key rk;
+	bool cut;
 	int nu;
 
 	if (!p || (p->compacted && uncompact(p)))
@@ -802,13 +829,22 @@ int proc_intern_record(struct procs *procs, const struct ev_sample *s, struct pr
 		st[2 + n++] = id;
 		st[0]++;
 	}
-	nu = user_frames(p, s, upcs);
+	nu = user_frames(p, s, upcs, &cut);
 	for (i = 0; i < (uint32_t)nu; i++) {
 		id = intern_frame(p, upcs[i], FRAME_USER, i > 0);
 		if (id == UINT32_MAX)
 			return -ENOMEM;
 		st[2 + n++] = id;
 		st[1]++;
+	}
+	if (cut) {
+		id = intern_truncated(p);
+		if (id == UINT32_MAX)
+			return -ENOMEM;
+		st[2 + n++] = id;
+		st[1]++;
+		p->max_stack_cut++;
+		procs->max_stack_cut++;
 	}
 	*stack = intern_stack(p, st);
 	if (*stack == UINT32_MAX)

@@ -20,8 +20,9 @@ struct procs;
  * become a 4-byte escape. */
 #define COMM_TEXT_LEN (4 * COMM_LEN)
 
-/* DWARF unwinding may find more user frames than a frame-pointer walk. */
-#define MAX_USER_FRAMES	 256
+/* User frames of a stack: --max-stack's ceiling, and the [truncated] frame
+ * that ends a stack cut there. */
+#define MAX_USER_FRAMES	 (MAX_USER_STACK + 1)
 #define MAX_STACK_FRAMES (MAX_FRAMES + MAX_USER_FRAMES)
 
 struct mapping {
@@ -120,7 +121,8 @@ struct proc {
 	/* Samples the CFI walk in BPF unwound, of those reaching the root, and
 	 * copied for DWARF instead (a table not loaded yet, or over budget). */
 	uint64_t cfi_walked, cfi_root, cfi_to_dwarf;
-	uint64_t unwind_ns; /* time spent in DWARF unwinding */
+	uint64_t max_stack_cut; /* samples whose stack was cut at --max-stack */
+	uint64_t unwind_ns;	/* time spent in DWARF unwinding */
 	/* Others' state of the process, which they free (the model does not:
 	 * xray_proc_free, jit_proc_free) before it is given back or freed. */
 	struct fdr *exact;		  /* XRay trace of -t calls */
@@ -154,6 +156,10 @@ struct procs {
 	 * stack, thread and CPU are then kept as one with a count, and an
 	 * exited process is given to the writers or compacted (procs_retire). */
 	bool aggregate;
+	/* --max-stack: user frames kept (DWARF unwinding's limit too), and the
+	 * stacks cut there over the run, each ended by a [truncated] frame. */
+	unsigned max_stack;
+	uint64_t max_stack_cut;
 	struct {
 		VEC(struct known_file) v;
 		struct idtab tab;

@@ -44,6 +44,7 @@ struct env env = {
     .ringbuf_mb = 0, /* auto: ringbuf_size_mb() */
     .stack_copy = 8192,
     .unwind_mib = 64,
+    .max_stack = MAX_STACK_DEFAULT,
     .xray_version = 5,
 };
 
@@ -77,6 +78,7 @@ struct recorder {
 	size_t ndescendants; /* -p: the targets' processes found at the start */
 	struct features feat;
 	struct degraded degraded;
+	char depth_why[200]; /* its "stack depth" entry's text */
 	struct target target;
 	struct sample_bpf *skel;
 	struct trace_bpf *tracer;
@@ -160,6 +162,16 @@ struct recorder {
  * when needed): what stays is that of the programs that run. */
 #define SYMFILE_IDLE_NS (10 * 1000000000ULL)
 
+/* User frames the sampler walks at most on this kernel: --max-stack, or
+ * without bpf_loop the CFI walker's tail-call budget (bpf/cfi_walk.bpf.h)
+ * or bpf_get_stack's sysctl default. */
+static unsigned max_stack_walked(const struct recorder *r)
+{
+	unsigned lim = env.call_graph == CG_CFI ? CFI_COMPAT_FRAMES : MAX_FRAMES;
+
+	return r->feat.compat_sampler && lim < env.max_stack ? lim : env.max_stack;
+}
+
 /* What this kernel's missing features cost this recording (features.h);
  * said once at the start, and listed in the summary. */
 static void note_degraded(struct recorder *r)
@@ -191,6 +203,20 @@ static void note_degraded(struct recorder *r)
 		degraded_add(d, "-t attach",
 			     "no uprobe_multi links (6.6): one uprobe per function, slower to "
 			     "attach and detach");
+	/* --call-graph dwarf unwinds its copies in user space, to --max-stack. */
+	if (r->feat.compat_sampler && !env.no_user && env.call_graph != CG_DWARF &&
+	    max_stack_walked(r) < env.max_stack) {
+		char *why = r->depth_why;
+
+		snprintf(
+		    why, sizeof(r->depth_why),
+		    "no bpf_loop (5.17): user stacks walked to %u frames (--max-stack %u; %s), "
+		    "deeper ones end in [truncated]",
+		    max_stack_walked(r), env.max_stack,
+		    env.call_graph == CG_CFI ? "the CFI walk's tail-call budget"
+					     : "the kernel's bpf_get_stack");
+		degraded_add(d, "stack depth", why);
+	}
 	for (i = 0; i < d->n; i++)
 		warn("kernel %s: %s: %s", r->feat.kernel, d->what[i], d->why[i]);
 }
@@ -602,6 +628,8 @@ static struct trace_bpf *open_tracer(struct recorder *r)
 	if (!err)
 		err = bpf_map__reuse_fd(t->maps.stats, bpf_map__fd(sk->maps.stats));
 	if (!err)
+		err = bpf_map__reuse_fd(t->maps.entry_ra, bpf_map__fd(sk->maps.entry_ra));
+	if (!err)
 		err = trace_bpf__load(t);
 	if (!err)
 		err = trace_bpf__attach(t);
@@ -824,9 +852,9 @@ static int rec_load(struct recorder *r)
 	skel->rodata->stack_copy_dwarf =
 	    env.call_graph == CG_FP || env.no_user ? 0 : env.stack_copy;
 	skel->rodata->dwarf_all = env.call_graph == CG_DWARF;
-	/* Under uretprobes a stack holds trampoline addresses that only the
-	 * kernel's walk replaces with the real return addresses. */
-	skel->rodata->bpf_fp_walk = env.ntraces == 0;
+	skel->rodata->max_stack = env.max_stack;
+	skel->rodata->walk_reads = 8 + env.max_stack / 8;
+	r->procs.max_stack = env.max_stack;
 	err = bpf_map__set_max_entries(skel->maps.scratch_map, libbpf_num_possible_cpus());
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.events, env.ringbuf_mb << 20);

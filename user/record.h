@@ -36,6 +36,7 @@ struct env {
 	/* CG_CFI (the default): the CFI walk in BPF (bpf/cfi_walk.bpf.h) */
 	enum { CG_CFI, CG_FP, CG_DWARF } call_graph;
 	unsigned unwind_mib;	  /* --unwind-mib: the CFI tables' budget */
+	unsigned max_stack;	  /* --max-stack: user frames walked at most */
 	unsigned stack_copy;	  /* bytes of user stack copied for DWARF unwinding */
 	bool off_cpu;		  /* --off-cpu (user/offcpu.c) */
 	long off_cpu_min_us;	  /* --off-cpu-min */

@@ -45,17 +45,18 @@ void summary_row(FILE *f, const struct proc *p)
 
 	fprintf(f, "{\"pid\": %d, \"comm\": ", p->pid);
 	json_str(f, p->comm);
-	fprintf(
-	    f,
-	    ", \"samples\": %" PRIu64 ", \"lost_samples\": %" PRIu64 ", \"threads\": %zu"
-	    ", \"unwinding\": \"%s\", \"cfi_walked\": %" PRIu64 ", \"cfi_reached_root\": %" PRIu64
-	    ", \"cfi_to_dwarf\": %" PRIu64 ", \"dwarf_unwound\": %" PRIu64
-	    ", \"dwarf_truncated\": %" PRIu64 ", \"dwarf_unwind_ns\": %" PRIu64,
-	    p->nsamples, p->lost, p->threads.n,
-	    p->cfi_walked > p->unwound ? "cfi"
-	    : p->unwound	       ? "dwarf"
-				       : "fp",
-	    p->cfi_walked, p->cfi_root, p->cfi_to_dwarf, p->unwound, p->truncated, p->unwind_ns);
+	fprintf(f,
+		", \"samples\": %" PRIu64 ", \"lost_samples\": %" PRIu64 ", \"threads\": %zu"
+		", \"unwinding\": \"%s\", \"cfi_walked\": %" PRIu64
+		", \"cfi_reached_root\": %" PRIu64 ", \"cfi_to_dwarf\": %" PRIu64
+		", \"dwarf_unwound\": %" PRIu64 ", \"dwarf_truncated\": %" PRIu64
+		", \"dwarf_unwind_ns\": %" PRIu64 ", \"max_stack_truncated\": %" PRIu64,
+		p->nsamples, p->lost, p->threads.n,
+		p->cfi_walked > p->unwound ? "cfi"
+		: p->unwound		   ? "dwarf"
+					   : "fp",
+		p->cfi_walked, p->cfi_root, p->cfi_to_dwarf, p->unwound, p->truncated, p->unwind_ns,
+		p->max_stack_cut);
 	if ((g = jit_guide(p))) {
 		fprintf(f, ", \"jit_unnamed\": {\"share\": %.3f, \"runtime\": ", g->share);
 		json_str(f, g->runtime);
@@ -131,6 +132,9 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 	json_str(f, ri->kernel ? ri->kernel : "");
 	if (ri->trace)
 		trace_json(f, ri->trace);
+	/* Stacks cut at --max-stack, each ended by a [truncated] frame. */
+	fprintf(f, ",\n  \"max_stack\": %u, \"max_stack_truncated\": %" PRIu64,
+		ri->procs ? ri->procs->max_stack : 0, ri->procs ? ri->procs->max_stack_cut : 0);
 	if (ri->cfi)
 		fprintf(f,
 			",\n  \"cfi_walk\": {\"walks\": %" PRIu64 ", \"reached_root\": %" PRIu64
@@ -156,9 +160,8 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 			", \"lost_waits_ns\": %" PRIu64 ", \"thread_only_waits\": %" PRIu64
 			", \"thread_only_waits_ns\": %" PRIu64 ", \"lost_timeline_waits\": %" PRIu64
 			", \"lost_starts\": %" PRIu64 ", \"sleepers_at_start\": %" PRIu64
-			", \"open_waits\": %" PRIu64
-			", \"stale_waits\": %" PRIu64 ", \"sums_entries\": %" PRIu32
-			", \"threads_entries\": %" PRIu32 "}",
+			", \"open_waits\": %" PRIu64 ", \"stale_waits\": %" PRIu64
+			", \"sums_entries\": %" PRIu32 ", \"threads_entries\": %" PRIu32 "}",
 			t.switches, t.waits, t.min_ns, t.short_waits, t.short_ns, t.stacks,
 			t.lost_stacks, t.lost, t.lost_ns, t.thread_only, t.thread_only_ns,
 			t.lost_events, t.lost_starts, t.sleepers, t.open, t.stale, t.sums_entries,

@@ -81,3 +81,48 @@ fault_case() { # NAME "fault or input" "what the tool does" CMD...
 	mkdir -p "$(dirname "$FAULT_ROWS")"
 	printf '%s\t%s\t%s\t%s\n' "$name" "$input" "$result" "$st" >> "$FAULT_ROWS"
 }
+
+# Shares (%) of all samples of PROFILE (by SAMPLE_INDEX, default cpu) whose
+# outermost frame is in ROOTS (comma-separated), whose stack holds HOLD, and
+# whose outermost frame is [uprobes]; with the worst stacks on stderr.
+stack_shares() { # PROFILE ROOTS HOLD [SAMPLE_INDEX]
+	"$PPROF" -traces ${4:+-sample_index=$4} "$1" 2>/dev/null | python3 -c '
+import re, sys, collections
+roots, hold = set(sys.argv[1].split(",")), sys.argv[2]
+unit = {"": 1, "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1, "min": 60, "h": 3600}
+tot = root = held = upr = 0.0
+bad = collections.Counter()
+for b in sys.stdin.read().split("-----------+")[1:]:
+    frames, v = [], 0.0
+    for line in b.splitlines()[1:]:
+        if not line.strip() or re.match(r"^\s+\w+:\s", line):
+            continue
+        m = re.match(r"^\s+([0-9.]+)(ns|us|ms|s|min|h)?\s+(\S.*)$", line)
+        if m and not frames:
+            v = float(m.group(1)) * unit[m.group(2) or ""]
+            frames.append(m.group(3).strip())
+        else:
+            frames.append(line.strip())
+    if not frames:
+        continue
+    tot += v
+    if frames[-1] in roots:
+        root += v
+    else:
+        bad[" <- ".join(frames[-5:])] += v
+    held += v if hold in frames else 0
+    upr += v if frames[-1] == "[uprobes]" else 0
+tot = tot or 1
+print("%.2f %.2f %.2f" % (100 * root / tot, 100 * held / tot, 100 * upr / tot))
+for k, n in bad.most_common(4):
+    print("  %.2f%% %s" % (100 * n / tot, k), file=sys.stderr)
+' "$2" "$3"
+}
+# Share (%) of all samples of PROFILE by SAMPLE_INDEX whose stack holds one
+# of FUNCS (comma-separated; they never share a stack); for counts, which
+# pprof -traces does not print.
+cum_share() { # PROFILE SAMPLE_INDEX FUNCS
+	"$PPROF" -top -cum -nodecount=1000 -sample_index="$2" "$1" 2>/dev/null |
+		awk -v f="$3" 'BEGIN { n = split(f, a, ","); for (i = 1; i <= n; i++) w[a[i]] = 1 }
+			$NF in w { sub("%", "", $5); s += $5 } END { print s + 0 }'
+}

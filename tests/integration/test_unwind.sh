@@ -186,13 +186,15 @@ t=unwind_fp_deep_in_bpf
 read -r kw n < <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["user_stacks_walked_by_kernel"], s["samples"])' "$TMP/deep/summary.json")
 if [ "$n" -gt 0 ] && [ $((kw * 20)) -le "$n" ]; then pass $t; else fail $t "$kw of $n user stacks walked by bpf_get_stack (want <= 5%)"; fi
 
-# A chain deeper than the frame limit is cut at 127 user frames, leaf first.
+# A chain deeper than --max-stack is cut at that many user frames, leaf
+# first, and ends in a [truncated] frame.
 t=unwind_fp_depth_limit
-"$REC" -q -F 499 --call-graph fp -o "$TMP/deeper" -- "$WL/deep" 300 64 1 > /dev/null 2>&1
+"$REC" -q -F 499 --call-graph fp --max-stack 127 -o "$TMP/deeper" -- "$WL/deep" 300 64 1 > /dev/null 2>&1
 read -r all cut over < <(traces_depths "$TMP/deeper/profile.pb.gz" bottom level |
-	awk '{ a += $1 } $2 == 127 && $3 == 126 { c += $1 } $2 > 127 { o++ } END { printf "%d %d %d\n", a, c, o }')
-if [ "$all" -gt 0 ] && [ $((cut * 100)) -ge $((all * 95)) ] && [ "$over" = 0 ]; then
+	awk '{ a += $1 } $2 == 128 && $3 == 126 { c += $1 } $2 > 128 { o++ } END { printf "%d %d %d\n", a, c, o }')
+tr=$("$PPROF" -traces "$TMP/deeper/profile.pb.gz" 2>/dev/null | grep -c '^ *\[truncated\]$')
+if [ "$all" -gt 0 ] && [ $((cut * 100)) -ge $((all * 95)) ] && [ "$over" = 0 ] && [ "$tr" -gt 0 ]; then
 	pass $t
 else
-	fail $t "$cut of $all ms are in traces of bottom + 126 level frames (want >= 95%), $over traces over 127"
+	fail $t "$cut of $all ms are in traces of bottom + 126 level frames + [truncated] (want >= 95%), $over traces over 128, $tr [truncated]"
 fi

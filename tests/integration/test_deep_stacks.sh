@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Stacks at any depth (issue 21): user stacks are walked to their root up
+# to --max-stack frames (default 1024, bpf_loop in blocks of frames; on
+# kernels without bpf_loop, the tail-call budget, said in the degraded
+# list), and a stack cut there ends in a frame named [truncated] in every
+# output, counted in summary.json. Every sample counts (pprof -traces).
+source "$(dirname "$0")/lib.sh"
+
+ALL=(deep_600_main deep_2000_main deep_5000_truncated deep_truncated_outputs
+	deep_truncated_counted deep_compat_budget)
+require_bpf "${ALL[@]}"
+
+# recurse DEPTH SECONDS DELAY: gcc -O2 without frame pointers, DEPTH frames
+# of down() over spin() (SECONDS of CPU time), after DELAY asleep (the
+# tables loaded by then, on a loaded machine too: before, a sample is copied
+# for DWARF, 8 KiB of stack, and unwound that far).
+# Before: every stack cut at 127 frames (MAX_FRAMES), 0% reached main.
+deep_case() { # TEST DEPTH [REC-OPTIONS...]
+	local t=$1 d=$2
+	shift 2
+	"$REC" -q -F 499 "$@" -o "$TMP/d$d" -- "$WL/recurse" "$d" 1.5 1.5 2>"$TMP/d$d.err"
+	# The root (_start; the loader's entry before main), through main for
+	# the samples in spin, under the whole recursion.
+	read -r r h u < <(stack_shares "$TMP/d$d/profile.pb.gz" "_start,[ld-linux-x86-64.so.2]" spin 2>"$TMP/d$d.bad")
+	if at_least "$r" 99 && at_least "$h" 90; then pass $t; else fail $t "$r% of all samples reach the root ($h% in spin)"; cat "$TMP/d$d.bad" "$TMP/d$d.err" >&2; fi
+}
+deep_case deep_600_main 600
+deep_case deep_2000_main 2000 --max-stack 4096
+
+# 5,000 deep with --max-stack 1024: cut, and said so.
+"$REC" -q -F 499 --max-stack 1024 -o "$TMP/d5k" -- "$WL/recurse" 5000 1.5 1.5 2>"$TMP/d5k.err"
+read -r r h u < <(stack_shares "$TMP/d5k/profile.pb.gz" "[truncated]" spin 2>"$TMP/d5k.bad")
+t=deep_5000_truncated
+# Each sample in the recursion (all but the loader's and exit's few) ends
+# in [truncated] right above 1024 user frames: down's, under spin and
+# clock_gettime's few.
+n=$("$PPROF" -traces "$TMP/d5k/profile.pb.gz" 2>/dev/null | awk '
+	function done() { if (last == "[truncated]" && (k < 1020 || k > 1023)) bad++; k = 0; last = "" }
+	/^-----/ { done(); next } /^ +[a-z]+: / { next } NF { k += $NF == "down"; last = $NF }
+	END { done(); print bad + 0 }')
+if at_least "$r" 95 && [ "$n" = 0 ]; then pass $t; else fail $t "$r% of all samples end in [truncated], $n of them not after 1024 user frames"; cat "$TMP/d5k.bad" >&2; fi
+t=deep_truncated_outputs
+folded_ok=$(awk '/spin/ { n++; if ($0 ~ /^recurse;\[truncated\];down;/) ok++ } END { print (n > 0 && n == ok) }' "$TMP/d5k/stacks.folded")
+if [ "$folded_ok" = 1 ] && grep -q '\[truncated\]' "$TMP/d5k/flamegraph.html"; then pass $t; else fail $t "stacks.folded or flamegraph.html without [truncated]"; head -c 300 "$TMP/d5k/stacks.folded" >&2; fi
+t=deep_truncated_counted
+if python3 - "$TMP/d5k/summary.json" "$TMP/d5k/stacks.folded" <<'PY'; then pass $t; else fail $t; fi
+import json, sys
+s = json.load(open(sys.argv[1]))
+p = [p for p in s["processes"] if p["comm"] == "recurse"][0]
+cut = sum(int(l.rsplit(" ", 1)[1]) for l in open(sys.argv[2]) if l.startswith("recurse;[truncated];"))
+assert s["max_stack"] == 1024, s["max_stack"]
+assert p["max_stack_truncated"] == cut > 0.95 * p["samples"], (p, cut)
+assert s["max_stack_truncated"] >= p["max_stack_truncated"], s["max_stack_truncated"]
+PY
+
+# Without bpf_loop (as on 5.10): as deep as the CFI walker's tail calls
+# go, the degraded list says so, and deeper stacks end in [truncated].
+t=deep_compat_budget
+BPFTRACE_REC_NO_FEATURES=bpf_loop "$REC" -q -F 499 -o "$TMP/dc" -- "$WL/recurse" 600 1.5 1.5 2>"$TMP/dc.err"
+read -r r h u < <(stack_shares "$TMP/dc/profile.pb.gz" "[truncated]" spin 2>"$TMP/dc.bad")
+if at_least "$r" 95 && python3 - "$TMP/dc/summary.json" <<'PY'; then pass $t; else fail $t "$r% end in [truncated]"; cat "$TMP/dc.bad" "$TMP/dc.err" >&2; fi
+import json, sys
+s = json.load(open(sys.argv[1]))
+d = [d for d in s["degraded"] if d["feature"] == "stack depth"]
+assert d and "248 frames" in d[0]["why"], s["degraded"]
+assert s["max_stack_truncated"] > 0
+PY
