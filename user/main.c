@@ -73,7 +73,7 @@ static const struct argp_option opts[] = {
     {"jitdump", OPT_JITDUMP, "PATH", 0, "Name JIT frames from this perf jitdump file too", 2},
     {"idle", OPT_IDLE, NULL, 0, "With -a, keep samples of idle CPUs", 2},
     {"include-self", OPT_INCLUDE_SELF, NULL, 0, "With -a, sample bpftrace-rec itself too", 2},
-    {"no-inherit", OPT_NO_INHERIT, NULL, 0, "Not the processes the targets fork", 2},
+    {"no-inherit", OPT_NO_INHERIT, NULL, 0, "Not the targets' descendants (running or forked)", 2},
     {"no-kernel", OPT_NO_KERNEL, NULL, 0, "No kernel stacks", 2},
     {"no-user", OPT_NO_USER, NULL, 0, "No user stacks", 2},
 

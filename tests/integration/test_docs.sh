@@ -134,6 +134,9 @@ for b in "$TMP"/block.*; do
 	fi
 	# What each recipe must show, known by construction.
 	case "$(head -1 "$b")" in
+	# Before -p's arm, which the off-CPU recipe's first line matches too.
+	*"--off-cpu"*) [ "$(grep -c '^Type: offcpu$' "$b.out")" = 1 ] && grep -q '^Type: wall$' "$b.out" &&
+		grep -q "opened waits/flamegraph-offcpu.html" "$TMP/opened" || bad+=" [$n: no offcpu and wall views, or flamegraph-offcpu.html not opened]" ;;
 	*"-p $pid -d 10"*) grep -q ' func_six$' "$b.out" && grep -q "opened bpftrace-rec.out/flamegraph.html" "$TMP/opened" ||
 		bad+=" [$n: no func_six in pprof -top, or flamegraph.html not opened]" ;;
 	*"-a -d 5"*) grep -q "^ pid: Total" "$b.out" && grep -qE "split" "$b.out" || bad+=" [$n: pprof -tags: no pid label or no split]" ;;
@@ -141,7 +144,6 @@ for b in "$TMP"/block.*; do
 		python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["traceEvents"]; assert any(x.get("name")=="parse_body" for x in e)' "$sb/trace.json" ||
 		bad+=" [$n: llvm-xray account without myprog.c:LINE parse_*, or trace.json without parse_body]" ;;
 	*"-- ./myprog"*) grep -qE "parse_body .*myprog.c:[0-9]+$" "$b.out" || bad+=" [$n: pprof -top -lines: no parse_body at myprog.c:LINE]" ;;
-	*"--off-cpu"*) [ "$(grep -c '^Type: offcpu$' "$b.out")" = 1 ] && grep -q '^Type: wall$' "$b.out" || bad+=" [$n: no offcpu and wall views]" ;;
 	*"node --perf-basic-prof"*) grep -q 'hotLoop' "$b.out" || bad+=" [$n: node's hotLoop not named]" ;;
 	*) bad+=" [$n: a block this test does not know: $(head -1 "$b")]" ;;
 	esac
