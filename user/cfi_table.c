@@ -374,7 +374,9 @@ static int list_fdes(Elf *elf, Elf_Data *data, uint64_t sec_vaddr, bool eh_frame
 		free(fdes);
 		return err;
 	}
-	qsort(fdes, nfdes, sizeof(*fdes), cmp_fde);
+	/* fdes is NULL when there is none: qsort's pointer must not be. */
+	if (nfdes)
+		qsort(fdes, nfdes, sizeof(*fdes), cmp_fde);
 	*out = fdes;
 	*nout = nfdes;
 	return 0;
