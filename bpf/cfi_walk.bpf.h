@@ -567,7 +567,8 @@ static __always_inline int cfi_finish(struct scratch *sc, int r, const bool comp
 			s->stack_len = copied;
 		}
 		if (sc->cfi.tramp) {
-			uprobe_patch_copy(sc, sc->cfi.sp0, s->stack_len & 0xffff, sc->cfi.ri0);
+			uprobe_patch_copy(sc, sc->cfi.sp0, s->stack_len & 0xffff, sc->cfi.ri0,
+					  compat);
 			uprobe_patch_entry(sc, sc->cfi.sp0, s->stack_len & 0xffff, sc->cfi.tramp);
 		}
 	} else {
