@@ -567,7 +567,8 @@ static __always_inline int cfi_finish(struct scratch *sc, int r, const bool comp
 			s->stack_len = copied;
 		}
 		if (sc->cfi.tramp) {
-			uprobe_patch_copy(sc, sc->cfi.sp0, s->stack_len & 0xffff, sc->cfi.ri0);
+			uprobe_patch_copy(sc, sc->cfi.sp0, s->stack_len & 0xffff, sc->cfi.ri0,
+					  compat);
 			uprobe_patch_entry(sc, sc->cfi.sp0, s->stack_len & 0xffff, sc->cfi.tramp);
 		}
 	} else {
@@ -584,26 +585,24 @@ struct cfi_loop {
 	int r;
 };
 
-/* A bpf_loop block of frames beyond the walker's first. */
+/* A frame beyond the tail-call chain's, per bpf_loop callback. One, not a
+ * block of CFI_FRAMES_PER_CALL: the verifier follows a callback's body until
+ * its states converge, and 8 inlined steps there (on top of the walker's own
+ * 8) took on_cfi_walk's load from 0.14 to 1.3-2.6 s on 6.18, delaying every
+ * recording's start; one step loads in 0.19 s. Only frames past
+ * CFI_COMPAT_FRAMES pay the callback per frame. */
 static long cfi_block(__u32 i, struct cfi_loop *c)
 {
-	__u32 j;
-
-	for (j = 0; j < CFI_FRAMES_PER_CALL; j++) {
-		c->r = cfi_step(c->sc, false);
-		if (c->r != CFI_GO)
-			return 1;
-	}
-	return 0;
+	c->r = cfi_step(c->sc, false);
+	return c->r != CFI_GO;
 }
 
 /* The frames' loop is not unrolled (clang keeps it a loop: the step is too
  * large). Each invocation walks CFI_FRAMES_PER_CALL frames and tail-calls
  * the next, as many times as the kernel allows (CFI_COMPAT_FRAMES frames:
  * a tail call per 8 frames cost less than bpf_loop blocks of 8 on 20-frame
- * stacks, docs/benchmarks.md); the last goes on in bpf_loop blocks of as
- * many frames (a callback per frame was dearer, a call and return per
- * step) up to --max-stack, where the kernel has bpf_loop. */
+ * stacks, docs/benchmarks.md); the last goes on in bpf_loop, a frame per
+ * callback (cfi_block), up to --max-stack, where the kernel has bpf_loop. */
 static __always_inline int cfi_walker(void *ctx, const bool compat)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), i;
@@ -625,7 +624,7 @@ static __always_inline int cfi_walker(void *ctx, const bool compat)
 		struct cfi_loop c = {.sc = sc, .r = CFI_GO};
 
 		/* cfi_step ends it at max_stack frames. */
-		bpf_loop(max_stack / CFI_FRAMES_PER_CALL + 1, cfi_block, &c, 0);
+		bpf_loop(max_stack + 1, cfi_block, &c, 0);
 		r = c.r == CFI_GO ? CFI_DONE_LIMIT : c.r;
 	}
 	if (r == CFI_GO)

@@ -129,7 +129,7 @@ static __always_inline __u64 offcpu_user_stack(void *ctx, struct scratch *sc, __
 		s->ips[nk] = s->uregs[UREG_IP];
 		s->stack_len = copy_stack(sc, sp, offcpu_copy, compat);
 		if (sc->cfi.tramp) { /* uretprobes' return addresses, back */
-			uprobe_patch_copy(sc, sp, s->stack_len, sc->cfi.ri0);
+			uprobe_patch_copy(sc, sp, s->stack_len, sc->cfi.ri0, compat);
 			uprobe_patch_entry(sc, sp, s->stack_len, sc->cfi.tramp);
 		}
 		s->flags |= SAMPLE_DWARF;

@@ -498,7 +498,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 		/* Sent only for DWARF unwinding; the walks read it (and further). */
 		s->stack_len = s->flags & SAMPLE_DWARF ? copied : 0;
 		if (s->stack_len && sc->cfi.tramp) {
-			uprobe_patch_copy(sc, sp, copied, sc->cfi.ri0);
+			uprobe_patch_copy(sc, sp, copied, sc->cfi.ri0, compat);
 			uprobe_patch_entry(sc, sp, copied, sc->cfi.tramp);
 		}
 
