@@ -356,12 +356,16 @@ fi
 # stayed open through work's CPU until the next event: 2.19 s against
 # 1.95 s measured at load 10, more on an idle machine.
 t=offcpu_xray_after_wait
-"$REC" -q --off-cpu -F 49 -o "$TMP/x" -- "$WL/waits" pollwork 2>"$TMP/x.err"
+# 199 Hz, and 15 %: a 4 ms stretch of work between two waits that no
+# sample catches stays in the frames the two waits share (poll_wait), by
+# design; at 49 Hz most stretches go unsampled, and CI's quiet and
+# sanitizer runs gave 11 % and 31 % over the wall view.
+"$REC" -q --off-cpu -F 199 -o "$TMP/x" -- "$WL/waits" pollwork 2>"$TMP/x.err"
 xm=$("$PPROF" -sample_index=wall -unit=ms -top -nodecount=1000 "$TMP/x/profile.pb.gz" 2>/dev/null | cum_ms poll_wait)
 map=$(ls "$TMP"/x/xray-*.map 2>/dev/null | head -1)
 xa=$(llvm-xray account -m "$map" "${map%.map}.fdr" -sort=sum -sortorder=dsc 2>&1)
 xp=$(xray_sum poll_wait <<<"$xa")
-if at_least "$xm" 1400 && within "$(awk -v s="$xp" 'BEGIN { print s * 1000 }')" "$xm" "$(awk -v m="$xm" 'BEGIN { print m * 0.08 }')"; then
+if at_least "$xm" 1400 && within "$(awk -v s="$xp" 'BEGIN { print s * 1000 }')" "$xm" "$(awk -v m="$xm" 'BEGIN { print m * 0.15 }')"; then
 	pass $t
 else
 	fail $t "llvm-xray poll_wait $xp s, measured (pprof wall) $xm ms"
