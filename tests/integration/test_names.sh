@@ -154,7 +154,13 @@ count_frees() { # NAME -t SPEC...
 	read -r -u 3 _done
 	exec 3<&-
 	wait "$recpid"
+	# A background job of a script starts with SIGINT ignored, and
+	# bpftrace still attaching has no handler yet: an INT then is lost
+	# and the wait never ends (a CI run hung here). SIGTERM after 5 s
+	# (bpftrace prints its maps on either).
 	kill -INT "$btpid"
+	for _ in $(seq 50); do kill -0 "$btpid" 2>/dev/null || break; sleep 0.1; done
+	kill -TERM "$btpid" 2>/dev/null
 	wait "$btpid"
 	bt=$(awk '/^@n:/ { print $2 }' "$TMP/$name.bt")
 	rec=$(llvm-xray account -m "$TMP"/$name/xray-*.map "$TMP"/$name/xray-trace-*.fdr 2>/dev/null |
