@@ -470,6 +470,16 @@ static __always_inline int cfi_step(struct scratch *sc, const bool compat)
 	 * unwind the copy (a short-lived process gone before its maps were
 	 * read). */
 	if (r == CFI_LK_NOTABLE) {
+		/* The frames walked so far are good: the copy for DWARF starts
+		 * at this frame (cfi_finish), so that a deep stack whose root
+		 * library's table is not loaded yet (the first samples after
+		 * it is mapped) is unwound to the root from 16 KiB of copy. */
+		if (!st->notable) {
+			st->nt_n = st->n;
+			st->nt_addr = st->addr;
+			st->nt_sp = sp;
+			st->nt_bp = bp;
+		}
 		st->notable = 1;
 		r = CFI_LK_NOMAP;
 	}
@@ -556,20 +566,31 @@ static __always_inline int cfi_finish(struct scratch *sc, int r, const bool comp
 		}
 		/* The usual DWARF path: user space unwinds the copy with
 		 * libdwfl, which reads the binary itself. */
+		__u64 base = sc->cfi.sp0;
+
 		if (!(s->flags & SAMPLE_DWARF)) {
 			__u64 want = stack_copy_dwarf ? stack_copy_dwarf : CFI_NOTABLE_COPY;
 			__u32 copied;
 
 			if (want > MAX_STACK_COPY)
 				want = MAX_STACK_COPY;
-			copied = copy_stack(sc, sc->cfi.sp0, want, compat);
+			/* Past the leaf: from the frame without a table, whose
+			 * registers replace the sample's (SAMPLE_DWARF_AT). */
+			if (sc->cfi.nt_n > 1) {
+				base = sc->cfi.nt_sp;
+				s->uregs[UREG_IP] = sc->cfi.nt_addr;
+				s->uregs[UREG_SP] = sc->cfi.nt_sp;
+				s->uregs[UREG_BP] = sc->cfi.nt_bp;
+				s->dwarf_at = sc->cfi.nt_n - 1;
+				s->flags |= SAMPLE_DWARF_AT;
+			}
+			copied = copy_stack(sc, base, want, compat);
 			s->flags |= SAMPLE_DWARF;
 			s->stack_len = copied;
 		}
 		if (sc->cfi.tramp) {
-			uprobe_patch_copy(sc, sc->cfi.sp0, s->stack_len & 0xffff, sc->cfi.ri0,
-					  compat);
-			uprobe_patch_entry(sc, sc->cfi.sp0, s->stack_len & 0xffff, sc->cfi.tramp);
+			uprobe_patch_copy(sc, base, s->stack_len & 0xffff, sc->cfi.ri0, compat);
+			uprobe_patch_entry(sc, base, s->stack_len & 0xffff, sc->cfi.tramp);
 		}
 	} else {
 		s->flags |= SAMPLE_CFI_TRUNC;
@@ -650,7 +671,7 @@ static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid,
 	st->n = 1;
 	st->calls = 0;
 	st->ri = st->ri0; /* tramp and ri0: the sampler's uprobe_regs */
-	st->notable = 0;
+	st->notable = st->nt_n = 0;
 	st->vma_done = 0;
 	st->m_start = st->m_end = 0;
 	{

@@ -73,6 +73,12 @@ struct ev_hdr {
 /* The user stack was cut at --max-stack frames: user space ends it with a
  * frame named [truncated]. */
 #define SAMPLE_MAX_STACK (1u << 10)
+/* With SAMPLE_DWARF: the stack copy and uregs are not the leaf's but those
+ * of the user frame after the first dwarf_at ips (the CFI walk met no
+ * table there), and uregs[UREG_IP] is that frame's lookup address (its
+ * return address - 1): user space keeps the dwarf_at ips the walk found
+ * and unwinds the copy from that frame on. */
+#define SAMPLE_DWARF_AT (1u << 11)
 
 /* User registers the unwinders need, x86_64. */
 enum { UREG_IP, UREG_SP, UREG_BP, UREG_NR };
@@ -83,8 +89,11 @@ struct ev_sample {
 	__u16 nkernel;	     /* kernel frames, leaf first */
 	__u16 nuser;	     /* user frames (frame-pointer walk), leaf first */
 	__u32 flags;
-	__u32 stack_len;      /* bytes of user stack copied from uregs[UREG_SP] */
-	__u32 stack_id;	      /* EV_OFFCPU_STACK: the id the waits of this stack carry; else 0 */
+	__u32 stack_len; /* bytes of user stack copied from uregs[UREG_SP] */
+	union {
+		__u32 stack_id; /* EV_OFFCPU_STACK: the id the waits of this stack carry */
+		__u32 dwarf_at; /* EV_SAMPLE with SAMPLE_DWARF_AT (above) */
+	};
 	__u64 uregs[UREG_NR]; /* zero for kernel threads */
 	__u64 ips[];	      /* nkernel kernel ips, nuser user ips, then stack_len bytes */
 };

@@ -68,22 +68,23 @@ struct {
 
 /* The CFI walk's state between its tail calls (bpf/cfi_walk.bpf.h). */
 struct cfi_state {
-	__u64 pc, sp, bp;  /* the current frame's registers */
-	__u64 addr;	   /* its lookup address: pc, or pc - 1 after a call */
-	__u64 sp0;	   /* the sample's sp, where the stack copy starts */
-	__u32 copied;	   /* bytes of stack copied from sp0 */
-	__u32 tgid, nk, n; /* n: user ips so far, after the nk kernel ones */
-	__u32 calls;	   /* tail calls so far */
-	__u64 tramp;	   /* the uretprobe trampoline's address, or 0 */
-	__u64 ri;	   /* the next struct return_instance to match against it */
-	__u64 ri0;	   /* the first (innermost) one */
-	__u32 notable;	   /* a pc of a process or binary with no table: copy for DWARF */
-	__u32 m_table;	   /* the last mapping found (struct cfi_mapping), while */
+	__u64 pc, sp, bp;	     /* the current frame's registers */
+	__u64 addr;		     /* its lookup address: pc, or pc - 1 after a call */
+	__u64 sp0;		     /* the sample's sp, where the stack copy starts */
+	__u32 copied;		     /* bytes of stack copied from sp0 */
+	__u32 tgid, nk, n;	     /* n: user ips so far, after the nk kernel ones */
+	__u32 calls;		     /* tail calls so far */
+	__u64 tramp;		     /* the uretprobe trampoline's address, or 0 */
+	__u64 ri;		     /* the next struct return_instance to match against it */
+	__u64 ri0;		     /* the first (innermost) one */
+	__u32 notable;		     /* a pc of a process or binary with no table: copy for DWARF */
+	__u32 nt_n;		     /* n when the walk met the first such pc (0: none) */
+	__u64 nt_addr, nt_sp, nt_bp; /* ... and that frame's lookup address, sp and rbp */
+	__u32 m_table;		     /* the last mapping found (struct cfi_mapping), while */
 	__u64 m_start, m_end, m_bias; /* ... pcs stay in [m_start, m_end) */
 	__u64 gen;		      /* cfi_gen's at the walk's start: the caches' tag */
 	__u32 vma_done;		      /* bpf_find_vma was called (it works once) */
-	__u32 pad;
-	struct cfi_pcache pcache; /* a new cfi_pcache value, built here */
+	struct cfi_pcache pcache;     /* a new cfi_pcache value, built here */
 };
 
 /* What the CFI walk found, kept across samples on this CPU (the slot

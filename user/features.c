@@ -21,16 +21,7 @@ static bool helper(enum bpf_prog_type t, enum bpf_func_id id)
 
 static bool turned_off(const char *name)
 {
-	const char *s = getenv("BPFTRACE_REC_NO_FEATURES");
-	size_t n = strlen(name);
-
-	while (s && *s) {
-		if (!strncmp(s, name, n) && (s[n] == ',' || !s[n]))
-			return true;
-		s = strchr(s, ',');
-		s = s ? s + 1 : NULL;
-	}
-	return false;
+	return list_has(getenv("BPFTRACE_REC_NO_FEATURES"), name);
 }
 
 static bool kfunc(const struct btf *btf, const char *name)

@@ -679,18 +679,32 @@ static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs,
 		p->uw = unwinder_new(p->pid);
 	if (p->uw && (s->flags & SAMPLE_DWARF)) {
 		uint64_t regs[UREG_NR] = {s->uregs[UREG_IP], s->uregs[UREG_SP], s->uregs[UREG_BP]};
-
+		/* SAMPLE_DWARF_AT: the walk's first ips, then the copy's frames
+		 * from the one after them (bpf/events.h). */
+		int at = s->flags & SAMPLE_DWARF_AT ? (int)s->dwarf_at : 0;
+		/* A malformed record: the ips alone, below. */
+		bool bad = at && (at >= s->nuser || at >= max || !fp[at]);
 		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
 
-		n = unwind_dwarf(p->uw, regs, stack, s->stack_len, pcs, max, &flags);
+		if (bad)
+			at = 0;
+		for (i = 0; i < at; i++)
+			pcs[i] = fp[i];
+		n = bad ? 0
+			: unwind_dwarf(p->uw, regs, stack, s->stack_len, pcs + at, max - at,
+				       &flags);
 		p->unwind_ns += now_ns(CLOCK_MONOTONIC) - t0;
 		p->unwound++;
 		if (flags & UNWIND_TRUNCATED)
 			p->truncated++;
-		if (n > 1 || n >= s->nuser) {
+		if (at && n)
+			pcs[at] = fp[at]; /* the return address, not the lookup's - 1 */
+		if (!bad && (n > 1 || n + at >= s->nuser)) {
+			n += at;
 			*cut = n >= max; /* the limit, not the stack's end */
 			return n;
 		}
+		n = 0;
 	}
 	for (i = 0; i < s->nuser && fp[i] && n < max; i++)
 		pcs[n++] = fp[i];

@@ -132,3 +132,16 @@ char *xstrdup(const char *s)
 	}
 	return d;
 }
+
+bool list_has(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	while (list && *list) {
+		if (!strncmp(list, name, n) && (list[n] == ',' || !list[n]))
+			return true;
+		list = strchr(list, ',');
+		list = list ? list + 1 : NULL;
+	}
+	return false;
+}

@@ -42,5 +42,7 @@ int open_regular(const char *path, int flags);
 
 uint64_t now_ns(int clock);   /* clock_gettime in ns */
 char *xstrdup(const char *s); /* aborts on ENOMEM: only for small, bounded strings */
+/* Whether the comma-separated list (NULL: empty) has name as an item. */
+bool list_has(const char *list, const char *name);
 
 #endif

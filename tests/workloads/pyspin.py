@@ -2,36 +2,37 @@
 tests/unit/test_python_bpf.c: the main thread spins three calls deep
 (<module> -> top -> mid -> leaf), a second thread in its target
 (thread_leaf); each loop is on one line, so every sample of a thread has
-one stack and one line. "ready PID" once both run: printed by leaf itself,
-so that no sample of the main thread can come before it is in its loop
-(printed before top(), a sample could catch <module> between the two).
+one stack and one line. "ready PID" once both run: printed from inside
+leaf's loop line, once the thread has marked `spun` from inside its own,
+with builtins only (no Python frame of their own), and each result
+assigned (a discarded one leaves an instruction of no line, as
+co_lines() says). Before, leaf printed
+it before its loop and the thread set an Event before its own: a sample
+in CI caught leaf at its print line, waiting for the GIL back.
 Lines: the LINE: markers.
 """
 import os
 import threading
 
 
-def leaf():
-    print("ready", os.getpid(), flush=True)
-    x = 0
-    while True: x += 1  # LINE:spin
+def leaf(spun):
+    x, said = 0, False
+    while True: x += 1; said = said or (bool(spun) and print("ready", os.getpid(), flush=True) is None)  # LINE:spin
 
 
-def mid():
-    leaf()  # LINE:mid
+def mid(spun):
+    leaf(spun)  # LINE:mid
 
 
-def top():
-    mid()  # LINE:top
+def top(spun):
+    mid(spun)  # LINE:top
 
 
-def thread_leaf(started):
-    started.set()
-    y = 0
-    while True: y += 1  # LINE:tspin
+def thread_leaf(spun):
+    y, marked = 0, False
+    while True: y += 1; marked = marked or spun.append(y) is None  # LINE:tspin
 
 
-started = threading.Event()
-threading.Thread(target=thread_leaf, args=(started,), daemon=True).start()
-started.wait()
-top()  # LINE:module
+spun = []
+threading.Thread(target=thread_leaf, args=(spun,), daemon=True).start()
+top(spun)  # LINE:module
