@@ -394,3 +394,19 @@ char *target_find_library(const char *obj)
 	}
 	return NULL;
 }
+
+char *target_probe_object(const char *obj, pid_t pid, const char *exe)
+{
+	const char *base = exe ? strrchr(exe, '/') : NULL;
+	char *path = NULL;
+
+	if (pid > 0)
+		return target_find_object(pid, obj);
+	if (exe && !strncmp(base ? base + 1 : exe, obj, strlen(obj)))
+		return xstrdup(exe);
+	if (strchr(obj, '/'))
+		return access(obj, R_OK) ? NULL : xstrdup(obj);
+	if (!target_resolve_cmd(obj, &path))
+		return path;
+	return target_find_library(obj);
+}

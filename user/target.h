@@ -65,5 +65,11 @@ char *target_find_object(pid_t pid, const char *obj);
 /* For a command not started yet: obj itself when it is a path, else the
  * first of the usual library directories that has it; NULL when none. */
 char *target_find_library(const char *obj);
+/* The object a probe names (-t OBJ:FUNC and -t usdt:OBJ:PROBE resolve it
+ * here, alike): in process pid (> 0) as target_find_object; for the command
+ * `--` runs (pid 0, exe its resolved path): exe when obj names it (its
+ * base name starts with obj), else a path as given, a command as `--` would
+ * find it on PATH, or a library as target_find_library. NULL when none. */
+char *target_probe_object(const char *obj, pid_t pid, const char *exe);
 
 #endif

@@ -475,7 +475,7 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 			return -EINVAL;
 		}
 		if (exe) {
-			char *path = *obj ? target_find_library(obj) : xstrdup(exe);
+			char *path = *obj ? target_probe_object(obj, 0, exe) : xstrdup(exe);
 
 			if (!path) {
 				err("-t %s: library %s not found", specs[i], obj);
@@ -493,7 +493,7 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 			char buf[64], *path;
 
 			if (*obj) {
-				path = target_find_object(pids[j], obj);
+				path = target_probe_object(obj, pids[j], NULL);
 			} else {
 				snprintf(buf, sizeof(buf), "/proc/%d/exe", pids[j]);
 				path = xstrdup(buf);

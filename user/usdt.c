@@ -293,53 +293,17 @@ static int want_pairs(struct notes *n, const char *spec, const char *path)
 	return 0;
 }
 
-/* The binary of a spec: a path as given (or inside a target's root); for
- * -p, the executable or the first mapped file of a target whose name starts
- * with bin; for --, the command when its name does; else PATH. */
+/* The binary a spec names: mapped by a target, else as `--` runs it
+ * (target_probe_object, the resolver -t uses too). */
 static char *resolve_bin(const char *bin, const pid_t *pids, int npids, const char *exe)
 {
-	char buf[PATH_MAX], link[PATH_MAX], *path = NULL;
+	char *path;
 	int i;
 
-	if (strchr(bin, '/')) {
-		if (!access(bin, R_OK))
-			return realpath(bin, NULL);
-		for (i = 0; i < npids; i++) {
-			snprintf(buf, sizeof(buf), "/proc/%d/root%s%s", pids[i],
-				 bin[0] == '/' ? "" : "/", bin);
-			if (!access(buf, R_OK))
-				return xstrdup(buf);
-		}
-		return NULL;
-	}
-	for (i = 0; i < npids; i++) {
-		char exe_link[64], *found;
-		const char *base;
-		ssize_t n;
-
-		snprintf(exe_link, sizeof(exe_link), "/proc/%d/exe", pids[i]);
-		n = readlink(exe_link, link, sizeof(link) - 1);
-		if (n > 0) {
-			link[n] = 0;
-			base = strrchr(link, '/');
-			if (!strncmp(base ? base + 1 : link, bin, strlen(bin)))
-				return xstrdup(exe_link);
-		}
-		/* A library it maps: as -t finds one. */
-		found = target_find_object(pids[i], bin);
-		if (found)
-			return found;
-	}
-	if (exe) {
-		const char *base = strrchr(exe, '/');
-
-		if (!strncmp(base ? base + 1 : exe, bin, strlen(bin)))
-			return xstrdup(exe);
-	}
-	/* A command on PATH as -- runs one, else a library as -t finds one. */
-	if (!target_resolve_cmd(bin, &path))
-		return path;
-	return target_find_library(bin);
+	for (i = 0; i < npids; i++)
+		if ((path = target_probe_object(bin, pids[i], NULL)))
+			return path;
+	return target_probe_object(bin, 0, exe);
 }
 
 /* The processes to attach a probe of the binary to: every one (-1) where

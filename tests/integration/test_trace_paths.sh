@@ -5,7 +5,7 @@
 # resolves it (by device and inode), so a symlink names its target.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(trace_path_empty_entry trace_obj_symlink trace_counts_listed trace_shared_warning
+ALL=(trace_path_empty_entry trace_obj_command trace_obj_symlink trace_counts_listed trace_shared_warning
 	trace_alloc_failure)
 require_bpf "${ALL[@]}"
 
@@ -24,6 +24,16 @@ st=$?
 n=$(traced "$TMP/pe/summary.json")
 if [ $st = 0 ] && [ "$n" = 10 ]; then pass $t; else
 	fail $t "exit $st, $n calls traced (want 0, 10)"; head -3 "$TMP/pe.err" >&2; fi
+
+# OBJ naming the command `--` runs (on PATH, not a library): -t looked for
+# a library of that name ("library h21calls not found"); -t usdt: found it.
+# One resolver now (target_probe_object) for both.
+t=trace_obj_command
+(cd "$TMP/bin" && PATH="$TMP/bin:/usr/bin:/bin" "$REC" -q -o "$TMP/oc" -t h21calls:mid -- h21calls 5 >/dev/null 2>"$TMP/oc.err")
+st=$?
+n=$(traced "$TMP/oc/summary.json")
+if [ $st = 0 ] && [ "$n" = 10 ]; then pass $t; else
+	fail $t "exit $st, $n calls traced (want 0, 10)"; head -3 "$TMP/oc.err" >&2; fi
 
 # -p with OBJ a symlink to the running program (Debian's
 # /usr/bin/redis-server -> redis-check-rdb): "not mapped" before.
