@@ -216,7 +216,11 @@ static int open_mapped_dump(struct proc *p, const struct mapping *m, char *what,
 	return fd;
 }
 
-void jit_scan(struct proc *p)
+static bool jit_has_files(const struct proc *p);
+
+/* Looks for the process's jitdump (mapped) and perf map, and keeps them
+ * open: after the process exits they can still be read. */
+static void jit_scan(struct proc *p)
 {
 	struct jit_state *j = state(p);
 	char what[PATH_MAX + 64];
@@ -273,7 +277,7 @@ void jit_scan(struct proc *p)
 	}
 }
 
-void jit_count_leaf(struct proc *p, const struct frame *leaf)
+static void jit_count_leaf(struct proc *p, const struct frame *leaf)
 {
 	struct jit_state *j;
 
@@ -518,7 +522,7 @@ bool jit_find(struct proc *p, uint64_t pc, uint64_t t, struct jit_hit *hit)
 	return lookup(p->jit, pc, t, hit);
 }
 
-bool jit_has_files(const struct proc *p)
+static bool jit_has_files(const struct proc *p)
 {
 	return p->jit && (p->jit->dump_fd >= 0 || p->jit->map_fd >= 0);
 }
@@ -619,4 +623,42 @@ void jit_proc_free(struct proc *p)
 	free(j->dump_path);
 	free(j);
 	p->jit = NULL;
+}
+
+static void source_maps_read(void *ctx, struct proc *p)
+{
+	(void)ctx;
+	jit_scan(p);
+}
+
+static bool source_find(void *ctx, struct proc *p, uint64_t pc, uint64_t t, struct name_hit *hit)
+{
+	struct jit_hit h;
+
+	(void)ctx;
+	if (!jit_find(p, pc, t, &h))
+		return false;
+	*hit = (struct name_hit){
+	    .name = h.name, .system_name = h.system_name, .file = h.file, .line = h.line};
+	return true;
+}
+
+static bool source_by_time(void *ctx, const struct proc *p)
+{
+	(void)ctx;
+	return jit_has_files(p);
+}
+
+static void source_leaf(void *ctx, struct proc *p, const struct frame *leaf)
+{
+	(void)ctx;
+	jit_count_leaf(p, leaf);
+}
+
+void jit_name_source(struct name_source *out)
+{
+	*out = (struct name_source){.maps_read = source_maps_read,
+				    .find = source_find,
+				    .by_time = source_by_time,
+				    .leaf = source_leaf};
 }

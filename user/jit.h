@@ -9,12 +9,10 @@
 struct proc;
 struct procs;
 struct frame;
+struct name_source;
 
 /* At the start of the recording; jitdump_path is --jitdump's, or NULL. */
 void jit_start(const char *jitdump_path);
-/* Looks for the process's jitdump (mapped) and perf map, and keeps them
- * open: after the process exits they can still be read. */
-void jit_scan(struct proc *p);
 /* At the end: reads and parses every file found. */
 void jit_load_all(struct procs *procs);
 struct jit_line;
@@ -33,12 +31,13 @@ struct jit_hit {
 /* The JIT function at pc at time t (CLOCK_MONOTONIC ns): true when the
  * runtime's files name it. */
 bool jit_find(struct proc *p, uint64_t pc, uint64_t t, struct jit_hit *hit);
-/* Whether the process has a jitdump or perf map: its unnamed code is named
- * by the time of each sample. */
-bool jit_has_files(const struct proc *p);
-/* Counts a sample whose user leaf is this frame (interned): in executable
- * memory that no file backs, and no symbol names, it is JIT code. */
-void jit_count_leaf(struct proc *p, const struct frame *leaf);
+/* The source of names (user/proc.h) that the JIT files are: it looks for
+ * a process's jitdump (mapped) and perf map as its maps are read, keeping
+ * them open (they are read after it exits), names its frames by the time
+ * of each sample (a runtime reuses addresses), and counts the samples whose
+ * user leaf is unnamed code in executable memory no file backs (JIT code,
+ * for jit_guide). */
+void jit_name_source(struct name_source *out);
 /* The process exited: its files are looked for once more, through the root
  * kept while it ran (a runtime may write them as it exits, as Java's
  * -XX:+DumpPerfMapAtExit does), and kept only if it ran JIT code. */

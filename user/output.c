@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "user/jit.h"
 #include "user/offcpu.h"
 #include "user/outdir.h"
 #include "user/output.h"
@@ -69,7 +68,7 @@ bool output_fold(struct fold *fo, struct proc *p)
 {
 	/* JIT frames are named from the runtime's files at the end; -t
 	 * traces are written at the end. */
-	if (p->exact || jit_has_files(p))
+	if (p->exact || proc_named_by_time(p))
 		return false;
 	if (!p->nsamples && !p->lost)
 		return true; /* nothing to write */
@@ -103,7 +102,7 @@ void output_fold_live(struct fold *fo)
 		struct proc *p = fo->procs->v.v[i];
 
 		/* JIT frames are named at the end, from the runtime's files. */
-		if (p->exited || !p->samples.n || p->exact || jit_has_files(p))
+		if (p->exited || !p->samples.n || p->exact || proc_named_by_time(p))
 			continue;
 		pprof_fold_add(fo->pf, p);
 		flame_fold_add(p, fo->freq);

@@ -14,7 +14,6 @@
 #include <unistd.h>
 #include "user/proc.h"
 #include "user/symbols.h"
-#include "user/jit.h"
 #include "formats/procmaps.h"
 #include "formats/util.h"
 #include "user/unwind.h"
@@ -195,7 +194,9 @@ static int read_maps(struct proc *p)
 		qsort(p->maps.v, p->maps.n, sizeof(*p->maps.v), cmp_map);
 	resolve_unmapped(p);
 	if (!err) {
-		jit_scan(p);
+		for (i = 0; i < p->set->nnames; i++)
+			if (p->set->names[i].maps_read)
+				p->set->names[i].maps_read(p->set->names[i].ctx, p);
 		if (!p->maps_read_queued && !VEC_PUSH(p->set->maps_read, p->pid))
 			p->maps_read_queued = true;
 	}
@@ -648,7 +649,7 @@ static int store_sample(struct proc *p, const struct sample *smp)
 	uint32_t id;
 
 	p->nsamples++;
-	if (!p->set->aggregate || jit_has_files(p))
+	if (!p->set->aggregate || proc_named_by_time(p))
 		return VEC_PUSH(p->samples, *smp);
 	h = sample_hash(smp);
 	id = idtab_find(&p->sample_tab, h, sample_eq, p, smp);
@@ -733,7 +734,7 @@ static int uncompact(struct proc *p)
 	for (i = 0; i < p->threads.n; i++)
 		if (idtab_insert(&p->thread_tab, hash_u64(p->threads.v[i].tid), i))
 			return -ENOMEM;
-	for (i = 0; p->set->aggregate && !jit_has_files(p) && i < p->samples.n; i++)
+	for (i = 0; p->set->aggregate && !proc_named_by_time(p) && i < p->samples.n; i++)
 		if (idtab_insert(&p->sample_tab, sample_hash(&p->samples.v[i]), i))
 			return -ENOMEM;
 	p->compacted = false;
@@ -873,14 +874,15 @@ int proc_add_sample(struct procs *procs, const struct ev_sample *s)
 	struct thread *t;
 	struct sample smp;
 	const uint32_t *ids;
-	uint32_t nk, nu;
+	uint32_t nk, nu, i;
 
 	if (proc_intern_record(procs, s, &p, &smp.stack))
 		return -ENOMEM;
 	/* JIT guidance counts CPU samples by their user leaf. */
 	ids = proc_stack(p, smp.stack, &nk, &nu);
-	if (nu > 0)
-		jit_count_leaf(p, &p->frames.v[ids[nk]]);
+	for (i = 0; nu > 0 && i < procs->nnames; i++)
+		if (procs->names[i].leaf)
+			procs->names[i].leaf(procs->names[i].ctx, p, &p->frames.v[ids[nk]]);
 	smp.tid = s->hdr.tid;
 	smp.cpu = s->hdr.cpu;
 	smp.time_ns = s->hdr.time_ns;
@@ -934,13 +936,18 @@ bool proc_srcline(const struct frame *f, const char **file, int *line)
 const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, char *buf, size_t len,
 			  const char **system_name, const char **file, int *line)
 {
-	struct jit_hit hit;
+	struct name_hit hit;
+	unsigned i;
 
 	if (file) {
 		*file = NULL;
 		*line = 0;
 	}
-	if (!f->name && f->kind == FRAME_USER && jit_find(p, f->pc, t, &hit)) {
+	for (i = 0; !f->name && f->kind == FRAME_USER && i < p->set->nnames; i++) {
+		const struct name_source *src = &p->set->names[i];
+
+		if (!src->find || !src->find(src->ctx, p, f->pc, t, &hit))
+			continue;
 		if (file) {
 			*file = hit.file;
 			*line = hit.line;
@@ -1270,4 +1277,22 @@ void procs_free(struct procs *procs)
 	for (i = 0; i < procs->vdsos.n; i++)
 		close(procs->vdsos.v[i].fd);
 	VEC_FREE(procs->vdsos);
+}
+
+int procs_add_names(struct procs *procs, const struct name_source *src)
+{
+	if (procs->nnames >= PROCS_MAX_NAMES)
+		return -ENOSPC;
+	procs->names[procs->nnames++] = *src;
+	return 0;
+}
+
+bool proc_named_by_time(const struct proc *p)
+{
+	unsigned i;
+
+	for (i = 0; i < p->set->nnames; i++)
+		if (p->set->names[i].by_time && p->set->names[i].by_time(p->set->names[i].ctx, p))
+			return true;
+	return false;
 }

@@ -148,6 +148,31 @@ struct vdso_image {
 /* All processes seen, in order of first sight, and what they share. Owned
  * by the recorder (zeroed to start), passed to whatever looks a process up
  * or walks them all; a process reaches it by its set. */
+/* A source of names for the user frames no binary's symbols name: a
+ * runtime's JIT files (user/jit.c); Python's code objects are to come.
+ * proc.c, the model, asks the sources it is given (procs_add_names) and
+ * knows none of them. Each callback may be NULL. */
+struct name_hit {
+	const char *name;	 /* sanitized, demangled */
+	const char *system_name; /* as the source wrote it, when it differs; or NULL */
+	const char *file;	 /* the source of pc, or NULL */
+	int line;
+};
+struct name_source {
+	void *ctx;
+	/* The process's maps were read (first sight, exec, a new library),
+	 * while it runs: its files are looked for now. */
+	void (*maps_read)(void *ctx, struct proc *p);
+	/* The name of the user frame at pc, at time t (CLOCK_MONOTONIC ns). */
+	bool (*find)(void *ctx, struct proc *p, uint64_t pc, uint64_t t, struct name_hit *hit);
+	/* Whether the process's frames are named by the time of each sample
+	 * (a runtime reuses addresses): its samples are then kept one by one. */
+	bool (*by_time)(void *ctx, const struct proc *p);
+	/* A CPU sample's user leaf, interned. */
+	void (*leaf)(void *ctx, struct proc *p, const struct frame *leaf);
+};
+#define PROCS_MAX_NAMES 4
+
 struct procs {
 	VEC(struct proc *) v;
 	struct idtab tab;
@@ -174,7 +199,15 @@ struct procs {
 	/* proc_find's last find: a process's records come in runs (one CPU's
 	 * samples, -p's one process). Reset as processes are freed. */
 	struct proc *last_proc;
+	struct name_source names[PROCS_MAX_NAMES];
+	unsigned nnames;
 };
+
+/* Adds a source of names, asked after the ones added before. 0 or
+ * -ENOSPC. */
+int procs_add_names(struct procs *procs, const struct name_source *src);
+/* Whether a source names the process's frames by the time of each sample. */
+bool proc_named_by_time(const struct proc *p);
 
 struct proc *proc_get(struct procs *procs, pid_t pid, const char *comm);
 /* Stores a comm from outside (at most COMM_LEN bytes, up to a NUL) into a

@@ -855,6 +855,12 @@ static int rec_load(struct recorder *r)
 	skel->rodata->max_stack = env.max_stack;
 	skel->rodata->walk_reads = 8 + env.max_stack / 8;
 	r->procs.max_stack = env.max_stack;
+	{
+		struct name_source jit_names;
+
+		jit_name_source(&jit_names);
+		procs_add_names(&r->procs, &jit_names); /* the first: cannot be full */
+	}
 	err = bpf_map__set_max_entries(skel->maps.scratch_map, libbpf_num_possible_cpus());
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.events, env.ringbuf_mb << 20);

@@ -6,7 +6,7 @@
 #include "formats/xray_fdr.h"
 #include "formats/xray_map.h"
 #include "user/outdir.h"
-#include "user/output.h"
+#include "user/run_info.h"
 #include "user/offcpu.h"
 #include "user/proc.h"
 #include "user/symbols.h"
