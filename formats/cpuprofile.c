@@ -74,11 +74,16 @@ static int rehash(struct cpuprof *c)
 
 int cpuprof_add(struct cpuprof *c, const uint64_t *pcs, size_t npcs, uint64_t count)
 {
-	uint64_t buf[1024], h;
+	uint64_t *buf, h;
 	size_t i, n = 0, j;
 
+	/* Whole at any depth (a stack cut at --max-stack must keep its root,
+	 * [truncated]): copied past the stored ones, where it stays if new. */
+	if (fmt_grow((void **)&c->pcs, &c->cap_pcs, c->npcs + npcs, sizeof(*c->pcs)))
+		return -ENOMEM;
+	buf = &c->pcs[c->npcs];
 	/* A zero pc ends the data for google-pprof: drop them. */
-	for (i = 0; i < npcs && n < sizeof(buf) / sizeof(buf[0]); i++)
+	for (i = 0; i < npcs; i++)
 		if (pcs[i])
 			buf[n++] = pcs[i];
 	if (!n)
@@ -94,10 +99,8 @@ int cpuprof_add(struct cpuprof *c, const uint64_t *pcs, size_t npcs, uint64_t co
 			return 0;
 		}
 	}
-	if (fmt_grow((void **)&c->pcs, &c->cap_pcs, c->npcs + n, sizeof(*c->pcs)) ||
-	    fmt_grow((void **)&c->recs, &c->cap_recs, c->nrecs + 1, sizeof(*c->recs)))
+	if (fmt_grow((void **)&c->recs, &c->cap_recs, c->nrecs + 1, sizeof(*c->recs)))
 		return -ENOMEM;
-	memcpy(&c->pcs[c->npcs], buf, n * sizeof(*buf));
 	c->recs[c->nrecs] = (struct rec){c->npcs, n, count, h};
 	c->npcs += n;
 	c->slots[j] = ++c->nrecs;

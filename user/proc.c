@@ -547,10 +547,7 @@ static uint32_t intern_frame(struct proc *p, uint64_t ip, uint8_t kind, bool cal
 	return p->frames.n - 1;
 }
 
-/* The frame that ends a stack cut at --max-stack: no address a sample can
- * have (user pcs are below the kernel's half), named [truncated] in every
- * output, so that a reader sees the cut rather than a wrong root. */
-#define TRUNCATED_PC UINT64_MAX
+/* The frame that ends a stack cut at --max-stack (TRUNCATED_PC). */
 static uint32_t intern_truncated(struct proc *p)
 {
 	struct frame_key k = {TRUNCATED_PC, FRAME_USER, false};

@@ -24,6 +24,10 @@ struct procs;
  * that ends a stack cut there. */
 #define MAX_USER_FRAMES	 (MAX_USER_STACK + 1)
 #define MAX_STACK_FRAMES (MAX_FRAMES + MAX_USER_FRAMES)
+/* That frame's pc: no address a sample can have (user pcs are below the
+ * kernel's half), named [truncated] in every output, so that a reader sees
+ * the cut rather than a wrong root. */
+#define TRUNCATED_PC UINT64_MAX
 
 struct mapping {
 	uint64_t start, end, offset, inode;

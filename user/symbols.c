@@ -938,7 +938,8 @@ int symfile_srcline(struct symfile *f, uint64_t file_off, const char **file, int
  * syscall. */
 static bool is_restore_rt(const struct symfile *f, uint64_t vaddr)
 {
-	static const unsigned char code[] = {0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05};
+	static const unsigned char code[SYMFILE_RESTORE_RT_SIZE - 2] = {0x48, 0xc7, 0xc0, 0x0f, 0,
+									0,    0,    0x0f, 0x05};
 	unsigned char b[sizeof(code)];
 	uint64_t off = symfile_offset(f, vaddr);
 
@@ -1128,6 +1129,48 @@ const char *symfile_lookup(struct symfile *f, uint64_t file_off, uint64_t *vaddr
 	if (system_name && name != f->names + s->name)
 		*system_name = f->names + s->name;
 	return name;
+}
+
+/* The first of the symbols at syms[i]'s address. */
+static size_t sym_group(const struct symfile *f, size_t i)
+{
+	while (i && f->syms[i - 1].addr == f->syms[i].addr)
+		i--;
+	return i;
+}
+
+int symfile_synth_run(struct symfile *f, uint64_t file_off, symfile_fn fn, void *ctx)
+{
+	uint64_t va = symfile_vaddr(f, file_off);
+	ssize_t at = find_sym(f->syms, f->nsyms, va);
+	size_t i, j;
+	int r;
+
+	/* The name symfile_lookup gives is the first at its address: a real
+	 * symbol there outranks a made one. */
+	if (at < 0 || !f->syms[at].synth || va - f->syms[at].addr >= f->syms[at].size)
+		return 0;
+	for (i = at; i; i = j) {
+		j = sym_group(f, i - 1);
+		if (!f->syms[j].synth || f->syms[j].addr + f->syms[j].size != f->syms[i].addr)
+			break;
+	}
+	for (;;) {
+		const struct sym *y = &f->syms[i];
+		struct symfile_sym s = {.vaddr = y->addr,
+					.size = y->size,
+					.name = f->names + y->name,
+					.display = sym_display(f, i)};
+
+		s.primary = s.display;
+		if ((r = fn(ctx, &s)))
+			return r;
+		for (j = i + 1; j < f->nsyms && f->syms[j].addr == y->addr; j++)
+			;
+		if (j == f->nsyms || !f->syms[j].synth || y->addr + y->size != f->syms[j].addr)
+			return 0;
+		i = j;
+	}
 }
 
 const char *symfile_build_id(const struct symfile *f)

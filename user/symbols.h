@@ -53,6 +53,13 @@ struct symfile_sym {
 typedef int (*symfile_fn)(void *ctx, const struct symfile_sym *s);
 int symfile_foreach(struct symfile *f, symfile_fn fn, void *ctx);
 const char *symfile_build_id(const struct symfile *f); /* hex, or NULL */
+/* The names made here that no symbol table of the file holds (func@plt
+ * stubs, _start): when the symbol that names a file offset is one, fn gets
+ * it and each of them it adjoins (a PLT's stubs, one after another), in
+ * address order, for the readers that name frames from the file itself
+ * (cpu-PID.prof's). Returns fn's non-zero, else 0 (also when the name there
+ * is the file's own, or there is none). */
+int symfile_synth_run(struct symfile *f, uint64_t file_off, symfile_fn fn, void *ctx);
 /* Source file and line at a file offset (as symfile_lookup takes it) where
  * the file or its build-id debug file has DWARF (libdw, loaded on the first
  * call): 0, or -ENOENT. *file stays valid until symfiles_trim or symfiles_free. */
@@ -67,6 +74,10 @@ void symfiles_trim(uint64_t now, uint64_t idle_ns);
  * symbol (gzip, coreutils); 0 when no FDE covers it. *name gets the name
  * of a code known by its FDE and bytes (__restore_rt), else is left. */
 uint64_t symfile_func_start(struct symfile *f, uint64_t file_off, const char **name);
+/* The bytes that name covers from the function's start: its FDE's first
+ * byte (before the code, as a signal frame's FDE starts), the code, and
+ * the address after it (the pc of a sample taken in its syscall). */
+#define SYMFILE_RESTORE_RT_SIZE 11
 void symfiles_free(void);
 
 /* Kernel symbols. kallsyms_lookup returns NULL before a successful load. */

@@ -13,6 +13,7 @@
 #include "user/jit.h"
 #include "user/outdir.h"
 #include "user/proc.h"
+#include "user/symbols.h"
 #include "user/util.h"
 #include "user/writers.h"
 
@@ -96,6 +97,144 @@ static int collect_jit(struct proc *p, struct jit_image *ji)
 	return 0;
 }
 
+/* Frames the readers of cpu-PID.prof cannot name from the files its mapping
+ * lines point to, named as every other file names them: PLT stubs
+ * (func@plt: no symbol table has them, so the readers took _init, the symbol
+ * before .plt), an entry point with no symbol (_start), glibc's signal
+ * trampoline where libc has no symbol for it (__restore_rt: pprof read
+ * [libc.so.6]), and the frame that ends a stack cut at --max-stack
+ * ([truncated], at no address). Their names
+ * go into names-PID.so (as JIT code's into jit-PID.so), each run of them at
+ * a slot of its own, and each cpu file's mapping lines are cut around the
+ * code they name, a line of its own pointing at the slot: no two lines may
+ * hold one address (pprof takes the first that holds it, and moves the
+ * main program's line first). */
+struct name_run {
+	uint64_t start, end; /* at run time */
+	uint64_t slot;	     /* its start in names-PID.so */
+	size_t file;	     /* the cpu file: p->images' index, p->images.n the last */
+};
+
+struct names_image {
+	VEC(struct jitelf_func) funcs; /* at their slots */
+	VEC(struct name_run) runs;     /* sorted by file then start, when written */
+	uint64_t next;		       /* the next free slot */
+	uint64_t start, end, offset;   /* the image's, from jitelf_write */
+	char path[PATH_MAX + 64];      /* absolute: the readers run elsewhere */
+};
+
+/* [truncated]'s address in cpu-PID.prof: TRUNCATED_PC would read as the
+ * kernel's. Above user space with 4- and 5-level page tables alike (2^47,
+ * 2^56) and below the kernel's half: no mapping ever holds it. */
+#define GPERF_TRUNCATED 0x0100000000000000ULL
+
+static int fill_names(void *ctx, FILE *f, int fd)
+{
+	struct names_image *ni = ctx;
+
+	fflush(f);
+	return jitelf_write(fd, ni->funcs.v, ni->funcs.n, &ni->start, &ni->end, &ni->offset);
+}
+
+/* The run being collected: the mapping it is in, its first function's start. */
+struct run_ctx {
+	struct names_image *ni;
+	const struct mapping *m;
+	struct name_run run;
+};
+
+static int add_run_sym(void *ctx, const struct symfile_sym *s)
+{
+	struct run_ctx *rc = ctx;
+	uint64_t off = symfile_offset(rc->m->sym, s->vaddr), at;
+	struct jitelf_func fn = {0};
+
+	if (off == UINT64_MAX || off < rc->m->offset ||
+	    (at = rc->m->start + (off - rc->m->offset)) >= rc->m->end || s->size > rc->m->end - at)
+		return 0;
+	if (rc->run.end == rc->run.start)
+		rc->run.start = rc->run.end = at;
+	if (at != rc->run.end) /* a gap: no longer one run at run time */
+		return 1;
+	fn.start = rc->run.slot + (at - rc->run.start);
+	fn.size = s->size;
+	fn.name = s->name; /* as in a symbol table: the readers demangle */
+	rc->run.end = at + s->size;
+	return VEC_PUSH(rc->ni->funcs, fn) ? -ENOMEM : 0;
+}
+
+static bool in_runs(const struct names_image *ni, size_t file, uint64_t pc)
+{
+	size_t i;
+
+	for (i = 0; i < ni->runs.n; i++)
+		if (ni->runs.v[i].file == file && pc >= ni->runs.v[i].start &&
+		    pc < ni->runs.v[i].end)
+			return true;
+	return false;
+}
+
+/* The runs of named code that file's samples (first..end) ran in. */
+static int collect_names(struct proc *p, struct names_image *ni, size_t file, size_t first,
+			 size_t end)
+{
+	uint8_t *seen = calloc(p->frames.n ? p->frames.n : 1, 1);
+	size_t j;
+	int err = 0;
+
+	if (!seen)
+		return -ENOMEM;
+	for (j = first; j < end && !err; j++) {
+		struct frame_iter it;
+
+		frame_iter_init(&it, p, &p->samples.v[j], false);
+		while (frame_iter_next(&it) && !err) {
+			const struct frame *f = it.f;
+			struct run_ctx rc = {ni, f->map, {0, 0, ni->next, file}};
+
+			if (f->kind != FRAME_USER || seen[it.id])
+				continue;
+			seen[it.id] = 1;
+			if (f->pc == TRUNCATED_PC && !f->caller && !f->map && f->name) {
+				struct jitelf_func fn = {
+				    .start = ni->next, .size = 16, .name = f->name};
+
+				rc.run.start = GPERF_TRUNCATED;
+				rc.run.end = GPERF_TRUNCATED + fn.size;
+				err = VEC_PUSH(ni->funcs, fn);
+			} else if (f->name && f->map && f->map->sym && !in_runs(ni, file, f->pc)) {
+				struct symfile_sym y = {.vaddr = f->func,
+							.size = SYMFILE_RESTORE_RT_SIZE,
+							.name = f->name};
+
+				/* A code named by its FDE and bytes (__restore_rt),
+				 * else by a symbol made here, if it is. */
+				err = f->func
+					  ? add_run_sym(&rc, &y)
+					  : symfile_synth_run(
+						f->map->sym, f->pc - f->map->start + f->map->offset,
+						add_run_sym, &rc);
+				err = err > 0 ? 0 : err;
+			}
+			if (err || rc.run.end == rc.run.start)
+				continue;
+			err = VEC_PUSH(ni->runs, rc.run);
+			ni->next = (rc.run.slot + (rc.run.end - rc.run.start) + 15) & ~15ULL;
+		}
+	}
+	free(seen);
+	return err;
+}
+
+static int cmp_run(const void *a, const void *b)
+{
+	const struct name_run *x = a, *y = b;
+
+	if (x->file != y->file)
+		return x->file < y->file ? -1 : 1;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
 /* The vdso, which has no file: its image (procs->vdsos) written as
  * vdso-PID.so for the readers to name its functions from, where samples
  * ran in it, and the mapping line that points them at it. */
@@ -143,55 +282,141 @@ static const struct mapping *sampled_vdso(struct proc *p)
 struct cpuprof_ctx {
 	const struct run_info *ri;
 	struct proc *p;
-	const struct jit_image *jit;  /* NULL: no JIT image */
-	const struct vdso_file *vdso; /* NULL: no vdso file */
-	size_t first, end;	      /* the image's samples */
-	const char *maps;	      /* the image's maps */
+	const struct jit_image *jit;	 /* NULL: no JIT image */
+	const struct vdso_file *vdso;	 /* NULL: no vdso file */
+	const struct names_image *names; /* NULL: no names image */
+	size_t file;			 /* which cpu file: its runs in names */
+	size_t first, end;		 /* the image's samples */
+	const char *maps;		 /* the image's maps */
 };
 
-/* The process's mapping lines, with the anonymous ones that the JIT image
- * covers replaced by the image's line (the readers take the first mapping
- * that holds an address), and the vdso's by vdso-PID.so's. Each line read
- * by procmaps_parse. */
-static char *maps_with_jit(const char *maps, const struct jit_image *ji, const struct vdso_file *vf)
+static void put_str(struct fmt_buf *b, const char *s)
 {
-	size_t len = strlen(maps), n = 0;
-	char *out = malloc(len + (ji ? strlen(ji->line) : 0) + (vf ? strlen(vf->line) : 0) + 1);
-	const char *p = maps;
-	bool placed = false;
+	fmt_put(b, s, strlen(s));
+}
 
-	if (!out)
-		return NULL;
+/* A mapping line start-end with the fields of line (parsed as e) but its
+ * offset moved there; NULL fields: one of names-PID.so's, at slot. */
+static void put_line(struct fmt_buf *b, uint64_t start, uint64_t end, const char *fields,
+		     const char *fields_end, const struct procmaps_entry *e,
+		     const struct names_image *ni, uint64_t slot)
+{
+	char buf[2 * PATH_MAX];
+
+	if (!fields) {
+		snprintf(buf, sizeof(buf), "%llx-%llx r-xp %08llx 00:00 0 %s\n",
+			 (unsigned long long)start, (unsigned long long)end,
+			 (unsigned long long)(ni->offset + slot - ni->start), ni->path);
+		put_str(b, buf);
+		return;
+	}
+	/* fields: "PERMS OFFSET REST" (put_cut checked) */
+	const char *off = memchr(fields, ' ', fields_end - fields);
+	const char *rest = memchr(off + 1, ' ', fields_end - off - 1);
+
+	snprintf(buf, sizeof(buf), "%llx-%llx ", (unsigned long long)start,
+		 (unsigned long long)end);
+	put_str(b, buf);
+	fmt_put(b, fields, off + 1 - fields);
+	snprintf(buf, sizeof(buf), "%08llx", (unsigned long long)(e->offset + (start - e->start)));
+	put_str(b, buf);
+	fmt_put(b, rest, fields_end - rest);
+	if (fields_end[-1] != '\n')
+		put_str(b, "\n");
+}
+
+/* Line p..end (parsed as e), cut around the runs of file's named code it
+ * holds (runs sorted by file, then start); verbatim when it holds none. */
+static void put_cut(struct fmt_buf *b, const char *p, const char *end,
+		    const struct procmaps_entry *e, const struct names_image *ni, size_t file)
+{
+	const char *fields = memchr(p, ' ', end - p), *off = NULL;
+	uint64_t at = e->start;
+	size_t i;
+
+	/* "START-END PERMS OFFSET REST": else left whole. */
+	if (fields && (off = memchr(fields + 1, ' ', end - fields - 1)) &&
+	    !memchr(off + 1, ' ', end - off - 1))
+		off = NULL;
+	for (i = 0; off && ni && i < ni->runs.n; i++) {
+		const struct name_run *r = &ni->runs.v[i];
+
+		if (r->file != file || r->start < at || r->end > e->end)
+			continue;
+		if (r->start > at)
+			put_line(b, at, r->start, fields + 1, end, e, ni, 0);
+		put_line(b, r->start, r->end, NULL, NULL, e, ni, r->slot);
+		at = r->end;
+	}
+	if (at == e->start)
+		fmt_put(b, p, end - p);
+	else if (at < e->end)
+		put_line(b, at, e->end, fields + 1, end, e, ni, 0);
+}
+
+/* The process's mapping lines for the readers: the anonymous ones that the
+ * JIT image covers replaced by the image's line (the readers take the first
+ * mapping that holds an address), the vdso's by vdso-PID.so's, and the
+ * lines that hold named code cut around it (put_cut). Each line read by
+ * procmaps_parse. */
+static char *maps_for_readers(const struct cpuprof_ctx *cc)
+{
+	const struct jit_image *ji = cc->jit;
+	const struct vdso_file *vf = cc->vdso;
+	const struct names_image *ni = cc->names;
+	struct fmt_buf b = {0};
+	const char *p = cc->maps;
+	bool placed = false;
+	size_t i;
+
 	while (*p) {
 		const char *nl = strchr(p, '\n'), *end = nl ? nl + 1 : p + strlen(p);
 		struct procmaps_entry *e = NULL;
-		const char *put = p;
-		size_t ne = 0, put_len = end - p;
+		size_t ne = 0;
 
 		if (procmaps_parse(p, end - p, &e, &ne)) {
-			free(out);
+			free(b.p);
 			return NULL;
 		}
 		if (ne && vf && e->start == vf->start && !strcmp(e->path, "[vdso]")) {
-			put = vf->line;
-			put_len = strlen(vf->line);
+			put_str(&b, vf->line);
 		} else if (ne && ji && !e->path[0] && e->start < ji->end && e->end > ji->start) {
-			put = placed ? NULL : ji->line;
-			put_len = placed ? 0 : strlen(ji->line);
+			if (!placed)
+				put_str(&b, ji->line);
 			placed = true;
+		} else if (ne) {
+			put_cut(&b, p, end, e, ni, cc->file);
+		} else {
+			fmt_put(&b, p, end - p);
 		}
 		procmaps_free(e, ne);
-		if (put)
-			memcpy(out + n, put, put_len);
-		n += put_len;
 		p = end;
 	}
-	if (ji && !placed) {
-		memcpy(out + n, ji->line, strlen(ji->line));
-		n += strlen(ji->line);
+	if (ji && !placed)
+		put_str(&b, ji->line);
+	for (i = 0; ni && i < ni->runs.n; i++)
+		if (ni->runs.v[i].file == cc->file && ni->runs.v[i].start == GPERF_TRUNCATED)
+			put_line(&b, GPERF_TRUNCATED, ni->runs.v[i].end, NULL, NULL, NULL, ni,
+				 ni->runs.v[i].slot);
+	fmt_put(&b, "", 1);
+	if (b.err) {
+		free(b.p);
+		return NULL;
 	}
-	out[n] = 0;
-	return out;
+	return (char *)b.p;
+}
+
+/* Where cpu-PID.prof puts [truncated]: GPERF_TRUNCATED where names-PID.so
+ * names it, else where it was. */
+static bool truncated_named(const struct cpuprof_ctx *cc)
+{
+	size_t i;
+
+	for (i = 0; cc->names && i < cc->names->runs.n; i++)
+		if (cc->names->runs.v[i].file == cc->file &&
+		    cc->names->runs.v[i].start == GPERF_TRUNCATED)
+			return true;
+	return false;
 }
 
 static int fill_cpuprofile(void *ctx, FILE *f, int fd)
@@ -202,6 +427,7 @@ static int fill_cpuprofile(void *ctx, FILE *f, int fd)
 	struct cpuprof *c;
 	uint64_t pcs[MAX_USER_FRAMES];
 	size_t j, users = 0;
+	bool trunc = truncated_named(cc);
 	int err = 0;
 
 	(void)fd;
@@ -216,9 +442,17 @@ static int fill_cpuprofile(void *ctx, FILE *f, int fd)
 		/* User frames only, stored verbatim: the readers subtract 1
 		 * from callers themselves. */
 		frame_iter_init(&it, p, s, false);
-		while (frame_iter_next(&it))
-			if (it.f->kind == FRAME_USER && nu < MAX_USER_FRAMES)
-				pcs[nu++] = it.f->caller ? it.f->pc + 1 : it.f->pc;
+		while (frame_iter_next(&it)) {
+			if (it.f->kind != FRAME_USER || nu >= MAX_USER_FRAMES)
+				continue;
+			if (trunc && it.f->pc == TRUNCATED_PC && !it.f->caller && !it.f->map &&
+			    it.f->name)
+				/* The root: the readers take 1 off a caller. */
+				pcs[nu] = GPERF_TRUNCATED + (nu > 0);
+			else
+				pcs[nu] = it.f->caller ? it.f->pc + 1 : it.f->pc;
+			nu++;
+		}
 		if (nu) {
 			users++;
 			err = cpuprof_add(c, pcs, nu, s->count);
@@ -227,9 +461,8 @@ static int fill_cpuprofile(void *ctx, FILE *f, int fd)
 	if (!err && !users)
 		err = -ENODATA;
 	if (!err) {
-		char *maps = (cc->jit || cc->vdso) && cc->maps
-				 ? maps_with_jit(cc->maps, cc->jit, cc->vdso)
-				 : NULL;
+		char *maps =
+		    (cc->jit || cc->vdso || cc->names) && cc->maps ? maps_for_readers(cc) : NULL;
 
 		err = cpuprof_write(c, f, maps ? maps : cc->maps);
 		free(maps);
@@ -259,17 +492,41 @@ int write_cpuprofile(const struct run_info *ri, struct proc *p)
 {
 	struct jit_image ji = {0};
 	struct vdso_file vf = {0};
+	struct names_image ni = {0};
 	const struct mapping *vm;
-	struct cpuprof_ctx cc = {ri, p, NULL, NULL, 0, p->samples.n, p->maps_text};
+	struct cpuprof_ctx cc = {ri,	      p, NULL,	       NULL,	    NULL,
+				 p->images.n, 0, p->samples.n, p->maps_text};
 	char name[64], cmd[3 * PATH_MAX], exe[PATH_MAX], dir[PATH_MAX];
 	int first = 0;
-	size_t i;
+	size_t i, from = 0;
 
+	/* Named code first: every cpu file's lines point at names-PID.so. */
+	for (i = 0; i <= p->images.n && !first; i++) {
+		size_t end = i < p->images.n ? p->images.v[i].samples_end : p->samples.n;
+
+		if (end > from)
+			OUT_FIRST(first, collect_names(p, &ni, i, from, end));
+		from = end > from ? end : from;
+	}
+	if (ni.runs.n && outdir_realpath(ri->out, dir, sizeof(dir))) {
+		snprintf(name, sizeof(name), "names-%d.so", p->pid);
+		snprintf(cmd, sizeof(cmd), "%s%s/%s", ri->readers.nm ? "nm -n " : "", ri->outdir,
+			 name);
+		snprintf(ni.path, sizeof(ni.path), "%s/%s", dir, name);
+		qsort(ni.runs.v, ni.runs.n, sizeof(*ni.runs.v), cmp_run);
+		int e = outdir_emit(ri->out, name, p->pid, cmd, fill_names, &ni);
+
+		OUT_FIRST(first, e);
+		if (!e)
+			cc.names = &ni;
+	}
 	for (i = 0; i < p->images.n; i++) {
 		struct cpuprof_ctx ic = {ri,
 					 p,
 					 NULL,
 					 NULL,
+					 cc.names,
+					 i,
 					 cc.first,
 					 p->images.v[i].samples_end,
 					 p->images.v[i].maps_text};
@@ -316,5 +573,7 @@ int write_cpuprofile(const struct run_info *ri, struct proc *p)
 	for (i = 0; i < ji.funcs.n; i++)
 		free((void *)ji.funcs.v[i].lines);
 	VEC_FREE(ji.funcs);
+	VEC_FREE(ni.funcs);
+	VEC_FREE(ni.runs);
 	return first;
 }

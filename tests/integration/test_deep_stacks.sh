@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(deep_600_main deep_2000_main deep_root_table_late deep_5000_truncated
-	deep_truncated_outputs deep_truncated_counted deep_compat_budget)
+	deep_truncated_outputs deep_truncated_counted deep_truncated_gperftools deep_compat_budget)
 require_bpf "${ALL[@]}"
 
 # recurse DEPTH SECONDS DELAY: gcc -O2 without frame pointers, DEPTH frames
@@ -63,6 +63,28 @@ assert s["max_stack"] == 1024, s["max_stack"]
 assert p["max_stack_truncated"] == cut > 0.95 * p["samples"], (p, cut)
 assert s["max_stack_truncated"] >= p["max_stack_truncated"], s["max_stack_truncated"]
 PY
+
+# cpu-PID.prof too, by both of its readers: [truncated] is a frame of the
+# stack (names-PID.so names it) at the root of every cut one. Before, it was
+# dropped past 1024 pcs or read as a bare address.
+t=deep_truncated_gperftools
+prof=$(ls "$TMP"/d5k/cpu-*.prof 2>/dev/null | head -1)
+cut=$(python3 -c 'import json, sys; print([p for p in json.load(open(sys.argv[1]))["processes"] if p["comm"] == "recurse"][0]["max_stack_truncated"])' "$TMP/d5k/summary.json" 2>/dev/null)
+# Traces with down in them not rooted in [truncated], of how many.
+read -r bad all < <("$PPROF" -traces "$WL/recurse" "$prof" 2>/dev/null | awk '
+	function done() { if (d) { all++; if (last != "[truncated]") bad++ } d = 0; last = "" }
+	/^-----/ { done(); next } /^ +[a-z]+: / { next } NF { d += $NF == "down"; last = $NF }
+	END { done(); print bad + 0, all + 0 }')
+if require_tool google-pprof $t; then
+	google-pprof --text "$WL/recurse" "$prof" > "$TMP/d5k.gp" 2>/dev/null
+	# The cut samples, every one: [truncated]'s cumulative count.
+	g=$(awk '$NF == "[truncated]" { print $4 }' "$TMP/d5k.gp")
+	if [ -n "$cut" ] && [ "${g:-0}" = "$cut" ] && [ "$all" -gt 0 ] && [ "$bad" = 0 ] &&
+		! grep -q ' 0x0' "$TMP/d5k.gp"; then pass $t; else
+		fail $t "google-pprof: [truncated] in ${g:-no} of $cut cut samples; pprof: $bad of $all traces through down not rooted in it"
+		head -8 "$TMP/d5k.gp" >&2
+	fi
+fi
 
 # Without bpf_loop (as on 5.10): as deep as the CFI walker's tail calls
 # go, the degraded list says so, and deeper stacks end in [truncated].

@@ -6,7 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(edges_vdso edges_plt edges_restore_rt edges_no_wrong_name edges_xray_map edges_flame
-	edges_gperftools_vdso)
+	edges_gperftools_vdso edges_gperftools_plt edges_gperftools_restore_rt)
 require_bpf "${ALL[@]}"
 
 "$REC" -q -F 499 -o "$TMP/e" -- "$WL/edges" 3 2>"$TMP/e.err"
@@ -82,7 +82,6 @@ if grep -q '__vdso_clock_gettime' "$H" && grep -q 'lib_nop@plt' "$H" && grep -q 
 # cpu-PID.prof holds addresses, named by its readers from the files its
 # mapping lines point to: the vdso's image is written as vdso-PID.so for
 # them (they pick either alias: clock_gettime or __vdso_clock_gettime).
-# Its PLT stubs are the readers' to name (nm has no symbol for them).
 t=edges_gperftools_vdso
 if require_tool google-pprof $t; then
 	prof=$(ls "$TMP"/e/cpu-*.prof | head -1)
@@ -90,4 +89,36 @@ if require_tool google-pprof $t; then
 	v=$(awk '($NF == "clock_gettime" || $NF == "__vdso_clock_gettime") && $2 ~ /%$/ { sub("%", "", $2); s += $2 } END { print s + 0 }' "$TMP/gp")
 	if at_least "$v" 10 && ! grep -q ' 0x0000' "$TMP/gp"; then pass $t; else
 		fail $t "the vdso's function has $v% flat in google-pprof --text, or an address is unnamed"; head -8 "$TMP/gp" >&2; fi
+fi
+
+# Its PLT stubs are named by names-PID.so, which the mapping lines point to
+# over the binary's PLT: every sample whose user leaf is the stub in the
+# folded stacks is lib_nop@plt's, in both readers. Before, they read _init
+# (the symbol before .plt), the stub's own name nowhere.
+t=edges_gperftools_plt
+if require_tool google-pprof $t; then
+	prof=$(ls "$TMP"/e/cpu-*.prof | head -1)
+	want=$(awk '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); while (k > 0 && f[k] ~ /_\[k\]$/) k--
+		if (f[k] == "lib_nop@plt") s += n } END { print s + 0 }' "$TMP/folded")
+	google-pprof --text "$WL/edges" "$prof" > "$TMP/gp" 2>/dev/null
+	"$PPROF" -top -sample_index=samples "$WL/edges" "$prof" > "$TMP/gtop" 2>/dev/null
+	g=$(awk '$NF == "lib_nop@plt" { print $1 }' "$TMP/gp")
+	pp=$(awk '$NF == "lib_nop@plt" { print $1 }' "$TMP/gtop")
+	if [ "$want" -gt 0 ] && [ "$g" = "$want" ] && [ "$pp" = "$want" ] &&
+		! grep -q ' _init$' "$TMP/gp" "$TMP/gtop"; then pass $t; else
+		fail $t "lib_nop@plt: ${g:-no} samples in google-pprof, ${pp:-no} in pprof, $want in the folded stacks (or _init names a frame)"
+		head -8 "$TMP/gp" "$TMP/gtop" >&2
+	fi
+fi
+
+# glibc's signal trampoline too: every sample through it, in both readers
+# (its cumulative count). Before, pprof read [libc.so.6] (libc has no
+# symbol for it; google-pprof found one in libc's debug file).
+t=edges_gperftools_restore_rt
+if require_tool google-pprof $t; then
+	want=$(awk '{ n = $NF; if ($0 ~ /;__restore_rt(;| [0-9]+$)/) s += n } END { print s + 0 }' "$TMP/folded")
+	g=$(awk '$NF == "__restore_rt" { print $4 }' "$TMP/gp")
+	pp=$(awk '$NF == "__restore_rt" { print $4 }' "$TMP/gtop")
+	if [ "$want" -gt 0 ] && [ "$g" = "$want" ] && [ "$pp" = "$want" ]; then pass $t; else
+		fail $t "__restore_rt: ${g:-no} samples in google-pprof, ${pp:-no} in pprof, $want in the folded stacks"; fi
 fi

@@ -96,6 +96,51 @@ static void test_roundtrip(void)
 	free(buf);
 }
 
+/* A stack deeper than 1024 frames (--max-stack 4096) keeps its root: the
+ * writer cut every stack at 1024 pcs before, and dropped a stack's last
+ * frame, [truncated], at --max-stack 1024. */
+struct deep {
+	size_t n;
+	uint64_t root;
+};
+
+static int deepest(void *ctx, uint64_t count, const uint64_t *pcs, size_t n)
+{
+	struct deep *d = ctx;
+
+	if (count && n > d->n) {
+		d->n = n;
+		d->root = pcs[n - 1];
+	}
+	return 0;
+}
+
+static void test_deep(void)
+{
+	struct cpuprof *c = cpuprof_new(1000);
+	uint64_t pcs[4097];
+	struct cpuprof_header h;
+	struct deep d = {0};
+	const char *m, *err;
+	char *buf = NULL;
+	size_t len, i;
+	FILE *f;
+
+	for (i = 0; i < 4097; i++)
+		pcs[i] = 0x1000 + i;
+	CHECK(cpuprof_add(c, pcs, 1025, 1) == 0);
+	CHECK(cpuprof_add(c, pcs, 4097, 2) == 0);
+	CHECK(cpuprof_add(c, pcs, 4097, 3) == 0); /* merged */
+	f = open_memstream(&buf, &len);
+	CHECK(cpuprof_write(c, f, "") == 0);
+	fclose(f);
+	cpuprof_free(c);
+	CHECK(cpuprof_read(buf, len, &h, deepest, &d, &m, &err) == 0);
+	CHECKF(d.n == 4097 && d.root == 0x1000 + 4096, "deepest %zu frames, root %#llx", d.n,
+	       (unsigned long long)d.root);
+	free(buf);
+}
+
 static void test_real_readers(void)
 {
 	char dir[] = "/tmp/test_cpuprofile.XXXXXX", path[128], exe[4096], cmd[256], *out;
@@ -128,6 +173,7 @@ static void test_real_readers(void)
 int main(void)
 {
 	RUN_TEST(test_roundtrip);
+	RUN_TEST(test_deep);
 	if (system("google-pprof --help >/dev/null 2>&1") == 0)
 		RUN_TEST(test_real_readers);
 	else
