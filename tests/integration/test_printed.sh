@@ -6,7 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(printed_commands_run printed_flamegraph_when_there outdir_reuse_moves_old
-	outdir_reuse_keeps_others outdir_reuse_old_symlink)
+	outdir_reuse_every_file outdir_reuse_keeps_others outdir_reuse_old_symlink)
 require_bpf "${ALL[@]}"
 require_tool llvm-xray printed_commands_run || exit 0
 
@@ -82,6 +82,22 @@ if [ "$top" = "cpu-$c.prof xray-$c.fdr " ] && [ "$old" = "cpu-$b.prof xray-$b.fd
 	pass $t
 else
 	fail $t "pids $a $b $c; top: $top; old: $old; $(cat "$TMP/reuse.err" | head -3)"
+fi
+# Every file a recording writes moves: before, vdso-PID.so (edges runs in
+# the vdso), names-PID.so (its PLT stubs) and --off-cpu's stacks-*.folded
+# and flamegraph-*.html stayed beside the next recording's.
+t=outdir_reuse_every_file
+e=$TMP/every
+"$REC" -q --off-cpu -F 199 -o "$e" -- "$WL/edges" 0.5 > /dev/null 2>&1
+a=$(pid_of "$e/summary.json")
+first=$(cd "$e" && ls | tr '\n' ' ')
+"$REC" -q -F 199 -o "$e" -- "$WL/split" 0.3 > /dev/null 2>&1
+left=$(cd "$e" && ls -d *"$a"* stacks-* flamegraph-* 2>/dev/null | tr '\n' ' ')
+if [ -n "$a" ] && [[ $first == *vdso-$a.so* && $first == *names-$a.so* && $first == *stacks-offcpu.folded* ]] &&
+	[ -z "$left" ] && [ -f "$e/old/vdso-$a.so" ] && [ -f "$e/old/flamegraph-wall.html" ]; then
+	pass $t
+else
+	fail $t "first: $first; left beside the second: $left"
 fi
 t=outdir_reuse_keeps_others
 # Another file stays; an interrupted recording's lone summary.json moves,
