@@ -91,6 +91,7 @@ struct recorder {
 	struct cfi_maps *cfi;
 	struct cfi_worker *cfi_worker;
 	struct usdt *usdt; /* -t usdt:..., or NULL */
+	struct xray *xray; /* the XRay function ids, for -t, usdt and the timelines */
 	/* The CPython interpreters among the processes (user/python.c), found
 	 * as their maps are read: so far for the warning about a version with
 	 * no layout; the Python frames of samples come next (issue 23). */
@@ -510,10 +511,10 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 				id = traced_func(&r->tlinks, p, c->args[c->nargs]);
 				if (!id) {
 					r->unresolved_calls++;
-					id = xray_func_id("[unknown]");
+					id = xray_func_id(r->xray, "[unknown]");
 				}
 			}
-			if (xray_on_call(p, c, id, c->kind & CALL_KIND_MASK))
+			if (xray_on_call(r->xray, p, c, id, c->kind & CALL_KIND_MASK))
 				return -ENOMEM;
 			if ((c->kind & CALL_KIND_MASK) == CALL_ENTRY)
 				trace_count_call(&r->tlinks, id);
@@ -831,6 +832,11 @@ static int rec_load(struct recorder *r)
 
 	if (rec_load_sinks(r))
 		return -1;
+	if (xray_new(&r->xray)) {
+		err("out of memory");
+		return -1;
+	}
+	r->ri.xray = r->tlinks.xray = r->xray;
 	skel = r->skel = sample_bpf__open();
 	if (!skel) {
 		err("open BPF object: %s", strerror(errno));
@@ -952,6 +958,7 @@ static int rec_load(struct recorder *r)
 						      .events_fd = bpf_map__fd(skel->maps.events),
 						      .targets_fd = bpf_map__fd(skel->maps.targets),
 						      .stats_fd = bpf_map__fd(skel->maps.stats),
+						      .xray = r->xray,
 						      .wakeup_bytes = skel->rodata->wakeup_bytes},
 				   &r->usdt))
 		return -1;
@@ -1020,13 +1027,13 @@ static int rec_attach(struct recorder *r)
 		r->fold_live_ns = s && atoi(s) > 0 ? atoi(s) * 1000000000ULL : FOLD_LIVE_NS;
 		r->last_fold_ns = now_ns(CLOCK_MONOTONIC);
 	}
-	xray_configure(&(struct xray_cfg){
-	    .version = env.xray_version,
-	    .buffer_size = env.fdr_buffer_size,
-	    .flight_recorder = env.flight_recorder,
-	    .start_realtime_ns = ri->start_realtime_ns,
-	    .period_ns = 1000000000ULL / env.freq,
-	});
+	xray_configure(r->xray, &(struct xray_cfg){
+				    .version = env.xray_version,
+				    .buffer_size = env.fdr_buffer_size,
+				    .flight_recorder = env.flight_recorder,
+				    .start_realtime_ns = ri->start_realtime_ns,
+				    .period_ns = 1000000000ULL / env.freq,
+				});
 	jit_start(env.jitdump);
 	r->started = true;
 	if (r->target.child > 0) {
@@ -1374,7 +1381,7 @@ static int rec_finish(struct recorder *r, int code)
 	offcpu_free();
 	trace_free(&r->tlinks);
 	procs_free(&r->procs);
-	xray_free();
+	xray_free(r->xray);
 	symfiles_free();
 	kallsyms_free();
 	return code;

@@ -11,6 +11,7 @@
 struct procs;
 struct trace_links;
 struct usdt;
+struct xray;
 struct degraded;
 struct outdir;
 struct fold;
@@ -70,6 +71,8 @@ struct run_info {
 	char **argv;
 	/* Every process recorded: the recorder's model (user/proc.h). */
 	struct procs *procs;
+	/* The XRay function ids every process's trace and map share. */
+	struct xray *xray;
 };
 
 #endif

@@ -245,7 +245,8 @@ static int match_sym(void *ctx, const struct symfile_sym *s)
 		return r < 0 ? r : 0;
 	/* Named as the samples name the address, whichever alias matched. */
 	if (VEC_PUSH(m->offsets, off) ||
-	    VEC_PUSH(m->cookies, (uint64_t)xray_func_id_at(s->primary, m->sf, off, m->path)))
+	    VEC_PUSH(m->cookies,
+		     (uint64_t)xray_func_id_at(m->links->xray, s->primary, m->sf, off, m->path)))
 		return -ENOMEM;
 	if (list_func(m->links, m->cookies.v[m->cookies.n - 1], s->primary, m->path))
 		return -ENOMEM;

@@ -31,6 +31,7 @@ struct trace_links {
 	size_t nlisted, funcs_cap;
 	uint64_t *calls; /* by XRay function id */
 	size_t calls_cap;
+	struct xray *xray; /* set by the caller: the registry of those ids */
 };
 
 struct trace_func {

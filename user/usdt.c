@@ -345,11 +345,11 @@ static int attach_probe(struct usdt *u, const char *spec, const char *path,
 
 		snprintf(raw, sizeof(raw), "%s:%.*s", np->provider, (int)s, np->name);
 		fmt_sanitize(name, sizeof(name), raw, strlen(raw));
-		p.func_id = xray_func_id(name);
+		p.func_id = xray_func_id(u->cfg.xray, name);
 		char cont[sizeof(name) + 16];
 
 		snprintf(cont, sizeof(cont), "%s [cont.]", name);
-		p.cont_id = xray_func_id(cont);
+		p.cont_id = xray_func_id(u->cfg.xray, cont);
 		if (!p.func_id || !p.cont_id) {
 			err("-t %s: out of XRay function ids", spec);
 			return -ENOSPC;
@@ -618,7 +618,7 @@ static uint32_t id_by_args(struct usdt *u, pid_t pid, uint64_t p0, uint64_t p1)
 	file = str_at(u, pid, p0);
 	fn = str_at(u, pid, p1);
 	snprintf(name, sizeof(name), "%s:%s", file ? file : "[unknown]", fn ? fn : "[unknown]");
-	k.id = xray_func_id(name);
+	k.id = xray_func_id(u->cfg.xray, name);
 	/* Not kept when a name is missing: its string may come later. */
 	if (k.id && file && fn && !VEC_PUSH(u->names, k))
 		idtab_insert(&u->name_tab, h, u->names.n - 1);
@@ -661,10 +661,10 @@ static int end_at(struct usdt *u, struct proc *pr, struct uthread *t, size_t k, 
 
 	c->nargs = 0;
 	for (j = t->open.n; j-- > k && !err;)
-		err = xray_on_call(pr, c, t->open.v[j].written, CALL_EXIT);
+		err = xray_on_call(u->cfg.xray, pr, c, t->open.v[j].written, CALL_EXIT);
 	for (j = k + 1; j < t->open.n && !err; j++) {
 		t->open.v[j].written = t->open.v[j].cont;
-		err = xray_on_call(pr, c, t->open.v[j].written, CALL_ENTRY);
+		err = xray_on_call(u->cfg.xray, pr, c, t->open.v[j].written, CALL_ENTRY);
 		u->cuts++;
 	}
 	memmove(&t->open.v[k], &t->open.v[k + 1], (t->open.n - k - 1) * sizeof(t->open.v[0]));
@@ -723,9 +723,9 @@ int usdt_on_event(struct usdt *u, struct procs *procs, const struct ev_hdr *h, s
 		if (VEC_PUSH(t->open, f))
 			return -ENOMEM;
 	}
-	if (xray_on_call(pr, &c, id, CALL_ENTRY))
+	if (xray_on_call(u->cfg.xray, pr, &c, id, CALL_ENTRY))
 		return -ENOMEM;
-	return p->kind != U_START ? xray_on_call(pr, &c, id, CALL_EXIT) : 0;
+	return p->kind != U_START ? xray_on_call(u->cfg.xray, pr, &c, id, CALL_EXIT) : 0;
 }
 
 void usdt_report(const struct usdt *u, const uint64_t *st)

@@ -26,6 +26,7 @@ struct usdt_cfg {
 	bool ref_ctr;	     /* the kernel sets semaphores (features.h: uprobe_ref_ctr) */
 	bool cookies;	     /* BPF cookies (features.h: attach_cookie) */
 	int events_fd, targets_fd, stats_fd; /* the sampler's maps, shared */
+	struct xray *xray;		     /* the registry of XRay function ids */
 	uint64_t wakeup_bytes;
 };
 

@@ -13,11 +13,6 @@
 #include "user/util.h"
 #include "user/xray.h"
 
-static struct xray_cfg cfg = {.version = 5};
-
-/* Function names and ids, shared by every process's trace and map. */
-static VEC(char *) fnames;
-static struct idtab fname_tab;
 /* Where each function is, for the map's DWARF (llvm-xray prints it before
  * the name): its source file and first line, or the object it is in and
  * line 0; file NULL until a frame or probe of it is seen. By id - 1. */
@@ -25,40 +20,58 @@ struct fsrc {
 	char *file;
 	uint32_t line;
 };
-static VEC(struct fsrc) fsrcs;
 
-void xray_configure(const struct xray_cfg *c)
+struct xray {
+	struct xray_cfg cfg;
+	/* Function names and ids, shared by every process's trace and map. */
+	VEC(char *) fnames;
+	struct idtab fname_tab;
+	VEC(struct fsrc) fsrcs;
+};
+
+int xray_new(struct xray **out)
 {
-	cfg = *c;
+	*out = calloc(1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	(*out)->cfg.version = 5;
+	return 0;
+}
+
+void xray_configure(struct xray *x, const struct xray_cfg *c)
+{
+	x->cfg = *c;
 }
 
 static bool fname_eq(const void *ctx, uint32_t id, const void *key)
 {
-	(void)ctx;
-	return !strcmp(fnames.v[id], key);
+	const struct xray *x = ctx;
+
+	return !strcmp(x->fnames.v[id], key);
 }
 
-uint32_t xray_func_id(const char *name)
+uint32_t xray_func_id(struct xray *x, const char *name)
 {
 	uint64_t h = hash_bytes(name, strlen(name));
-	uint32_t id = idtab_find(&fname_tab, h, fname_eq, NULL, name);
+	uint32_t id = idtab_find(&x->fname_tab, h, fname_eq, x, name);
 
 	if (id != UINT32_MAX)
 		return id + 1;
-	if (fnames.n >= FDR_MAX_FUNC_ID || VEC_RESERVE(fsrcs, fnames.n + 1) ||
-	    VEC_PUSH(fnames, xstrdup(name)))
+	if (x->fnames.n >= FDR_MAX_FUNC_ID || VEC_RESERVE(x->fsrcs, x->fnames.n + 1) ||
+	    VEC_PUSH(x->fnames, xstrdup(name)))
 		return 0;
-	fsrcs.v[fsrcs.n++] = (struct fsrc){NULL, 0};
-	if (idtab_insert(&fname_tab, h, fnames.n - 1))
+	x->fsrcs.v[x->fsrcs.n++] = (struct fsrc){NULL, 0};
+	if (idtab_insert(&x->fname_tab, h, x->fnames.n - 1))
 		return 0;
-	return fnames.n;
+	return x->fnames.n;
 }
 
 /* Sets id's source once: the source line at file offset start_off of sf
  * where it has debug info, else object. */
-static void set_source(uint32_t id, struct symfile *sf, uint64_t start_off, const char *object)
+static void set_source(struct xray *x, uint32_t id, struct symfile *sf, uint64_t start_off,
+		       const char *object)
 {
-	struct fsrc *s = id && id <= fsrcs.n ? &fsrcs.v[id - 1] : NULL;
+	struct fsrc *s = id && id <= x->fsrcs.n ? &x->fsrcs.v[id - 1] : NULL;
 	const char *file = NULL;
 	int line = 0;
 
@@ -71,52 +84,53 @@ static void set_source(uint32_t id, struct symfile *sf, uint64_t start_off, cons
 	s->file = xstrdup(file);
 }
 
-uint32_t xray_func_id_at(const char *name, struct symfile *sf, uint64_t start_off,
+uint32_t xray_func_id_at(struct xray *x, const char *name, struct symfile *sf, uint64_t start_off,
 			 const char *object)
 {
-	uint32_t id = xray_func_id(name);
+	uint32_t id = xray_func_id(x, name);
 
-	set_source(id, sf, start_off, object);
+	set_source(x, id, sf, start_off, object);
 	return id;
 }
 
 /* The source of a sampled frame's function: at its symbol's start, as
  * llvm-symbolizer names the function's address in the binary itself. */
-static void frame_source(uint32_t id, const struct frame *f)
+static void frame_source(struct xray *x, uint32_t id, const struct frame *f)
 {
 	struct symfile *sf = f->kind == FRAME_USER && f->map ? f->map->sym : NULL;
 	uint64_t vaddr, start, off = UINT64_MAX;
 
 	if (f->kind == FRAME_KERNEL) {
-		set_source(id, NULL, 0, f->module ? f->module : "[kernel.kallsyms]");
+		set_source(x, id, NULL, 0, f->module ? f->module : "[kernel.kallsyms]");
 		return;
 	}
 	if (sf && f->name &&
 	    symfile_lookup(sf, f->pc - f->map->start + f->map->offset, &vaddr, &start, NULL))
 		off = symfile_offset(sf, start);
-	set_source(id, sf, off, f->map && *f->map->path ? f->map->path : "[anon]");
+	set_source(x, id, sf, off, f->map && *f->map->path ? f->map->path : "[anon]");
 }
 
-static struct fdr *new_writer(const struct proc *p)
+static struct fdr *new_writer(const struct xray *x, const struct proc *p)
 {
 	struct fdr_opts o = {
-	    .version = cfg.version,
+	    .version = x->cfg.version,
 	    .pid = p->pid,
-	    .buffer_size = cfg.buffer_size,
-	    .flight_recorder_bytes = cfg.flight_recorder,
-	    .wall_sec = cfg.start_realtime_ns / 1000000000ULL,
-	    .wall_usec = cfg.start_realtime_ns % 1000000000ULL / 1000,
+	    .buffer_size = x->cfg.buffer_size,
+	    .flight_recorder_bytes = x->cfg.flight_recorder,
+	    .wall_sec = x->cfg.start_realtime_ns / 1000000000ULL,
+	    .wall_usec = x->cfg.start_realtime_ns % 1000000000ULL / 1000,
 	};
 
 	return fdr_new(&o);
 }
 
-int xray_on_call(struct proc *p, const struct ev_call *c, uint32_t func_id, unsigned kind)
+int xray_on_call(struct xray *x, struct proc *p, const struct ev_call *c, uint32_t func_id,
+		 unsigned kind)
 {
 	uint64_t args[MAX_TRACE_ARGS];
 	unsigned i, n = c->nargs > MAX_TRACE_ARGS ? MAX_TRACE_ARGS : c->nargs;
 
-	if (!p->exact && !(p->exact = new_writer(p)))
+	if (!p->exact && !(p->exact = new_writer(x, p)))
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
 		args[i] = c->args[i];
@@ -169,7 +183,8 @@ static int cmp_tl(const void *a, const void *b)
 
 /* Each sample's stack, root first, as function ids; only its user frames
  * with user_only. */
-static int stack_ids(struct proc *p, const struct sample *s, uint32_t *ids, bool user_only)
+static int stack_ids(struct xray *x, struct proc *p, const struct sample *s, uint32_t *ids,
+		     bool user_only)
 {
 	struct frame_iter it;
 	char buf[PATH_MAX + 4];
@@ -181,10 +196,10 @@ static int stack_ids(struct proc *p, const struct sample *s, uint32_t *ids, bool
 
 		if (user_only && it.f->kind == FRAME_KERNEL)
 			continue;
-		id = xray_func_id(frame_iter_name(&it, buf, sizeof(buf), NULL, NULL, NULL));
+		id = xray_func_id(x, frame_iter_name(&it, buf, sizeof(buf), NULL, NULL, NULL));
 
-		if (id && !fsrcs.v[id - 1].file)
-			frame_source(id, it.f);
+		if (id && !x->fsrcs.v[id - 1].file)
+			frame_source(x, id, it.f);
 		if (id)
 			ids[n++] = id;
 	}
@@ -196,19 +211,19 @@ static int stack_ids(struct proc *p, const struct sample *s, uint32_t *ids, bool
  * the sample's kernel timestamp. */
 /* An off-CPU wait: the thread's user frames, then a frame that names the
  * wait ("[off-cpu] do_nanosleep"), from its start to its end. */
-static int wait_ids(struct proc *p, const struct offcpu_wait *wt, uint32_t *ids)
+static int wait_ids(struct xray *x, struct proc *p, const struct offcpu_wait *wt, uint32_t *ids)
 {
 	struct sample s = {.stack = wt->stack, .tid = wt->tid, .time_ns = wt->start_ns};
-	int n = wt->stack < p->stack_off.n ? stack_ids(p, &s, ids, true) : 0;
-	uint32_t id = xray_func_id(wt->what);
+	int n = wt->stack < p->stack_off.n ? stack_ids(x, p, &s, ids, true) : 0;
+	uint32_t id = xray_func_id(x, wt->what);
 
-	set_source(id, NULL, 0, "[off-cpu]");
+	set_source(x, id, NULL, 0, "[off-cpu]");
 	if (id && n < MAX_STACK_FRAMES)
 		ids[n++] = id;
 	return n;
 }
 
-static int write_sampled(struct proc *p, FILE *f)
+static int write_sampled(struct xray *x, struct proc *p, FILE *f)
 {
 	struct tl_ev *ev;
 	size_t nw, i, k = 0;
@@ -226,7 +241,7 @@ static int write_sampled(struct proc *p, FILE *f)
 	if (!p->samples.n && !nw)
 		return -ENODATA;
 	ev = calloc(n, sizeof(*ev));
-	w = new_writer(p);
+	w = new_writer(x, p);
 	if (!ev || !w) {
 		free(ev);
 		fdr_free(w);
@@ -266,11 +281,11 @@ static int write_sampled(struct proc *p, FILE *f)
 		if (ev[i].idx & WAIT) {
 			const struct offcpu_wait *wt = &waits[ev[i].idx & ~WAIT];
 
-			nc = wait_ids(p, wt, cur);
+			nc = wait_ids(x, p, wt, cur);
 			last_cpu = wt->cpu;
 		} else {
 			s = &p->samples.v[ev[i].idx];
-			nc = stack_ids(p, s, cur, false);
+			nc = stack_ids(x, p, s, cur, false);
 			last_cpu = s->cpu;
 		}
 		/* After a wait, the frames this event does not share with it
@@ -297,7 +312,7 @@ static int write_sampled(struct proc *p, FILE *f)
 				err = fdr_func(w, last_tid, last_cpu, last_end, FDR_EXIT,
 					       prev[--np], NULL, 0);
 		} else {
-			last_end = ev[i].ts + cfg.period_ns;
+			last_end = ev[i].ts + x->cfg.period_ns;
 		}
 	}
 	if (!err)
@@ -312,35 +327,42 @@ static int write_exact(struct proc *p, FILE *f)
 	return p->exact ? fdr_write(p->exact, f) : -ENODATA;
 }
 
-static int write_map(int fd)
+static int write_map(const struct xray *x, int fd)
 {
-	struct xray_map_func *fn = calloc(fnames.n ? fnames.n : 1, sizeof(*fn));
+	struct xray_map_func *fn = calloc(x->fnames.n ? x->fnames.n : 1, sizeof(*fn));
 	size_t i;
 	int err;
 
 	if (!fn)
 		return -ENOMEM;
-	for (i = 0; i < fnames.n; i++) {
-		fn[i].name = fnames.v[i];
-		fn[i].file = fsrcs.v[i].file;
-		fn[i].line = fsrcs.v[i].line;
+	for (i = 0; i < x->fnames.n; i++) {
+		fn[i].name = x->fnames.v[i];
+		fn[i].file = x->fsrcs.v[i].file;
+		fn[i].line = x->fsrcs.v[i].line;
 	}
-	err = xray_map_write(fd, fn, fnames.n);
+	err = xray_map_write(fd, fn, x->fnames.n);
 	free(fn);
 	return err;
 }
 
 static int fill_map(void *ctx, FILE *f, int fd)
 {
-	(void)ctx;
 	fflush(f);
-	return write_map(fd);
+	return write_map(ctx, fd);
 }
+
+/* A process's sampled timeline, with the registry that names its frames. */
+struct sampled_ctx {
+	struct xray *x;
+	struct proc *p;
+};
 
 static int fill_sampled(void *ctx, FILE *f, int fd)
 {
+	const struct sampled_ctx *c = ctx;
+
 	(void)fd;
-	return write_sampled(ctx, f);
+	return write_sampled(c->x, c->p, f);
 }
 
 static int fill_exact(void *ctx, FILE *f, int fd)
@@ -371,9 +393,11 @@ int xray_write_files(const struct run_info *ri, struct proc *p, const char *suff
 	outdir_written(&before);
 	snprintf(map, sizeof(map), "xray-%d.map", p->pid);
 	if (sampled) {
+		struct sampled_ctx sc = {ri->xray, p};
+
 		snprintf(name, sizeof(name), "xray-%d%s.fdr", p->pid, suffix);
 		xray_cmd(ri, map, name, cmd, sizeof(cmd));
-		OUT_FIRST(first, outdir_emit(ri->out, name, p->pid, cmd, fill_sampled, p));
+		OUT_FIRST(first, outdir_emit(ri->out, name, p->pid, cmd, fill_sampled, &sc));
 	}
 	snprintf(name, sizeof(name), "xray-trace-%d%s.fdr", p->pid, suffix);
 	xray_cmd(ri, map, name, cmd, sizeof(cmd));
@@ -382,7 +406,7 @@ int xray_write_files(const struct run_info *ri, struct proc *p, const char *suff
 	if (outdir_written(&after), after > before) {
 		snprintf(cmd, sizeof(cmd), "%s%s/%s",
 			 ri->readers.llvm_xray ? "llvm-xray extract " : "", ri->outdir, map);
-		OUT_FIRST(first, outdir_emit(ri->out, map, p->pid, cmd, fill_map, NULL));
+		OUT_FIRST(first, outdir_emit(ri->out, map, p->pid, cmd, fill_map, ri->xray));
 	}
 	return first;
 }
@@ -394,15 +418,18 @@ void xray_proc_free(struct proc *p)
 	VEC_FREE(p->migrations);
 }
 
-void xray_free(void)
+void xray_free(struct xray *x)
 {
 	size_t i;
 
-	for (i = 0; i < fnames.n; i++) {
-		free(fnames.v[i]);
-		free(fsrcs.v[i].file);
+	if (!x)
+		return;
+	for (i = 0; i < x->fnames.n; i++) {
+		free(x->fnames.v[i]);
+		free(x->fsrcs.v[i].file);
 	}
-	VEC_FREE(fnames);
-	VEC_FREE(fsrcs);
-	idtab_free(&fname_tab);
+	VEC_FREE(x->fnames);
+	VEC_FREE(x->fsrcs);
+	idtab_free(&x->fname_tab);
+	free(x);
 }
