@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "formats/otlp.h"
+#include "user/outdir.h"
 #include "user/proc.h"
 #include "user/push.h"
 #include "user/sink.h"

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "user/outdir.h"
+#include "user/output.h"
 #include "user/sink.h"
 
 int sinks_add(struct sinks *s, struct sink *k)

@@ -7,7 +7,7 @@
 #ifndef USER_SINK_H
 #define USER_SINK_H
 
-#include "user/output.h"
+#include "user/run_info.h"
 
 struct window {
 	const struct run_info *ri; /* the recording; its files are in ri->out */

@@ -10,7 +10,6 @@
 #include "formats/folded.h"
 #include "user/offcpu.h"
 #include "user/outdir.h"
-#include "user/output.h"
 #include "user/proc.h"
 #include "user/util.h"
 #include "user/writers.h"

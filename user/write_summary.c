@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "formats/util.h"
+#include "user/features.h"
 #include "user/jit.h"
 #include "user/offcpu.h"
 #include "user/usdt.h"

@@ -4,7 +4,7 @@
 #define USER_WRITERS_H
 
 #include <stdio.h>
-#include "user/output.h"
+#include "user/run_info.h"
 
 struct proc;
 
