@@ -34,6 +34,7 @@ struct fold {
 	bool warned;
 	/* ri's: output_fold_live has no run_info to reach them by. */
 	struct procs *procs;
+	struct flame_views *flame;
 	int freq;
 };
 
@@ -60,6 +61,7 @@ struct fold *output_fold_new(const struct run_info *ri)
 	}
 	fo->dir = ri->out->path;
 	fo->procs = ri->procs;
+	fo->flame = ri->flame;
 	fo->freq = ri->freq;
 	return fo;
 }
@@ -85,7 +87,7 @@ bool output_fold(struct fold *fo, struct proc *p)
 	}
 	fo->rows_end = ftell(fo->rows);
 	pprof_fold_add(fo->pf, p);
-	flame_fold_add(p, fo->freq);
+	flame_fold_add(fo->flame, p, fo->freq);
 	return true;
 }
 
@@ -105,7 +107,7 @@ void output_fold_live(struct fold *fo)
 		if (p->exited || !p->samples.n || p->exact || proc_named_by_time(p))
 			continue;
 		pprof_fold_add(fo->pf, p);
-		flame_fold_add(p, fo->freq);
+		flame_fold_add(fo->flame, p, fo->freq);
 		proc_drop_samples(p);
 	}
 }

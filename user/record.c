@@ -36,6 +36,7 @@
 #include "user/trace.h"
 #include "user/usdt.h"
 #include "user/util.h"
+#include "user/writers.h"
 #include "user/xray.h"
 
 struct env env = {
@@ -832,7 +833,7 @@ static int rec_load(struct recorder *r)
 
 	if (rec_load_sinks(r))
 		return -1;
-	if (xray_new(&r->xray)) {
+	if (xray_new(&r->xray) || flame_views_new(&r->ri.flame)) {
 		err("out of memory");
 		return -1;
 	}
@@ -1382,6 +1383,7 @@ static int rec_finish(struct recorder *r, int code)
 	trace_free(&r->tlinks);
 	procs_free(&r->procs);
 	xray_free(r->xray);
+	flame_views_free(r->ri.flame);
 	symfiles_free();
 	kallsyms_free();
 	return code;

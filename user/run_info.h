@@ -12,6 +12,7 @@ struct procs;
 struct trace_links;
 struct usdt;
 struct xray;
+struct flame_views;
 struct degraded;
 struct outdir;
 struct fold;
@@ -73,6 +74,9 @@ struct run_info {
 	struct procs *procs;
 	/* The XRay function ids every process's trace and map share. */
 	struct xray *xray;
+	/* The flame graphs' trees (user/write_flame.c), filled as processes
+	 * are folded away and at the end. */
+	struct flame_views *flame;
 };
 
 #endif

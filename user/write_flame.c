@@ -26,26 +26,35 @@ static const struct view {
     {"stacks-wall.folded", "flamegraph-wall.html", "flame-wall.svg", "us",
      "wall-clock time (us, CPU + off-CPU), "},
 };
-static struct flame *trees[V_NR];
-static int tree_err;	     /* the first failure: no file is written then */
-static bool took_live;	     /* the processes held at the end are in */
-static uint64_t not_in_tree; /* samples a failure left out, for the warning */
-
 /* A frame name's buffer, as write_pprof.c's: a file's base name, whose
  * bytes may each be a 4-byte escape, with "[...]" or "+0x" and 16 digits. */
 #define NAME_BUF (PATH_MAX + 4)
-static char *bufs[MAX_STACK_FRAMES]; /* a frame's each, made as deep stacks come */
+
+struct flame_views {
+	struct flame *trees[V_NR];
+	int err;		      /* the first failure: no file is written then */
+	bool took_live;		      /* the processes held at the end are in */
+	uint64_t not_in_tree;	      /* samples a failure left out, for the warning */
+	char *bufs[MAX_STACK_FRAMES]; /* a frame's name each, made as deep stacks come */
+};
+
+int flame_views_new(struct flame_views **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
 
 /* Adds a stack of p to the views with a weight each (0: not to that one). */
-static void add_stack(struct proc *p, const struct sample *s, const uint64_t w[V_NR])
+static void add_stack(struct flame_views *fv, struct proc *p, const struct sample *s,
+		      const uint64_t w[V_NR])
 {
 	const char *names[MAX_STACK_FRAMES + 1];
 	struct frame_iter it = {0};
 	size_t n = 0, v;
 	int err = 0;
 
-	if (tree_err) {
-		not_in_tree++;
+	if (fv->err) {
+		fv->not_in_tree++;
 		return;
 	}
 	/* Root first: the comm, then the frames (user then kernel). */
@@ -55,11 +64,12 @@ static void add_stack(struct proc *p, const struct sample *s, const uint64_t w[V
 		while (frame_iter_next(&it)) {
 			size_t slot = n - 1;
 
-			if (!bufs[slot] && !(bufs[slot] = malloc(NAME_BUF))) {
+			if (!fv->bufs[slot] && !(fv->bufs[slot] = malloc(NAME_BUF))) {
 				err = -ENOMEM;
 				break;
 			}
-			names[n++] = frame_iter_name(&it, bufs[slot], NAME_BUF, NULL, NULL, NULL);
+			names[n++] =
+			    frame_iter_name(&it, fv->bufs[slot], NAME_BUF, NULL, NULL, NULL);
 		}
 	} else {
 		names[n++] = "[off-cpu] stack not recorded"; /* as profile.pb.gz */
@@ -67,20 +77,20 @@ static void add_stack(struct proc *p, const struct sample *s, const uint64_t w[V
 	for (v = 0; v < V_NR && !err; v++) {
 		if (!w[v])
 			continue;
-		if (!trees[v] && !(trees[v] = flame_new()))
+		if (!fv->trees[v] && !(fv->trees[v] = flame_new()))
 			err = -ENOMEM;
 		else
-			err = flame_add(trees[v], names, n, it.nk, w[v]);
+			err = flame_add(fv->trees[v], names, n, it.nk, w[v]);
 		if (err == -EINVAL) /* no frame: nothing to add */
 			err = 0;
 	}
 	if (err) {
-		tree_err = err;
-		not_in_tree++;
+		fv->err = err;
+		fv->not_in_tree++;
 	}
 }
 
-void flame_fold_add(struct proc *p, int freq)
+void flame_fold_add(struct flame_views *fv, struct proc *p, int freq)
 {
 	uint64_t period_us = freq > 0 ? 1000000 / (uint64_t)freq : 0;
 	const struct offcpu_sum *os;
@@ -89,7 +99,7 @@ void flame_fold_add(struct proc *p, int freq)
 	for (j = 0; j < p->samples.n; j++) {
 		const struct sample *s = &p->samples.v[j];
 
-		add_stack(p, s,
+		add_stack(fv, p, s,
 			  (uint64_t[V_NR]){s->count, 0, offcpu_on() ? s->count * period_us : 0});
 	}
 	if (!offcpu_on())
@@ -99,26 +109,27 @@ void flame_fold_add(struct proc *p, int freq)
 		struct sample s = {.stack = os[j].stack, .tid = os[j].tid};
 		uint64_t us = (os[j].ns + 500) / 1000;
 
-		add_stack(p, &s, (uint64_t[V_NR]){0, us, us});
+		add_stack(fv, p, &s, (uint64_t[V_NR]){0, us, us});
 	}
 }
 
 static int take_live(const struct run_info *ri, int v)
 {
+	struct flame_views *fv = ri->flame;
 	size_t i;
 
-	if (!took_live) {
-		took_live = true;
+	if (!fv->took_live) {
+		fv->took_live = true;
 		for (i = 0; i < ri->procs->v.n; i++)
-			flame_fold_add(ri->procs->v.v[i], ri->freq);
-		if (tree_err)
+			flame_fold_add(fv, ri->procs->v.v[i], ri->freq);
+		if (fv->err)
 			warn("stacks.folded and flamegraph.html: %s (%llu stacks could not be "
 			     "added): not written",
-			     strerror(-tree_err), (unsigned long long)not_in_tree);
+			     strerror(-fv->err), (unsigned long long)fv->not_in_tree);
 	}
-	if (tree_err)
-		return tree_err;
-	return trees[v] && flame_node(trees[v], 0)->total ? 0 : -ENODATA;
+	if (fv->err)
+		return fv->err;
+	return fv->trees[v] && flame_node(fv->trees[v], 0)->total ? 0 : -ENODATA;
 }
 
 struct flame_out {
@@ -132,7 +143,7 @@ static int fill_folded(void *ctx, FILE *f, int fd)
 	int err = take_live(o->ri, o->view);
 
 	(void)fd;
-	return err ? err : folded_write(trees[o->view], f);
+	return err ? err : folded_write(o->ri->flame->trees[o->view], f);
 }
 
 static int fill_flamegraph(void *ctx, FILE *f, int fd)
@@ -150,21 +161,20 @@ static int fill_flamegraph(void *ctx, FILE *f, int fd)
 		       ri->duration_ns / 1e9, ri->freq, ri->event);
 	for (k = 0; k < ri->argc && len < sizeof(title); k++)
 		len += snprintf(title + len, sizeof(title) - len, " %s", ri->argv[k]);
-	return flamegraph_write_html(trees[o->view], title, views[o->view].unit, f);
+	return flamegraph_write_html(ri->flame->trees[o->view], title, views[o->view].unit, f);
 }
 
-static void flame_free_all(void)
+void flame_views_free(struct flame_views *fv)
 {
 	size_t i;
 
-	for (i = 0; i < V_NR; i++) {
-		flame_free(trees[i]);
-		trees[i] = NULL;
-	}
-	for (i = 0; i < MAX_STACK_FRAMES; i++) {
-		free(bufs[i]);
-		bufs[i] = NULL;
-	}
+	if (!fv)
+		return;
+	for (i = 0; i < V_NR; i++)
+		flame_free(fv->trees[i]);
+	for (i = 0; i < MAX_STACK_FRAMES; i++)
+		free(fv->bufs[i]);
+	free(fv);
 }
 
 int write_flame(const struct run_info *ri)
@@ -188,6 +198,5 @@ int write_flame(const struct run_info *ri)
 			 ri->outdir, views[v].html);
 		OUT_FIRST(first, outdir_emit(ri->out, views[v].html, 0, cmd, fill_flamegraph, &o));
 	}
-	flame_free_all();
 	return first;
 }

@@ -27,8 +27,11 @@ int write_profile(const struct run_info *ri, struct pprof_fold *pf);
  * added as they are folded into the profile (flame_fold_add: as they exit, and the live ones every
  * minute), and forgotten: the tree grows with distinct stacks only. A failure (ENOMEM) is kept, and
  * the two files are then not written. */
-void flame_fold_add(struct proc *p, int freq);
-/* The processes still held are added first. */
+struct flame_views; /* the trees: one per recording (run_info.flame) */
+int flame_views_new(struct flame_views **out);
+void flame_views_free(struct flame_views *fv);
+void flame_fold_add(struct flame_views *fv, struct proc *p, int freq);
+/* The processes still held (ri->procs) are added first. */
 int write_flame(const struct run_info *ri);
 
 /* cpu-PID.prof, cpu-PID.N.prof and jit-PID.so (write_gperf.c). */
