@@ -44,11 +44,13 @@ read -r r h u < <(stack_shares "$TMP/d5k/profile.pb.gz" "[truncated]" spin 2>"$T
 t=deep_5000_truncated
 # Each sample in the recursion (all but the loader's and exit's few) ends
 # in [truncated] right above 1024 user frames: down's, under spin and
-# clock_gettime's few.
+# clock_gettime's few; or 1024 down frames, a sample taken while the
+# recursion goes down or returns (a few microseconds of the run: one
+# such sample failed the check once when it asked 1020-1023).
 n=$("$PPROF" -traces "$TMP/d5k/profile.pb.gz" 2>/dev/null | awk '
-	function done() { if (last == "[truncated]" && (k < 1020 || k > 1023)) bad++; k = 0; last = "" }
+	function done() { if (last == "[truncated]" && (k < 1020 || k > 1024)) { bad++; ks = ks " " k } k = 0; last = "" }
 	/^-----/ { done(); next } /^ +[a-z]+: / { next } NF { k += $NF == "down"; last = $NF }
-	END { done(); print bad + 0 }')
+	END { done(); print bad + 0 (bad ? " (down frames:" ks ")" : "") }')
 if at_least "$r" 95 && [ "$n" = 0 ]; then pass $t; else fail $t "$r% of all samples end in [truncated], $n of them not after 1024 user frames"; cat "$TMP/d5k.bad" >&2; fi
 t=deep_truncated_outputs
 folded_ok=$(awk '/spin/ { n++; if ($0 ~ /^recurse;\[truncated\];down;/) ok++ } END { print (n > 0 && n == ok) }' "$TMP/d5k/stacks.folded")
