@@ -51,6 +51,7 @@ struct symfile {
 	struct load *loads;
 	size_t nloads;
 	uint64_t *fstarts; /* function starts from .eh_frame_hdr, sorted */
+	uint64_t *fdes;	   /* fstarts[i]'s FDE (its vaddr), for its range */
 	size_t nfstarts;
 	bool go; /* a Go program: frame pointers always, with Go's own prologue */
 	/* Go's line table (.gopclntab: libdw reads no line of Go's DWARF),
@@ -395,13 +396,20 @@ static void read_fde_starts(Elf *elf, struct symfile *f)
 		if (count > (d->d_size - 12) / 8)
 			count = (d->d_size - 12) / 8;
 		f->fstarts = calloc(count ? count : 1, sizeof(*f->fstarts));
-		if (!f->fstarts)
+		f->fdes = calloc(count ? count : 1, sizeof(*f->fdes));
+		if (!f->fstarts || !f->fdes) {
+			free(f->fstarts);
+			free(f->fdes);
+			f->fstarts = f->fdes = NULL;
 			return;
+		}
 		for (i = 0; i < count; i++) {
-			int32_t loc;
+			int32_t loc, fde;
 
 			memcpy(&loc, b + 12 + 8 * i, 4);
+			memcpy(&fde, b + 16 + 8 * i, 4);
 			f->fstarts[i] = sh.sh_addr + (int64_t)loc;
+			f->fdes[i] = sh.sh_addr + (int64_t)fde;
 		}
 		f->nfstarts = count;
 	}
@@ -661,6 +669,7 @@ static void symfile_free(struct symfile *f)
 	free(f->names);
 	free(f->loads);
 	free(f->fstarts);
+	free(f->fdes);
 	free(f->path);
 	if (f->dwfl)
 		dwfl_end(f->dwfl);
@@ -948,10 +957,26 @@ static bool is_restore_rt(const struct symfile *f, uint64_t vaddr)
 	       !memcmp(b, code, sizeof(b));
 }
 
+/* How many functions of .eh_frame_hdr's table start at or before va. */
+static size_t fdes_upto(const struct symfile *f, uint64_t va)
+{
+	size_t lo = 0, hi = f->nfstarts;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->fstarts[mid] <= va)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 uint64_t symfile_func_start(struct symfile *f, uint64_t file_off, const char **name)
 {
 	uint64_t va = symfile_vaddr(f, file_off);
-	size_t lo = 0, hi = f->nfstarts;
+	size_t lo;
 	Dwarf_Frame *frame = NULL;
 	bool signal = false;
 	Dwfl_Module *m;
@@ -961,15 +986,7 @@ uint64_t symfile_func_start(struct symfile *f, uint64_t file_off, const char **n
 
 	/* The FDE that starts last at or before va in .eh_frame_hdr's sorted
 	 * table (libdw tells the range of a CFI row, not of its FDE)... */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (f->fstarts[mid] <= va)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo)
+	if (!(lo = fdes_upto(f, va)))
 		return 0;
 	/* ...is the one covering va if any does (FDEs do not overlap): libdw
 	 * says whether one does, from .eh_frame only (.debug_frame would load
@@ -1170,6 +1187,97 @@ int symfile_synth_run(struct symfile *f, uint64_t file_off, symfile_fn fn, void 
 		if (j == f->nsyms || !f->syms[j].synth || y->addr + y->size != f->syms[j].addr)
 			return 0;
 		i = j;
+	}
+}
+
+/* The length of fstarts[i]'s function (its FDE's pc_range), or 0 when the
+ * FDE cannot be read or gives a range that is not its own (a hostile file:
+ * past the next function's start or out of the file's loads). Its
+ * pc_begin, in the encodings compilers and linkers write (sdata4 pc-relative
+ * or absolute, 8 bytes absolute), must be fstarts[i]: that tells which
+ * encoding it is without reading the CIE. 64-bit DWARF entries: 0. */
+static uint64_t fde_range(const struct symfile *f, size_t i)
+{
+	uint64_t off = symfile_offset(f, f->fdes[i]), start = f->fstarts[i], begin, len;
+	unsigned char b[24];
+	ssize_t n;
+	uint32_t u32;
+	int32_t s32;
+
+	if (off == UINT64_MAX || f->dw_fd < 0 || (n = pread(f->dw_fd, b, sizeof(b), off)) < 16)
+		return 0;
+	memcpy(&u32, b, 4); /* the entry's length */
+	if (u32 == 0xffffffff || u32 < 12)
+		return 0;
+	memcpy(&s32, b + 8, 4);
+	memcpy(&begin, b + 8, 8);
+	if (f->fdes[i] + 8 + (int64_t)s32 == start || (uint32_t)s32 == start) {
+		memcpy(&u32, b + 12, 4);
+		len = u32;
+	} else if (n == (ssize_t)sizeof(b) && begin == start) {
+		memcpy(&len, b + 16, 8);
+	} else {
+		return 0;
+	}
+	if (!len || len > UINT64_MAX - start ||
+	    (i + 1 < f->nfstarts && len > f->fstarts[i + 1] - start) ||
+	    symfile_offset(f, start + len - 1) == UINT64_MAX)
+		return 0;
+	return len;
+}
+
+/* Whether fstarts[i]'s function (len bytes) is named by its FDE alone, as
+ * name_user_frame names it: no symbol covers its start nor starts from
+ * `from` (its start, or the end of the function before it in a run) to its
+ * end, and it is not __restore_rt (named by its bytes). */
+static bool fde_only(struct symfile *f, size_t i, uint64_t from, uint64_t len)
+{
+	uint64_t a = f->fstarts[i];
+	ssize_t k = len ? find_sym(f->syms, f->nsyms, a + len - 1) : -1;
+
+	if (!len)
+		return false;
+	if (k >= 0 &&
+	    (f->syms[k].addr >= from || !f->syms[k].size || a - f->syms[k].addr < f->syms[k].size))
+		return false;
+	return !is_restore_rt(f, a + 1);
+}
+
+/* Functions compiled apart are aligned (16 bytes at most on x86-64, GCC's
+ * and Clang's default): a gap that short between two is padding. */
+#define FDE_PADDING 16
+
+int symfile_fde_run(struct symfile *f, uint64_t file_off, symfile_fn fn, void *ctx)
+{
+	uint64_t va = symfile_vaddr(f, file_off), len, prev;
+	size_t lo = fdes_upto(f, va), i;
+	int r;
+
+	if (!lo)
+		return 0;
+	i = lo - 1;
+	len = fde_range(f, i);
+	if (va - f->fstarts[i] >= len || !fde_only(f, i, f->fstarts[i], len))
+		return 0;
+	/* Back to the run's first function... */
+	while (i && (prev = fde_range(f, i - 1)) && f->fstarts[i - 1] + prev <= f->fstarts[i] &&
+	       f->fstarts[i] - (f->fstarts[i - 1] + prev) < FDE_PADDING &&
+	       fde_only(f, i - 1, f->fstarts[i - 1], prev) &&
+	       fde_only(f, i, f->fstarts[i - 1] + prev, len)) {
+		i--;
+		len = prev;
+	}
+	/* ...and on to its last. */
+	for (;;) {
+		struct symfile_sym s = {.vaddr = f->fstarts[i], .size = len};
+		uint64_t end = f->fstarts[i] + len;
+
+		if ((r = fn(ctx, &s)))
+			return r;
+		if (++i == f->nfstarts || f->fstarts[i] < end ||
+		    f->fstarts[i] - end >= FDE_PADDING || !(len = fde_range(f, i)) ||
+		    !fde_only(f, i, end, len))
+			return 0;
 	}
 }
 

@@ -74,6 +74,14 @@ void symfiles_trim(uint64_t now, uint64_t idle_ns);
  * symbol (gzip, coreutils); 0 when no FDE covers it. *name gets the name
  * of a code known by its FDE and bytes (__restore_rt), else is left. */
 uint64_t symfile_func_start(struct symfile *f, uint64_t file_off, const char **name);
+/* The functions named by their .eh_frame FDE alone (no symbol covers them:
+ * a stripped library's statics, which symfile_func_start names) that adjoin
+ * the one at a file offset, for the readers that name frames from the file
+ * itself (cpu-PID.prof's): fn gets each, {vaddr: its FDE's start, size: its
+ * FDE's range, names NULL}, in address order, for as long as each follows
+ * the one before it with no more than alignment padding between. Returns
+ * fn's non-zero, else 0 (also when no such function holds the offset). */
+int symfile_fde_run(struct symfile *f, uint64_t file_off, symfile_fn fn, void *ctx);
 /* The bytes that name covers from the function's start: its FDE's first
  * byte (before the code, as a signal frame's FDE starts), the code, and
  * the address after it (the pc of a sample taken in its syscall). */

@@ -102,13 +102,21 @@ static int collect_jit(struct proc *p, struct jit_image *ji)
  * (func@plt: no symbol table has them, so the readers took _init, the symbol
  * before .plt), an entry point with no symbol (_start), glibc's signal
  * trampoline where libc has no symbol for it (__restore_rt: pprof read
- * [libc.so.6]), and the frame that ends a stack cut at --max-stack
- * ([truncated], at no address). Their names
- * go into names-PID.so (as JIT code's into jit-PID.so), each run of them at
- * a slot of its own, and each cpu file's mapping lines are cut around the
- * code they name, a line of its own pointing at the slot: no two lines may
- * hold one address (pprof takes the first that holds it, and moves the
- * main program's line first). */
+ * [libc.so.6]), a stripped binary's functions that only their FDE names
+ * (libz.so.1+0x4710, each covering its FDE's range: pprof read
+ * [libz.so.1.2.13], google-pprof the .dynsym symbol before it, a wrong
+ * name), and the frame that ends a stack cut at --max-stack ([truncated],
+ * at no address). Their names go into names-PID.so (as JIT code's into
+ * jit-PID.so), each run of them at a slot of its own, and each cpu file's
+ * mapping lines are cut around the code they name, a line of its own
+ * pointing at the slot: no two lines may hold one address (pprof takes the
+ * first that holds it, and moves the main program's line first).
+ * A run is the adjoining functions around a sampled one (a PLT's stubs,
+ * FDE-named functions with only alignment padding between them), so the
+ * lines grow with the stretches of such code sampled, not with its
+ * functions (a python3 zlib profile: 37 lines for 1,161 functions). One
+ * range per library would not do: its exported functions lie among the
+ * statics, and the range would take their names from the binary. */
 struct name_run {
 	uint64_t start, end; /* at run time */
 	uint64_t slot;	     /* its start in names-PID.so */
@@ -118,6 +126,7 @@ struct name_run {
 struct names_image {
 	VEC(struct jitelf_func) funcs; /* at their slots */
 	VEC(struct name_run) runs;     /* sorted by file then start, when written */
+	VEC(char *) owned;	       /* the names made here (the FDE-named) */
 	uint64_t next;		       /* the next free slot */
 	uint64_t start, end, offset;   /* the image's, from jitelf_write */
 	char path[PATH_MAX + 64];      /* absolute: the readers run elsewhere */
@@ -139,8 +148,9 @@ static int fill_names(void *ctx, FILE *f, int fd)
 /* The run being collected: the mapping it is in, its first function's start. */
 struct run_ctx {
 	struct names_image *ni;
-	const struct mapping *m;
+	struct mapping *m;
 	struct name_run run;
+	uint64_t vend; /* the ELF vaddr where its last function ends */
 };
 
 static int add_run_sym(void *ctx, const struct symfile_sym *s)
@@ -152,15 +162,38 @@ static int add_run_sym(void *ctx, const struct symfile_sym *s)
 	if (off == UINT64_MAX || off < rc->m->offset ||
 	    (at = rc->m->start + (off - rc->m->offset)) >= rc->m->end || s->size > rc->m->end - at)
 		return 0;
-	if (rc->run.end == rc->run.start)
+	if (rc->run.end == rc->run.start) {
 		rc->run.start = rc->run.end = at;
-	if (at != rc->run.end) /* a gap: no longer one run at run time */
+		rc->vend = s->vaddr;
+	}
+	/* Adjoining at run time as in the file (an FDE run's functions
+	 * have their alignment padding between them, which runs no code),
+	 * else no longer one run. */
+	if (s->vaddr < rc->vend || at - rc->run.end != s->vaddr - rc->vend)
 		return 1;
 	fn.start = rc->run.slot + (at - rc->run.start);
 	fn.size = s->size;
 	fn.name = s->name; /* as in a symbol table: the readers demangle */
 	rc->run.end = at + s->size;
+	rc->vend = s->vaddr + s->size;
 	return VEC_PUSH(rc->ni->funcs, fn) ? -ENOMEM : 0;
+}
+
+/* A function of an FDE run (symfile_fde_run), named as profile.pb.gz names
+ * it (frame_name: file+0xSTART). */
+static int add_fde_sym(void *ctx, const struct symfile_sym *s)
+{
+	struct run_ctx *rc = ctx;
+	struct frame fr = {.kind = FRAME_USER, .map = rc->m, .func = s->vaddr};
+	struct symfile_sym y = *s;
+	char buf[PATH_MAX + 32], *name = strdup(frame_name(&fr, buf, sizeof(buf)));
+
+	if (!name || VEC_PUSH(rc->ni->owned, name)) {
+		free(name);
+		return -ENOMEM;
+	}
+	y.name = name;
+	return add_run_sym(ctx, &y);
 }
 
 static bool in_runs(const struct names_image *ni, size_t file, uint64_t pc)
@@ -190,7 +223,7 @@ static int collect_names(struct proc *p, struct names_image *ni, size_t file, si
 		frame_iter_init(&it, p, &p->samples.v[j], false);
 		while (frame_iter_next(&it) && !err) {
 			const struct frame *f = it.f;
-			struct run_ctx rc = {ni, f->map, {0, 0, ni->next, file}};
+			struct run_ctx rc = {ni, f->map, {0, 0, ni->next, file}, 0};
 
 			if (f->kind != FRAME_USER || seen[it.id])
 				continue;
@@ -202,18 +235,22 @@ static int collect_names(struct proc *p, struct names_image *ni, size_t file, si
 				rc.run.start = GPERF_TRUNCATED;
 				rc.run.end = GPERF_TRUNCATED + fn.size;
 				err = VEC_PUSH(ni->funcs, fn);
-			} else if (f->name && f->map && f->map->sym && !in_runs(ni, file, f->pc)) {
+			} else if ((f->name || f->func) && f->map && f->map->sym &&
+				   !in_runs(ni, file, f->pc)) {
 				struct symfile_sym y = {.vaddr = f->func,
 							.size = SYMFILE_RESTORE_RT_SIZE,
 							.name = f->name};
+				uint64_t off = f->pc - f->map->start + f->map->offset;
 
-				/* A code named by its FDE and bytes (__restore_rt),
-				 * else by a symbol made here, if it is. */
-				err = f->func
-					  ? add_run_sym(&rc, &y)
-					  : symfile_synth_run(
-						f->map->sym, f->pc - f->map->start + f->map->offset,
-						add_run_sym, &rc);
+				/* A code named by its FDE alone (file+0xSTART),
+				 * by its FDE and bytes (__restore_rt), else by a
+				 * symbol made here, if it is. */
+				if (!f->name)
+					err = symfile_fde_run(f->map->sym, off, add_fde_sym, &rc);
+				else if (f->func)
+					err = add_run_sym(&rc, &y);
+				else
+					err = symfile_synth_run(f->map->sym, off, add_run_sym, &rc);
 				err = err > 0 ? 0 : err;
 			}
 			if (err || rc.run.end == rc.run.start)
@@ -575,5 +612,8 @@ int write_cpuprofile(const struct run_info *ri, struct proc *p)
 	VEC_FREE(ji.funcs);
 	VEC_FREE(ni.funcs);
 	VEC_FREE(ni.runs);
+	for (i = 0; i < ni.owned.n; i++)
+		free(ni.owned.v[i]);
+	VEC_FREE(ni.owned);
 	return first;
 }

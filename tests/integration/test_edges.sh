@@ -6,7 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(edges_vdso edges_plt edges_restore_rt edges_no_wrong_name edges_xray_map edges_flame
-	edges_gperftools_vdso edges_gperftools_plt edges_gperftools_restore_rt)
+	edges_gperftools_vdso edges_gperftools_plt edges_gperftools_restore_rt edges_gperftools_fde)
 require_bpf "${ALL[@]}"
 
 "$REC" -q -F 499 -o "$TMP/e" -- "$WL/edges" 3 2>"$TMP/e.err"
@@ -121,4 +121,79 @@ if require_tool google-pprof $t; then
 	pp=$(awk '$NF == "__restore_rt" { print $4 }' "$TMP/gtop")
 	if [ "$want" -gt 0 ] && [ "$g" = "$want" ] && [ "$pp" = "$want" ]; then pass $t; else
 		fail $t "__restore_rt: ${g:-no} samples in google-pprof, ${pp:-no} in pprof, $want in the folded stacks"; fi
+fi
+
+# A stripped library's functions that no symbol covers are named by their
+# FDE's start in profile.pb.gz (libz.so.1+0x4710), and in cpu-PID.prof by
+# names-PID.so, whose functions cover their FDEs' ranges. Before, pprof read
+# [libz.so.1.2.13] and google-pprof the .dynsym symbol before them
+# (crc32_combine_op@@ZLIB_1.2.12 for deflate's internals): wrong names.
+# Every name both readers show is one profile.pb.gz shows (or an alias at
+# its address, or a name of a build-id debug file: the readers read those,
+# libc6-dbg's, and unfold inlined calls, which profile.pb.gz does not), and
+# each FDE-named function's samples (cumulative) agree in all three.
+t=edges_gperftools_fde
+if require_tool google-pprof $t && require_tool /usr/bin/python3 $t; then
+	"$REC" -q -F 499 -o "$TMP/z" -- /usr/bin/python3 -c '
+import os, time, zlib
+d = os.urandom(1 << 15) + bytes(1 << 16)
+t = time.time()
+while time.time() - t < 2:
+    zlib.compress(d, 6)' 2>"$TMP/z.err"
+	prof=$(ls "$TMP"/z/cpu-*.prof 2>/dev/null | head -1)
+	all=(-nodefraction=0 -nodecount=100000 -sample_index=samples)
+	"$PPROF" -top "${all[@]}" "$TMP/z/profile.pb.gz" > "$TMP/z.pb" 2>/dev/null
+	"$PPROF" -top "${all[@]}" /usr/bin/python3 "$prof" > "$TMP/z.pp" 2>/dev/null
+	google-pprof --text --nodefraction=0 --nodecount=100000 /usr/bin/python3 "$prof" > "$TMP/z.gp" 2>/dev/null
+	if out=$(/usr/bin/python3 - "$TMP/z.pb" "$TMP/z.gp" "$TMP/z.pp" "$prof" <<'PY'
+import re, subprocess, sys
+pb, gp, pp, prof = sys.argv[1:5]
+
+def cums(path):  # name -> cumulative samples, from pprof -top / google-pprof --text
+    out = {}
+    for l in open(path):
+        m = re.match(r'\s*\d+\s+\S+%\s+\S+%\s+(\d+)\s+\S+%\s+(.*\S)\s*$', l)
+        if m:
+            out[m.group(2)] = int(m.group(1))
+    return out
+
+def plain(n):  # memcpy@@GLIBC_2.14, systrim.constprop.0: memcpy, systrim
+    return re.sub(r'(\.(constprop|isra|part|cold)\.?[0-9]*)+$', '', re.sub(r'@@?[\w.]+$', '', n))
+
+P, G, Q = cums(pb), cums(gp), cums(pp)
+have = {plain(n) for n in P}
+known = {plain(n[:-len(' (inline)')]) for n in Q if n.endswith(' (inline)')}
+alias = {}
+for f in set(re.findall(rb'^[0-9a-f]+-[0-9a-f]+ r.x. \S+ \S+ \d+ +(/\S+)$', open(prof, 'rb').read(), re.M)):
+    f = f.decode()
+    bid = re.search(r'Build ID: ([0-9a-f]+)', subprocess.run(['readelf', '-n', f], capture_output=True, text=True).stdout)
+    for args in (['-D', f], [f'/usr/lib/debug/.build-id/{bid[1][:2]}/{bid[1][2:]}.debug'] if bid else []):
+        at = {}
+        for l in subprocess.run(['nm', '--defined-only'] + args, capture_output=True, text=True).stdout.splitlines():
+            w = l.split()
+            if len(w) == 3 and w[1] in 'tTWiw':
+                at.setdefault(w[0], set()).add(plain(w[2]))
+                if args[0] != '-D':
+                    known.add(plain(w[2]))
+        for g in at.values():
+            for n in g:
+                alias.setdefault(n, set()).update(g)
+bad = []
+for reader, R in (('google-pprof', G), ('pprof', Q)):
+    for n in R:
+        s = plain(n.removesuffix(' (inline)'))
+        if s not in have and not alias.get(s, set()) & have and s not in known:
+            bad.append(f'{reader} names {n} ({R[n]} samples), which profile.pb.gz does not')
+fde = [n for n in P if re.fullmatch(r'\S+\+0x[0-9a-f]+', n)]
+for n in fde:
+    if G.get(n) != P[n] or Q.get(n) != P[n]:
+        bad.append(f'{n}: {P[n]} samples in profile.pb.gz, {G.get(n)} in google-pprof, {Q.get(n)} in pprof')
+libz = sum(P[n] for n in fde if n.startswith('libz.so'))
+if libz < 100:
+    bad.append(f'libz.so.1+0x... has {libz} cumulative samples in profile.pb.gz; want >= 100')
+print('\n'.join(bad[:8]) or f'{len(fde)} FDE-named functions, {libz} cumulative samples in libz.so.1+0x...')
+sys.exit(1 if bad else 0)
+PY
+	); then pass "$t ($out)"; else
+		fail $t "$out"; fi
 fi

@@ -405,6 +405,88 @@ static void test_restore_rt(void)
 		close(fd);
 }
 
+/* A stripped libz's functions that no symbol covers (deflate's internals):
+ * symfile_fde_run gives each, at any offset in it, with its FDE's range as
+ * readelf reads it from .eh_frame, and its neighbours of the same kind in
+ * address order, padding at most between them; never a function a symbol
+ * covers (deflate). */
+struct fde_rows {
+	uint64_t start[4096], end[4096];
+	size_t n;
+};
+
+struct fde_got {
+	const struct fde_rows *rows;
+	struct symfile *f;
+	uint64_t last; /* where the one before ended, 0 first */
+	size_t n, bad;
+	bool has; /* the function asked about was given */
+	uint64_t want;
+};
+
+static int check_fde(void *ctx, const struct symfile_sym *s)
+{
+	struct fde_got *g = ctx;
+	size_t i;
+
+	for (i = 0; i < g->rows->n && g->rows->start[i] != s->vaddr; i++)
+		;
+	if (i == g->rows->n || g->rows->end[i] - s->vaddr != s->size || s->name ||
+	    symfile_lookup(g->f, symfile_offset(g->f, s->vaddr), NULL, NULL, NULL) ||
+	    (g->last && (s->vaddr < g->last || s->vaddr - g->last >= 16))) {
+		CHECKF(false, "FDE run: %#llx+%#llx", (unsigned long long)s->vaddr,
+		       (unsigned long long)s->size);
+		g->bad++;
+	}
+	g->has |= s->vaddr == g->want;
+	g->last = s->vaddr + s->size;
+	g->n++;
+	return 0;
+}
+
+static void test_fde_run(void)
+{
+	const char *path = "/lib/x86_64-linux-gnu/libz.so.1";
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct symfile *f = fd >= 0 ? symfile_get(fd, path) : NULL;
+	char *out = run_cmd("readelf -wf %s", path), *p = out;
+	static struct fde_rows rows;
+	size_t i, named = 0, runs = 0;
+
+	CHECK(f && out);
+	rows.n = 0;
+	while (p && (p = strstr(p, " FDE cie=")) && rows.n < 4096) {
+		unsigned long long a, b;
+
+		if ((p = strstr(p, "pc=")) && sscanf(p, "pc=%llx..%llx", &a, &b) == 2) {
+			rows.start[rows.n] = a;
+			rows.end[rows.n++] = b;
+		}
+	}
+	CHECK(rows.n > 20);
+	for (i = 0; f && i < rows.n; i++) {
+		uint64_t off = symfile_offset(f, rows.start[i]);
+		uint64_t mid = off + (rows.end[i] - rows.start[i]) / 2;
+		struct fde_got g = {&rows, f, 0, 0, 0, false, rows.start[i]};
+		bool sym = symfile_lookup(f, mid, NULL, NULL, NULL) != NULL;
+
+		CHECK(symfile_fde_run(f, mid, check_fde, &g) == 0);
+		if (sym) {
+			CHECKF(g.n == 0, "%#llx has a symbol", (unsigned long long)rows.start[i]);
+			continue;
+		}
+		named++;
+		runs += g.n > 0;
+		CHECKF(g.has && !g.bad, "%#llx: not in its run", (unsigned long long)rows.start[i]);
+	}
+	/* libz's statics (deflate_slow, longest_match...) are most of its code. */
+	CHECKF(named > 20 && runs == named, "%zu FDE-named functions, %zu in runs", named, runs);
+	free(out);
+	symfiles_free();
+	if (fd >= 0)
+		close(fd);
+}
+
 /* tests/workloads/gocgo.go built by the newer Go (/usr/local/go, 1.26+,
  * whose line table no longer holds its text start; GO_NEW names another):
  * cgo links it with the C linker, whose .text begins with C code, before
@@ -496,6 +578,7 @@ int main(void)
 	RUN_TEST(test_plt);
 	RUN_TEST(test_entry);
 	RUN_TEST(test_restore_rt);
+	RUN_TEST(test_fde_run);
 	if (make_two())
 		RUN_TEST(test_two_eh_frame_hdrs);
 	else
