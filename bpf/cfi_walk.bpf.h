@@ -543,9 +543,11 @@ static __always_inline int cfi_step(struct scratch *sc, const bool compat)
 	return CFI_GO;
 }
 
-/* The end of a walk: flags, stats, the DWARF copy when a table was
- * missing, and the record. */
-static __always_inline int cfi_finish(struct scratch *sc, int r, const bool compat)
+/* The end of a walk: flags, stats (the sampler's; sampled false for an
+ * off-CPU stack's walk, counted by bpf/offcpu.bpf.h) and the DWARF copy when
+ * a table was missing. */
+static __always_inline void cfi_end(struct scratch *sc, int r, const bool sampled,
+				    const bool compat)
 {
 	struct ev_sample *s = (struct ev_sample *)sc->head;
 
@@ -554,10 +556,12 @@ static __always_inline int cfi_finish(struct scratch *sc, int r, const bool comp
 		r = CFI_DONE_NOTABLE;
 	if (r == CFI_DONE_END) {
 		s->flags |= SAMPLE_CFI_END;
-		count(STAT_CFI_END);
+		if (sampled)
+			count(STAT_CFI_END);
 	} else if (r == CFI_DONE_NOTABLE) {
 		s->flags |= SAMPLE_CFI_NOTABLE;
-		count(STAT_CFI_NOTABLE);
+		if (sampled)
+			count(STAT_CFI_NOTABLE);
 		if (!bpf_map_lookup_elem(&cfi_woken, &sc->cfi.tgid)) {
 			__u8 one = 1;
 
@@ -596,9 +600,16 @@ static __always_inline int cfi_finish(struct scratch *sc, int r, const bool comp
 		s->flags |= SAMPLE_CFI_TRUNC;
 		if (r == CFI_DONE_LIMIT)
 			s->flags |= SAMPLE_MAX_STACK;
-		count(STAT_CFI_TRUNC);
+		if (sampled)
+			count(STAT_CFI_TRUNC);
 	}
-	return send_sample(sc, s->nkernel, sc->cfi.n, compat);
+}
+
+/* The end of a sample's walk: the record. */
+static __always_inline int cfi_finish(struct scratch *sc, int r, const bool compat)
+{
+	cfi_end(sc, r, true, compat);
+	return send_sample(sc, ((struct ev_sample *)sc->head)->nkernel, sc->cfi.n, compat);
 }
 
 struct cfi_loop {
@@ -616,6 +627,19 @@ static long cfi_block(__u32 i, struct cfi_loop *c)
 {
 	c->r = cfi_step(c->sc, false);
 	return c->r != CFI_GO;
+}
+
+/* A whole walk in this program, a frame per bpf_loop callback (cfi_block),
+ * for a program that cannot tail-call the perf_event walkers (the off-CPU
+ * switch program, a tp_btf one): returns how it ended (CFI_DONE_*), for
+ * cfi_end. Kernels with bpf_loop only (5.17). */
+static __always_inline int cfi_walk_loop(struct scratch *sc)
+{
+	struct cfi_loop c = {.sc = sc, .r = CFI_GO};
+
+	/* cfi_step ends it at max_stack frames. */
+	bpf_loop(max_stack + 1, cfi_block, &c, 0);
+	return c.r == CFI_GO ? CFI_DONE_LIMIT : c.r;
 }
 
 /* The frames' loop is not unrolled (clang keeps it a loop: the step is too
@@ -641,23 +665,17 @@ static __always_inline int cfi_walker(void *ctx, const bool compat)
 		bpf_tail_call(ctx, &cfi_progs, compat ? 1 : 0);
 	/* The tail-call budget spent (or the call failed): the rest of a deep
 	 * stack in bpf_loop blocks, from this invocation. */
-	if (r == CFI_GO && !compat) {
-		struct cfi_loop c = {.sc = sc, .r = CFI_GO};
-
-		/* cfi_step ends it at max_stack frames. */
-		bpf_loop(max_stack + 1, cfi_block, &c, 0);
-		r = c.r == CFI_GO ? CFI_DONE_LIMIT : c.r;
-	}
+	if (r == CFI_GO && !compat)
+		r = cfi_walk_loop(sc);
 	if (r == CFI_GO)
 		r = CFI_DONE_LIMIT; /* the compat walker's tail-call budget */
 	cfi_finish(sc, r, compat);
 	return 0;
 }
 
-/* From the sampler, with the record's header, kernel ips and stack copy in
- * place: starts the walk. Returns only when the tail call failed. */
-static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid, __u32 nk,
-				      __u32 copied, const bool compat)
+/* The walk's state from the record's header, kernel ips and stack copy,
+ * in place: its first frame, the leaf. */
+static __always_inline void cfi_begin(struct scratch *sc, __u32 tgid, __u32 nk, __u32 copied)
 {
 	struct ev_sample *s = (struct ev_sample *)sc->head;
 	struct cfi_state *st = &sc->cfi;
@@ -686,6 +704,14 @@ static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid,
 	sc->win_lo = sc->win_len = 0;
 	if (nk < MAX_FRAMES)
 		s->ips[nk] = st->pc;
+}
+
+/* From the sampler, with the record's header, kernel ips and stack copy in
+ * place: starts the walk. Returns only when the tail call failed. */
+static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid, __u32 nk,
+				      __u32 copied, const bool compat)
+{
+	cfi_begin(sc, tgid, nk, copied);
 	count(STAT_CFI_WALKS);
 	bpf_tail_call(ctx, &cfi_progs, compat ? 1 : 0);
 	count(STAT_CFI_NO_PROG);

@@ -49,7 +49,7 @@ struct ev_hdr {
 	__u64 time_ns; /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
 };
 
-/* flags of struct ev_sample */
+/* flags of struct ev_sample (16 bits) */
 /* (1u << 0), (1u << 1), (1u << 3): unused (bpf_get_stack's errors and a
  * short stack copy, which no reader took: the errors are counted in stats,
  * and a copy's length is stack_len) */
@@ -65,7 +65,9 @@ struct ev_hdr {
  * loaded, and the stack was copied for DWARF too (SAMPLE_DWARF: user space
  * unwinds the copy; the ips, walked on by frame pointers from there, are
  * what it takes when the copy cannot be unwound). A CFI-walked
- * sample carries a stack copy only with SAMPLE_DWARF. */
+ * sample carries a stack copy only with SAMPLE_DWARF; a CFI-walked
+ * EV_OFFCPU_STACK without it carries the walk's first window (the words
+ * user space finds its place's return addresses in, struct offcpu_sig). */
 #define SAMPLE_CFI	   (1u << 6)
 #define SAMPLE_CFI_END	   (1u << 7)
 #define SAMPLE_CFI_TRUNC   (1u << 8)
@@ -88,12 +90,12 @@ struct ev_sample {
 	char comm[COMM_LEN]; /* the thread's */
 	__u16 nkernel;	     /* kernel frames, leaf first */
 	__u16 nuser;	     /* user frames (frame-pointer walk), leaf first */
-	__u32 flags;
-	__u32 stack_len; /* bytes of user stack copied from uregs[UREG_SP] */
-	union {
-		__u32 stack_id; /* EV_OFFCPU_STACK: the id the waits of this stack carry */
-		__u32 dwarf_at; /* EV_SAMPLE with SAMPLE_DWARF_AT (above) */
-	};
+	__u16 flags;
+	/* With SAMPLE_DWARF_AT (above); not in a union with stack_id: an
+	 * off-CPU stack walked by CFI has both. */
+	__u16 dwarf_at;
+	__u32 stack_len;      /* bytes of user stack copied from uregs[UREG_SP] */
+	__u32 stack_id;	      /* EV_OFFCPU_STACK: the id the waits of this stack carry */
 	__u64 uregs[UREG_NR]; /* zero for kernel threads */
 	__u64 ips[];	      /* nkernel kernel ips, nuser user ips, then stack_len bytes */
 };
@@ -312,6 +314,8 @@ enum stat_idx {
 	STAT_OFFCPU_LOST_EVENTS, /* EV_OFFCPU not taken: the wait is missing from the timeline */
 	STAT_OFFCPU_LOST_STARTS, /* offcpu_start full: a wait not measured */
 	STAT_OFFCPU_SLEEPERS,	 /* threads found off the CPU at the start */
+	STAT_OFFCPU_CFI,	 /* new stacks whose user part the CFI walk walked */
+	STAT_OFFCPU_CFI_NOTABLE, /* ... that met a mapping without a table (copied for DWARF) */
 	/* -t usdt: */
 	STAT_USDT_FIRED,     /* probes of recorded processes that fired */
 	STAT_USDT_LOST,	     /* ... that the ring buffer could not take */

@@ -8,11 +8,12 @@
  * A stack is walked and sent (EV_OFFCPU_STACK, an ev_sample that user space
  * unwinds as a sample's) only the first time its offcpu_stack_key is seen:
  * a thread that blocks in the same place again costs a stack id and two
- * hash lookups. The user part is copied for DWARF unwinding (offcpu_copy
- * bytes: the sampler's --call-graph dwarf path, which unwinds code without
- * frame pointers such as libc's wrappers), or walked by the kernel's frame
- * pointers (bpf_get_stack) with offcpu_copy 0: offcpu_user_stack is the one
- * place that chooses.
+ * hash lookups. The user part is walked here by the CFI tables where the
+ * sampler's walk is on and the kernel has bpf_loop, else copied for DWARF
+ * unwinding (offcpu_copy bytes: the sampler's --call-graph dwarf path, which
+ * unwinds code without frame pointers such as libc's wrappers), or walked
+ * by the kernel's frame pointers (bpf_get_stack) with offcpu_copy 0:
+ * offcpu_user_stack is the one place that chooses.
  *
  * Included by sample.bpf.c after struct scratch, copy_stack, emit and
  * user_regs. */
@@ -114,18 +115,55 @@ static __always_inline bool offcpu_recorded(__u32 tgid, __u32 tid)
 	return tid != 0 && !(tgid == self_tgid && tgid);
 }
 
+/* A 64-bit task (__USER_CS), as the sampler's CFI walk asks: a compat
+ * task's stack is left to the copy or the kernel's walk. */
+static __always_inline bool offcpu_user64(struct task_struct *t, const bool compat)
+{
+	struct pt_regs *ur = user_regs(t, compat);
+	__u64 cs = 0;
+
+	bpf_core_read(&cs, bpf_core_field_size(ur->cs), &ur->cs);
+	return (cs & 0xffff) == 0x33;
+}
+
 /* The user part of a new stack, into the record after its nk kernel ips;
- * returns the number of user ips. */
-static __always_inline __u64 offcpu_user_stack(void *ctx, struct scratch *sc, __u64 nk,
-					       const bool compat)
+ * returns the number of user ips.
+ *
+ * Where the CFI walk is on and the kernel has bpf_loop (not the compat
+ * program's kernels), the stack is walked here by its tables, a frame per
+ * bpf_loop callback (this tp_btf program cannot tail-call the perf_event
+ * walkers), up to --max-stack frames: user space then unwinds nothing, and
+ * needs no libdwfl unwinder for the process (docs/benchmarks.md: what that
+ * saves under a server).
+ * Where the walk meets a mapping without a table, it keeps the frames
+ * walked and copies the stack for DWARF from that frame on
+ * (SAMPLE_DWARF_AT), as the sampler does. Else the copy or the kernel's
+ * frame-pointer walk, as before. */
+static __always_inline __u64 offcpu_user_stack(void *ctx, struct task_struct *prev,
+					       struct scratch *sc, __u64 nk, const bool compat)
 {
 	struct ev_sample *s = (struct ev_sample *)sc->head;
 	__u64 sp = s->uregs[UREG_SP];
+	__u32 copied;
 	long n;
 
+	if (nk >= MAX_FRAMES)
+		return 0;
+	if (cfi_walk && !compat && offcpu_user64(prev, compat)) {
+		/* The walk's first window, also sent (without SAMPLE_DWARF):
+		 * user space finds the place's return addresses in it
+		 * (user/offcpu.c install_sig). cfi_end replaces it with the
+		 * DWARF copy where a table was missing. */
+		copied = copy_stack(sc, sp, OFFCPU_SIGWIN, compat);
+		cfi_begin(sc, s->hdr.pid, nk, copied);
+		s->stack_len = copied;
+		count(STAT_OFFCPU_CFI);
+		cfi_end(sc, cfi_walk_loop(sc), false, compat);
+		if (s->flags & SAMPLE_CFI_NOTABLE)
+			count(STAT_OFFCPU_CFI_NOTABLE);
+		return sc->cfi.n;
+	}
 	if (offcpu_copy) {
-		if (nk >= MAX_FRAMES)
-			return 0;
 		s->ips[nk] = s->uregs[UREG_IP];
 		s->stack_len = copy_stack(sc, sp, offcpu_copy, compat);
 		if (sc->cfi.tramp) { /* uretprobes' return addresses, back */
@@ -135,8 +173,6 @@ static __always_inline __u64 offcpu_user_stack(void *ctx, struct scratch *sc, __
 		s->flags |= SAMPLE_DWARF;
 		return 1;
 	}
-	if (nk >= MAX_FRAMES)
-		return 0;
 	n = bpf_get_stack(ctx, &s->ips[nk], MAX_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
 	if (n < 0)
 		return 0;
@@ -183,9 +219,9 @@ static __always_inline int offcpu_send_stack(void *ctx, struct task_struct *prev
 		nk = MAX_FRAMES;
 	s->nkernel = nk;
 	if (user_stacks && k->sp)
-		nu = offcpu_user_stack(ctx, sc, nk, compat);
-	if (nu > MAX_FRAMES)
-		nu = MAX_FRAMES;
+		nu = offcpu_user_stack(ctx, prev, sc, nk, compat);
+	if (nu > MAX_USER_STACK)
+		nu = MAX_USER_STACK;
 	s->nuser = nu;
 	ips_len = (nk + nu) * sizeof(__u64);
 	if (ips_len > IPS_MAX)

@@ -414,7 +414,8 @@ static const char *wait_name(const struct ev_sample *s, uint32_t kind)
  * in the copy, going up from the last one found, within OFFCPU_SIGWIN
  * bytes of sp. The sig then hashes the frames' own words, which stay the
  * same while the thread waits there again through the same calls. Only
- * for a copied stack (DWARF): a place keeps the heuristic key otherwise. */
+ * for a stack sent with its words (a copy for DWARF, or the CFI walk's
+ * first window): a place keeps the heuristic key otherwise. */
 static void install_sig(const struct proc *p, const struct ev_sample *s, uint32_t stack)
 {
 	struct offcpu_sig_key k = {.tgid = s->hdr.pid,
@@ -427,7 +428,10 @@ static void install_sig(const struct proc *p, const struct ev_sample *s, uint32_
 	const uint32_t *ids;
 	uint32_t nk, nu, i;
 
-	if (oc.sigs_fd < 0 || !(s->flags & SAMPLE_DWARF) || !s->stack_len || !k.sp)
+	/* The copy or the CFI walk's window, from the place's sp: not a copy
+	 * from a frame further up (SAMPLE_DWARF_AT, whose uregs are that
+	 * frame's). */
+	if (oc.sigs_fd < 0 || (s->flags & SAMPLE_DWARF_AT) || !s->stack_len || !k.sp)
 		return;
 	ids = proc_stack(p, stack, &nk, &nu);
 	if (!ids)
@@ -778,7 +782,7 @@ int offcpu_collect(struct procs *procs, struct sample_bpf *skel)
 	vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
-	for (i = STAT_OFFCPU_SWITCHES; i <= STAT_OFFCPU_SLEEPERS; i++)
+	for (i = STAT_OFFCPU_SWITCHES; i <= STAT_OFFCPU_CFI_NOTABLE; i++)
 		if (!bpf_map_lookup_elem(sfd, &i, vals))
 			for (c = 0; c < ncpu; c++)
 				st[i] += vals[c];
@@ -797,6 +801,8 @@ int offcpu_collect(struct procs *procs, struct sample_bpf *skel)
 	    .lost_events = st[STAT_OFFCPU_LOST_EVENTS],
 	    .lost_starts = st[STAT_OFFCPU_LOST_STARTS],
 	    .sleepers = st[STAT_OFFCPU_SLEEPERS],
+	    .cfi_walked = st[STAT_OFFCPU_CFI],
+	    .cfi_to_dwarf = st[STAT_OFFCPU_CFI_NOTABLE],
 	    .min_ns = oc.min_ns,
 	    .open = oc.tot.open,
 	    .stale = st[STAT_OFFCPU_STALE],

@@ -97,6 +97,9 @@ struct offcpu_totals {
 	uint64_t lost_events;		      /* waits missing from the XRay timelines */
 	uint64_t lost_starts;		      /* waits not measured: offcpu_start full */
 	uint64_t sleepers; /* threads off the CPU at the start, their waits counted from it */
+	/* New stacks walked by the CFI tables in BPF; of them, copied for DWARF
+	 * from a frame without a table. */
+	uint64_t cfi_walked, cfi_to_dwarf;
 	uint32_t sums_entries, threads_entries; /* the maps' sizes */
 };
 void offcpu_totals(struct offcpu_totals *t);

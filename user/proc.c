@@ -673,7 +673,9 @@ static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs,
 		max = MAX_USER_STACK;
 	*cut = false;
 
-	if (s->stack_len && !p->uw)
+	/* Only a copy for DWARF needs one: an off-CPU stack walked in BPF
+	 * carries its first window for user/offcpu.c's sig alone. */
+	if ((s->flags & SAMPLE_DWARF) && s->stack_len && !p->uw)
 		p->uw = unwinder_new(p->pid);
 	if (p->uw && (s->flags & SAMPLE_DWARF)) {
 		uint64_t regs[UREG_NR] = {s->uregs[UREG_IP], s->uregs[UREG_SP], s->uregs[UREG_BP]};
