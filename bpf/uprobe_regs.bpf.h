@@ -171,9 +171,10 @@ static __always_inline void uprobe_regs_at(struct task_struct *task, __u64 *regs
 		if (ip - v->tramp >= UPROBE_XOL_SLOT)
 			return;
 		/* Before 6.11 the trampoline is one int3, and the trap leaves ip
-		 * one past it, where the page holds no code (6.1 does not zero
-		 * it: a stray 0x59 or 0xc3 there read as the tail below, and
-		 * 0.2-0.9 % of the guest's samples ended at [uprobes]). */
+		 * one past it, where the page holds no code, nor zeros where the
+		 * kernel allocates it without __GFP_ZERO (as before that fix):
+		 * a stray 0x59 or 0xc3 there read as the tail below, and
+		 * 0.2-0.9 % of the 6.1 guest's samples ended at [uprobes]. */
 		if (ip == v->tramp + 1 && !bpf_probe_read_user(&c, 1, (void *)v->tramp) &&
 		    c == 0xcc)
 			int3_tramp = true;
