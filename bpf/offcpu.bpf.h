@@ -32,11 +32,21 @@ struct {
 	__uint(value_size, MAX_FRAMES * sizeof(__u64));
 } offcpu_kstacks SEC(".maps");
 
+/* A place's stack id. A stack whose walk met a mapping without its table
+ * (the first waits of a process, before its libraries' tables load) is
+ * walked again at a later wait there once the tables have changed (cfi_gen's
+ * user-space entry): else every wait of the place would keep the stack cut
+ * where the DWARF copy ended, for the whole recording. */
+struct offcpu_stack_ref {
+	__u32 id;
+	__u32 notable; /* its walk met a mapping without a table */
+	__u64 gen;     /* cfi_gen's user-space entry then */
+};
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct offcpu_stack_key);
-	__type(value, __u32);
+	__type(value, struct offcpu_stack_ref);
 } offcpu_stack_ids SEC(".maps");
 
 /* Filled by user space (offcpu_on_stack): see struct offcpu_sig. */
@@ -180,9 +190,11 @@ static __always_inline __u64 offcpu_user_stack(void *ctx, struct task_struct *pr
 }
 
 /* Walks and sends the stack of prev (current) as stack id; 0 or -1 when the
- * ring buffer could not take it. */
+ * ring buffer could not take it. *notable: the walk met a mapping without a
+ * table. */
 static __always_inline int offcpu_send_stack(void *ctx, struct task_struct *prev, __u32 id,
-					     const struct offcpu_stack_key *k, const bool compat)
+					     const struct offcpu_stack_key *k, bool *notable,
+					     const bool compat)
 {
 	__u32 slot = nr_cpus + bpf_get_smp_processor_id();
 	struct scratch *sc = bpf_map_lookup_elem(&scratch_map, &slot);
@@ -220,6 +232,7 @@ static __always_inline int offcpu_send_stack(void *ctx, struct task_struct *prev
 	s->nkernel = nk;
 	if (user_stacks && k->sp)
 		nu = offcpu_user_stack(ctx, prev, sc, nk, compat);
+	*notable = s->flags & SAMPLE_CFI_NOTABLE;
 	if (nu > MAX_USER_STACK)
 		nu = MAX_USER_STACK;
 	s->nuser = nu;
@@ -319,7 +332,8 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, cons
 	struct offcpu_start st;
 	struct pt_regs *ur;
 	struct scratch *sc;
-	__u32 tid = prev->pid, zero = 0, slot, *idp, *next;
+	__u32 tid = prev->pid, zero = 0, slot, *next;
+	struct offcpu_stack_ref *ref;
 
 	k.tgid = prev->tgid;
 	if (!offcpu_recorded(k.tgid, tid))
@@ -364,22 +378,39 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, cons
 	} else {
 		k.kstack = kernel_stacks ? bpf_get_stackid(ctx, &offcpu_kstacks, 0) : -1;
 	}
-	idp = bpf_map_lookup_elem(&offcpu_stack_ids, &k);
-	if (idp) {
-		st.stack = *idp;
+	ref = bpf_map_lookup_elem(&offcpu_stack_ids, &k);
+	if (ref && ref->notable) {
+		__u32 ku = CFI_GEN_USER;
+		__u64 *gu = bpf_map_lookup_elem(&cfi_gen, &ku);
+
+		if (gu && *gu != ref->gen)
+			ref = NULL; /* tables loaded since: walked again */
+	}
+	if (ref) {
+		st.stack = ref->id;
 	} else {
+		struct offcpu_stack_ref nref = {};
+		__u32 ku = CFI_GEN_USER;
+		__u64 *gu = bpf_map_lookup_elem(&cfi_gen, &ku);
+		bool notable = false;
+
+		/* The generation before the walk: a table loaded meanwhile
+		 * makes the next wait walk again. */
+		nref.gen = gu ? *gu : 0;
 		next = bpf_map_lookup_elem(&offcpu_next_id, &zero);
 		if (!next)
 			return;
 		*next += 1;
 		st.stack = *next * nr_cpus + bpf_get_smp_processor_id();
 		count(STAT_OFFCPU_STACKS);
-		if (offcpu_send_stack(ctx, prev, st.stack, &k, compat)) {
+		if (offcpu_send_stack(ctx, prev, st.stack, &k, &notable, compat)) {
 			/* Sent again at the next wait there; this one has no stack. */
 			count(STAT_OFFCPU_LOST_STACKS);
 			st.stack = 0;
 		} else {
-			bpf_map_update_elem(&offcpu_stack_ids, &k, &st.stack, BPF_ANY);
+			nref.id = st.stack;
+			nref.notable = notable;
+			bpf_map_update_elem(&offcpu_stack_ids, &k, &nref, BPF_ANY);
 		}
 	}
 	/* Full: this wait cannot be measured; counted, and the map is sized

@@ -780,14 +780,40 @@ static void release_old(struct cfi_maps *m, pid_t pid, struct proc *old)
 	drop_proc(m, old);
 }
 
-/* A test hook: BPFTRACE_REC_NO_TABLES=NAME[,NAME...] leaves the mappings
- * of files of these base names out, as if they were mapped after the
- * process's maps were read (the walk meets no table there, for good). */
+/* Test hooks, by the files' base names. BPFTRACE_REC_NO_TABLES=NAME[,...]
+ * leaves their mappings out, as if mapped after the process's maps were
+ * read (the walk meets no table there, for good);
+ * BPFTRACE_REC_SLOW_TABLES=NAME@SECONDS[,...] makes the first build of
+ * their tables take SECONDS longer, as builds do under emulation (the
+ * walks meet no table there until then). */
 static bool table_held_back(const char *file)
 {
 	const char *base = strrchr(file, '/');
 
 	return list_has(getenv("BPFTRACE_REC_NO_TABLES"), base ? base + 1 : file);
+}
+
+static double table_slowness(const char *file)
+{
+	const char *s = getenv("BPFTRACE_REC_SLOW_TABLES"), *base = strrchr(file, '/');
+	size_t n;
+
+	base = base ? base + 1 : file;
+	n = strlen(base);
+	for (; s && *s; s = strchr(s, ',') ? strchr(s, ',') + 1 : NULL)
+		if (!strncmp(s, base, n) && s[n] == '@')
+			return atof(s + n + 1);
+	return 0;
+}
+
+static bool table_built(const struct cfi_maps *m, uint64_t dev, uint64_t ino)
+{
+	size_t i;
+
+	for (i = 0; i < m->tables.n; i++)
+		if (m->tables.v[i].live && m->tables.v[i].dev == dev && m->tables.v[i].ino == ino)
+			return true;
+	return false;
 }
 
 /* A file's executable mapping in pid (file: the path /proc/PID/maps gives):
@@ -800,8 +826,15 @@ static int add_file(struct cfi_maps *m, pid_t pid, const char *file, uint64_t st
 	struct stat st;
 	int fd, err;
 
+	double slow;
+
 	if (table_held_back(file))
 		return 0;
+	if ((slow = table_slowness(file)) > 0 && !table_built(m, dev, ino)) {
+		struct timespec ts = {(time_t)slow, (long)((slow - (time_t)slow) * 1e9)};
+
+		nanosleep(&ts, NULL);
+	}
 	/* map_files: the mapped file itself, even deleted or in another mount
 	 * namespace (CAP_SYS_ADMIN); else the path as the process sees it,
 	 * through its root (containers). */
