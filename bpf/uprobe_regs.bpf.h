@@ -146,25 +146,27 @@ static __always_inline void uprobe_regs_at(struct task_struct *task, __u64 *regs
 	struct uprobe_task *ut = uprobe_view(task, v, compat);
 	__u64 ip = regs[UREG_IP], sp = regs[UREG_SP], xol = 0, vaddr = 0, st = 0, ra = 0, w = 0;
 	struct mm_struct *mm;
-	__u32 state = 0;
 	__u8 c = 0;
 	bool int3_tramp = false;
 
 	if (v->tramp && ip - v->tramp < PAGE_SZ) {
 		if (ut) {
 			if (!compat) {
-				state = ut->state;
 				xol = ut->xol_vaddr;
 				vaddr = ut->vaddr;
 			} else {
-				state = BPF_CORE_READ(ut, state);
 				xol = BPF_CORE_READ(ut, xol_vaddr);
 				vaddr = BPF_CORE_READ(ut, vaddr);
 			}
 		}
-		/* Single-stepping the displaced instruction (UTASK_SSTEP and
-		 * its _ACK, _TRAPPED: not UTASK_RUNNING, 0). */
-		if (state && xol && ip - xol < UPROBE_XOL_SLOT) {
+		/* In the displaced instruction's slot: single-stepping it
+		 * (UTASK_SSTEP and its _ACK, _TRAPPED), or about to, from
+		 * arch_uprobe_pre_xol, which moves ip there, until pre_ssout
+		 * sets UTASK_SSTEP (still UTASK_RUNNING: 0.2 % of the samples
+		 * under a traced qsort comparator ended at [uprobes] when the
+		 * state was asked for too). xol_vaddr is set for the slot's
+		 * use only (xol_free_insn_slot clears it). */
+		if (xol && vaddr && ip - xol < UPROBE_XOL_SLOT) {
 			regs[UREG_IP] = vaddr + (ip - xol);
 			return;
 		}

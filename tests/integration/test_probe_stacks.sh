@@ -87,13 +87,20 @@ nofp_case() { # TEST NAME SAMPLE_INDEX REC-OPTIONS...
 	# run, 3 of them under level), so their share under level is noise:
 	# at least one must be there, that the walk through the probes is
 	# what is checked.
-	local hmin=50
+	# A wait in the exit itself (do_group_exit: the memory map is gone,
+	# and with it the user stack) has no root to reach: counted with
+	# those that do (one such wait failed the 99 % now and then).
+	local hmin=50 x=0
 	if [ -n "$si" ]; then
 		r=$(cum_share "$TMP/$n/profile.pb.gz" "$si" "$ROOTS")
 		h=$(cum_share "$TMP/$n/profile.pb.gz" "$si" level)
+		x=$(cum_share "$TMP/$n/profile.pb.gz" "$si" do_group_exit)
+		r=$(awk -v r="$r" -v x="$x" 'BEGIN { printf "%.2f", r + x }')
 		hmin=0.01
 	fi
-	if at_least "$r" 99 && at_least "$h" $hmin; then pass $t; else fail $t "$r% of all ${si:-cpu} samples reach the root ($h% under level)"; cat "$TMP/$n.bad" "$TMP/$n.err" >&2; fi
+	# [uprobes] never the outermost frame: 0.20 % of the CPU samples were,
+	# taken between arch_uprobe_pre_xol and UTASK_SSTEP (ip in the slot).
+	if at_least "$r" 99 && at_least "$h" $hmin && [ "$u" = 0.00 ]; then pass $t; else fail $t "$r% of all ${si:-cpu} samples reach the root or the exit ($x%), $u% end at [uprobes] ($h% under level)"; cat "$TMP/$n.bad" "$TMP/$n.err" >&2; fi
 }
 nofp_case probe_nofp_cfi nofp-cfi "" --call-graph cfi
 nofp_case probe_nofp_dwarf nofp-dwarf "" --call-graph dwarf
