@@ -487,10 +487,35 @@ static void resolve_unmapped(struct proc *p)
  * in the last MAPS_REREAD_NS. True when it did. */
 static bool reread_maps(struct proc *p)
 {
-	if (now_ns(CLOCK_MONOTONIC) - p->maps_read_ns <= MAPS_REREAD_NS)
+	if (now_ns(CLOCK_MONOTONIC) - p->maps_read_ns <= MAPS_REREAD_NS) {
+		if (!p->maps_stale && !VEC_PUSH(p->set->maps_stale, p->pid))
+			p->maps_stale = true;
 		return false;
+	}
 	read_maps(p);
 	return true;
+}
+
+void procs_reread_stale(struct procs *procs, uint64_t now)
+{
+	size_t i, kept = 0;
+
+	for (i = 0; i < procs->maps_stale.n; i++) {
+		struct proc *p = proc_find(procs, procs->maps_stale.v[i]);
+
+		if (!p || !p->maps_stale || p->exited || p->gone) {
+			if (p)
+				p->maps_stale = false;
+			continue;
+		}
+		if (now - p->maps_read_ns <= MAPS_REREAD_NS) {
+			procs->maps_stale.v[kept++] = p->pid;
+			continue;
+		}
+		p->maps_stale = false;
+		read_maps(p); /* names the frames found unmapped meanwhile too */
+	}
+	procs->maps_stale.n = kept;
 }
 
 struct mapping *proc_mapping_at(struct proc *p, uint64_t addr)
@@ -1273,6 +1298,7 @@ void procs_free(struct procs *procs)
 	idtab_free(&procs->files.tab);
 	VEC_FREE(procs->exited);
 	VEC_FREE(procs->maps_read);
+	VEC_FREE(procs->maps_stale);
 	for (i = 0; i < procs->vdsos.n; i++)
 		close(procs->vdsos.v[i].fd);
 	VEC_FREE(procs->vdsos);

@@ -93,6 +93,7 @@ struct proc {
 	char *maps_text;   /* the latest /proc/PID/maps, each line sanitized */
 	uint64_t maps_read_ns;
 	bool maps_read_queued;		/* in the list procs_take_maps_read gives */
+	bool maps_stale;		/* a re-read the rate limit put off (procs_reread_stale) */
 	VEC(struct mapping *) maps_all; /* owned, never freed while recording */
 	VEC(struct mapping *) maps;	/* current, sorted by start */
 	VEC(struct frame) frames;
@@ -200,6 +201,9 @@ struct procs {
 	VEC(struct proc *) exited;
 	/* Processes whose maps were read since procs_take_maps_read last ran. */
 	VEC(pid_t) maps_read;
+	/* Processes whose maps a record found stale within MAPS_REREAD_NS of
+	 * their last read: read again by procs_reread_stale. */
+	VEC(pid_t) maps_stale;
 	/* proc_find's last find: a process's records come in runs (one CPU's
 	 * samples, -p's one process). Reset as processes are freed. */
 	struct proc *last_proc;
@@ -274,6 +278,12 @@ void proc_name_again(struct proc *p);
 /* Calls fn(ctx, pid) for each process whose /proc/PID/maps was read since
  * the last call (a new process, an exec, a new library), once each. */
 void procs_take_maps_read(struct procs *procs, void (*fn)(void *ctx, pid_t pid), void *ctx);
+/* Reads again the maps of the processes whose re-read the rate limit put
+ * off, once it allows (the drain, at each pass): a library mapped just
+ * after a read (ld.so's, at a process's start) is then in the maps, and
+ * its unwind tables are built, even when no record of the process comes
+ * after (one asleep). */
+void procs_reread_stale(struct procs *procs, uint64_t now);
 /* Frames of a stack: *nk kernel then *nu user ids, leaf first. */
 const uint32_t *proc_stack(const struct proc *p, uint32_t stack, uint32_t *nk, uint32_t *nu);
 

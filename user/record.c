@@ -1080,7 +1080,10 @@ static bool retire_proc(void *ctx, struct proc *p)
  * their last process): the pass keeps the 50 ms pace there. */
 static int drain_timeout(const struct recorder *r, uint64_t now, bool woken, bool more)
 {
-	int ms = more ? 0 : woken && !env.all ? DRAIN_WAIT_MS : DRAIN_POLL_MS;
+	/* A re-read of maps put off: soon, not at the next record. */
+	int ms = more					       ? 0
+		 : woken && !env.all && !r->procs.maps_stale.n ? DRAIN_WAIT_MS
+							       : DRAIN_POLL_MS;
 
 	if (env.duration > 0) {
 		double left = r->start_ns + env.duration * 1e9 - now;
@@ -1137,6 +1140,8 @@ static void rec_drain(struct recorder *r)
 			r->steady_cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 			r->steady_samples0 = r->samples;
 		}
+		procs_reread_stale(&r->procs, now);
+		procs_take_maps_read(&r->procs, maps_read, r);
 		/* Twice between a process's exit and its retirement. */
 		if (offcpu_sleepers_step(&r->procs, now + RETIRE_BUDGET_NS) ||
 		    offcpu_flush(r->skel, now)) {
