@@ -283,10 +283,11 @@ enum stat_idx {
 	STAT_LOST_TASK, /* task events the ring buffer could not take */
 	STAT_KSTACK_ERR,
 	STAT_USTACK_ERR,
-	STAT_CALLS,	   /* traced calls and returns of recorded tasks */
-	STAT_LOST_CALLS,   /* ... that the ring buffer could not take */
-	STAT_KERNEL_WALKS, /* user stacks walked by bpf_get_stack (deep, compat or traced) */
-	STAT_EXIT_NO_MM,   /* last threads that exited with their memory map gone (< 6.16) */
+	STAT_CALLS,	    /* traced calls and returns of recorded tasks */
+	STAT_LOST_CALLS,    /* ... that the ring buffer could not take */
+	STAT_KERNEL_WALKS,  /* user stacks walked by bpf_get_stack (deep, compat or traced) */
+	STAT_EXIT_NO_MM,    /* last threads that exited with their memory map gone (< 6.16) */
+	STAT_EXIT_VMA_BUSY, /* ... whose mappings the VMA iterator could not take (EBUSY) */
 	/* The CFI walk: */
 	STAT_CFI_WALKS,		 /* samples walked by it */
 	STAT_CFI_END,		 /* ... that reached the root (SAMPLE_CFI_END) */

@@ -639,7 +639,12 @@ static __always_inline void exit_vmas(struct task_struct *p, __u32 tgid)
 
 	if (!bpf_iter_task_vma_new)
 		return;
-	bpf_iter_task_vma_new(&it, p, 0);
+	/* -EBUSY where this CPU's mmap-unlock irq_work is still pending (a
+	 * bpf_find_vma of the CFI walk a moment before) or the lock is taken:
+	 * counted, the process's frames in libraries mapped since its maps
+	 * were read are then unnamed. */
+	if (bpf_iter_task_vma_new(&it, p, 0))
+		count(STAT_EXIT_VMA_BUSY);
 	while ((vma = bpf_iter_task_vma_next(&it))) {
 		struct file *f = vma->vm_file;
 		struct ev_vma *e;

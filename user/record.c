@@ -1285,6 +1285,11 @@ static void rec_stop(struct recorder *r)
 		     "processes that exec'd or exited then may be unnamed or named from their old "
 		     "program (raise --ringbuf-size)",
 		     (unsigned long long)st[STAT_LOST_TASK]);
+	if (st[STAT_EXIT_VMA_BUSY])
+		warn("%llu processes' mappings could not be read as they exited (the kernel's "
+		     "VMA iterator was busy): their frames in libraries mapped after their maps "
+		     "were read are [unknown]",
+		     (unsigned long long)st[STAT_EXIT_VMA_BUSY]);
 	if (st[STAT_EXIT_NO_MM] && r->feat.iter_task_vma)
 		degraded_add(&r->degraded, "exit-time mappings",
 			     "the kernel frees a process's memory map before its exit tracepoint "
@@ -1313,6 +1318,7 @@ static int rec_write(struct recorder *r)
 	ri->bpf_run_cnt = r->bpf_run_cnt;
 	ri->lost = st[STAT_LOST];
 	ri->lost_tasks = st[STAT_LOST_TASK];
+	ri->exit_maps_busy = st[STAT_EXIT_VMA_BUSY];
 	ri->kstack_err = st[STAT_KSTACK_ERR];
 	ri->ustack_err = st[STAT_USTACK_ERR];
 	ri->kernel_walks = st[STAT_KERNEL_WALKS];

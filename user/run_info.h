@@ -44,6 +44,7 @@ struct run_info {
 	uint64_t bpf_run_ns, bpf_run_cnt;	/* the sampler's, with kernel.bpf_stats_enabled */
 	uint64_t lost;				/* samples the ring buffer could not take */
 	uint64_t lost_tasks;			/* exec/fork/exit events lost */
+	uint64_t exit_maps_busy; /* processes whose exit-time mappings could not be read */
 	uint64_t kstack_err, ustack_err, kernel_walks;
 	/* -t: entries and returns, BPF's count, and those the ring buffer
 	 * could not take; each function's calls (its entries drained). */

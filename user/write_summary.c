@@ -121,15 +121,15 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 		",\n  \"drain_cpu_ns\": %" PRIu64 ",\n  \"drain_after_1s\": {\"cpu_ns\": %" PRIu64
 		", \"samples\": %" PRIu64 "},\n  \"sampler_run_time_ns\": %" PRIu64
 		",\n  \"sampler_run_cnt\": %" PRIu64 ",\n  \"lost_samples\": %" PRIu64
-		",\n  \"lost_task_events\": %" PRIu64 ",\n  \"kernel_stack_errors\": %" PRIu64
-		",\n  \"user_stack_errors\": %" PRIu64
+		",\n  \"lost_task_events\": %" PRIu64 ",\n  \"exit_maps_busy\": %" PRIu64
+		",\n  \"kernel_stack_errors\": %" PRIu64 ",\n  \"user_stack_errors\": %" PRIu64
 		",\n  \"user_stacks_walked_by_kernel\": %" PRIu64 ",\n  \"traced_events\": %" PRIu64
 		",\n  \"lost_traced_events\": %" PRIu64 ",\n  \"kernel\": ",
 		ri->freq, ri->ringbuf_mb, ri->duration_ns / 1e9, ri->start_realtime_ns, ri->samples,
 		ri->sample_bytes, ri->sample_bytes_median, ri->drain_cpu_ns, ri->steady_cpu_ns,
 		ri->steady_samples, ri->bpf_run_ns, ri->bpf_run_cnt, ri->lost, ri->lost_tasks,
-		ri->kstack_err, ri->ustack_err, ri->kernel_walks, ri->traced_events,
-		ri->lost_traced_events);
+		ri->exit_maps_busy, ri->kstack_err, ri->ustack_err, ri->kernel_walks,
+		ri->traced_events, ri->lost_traced_events);
 	json_str(f, ri->kernel ? ri->kernel : "");
 	if (ri->trace)
 		trace_json(f, ri->trace);
