@@ -79,7 +79,7 @@ t=deep_truncated_gperftools
 prof=$(ls "$TMP"/d5k/cpu-*.prof 2>/dev/null | head -1)
 cut=$(python3 -c 'import json, sys; print([p for p in json.load(open(sys.argv[1]))["processes"] if p["comm"] == "recurse"][0]["max_stack_truncated"])' "$TMP/d5k/summary.json" 2>/dev/null)
 # Traces in spin not rooted in [truncated], of how many (a sample while the
-# recursion goes down or returns, above depth 1024, is whole by right).
+# recursion goes down or returns, under 1024 frames deep, is whole by right).
 read -r bad all < <("$PPROF" -traces "$WL/recurse" "$prof" 2>/dev/null | awk '
 	function done() { if (d) { all++; if (last != "[truncated]") bad++ } d = 0; last = "" }
 	/^-----/ { done(); next } /^ +[a-z]+: / { next } NF { d += $NF == "spin"; last = $NF }
