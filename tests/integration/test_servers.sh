@@ -187,7 +187,9 @@ for p, a in sorted(procs.items(), key=lambda x: int(x[0])):
         bad.append(p)
 lost = o["lost_waits"] + o["lost_starts"] + o["thread_only_waits"]
 print(f"  waits lost {lost} (lost {o['lost_waits']}, not measured {o['lost_starts']}, "
-      f"under their thread only {o['thread_only_waits']}); stacks lost {o['lost_stacks']}", file=sys.stderr)
+      f"under their thread only {o['thread_only_waits']}); stacks lost {o['lost_stacks']}; "
+      f"stale {o['stale_waits']}, open at the stop {o['open_waits']}, asleep at the start {o['sleepers_at_start']}",
+      file=sys.stderr)
 sys.exit(0 if not bad and lost == 0 and len(backends) == 8 else 1)
 PY
 			pass $t
