@@ -594,6 +594,18 @@ static int add_nomap(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end
 	return p ? add_range(m, p, start, end, &val) : -ENOMEM;
 }
 
+/* The live table of a file, or m->tables.n. */
+static size_t live_table(const struct cfi_maps *m, uint64_t dev, uint64_t ino)
+{
+	size_t ti;
+
+	for (ti = 0; ti < m->tables.n; ti++)
+		if (m->tables.v[ti].live && m->tables.v[ti].dev == dev &&
+		    m->tables.v[ti].ino == ino)
+			break;
+	return ti;
+}
+
 /* big: see cfi_maps_add_process_quick (0: build whatever the size). */
 static int add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t end, uint64_t offset,
 		       uint64_t dev, uint64_t ino, int fd, Elf *mem, uint64_t big)
@@ -606,10 +618,7 @@ static int add_mapping(struct cfi_maps *m, pid_t pid, uint64_t start, uint64_t e
 	int err = 0;
 
 	file_id(fd, &fresh.size, &fresh.mtime_ns, &fresh.ctime_ns);
-	for (ti = 0; ti < m->tables.n; ti++)
-		if (m->tables.v[ti].live && m->tables.v[ti].dev == dev &&
-		    m->tables.v[ti].ino == ino)
-			break;
+	ti = live_table(m, dev, ino);
 	/* An idle table of a file since replaced (its inode reused): rebuilt.
 	 * A mapped file's inode cannot be reused: one in use is that file. */
 	if (ti < m->tables.n && m->tables.v[ti].idle &&
@@ -795,25 +804,10 @@ static bool table_held_back(const char *file)
 
 static double table_slowness(const char *file)
 {
-	const char *s = getenv("BPFTRACE_REC_SLOW_TABLES"), *base = strrchr(file, '/');
-	size_t n;
+	const char *base = strrchr(file, '/');
+	const char *v = list_value(getenv("BPFTRACE_REC_SLOW_TABLES"), base ? base + 1 : file);
 
-	base = base ? base + 1 : file;
-	n = strlen(base);
-	for (; s && *s; s = strchr(s, ',') ? strchr(s, ',') + 1 : NULL)
-		if (!strncmp(s, base, n) && s[n] == '@')
-			return atof(s + n + 1);
-	return 0;
-}
-
-static bool table_built(const struct cfi_maps *m, uint64_t dev, uint64_t ino)
-{
-	size_t i;
-
-	for (i = 0; i < m->tables.n; i++)
-		if (m->tables.v[i].live && m->tables.v[i].dev == dev && m->tables.v[i].ino == ino)
-			return true;
-	return false;
+	return v ? atof(v) : 0;
 }
 
 /* A file's executable mapping in pid (file: the path /proc/PID/maps gives):
@@ -824,13 +818,12 @@ static int add_file(struct cfi_maps *m, pid_t pid, const char *file, uint64_t st
 {
 	char path[64];
 	struct stat st;
-	int fd, err;
-
 	double slow;
+	int fd, err;
 
 	if (table_held_back(file))
 		return 0;
-	if ((slow = table_slowness(file)) > 0 && !table_built(m, dev, ino)) {
+	if ((slow = table_slowness(file)) > 0 && live_table(m, dev, ino) == m->tables.n) {
 		struct timespec ts = {(time_t)slow, (long)((slow - (time_t)slow) * 1e9)};
 
 		nanosleep(&ts, NULL);

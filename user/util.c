@@ -133,15 +133,31 @@ char *xstrdup(const char *s)
 	return d;
 }
 
-bool list_has(const char *list, const char *name)
+/* The item of list that is name followed by one of ends, its end there;
+ * NULL when none. */
+static const char *list_item(const char *list, const char *name, const char *ends)
 {
 	size_t n = strlen(name);
 
 	while (list && *list) {
-		if (!strncmp(list, name, n) && (list[n] == ',' || !list[n]))
-			return true;
+		if (!strncmp(list, name, n) && (!list[n] || strchr(ends, list[n])))
+			return list + n;
 		list = strchr(list, ',');
 		list = list ? list + 1 : NULL;
 	}
-	return false;
+	return NULL;
+}
+
+bool list_has(const char *list, const char *name)
+{
+	const char *end = list_item(list, name, ",");
+
+	return end && (!*end || *end == ',');
+}
+
+const char *list_value(const char *list, const char *name)
+{
+	const char *end = list_item(list, name, "@");
+
+	return end && *end == '@' ? end + 1 : NULL;
 }

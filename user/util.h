@@ -44,5 +44,7 @@ uint64_t now_ns(int clock);   /* clock_gettime in ns */
 char *xstrdup(const char *s); /* aborts on ENOMEM: only for small, bounded strings */
 /* Whether the comma-separated list (NULL: empty) has name as an item. */
 bool list_has(const char *list, const char *name);
+/* The value of item name@VALUE in such a list, or NULL. */
+const char *list_value(const char *list, const char *name);
 
 #endif
