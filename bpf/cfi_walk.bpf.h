@@ -30,9 +30,11 @@ const volatile bool cfi_read_copy = true;
 
 /* The tables, concatenated; user space sizes it (bpf_map__set_max_entries)
  * to its row budget before load. One entry by default: nothing is spent
- * while the walk is off. */
+ * while the walk is off. Mmapable (5.5+): user space writes the rows with
+ * a memcpy (user/cfi_maps.c's map_rows). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct cfi_row);
