@@ -101,18 +101,18 @@ char *folded_name(const char *name, enum folded_kind kind)
 	return buf;
 }
 
-/* The child of parent named fl->scratch, made when missing: its id, or
+/* The child of parent named name, made when missing: its id, or
  * UINT32_MAX on ENOMEM. Children stay sorted: a binary search finds one. */
-static uint32_t child(struct flame *fl, uint32_t parent)
+static uint32_t child(struct flame *fl, uint32_t parent, const char *name)
 {
 	struct flame_node *p = &fl->nodes[parent];
 	uint32_t lo = 0, hi = p->nkids, id;
 	size_t cap;
-	char *name;
+	char *copy;
 
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(fl->nodes[p->kids[mid]].name, fl->scratch);
+		int c = strcmp(fl->nodes[p->kids[mid]].name, name);
 
 		if (!c)
 			return p->kids[mid];
@@ -131,10 +131,10 @@ static uint32_t child(struct flame *fl, uint32_t parent)
 	if (fmt_grow((void **)&fl->nodes, &fl->cap, fl->n + 1, sizeof(*fl->nodes)))
 		return UINT32_MAX;
 	p = &fl->nodes[parent]; /* moved */
-	if (!(name = strdup(fl->scratch)))
+	if (!(copy = strdup(name)))
 		return UINT32_MAX;
 	id = fl->n++;
-	fl->nodes[id] = (struct flame_node){.name = name};
+	fl->nodes[id] = (struct flame_node){.name = copy};
 	memmove(p->kids + lo + 1, p->kids + lo, (p->nkids - lo) * sizeof(*p->kids));
 	p->kids[lo] = id;
 	p->nkids++;
@@ -143,31 +143,52 @@ static uint32_t child(struct flame *fl, uint32_t parent)
 
 int flame_add(struct flame *fl, const char *const *frames, size_t n, size_t nkernel, uint64_t count)
 {
-	uint32_t at = 0;
-	size_t i;
+	return flame_add_n(&fl, &count, 1, frames, n, nkernel);
+}
 
-	if (!n || !count || nkernel >= n)
+int flame_add_n(struct flame *const *fls, const uint64_t *counts, size_t nfl,
+		const char *const *frames, size_t n, size_t nkernel)
+{
+	struct flame *first = NULL;
+	uint32_t at[FLAME_ADD_MAX] = {0};
+	size_t i, t;
+
+	for (t = 0; t < nfl && t < FLAME_ADD_MAX; t++)
+		if (counts[t] && !first)
+			first = fls[t];
+	if (!n || !first || nkernel >= n || nfl > FLAME_ADD_MAX)
 		return -EINVAL;
-	if (fmt_grow((void **)&fl->path, &fl->path_cap, n, sizeof(*fl->path)))
-		return -ENOMEM;
-	/* Every frame found or made first: a stack that runs out of memory
-	 * half-way leaves empty nodes, never a partial count. */
+	for (t = 0; t < nfl; t++)
+		if (counts[t] &&
+		    fmt_grow((void **)&fls[t]->path, &fls[t]->path_cap, n, sizeof(*fls[t]->path)))
+			return -ENOMEM;
+	/* Every frame found or made first, in every tree: a stack that runs
+	 * out of memory half-way leaves empty nodes, never a partial count.
+	 * Each name is made safe once, in the first tree's scratch. */
 	for (i = 0; i < n; i++) {
 		enum folded_kind kind = !i		   ? FOLDED_COMM
 					: i >= n - nkernel ? FOLDED_KERNEL
 							   : FOLDED_USER;
 
-		if (safe_name(&fl->scratch, &fl->scratch_cap, frames[i], kind))
+		if (safe_name(&first->scratch, &first->scratch_cap, frames[i], kind))
 			return -ENOMEM;
-		at = child(fl, at);
-		if (at == UINT32_MAX)
-			return -ENOMEM;
-		fl->path[i] = at;
+		for (t = 0; t < nfl; t++) {
+			if (!counts[t])
+				continue;
+			at[t] = child(fls[t], at[t], first->scratch);
+			if (at[t] == UINT32_MAX)
+				return -ENOMEM;
+			fls[t]->path[i] = at[t];
+		}
 	}
-	fl->nodes[0].total += count;
-	for (i = 0; i < n; i++)
-		fl->nodes[fl->path[i]].total += count;
-	fl->nodes[at].self += count;
+	for (t = 0; t < nfl; t++) {
+		if (!counts[t])
+			continue;
+		fls[t]->nodes[0].total += counts[t];
+		for (i = 0; i < n; i++)
+			fls[t]->nodes[fls[t]->path[i]].total += counts[t];
+		fls[t]->nodes[at[t]].self += counts[t];
+	}
 	return 0;
 }
 

@@ -33,6 +33,13 @@ void flame_free(struct flame *fl);
  * unchanged: nothing of the stack was counted). */
 int flame_add(struct flame *fl, const char *const *frames, size_t n, size_t nkernel,
 	      uint64_t count);
+/* The same stack added to nfl trees at once (at most FLAME_ADD_MAX), with
+ * a count each (0: not to that tree), its names made safe once (a
+ * recording's views, write_flame.c: most of the work of adding a stack).
+ * -EINVAL also when every count is 0; on -ENOMEM no tree counted it. */
+#define FLAME_ADD_MAX 4
+int flame_add_n(struct flame *const *fls, const uint64_t *counts, size_t nfl,
+		const char *const *frames, size_t n, size_t nkernel);
 /* Node id (0: the root); NULL past the last. */
 const struct flame_node *flame_node(const struct flame *fl, uint32_t id);
 size_t flame_nodes(const struct flame *fl);

@@ -74,16 +74,14 @@ static void add_stack(struct flame_views *fv, struct proc *p, const struct sampl
 	} else {
 		names[n++] = "[off-cpu] stack not recorded"; /* as profile.pb.gz */
 	}
-	for (v = 0; v < V_NR && !err; v++) {
-		if (!w[v])
-			continue;
-		if (!fv->trees[v] && !(fv->trees[v] = flame_new()))
+	for (v = 0; v < V_NR && !err; v++)
+		if (w[v] && !fv->trees[v] && !(fv->trees[v] = flame_new()))
 			err = -ENOMEM;
-		else
-			err = flame_add(fv->trees[v], names, n, it.nk, w[v]);
-		if (err == -EINVAL) /* no frame: nothing to add */
-			err = 0;
-	}
+	/* Into every view at once: each frame's name made safe once. */
+	if (!err)
+		err = flame_add_n(fv->trees, w, V_NR, names, n, it.nk);
+	if (err == -EINVAL) /* no frame: nothing to add */
+		err = 0;
 	if (err) {
 		fv->err = err;
 		fv->not_in_tree++;

@@ -207,6 +207,38 @@ static void test_sorted_siblings(void)
 	flame_free(fl);
 }
 
+/* flame_add_n: each tree gets what flame_add would have given it alone
+ * (names made safe, kernel suffix, its own count; none where its count is
+ * 0), whatever the other trees hold. */
+static void test_add_n(void)
+{
+	struct flame *fls[3] = {flame_new(), flame_new(), flame_new()};
+	const char *a[] = {"my comm", "main", "f;g", "do_nanosleep"};
+	const char *b[] = {"my comm", "main", "h 12"};
+	char *text[3];
+	int i;
+
+	CHECK(fls[0] && fls[1] && fls[2]);
+	CHECK(flame_add(fls[1], b, 3, 0, 9) == 0); /* a tree that differs already */
+	CHECK(flame_add_n(fls, (uint64_t[]){5, 0, 7}, 3, a, 4, 1) == 0);
+	CHECK(flame_add_n(fls, (uint64_t[]){0, 2, 3}, 3, b, 3, 0) == 0);
+	CHECK(flame_add_n(fls, (uint64_t[]){0, 0, 0}, 3, b, 3, 0) == -EINVAL);
+	CHECK(flame_add_n(fls, (uint64_t[]){1, 1, 1, 1, 1}, FLAME_ADD_MAX + 1, b, 3, 0) == -EINVAL);
+	for (i = 0; i < 3; i++)
+		text[i] = folded(fls[i]);
+	CHECKF(text[0] && !strcmp(text[0], "my_comm;main;f:g;do_nanosleep_[k] 5\n"), "%s", text[0]);
+	CHECKF(text[1] && !strcmp(text[1], "my_comm;main;h_12 11\n"), "%s", text[1]);
+	CHECKF(text[2] && !strcmp(text[2], "my_comm;main;f:g;do_nanosleep_[k] 7\n"
+					   "my_comm;main;h_12 3\n"),
+	       "%s", text[2]);
+	CHECK(flame_node(fls[0], 0)->total == 5 && flame_node(fls[1], 0)->total == 11 &&
+	      flame_node(fls[2], 0)->total == 10);
+	for (i = 0; i < 3; i++) {
+		free(text[i]);
+		flame_free(fls[i]);
+	}
+}
+
 int main(void)
 {
 	RUN_TEST(test_merge_and_totals);
@@ -215,5 +247,6 @@ int main(void)
 	RUN_TEST(test_hostile_lines);
 	RUN_TEST(test_bounded);
 	RUN_TEST(test_sorted_siblings);
+	RUN_TEST(test_add_n);
 	CHECK_EXIT();
 }
