@@ -496,6 +496,20 @@ static bool reread_maps(struct proc *p)
 	return true;
 }
 
+void procs_trim_unwinders(struct procs *procs, uint64_t now, uint64_t idle_ns)
+{
+	size_t i;
+
+	for (i = 0; i < procs->v.n; i++) {
+		struct proc *p = procs->v.v[i];
+
+		if (p->uw && (!idle_ns || now - p->uw_used_ns >= idle_ns)) {
+			unwinder_free(p->uw);
+			p->uw = NULL;
+		}
+	}
+}
+
 void procs_reread_stale(struct procs *procs, uint64_t now)
 {
 	size_t i, kept = 0;
@@ -719,6 +733,7 @@ static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs,
 			: unwind_dwarf(p->uw, regs, stack, s->stack_len, pcs + at, max - at,
 				       &flags);
 		p->unwind_ns += now_ns(CLOCK_MONOTONIC) - t0;
+		p->uw_used_ns = t0;
 		p->unwound++;
 		if (flags & UNWIND_TRUNCATED)
 			p->truncated++;

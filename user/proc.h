@@ -122,6 +122,7 @@ struct proc {
 	uint32_t last_thread;	     /* proc_thread's last find: a thread's samples come in runs */
 	uint64_t lost;		     /* from BPF's per-process counter */
 	struct unwinder *uw;	     /* DWARF unwinder, made on the first copied stack */
+	uint64_t uw_used_ns;	     /* its last unwind (procs_trim_unwinders) */
 	uint64_t unwound, truncated; /* samples DWARF-unwound, of them cut short */
 	/* Samples the CFI walk in BPF unwound, of those reaching the root, and
 	 * copied for DWARF instead (a table not loaded yet, or over budget). */
@@ -284,6 +285,12 @@ void procs_take_maps_read(struct procs *procs, void (*fn)(void *ctx, pid_t pid),
  * its unwind tables are built, even when no record of the process comes
  * after (one asleep). */
 void procs_reread_stale(struct procs *procs, uint64_t now);
+/* Frees the DWARF unwinders not used since now - idle_ns (idle_ns 0: every
+ * one); a process's next copied stack makes its unwinder again. Copies come
+ * while a process's tables are not loaded (its first moments, a library
+ * mapped since), and an unwinder holds each of the process's files mapped
+ * and the CFI it read of them: a server's workers kept theirs all along. */
+void procs_trim_unwinders(struct procs *procs, uint64_t now, uint64_t idle_ns);
 /* Frames of a stack: *nk kernel then *nu user ids, leaf first. */
 const uint32_t *proc_stack(const struct proc *p, uint32_t stack, uint32_t *nk, uint32_t *nu);
 

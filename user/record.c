@@ -164,6 +164,10 @@ struct recorder {
  * when needed): what stays is that of the programs that run. */
 #define SYMFILE_IDLE_NS (10 * 1000000000ULL)
 
+/* A process's DWARF unwinder not used for this long is freed
+ * (procs_trim_unwinders): its tables are loaded by then, as a rule. */
+#define UNWINDER_IDLE_NS (5 * 1000000000ULL)
+
 /* User frames the sampler walks at most on this kernel: --max-stack, or
  * without bpf_loop the CFI walker's tail-call budget (bpf/cfi_walk.bpf.h)
  * or bpf_get_stack's sysctl default. */
@@ -1159,6 +1163,7 @@ static void rec_drain(struct recorder *r)
 		if (now - r->last_trim_ns > 1000000000ULL) {
 			r->last_trim_ns = now;
 			symfiles_trim(now, SYMFILE_IDLE_NS);
+			procs_trim_unwinders(&r->procs, now, UNWINDER_IDLE_NS);
 		}
 		if (r->ri.fold && now - r->last_fold_ns > r->fold_live_ns) {
 			r->last_fold_ns = now;
@@ -1351,6 +1356,12 @@ static int rec_write(struct recorder *r)
 	jit_load_all(&r->procs);
 	for (size_t i = 0; i < r->procs.v.n; i++)
 		proc_name_again(r->procs.v.v[i]);
+	/* The drain is over: its ring buffer's mappings (twice its size in
+	 * RSS) and the unwinders go before the files are made, whose memory
+	 * is the recording's peak. */
+	ring_buffer__free(r->rb);
+	r->rb = NULL;
+	procs_trim_unwinders(&r->procs, 0, 0);
 	/* One window, the whole recording. */
 	return sinks_emit(&r->sinks, &(struct window){ri}) ? 1 : 0;
 }
