@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <linux/capability.h>
 #include <linux/perf_event.h>
 #include <poll.h>
@@ -1164,6 +1165,9 @@ static void rec_drain(struct recorder *r)
 			r->last_trim_ns = now;
 			symfiles_trim(now, SYMFILE_IDLE_NS);
 			procs_trim_unwinders(&r->procs, now, UNWINDER_IDLE_NS);
+			/* What they and the table worker's builds freed goes
+			 * back to the system, not kept in the arenas. */
+			malloc_trim(0);
 		}
 		if (r->ri.fold && now - r->last_fold_ns > r->fold_live_ns) {
 			r->last_fold_ns = now;
