@@ -41,6 +41,10 @@ static struct {
 	uint64_t sigs;			    /* places given one */
 	uint32_t copy;			    /* user stack bytes copied of a sleeper */
 	uint64_t min_ns, stop_ns, flush_ns;
+	/* Every wait that ended before complete_ns is drained from BPF;
+	 * settled_ns: complete_ns at the last offcpu_take_exited, so an
+	 * exited process's waits are all taken when it exited before. */
+	uint64_t complete_ns, settled_ns;
 	struct bpf_link *link;
 	VEC(struct ostack) stacks;
 	struct idtab stack_tab;
@@ -600,8 +604,11 @@ static bool acc_eq(const void *ctx, uint32_t id, const void *key)
 	const struct acc *x = &oc.acc.v[id], *y = key;
 
 	(void)ctx;
+	/* A taken acc is in oc.sums already: a later sum of the same key
+	 * (a wait that ended just before its process's exit, drained after
+	 * its take) starts an acc of its own, for the next take. */
 	return x->pid == y->pid && x->tid == y->tid && x->stack == y->stack && x->kind == y->kind &&
-	       x->resolved == y->resolved;
+	       x->resolved == y->resolved && !x->taken;
 }
 
 static uint64_t acc_hash(const struct acc *a)
@@ -676,6 +683,10 @@ int offcpu_flush(struct sample_bpf *skel, uint64_t now)
 
 	if (!oc.on || !oc.link || now - oc.flush_ns < OFFCPU_FLUSH_NS)
 		return 0;
+	/* The map drained now was left at the last flip: the waits that
+	 * ended before it are all in. A program that read the clock just
+	 * before the flip may read the generation after it: 1 ms spare. */
+	oc.complete_ns = oc.flush_ns > 1000000 ? oc.flush_ns - 1000000 : 0;
 	oc.flush_ns = now;
 	/* The map BPF left at the last flip, one period ago, then the flip:
 	 * the one it adds to now is drained at the next. */
@@ -753,10 +764,21 @@ static int take_accs(struct procs *procs, bool all)
 
 int offcpu_take_exited(struct procs *procs, struct sample_bpf *skel)
 {
+	uint64_t complete = oc.complete_ns;
+	int err;
+
 	(void)skel;
 	if (!oc.on)
 		return 0;
-	return take_accs(procs, false);
+	err = take_accs(procs, false);
+	if (!err)
+		oc.settled_ns = complete;
+	return err;
+}
+
+uint64_t offcpu_settled_ns(void)
+{
+	return oc.on ? oc.settled_ns : UINT64_MAX;
 }
 
 int offcpu_collect(struct procs *procs, struct sample_bpf *skel)

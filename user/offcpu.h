@@ -64,6 +64,10 @@ int offcpu_flush(struct sample_bpf *skel, uint64_t now);
  * (1 s after their exit): the sums of the exited ones taken from BPF now,
  * so that they are in the process when it is written. 0 or -ENOMEM. */
 int offcpu_take_exited(struct procs *procs, struct sample_bpf *skel);
+/* A process that exited before this (CLOCK_MONOTONIC) has had every wait
+ * taken by offcpu_take_exited: it may be written out. UINT64_MAX without
+ * --off-cpu. */
+uint64_t offcpu_settled_ns(void);
 /* At the stop: the sums from BPF, and the waits still open, counted up to
  * the detach. */
 int offcpu_collect(struct procs *procs, struct sample_bpf *skel);

@@ -72,8 +72,9 @@ bool output_fold(struct fold *fo, struct proc *p)
 	 * traces are written at the end. */
 	if (p->exact || proc_named_by_time(p))
 		return false;
-	if (!p->nsamples && !p->lost)
-		return true; /* nothing to write */
+	/* Nothing to write; a process that only waited has its waits. */
+	if (!p->nsamples && !p->lost && !(offcpu_on() && offcpu_proc_ns(p)))
+		return true;
 	if (fo->broken)
 		return false;
 	summary_row(fo->rows, p);

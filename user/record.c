@@ -1096,7 +1096,7 @@ static int drain_timeout(const struct recorder *r, uint64_t now, bool woken, boo
 
 static void rec_drain(struct recorder *r)
 {
-	uint64_t now, cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t now, settled, cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 	struct pollfd fds[2 + sizeof(r->target.pidfds) / sizeof(r->target.pidfds[0])];
 	bool woken, more = false;
 	int nfds = 2, err;
@@ -1153,8 +1153,13 @@ static void rec_drain(struct recorder *r)
 			r->last_offcpu_ns = now;
 			offcpu_take_exited(&r->procs, r->skel);
 		}
-		procs_retire(&r->procs, now, now + RETIRE_BUDGET_NS,
-			     r->ri.fold ? retire_proc : NULL, r);
+		/* Written out once every wait it had is taken: one that ended
+		 * just before its exit may still be in BPF's sums. */
+		settled = offcpu_settled_ns();
+		procs_retire(
+		    &r->procs,
+		    r->ri.fold && settled < now - PROC_COMPACT_NS ? settled + PROC_COMPACT_NS : now,
+		    now + RETIRE_BUDGET_NS, r->ri.fold ? retire_proc : NULL, r);
 		/* It walks every cached file: once a second is enough. */
 		if (now - r->last_trim_ns > 1000000000ULL) {
 			r->last_trim_ns = now;
