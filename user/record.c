@@ -97,6 +97,9 @@ struct recorder {
 	 * as their maps are read: so far for the warning about a version with
 	 * no layout; the Python frames of samples come next (issue 23). */
 	struct python *python;
+	/* --off-cpu (user/offcpu.c): its maps' sizes, the stacks and sums
+	 * drained, the waits; off without it. */
+	struct offcpu *offcpu;
 	struct ring_buffer *rb;
 	struct bpf_link **links; /* the sampler's, one per CPU */
 	int nlinks;
@@ -456,12 +459,13 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		if (size < sizeof(struct ev_sample))
 			return 0;
 		if (r->target.child > 0 && h->pid == (__u32)r->target.child && !r->child_execd)
-			return offcpu_drop_stack(((const struct ev_sample *)data)->stack_id);
-		if (offcpu_on_stack(&r->procs, data, size))
+			return offcpu_drop_stack(r->offcpu,
+						 ((const struct ev_sample *)data)->stack_id);
+		if (offcpu_on_stack(r->offcpu, &r->procs, data, size))
 			return -ENOMEM;
 		break;
 	case EV_OFFCPU:
-		if (size >= sizeof(struct ev_offcpu) && offcpu_on_wait(data))
+		if (size >= sizeof(struct ev_offcpu) && offcpu_on_wait(r->offcpu, data))
 			return -ENOMEM;
 		break;
 	case EV_EXEC:
@@ -717,7 +721,7 @@ static void warn_idle_targets(struct recorder *r)
 	for (k = 0; k < env.npids; k++) {
 		struct proc *p = proc_find(&r->procs, env.pids[k]);
 
-		if (!p || p->nsamples || (offcpu_on() && offcpu_proc_ns(p)))
+		if (!p || p->nsamples || offcpu_proc_ns(r->ri.offcpu, p))
 			continue;
 		if (env.no_inherit && r->ndescendants)
 			warn("-p %d (%s) recorded nothing: its work may be in its %zu child "
@@ -833,7 +837,7 @@ static int rec_load(struct recorder *r)
 
 	if (rec_load_sinks(r))
 		return -1;
-	if (xray_new(&r->xray) || flame_views_new(&r->ri.flame)) {
+	if (xray_new(&r->xray) || flame_views_new(&r->ri.flame) || offcpu_new(&r->offcpu)) {
 		err("out of memory");
 		return -1;
 	}
@@ -893,7 +897,7 @@ static int rec_load(struct recorder *r)
 			return -1;
 		}
 	}
-	err = offcpu_prepare(skel,
+	err = offcpu_prepare(r->offcpu, skel,
 			     &(struct offcpu_cfg){
 				 .on = env.off_cpu,
 				 .min_ns = (uint64_t)env.off_cpu_min_us * 1000,
@@ -997,13 +1001,13 @@ static int rec_attach(struct recorder *r)
 	if (attach_sampler(r->feat.compat_sampler ? r->skel->progs.on_sample_compat
 						  : r->skel->progs.on_sample,
 			   &r->links, &r->nlinks, &r->event) ||
-	    offcpu_attach(r->skel))
+	    offcpu_attach(r->offcpu, r->skel))
 		return -1;
 
 	r->start_ns = now_ns(CLOCK_MONOTONIC);
 	ri->start_realtime_ns = now_ns(CLOCK_REALTIME);
 	/* After the start: their waits count from it, within the duration. */
-	if (offcpu_sleepers_read(r->skel, &r->procs, r->target.child)) {
+	if (offcpu_sleepers_read(r->offcpu, r->skel, &r->procs, r->target.child)) {
 		err("--off-cpu: out of memory");
 		return -1;
 	}
@@ -1019,7 +1023,7 @@ static int rec_attach(struct recorder *r)
 	ri->argv = env.argv;
 	ri->kernel = r->feat.kernel;
 	ri->degraded = &r->degraded;
-	ri->offcpu = offcpu_on();
+	ri->offcpu = offcpu_on(r->offcpu) ? r->offcpu : NULL;
 	ri->procs = &r->procs;
 	if (r->procs.aggregate) {
 		const char *s = getenv("BPFTRACE_REC_FOLD_LIVE_S"); /* the tests' */
@@ -1143,19 +1147,19 @@ static void rec_drain(struct recorder *r)
 		procs_reread_stale(&r->procs, now);
 		procs_take_maps_read(&r->procs, maps_read, r);
 		/* Twice between a process's exit and its retirement. */
-		if (offcpu_sleepers_step(&r->procs, now + RETIRE_BUDGET_NS) ||
-		    offcpu_flush(r->skel, now)) {
+		if (offcpu_sleepers_step(r->offcpu, &r->procs, now + RETIRE_BUDGET_NS) ||
+		    offcpu_flush(r->offcpu, r->skel, now)) {
 			err("--off-cpu: out of memory");
 			r->stop = STOP_ERROR;
 			break;
 		}
-		if (r->ri.fold && offcpu_on() && now - r->last_offcpu_ns > PROC_COMPACT_NS / 2) {
+		if (r->ri.fold && r->ri.offcpu && now - r->last_offcpu_ns > PROC_COMPACT_NS / 2) {
 			r->last_offcpu_ns = now;
-			offcpu_take_exited(&r->procs, r->skel);
+			offcpu_take_exited(r->offcpu, &r->procs, r->skel);
 		}
 		/* Written out once every wait it had is taken: one that ended
 		 * just before its exit may still be in BPF's sums. */
-		settled = offcpu_settled_ns();
+		settled = offcpu_settled_ns(r->offcpu);
 		procs_retire(
 		    &r->procs,
 		    r->ri.fold && settled < now - PROC_COMPACT_NS ? settled + PROC_COMPACT_NS : now,
@@ -1246,7 +1250,7 @@ static void rec_stop(struct recorder *r)
 			r->bpf_run_cnt = pi.run_cnt;
 		}
 	}
-	offcpu_detach();
+	offcpu_detach(r->offcpu);
 	free(r->links);
 	r->links = NULL;
 	trace_bpf__destroy(r->tracer);
@@ -1264,7 +1268,7 @@ static void rec_stop(struct recorder *r)
 	ring_buffer__consume(r->rb);
 	read_stats(r->skel, st);
 	read_lost_by_pid(&r->procs, r->skel);
-	if (offcpu_collect(&r->procs, r->skel))
+	if (offcpu_collect(r->offcpu, &r->procs, r->skel))
 		warn("--off-cpu: out of memory reading the waits");
 	if (env.npids)
 		warn_idle_targets(r);
@@ -1395,7 +1399,7 @@ static int rec_finish(struct recorder *r, int code)
 		xray_proc_free(r->procs.v.v[i]);
 		jit_proc_free(r->procs.v.v[i]);
 	}
-	offcpu_free();
+	offcpu_free(r->offcpu);
 	trace_free(&r->tlinks);
 	procs_free(&r->procs);
 	xray_free(r->xray);
