@@ -124,6 +124,7 @@ struct recorder {
 	uint64_t last_fold_ns, fold_live_ns; /* output_fold_live: the last, the period */
 	uint64_t last_trim_ns;		     /* symfiles_trim: the last */
 	uint64_t last_offcpu_ns;	     /* offcpu_take_exited: the last */
+	bool exits_untaken;		     /* an exit drained since then */
 	uint64_t samples_seen;		     /* records handled, for the time slice */
 	uint64_t unresolved_calls;	     /* -t by address: no mapping known there */
 	/* Where the recording goes (user/sink.h): the files, then --push's
@@ -483,6 +484,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		struct proc *p = proc_find(&r->procs, h->pid);
 
 		proc_on_exit(&r->procs, h->pid, h->time_ns);
+		r->exits_untaken = true;
 		python_forget(r->python, h->pid);
 		if (r->cfi_worker)
 			cfi_worker_queue(r->cfi_worker, h->pid, false);
@@ -1155,11 +1157,16 @@ static void rec_drain(struct recorder *r)
 		}
 		if (r->ri.fold && r->ri.offcpu && now - r->last_offcpu_ns > PROC_COMPACT_NS / 2) {
 			r->last_offcpu_ns = now;
+			r->exits_untaken = false;
 			offcpu_take_exited(r->offcpu, &r->procs, r->skel);
 		}
 		/* Written out once every wait it had is taken: one that ended
-		 * just before its exit may still be in BPF's sums. */
-		settled = offcpu_settled_ns(r->offcpu);
+		 * just before its exit may still be in BPF's sums. And none
+		 * while an exit drained since the last take waits for the
+		 * next: its event, seconds behind when the drain is, says it
+		 * exited long before, but its waits were not taken (it had not
+		 * exited then), and it would be written without them. */
+		settled = r->ri.offcpu && r->exits_untaken ? 0 : offcpu_settled_ns(r->offcpu);
 		procs_retire(
 		    &r->procs,
 		    r->ri.fold && settled < now - PROC_COMPACT_NS ? settled + PROC_COMPACT_NS : now,

@@ -212,15 +212,21 @@ fi
 # (before, its waits were read at the end, when the process was gone, and
 # were missing).
 t=offcpu_all_exited
-"$REC" -q -a --off-cpu -F 99 -d 9 -o "$TMP/all" 2>"$TMP/all.err" & rec=$!
-sleep 1
+# 64 MiB of ring buffer: at load 11 on 2 cores the default 8 lost 2,049
+# fork, exec and exit events of 9 s of -a, and the processes they tell of
+# were split or missing.
+"$REC" -a --off-cpu -F 99 -d 9 --ringbuf-size 64 -o "$TMP/all" 2>"$TMP/all.err" & rec=$!
+# Recording: -a reads every process first, seconds on a loaded machine
+# (there, a fixed second's wait started the workloads before it, and
+# their waits were missing).
+for _ in $(seq 300); do grep -q "recording all CPUs" "$TMP/all.err" && break; sleep 0.1; done
 "$WL/waits" > /dev/null & wp=$!
 # offcpu_all_last_wait (below): processes whose last wait ends as they
 # exit, and processes that only wait.
 lw=()
 for i in 1 2 3 4 5 6; do
 	python3 -c 'import time
-for _ in range(4): time.sleep(0.3)' & lw+=("$!:1200:1000")
+for _ in range(4): time.sleep(0.3)' & lw+=("$!:1200:")
 	sleep 0.1
 done
 for i in 1 2 3; do sleep 1 & lw+=("$!:1000:200"); done
@@ -236,8 +242,10 @@ if within "$s" 2000 100; then pass $t; else fail $t "sleep_wait $s ms of an exit
 # sleep(1) only waits (no sample). Before, a wait that ended just before
 # the exit was drained from BPF after the process's waits were taken, into
 # the same taken sum, and lost (PostgreSQL's postmaster lost its last
-# 15 s wait); and a process without a sample was written out with nothing
-# (`sleep 1`: no row, no wait).
+# 15 s wait); a process whose exit event was drained late (the drain
+# behind on a loaded machine) was written out at once, before its waits
+# were taken (a row with 0 s, or two rows); and a process without a sample
+# was written out with nothing (`sleep 1`: no row, no wait).
 t=offcpu_all_last_wait
 # Each pid's off-CPU time (pprof's -tags: "1.21s ( 0.1%): PID"), in ms.
 tags=$("$PPROF" -sample_index=offcpu -tags "$TMP/all/profile.pb.gz" 2>/dev/null |
@@ -250,11 +258,14 @@ bad=""
 for e in "${lw[@]}"; do
 	IFS=: read -r p want tol <<<"$e"
 	v=$(awk -v p="$p" '$1 == p { print $2 }' <<<"$tags")
-	r=$(awk -v p="$p" '$1 == p { print $2 }' <<<"$rows")
-	# At least the sleeps, and the start's waits beyond (and, on a
-	# loaded machine, its waits for a CPU).
-	{ at_least "${v:-0}" "$want" && within "${v:-0}" "$want" "$tol" &&
-		at_least "${r:-0}" "$want" && within "${r:-0}" "$want" "$tol"; } ||
+	# (A process the drain split in two, far behind on a loaded
+	# machine, has two rows, each with all its waits: the first.)
+	r=$(awk -v p="$p" '$1 == p { print $2; exit }' <<<"$rows")
+	# At least the sleeps: beyond them, the start's waits and, on a
+	# loaded machine, the waits for a CPU (python3's reach 5 s at load
+	# 11: no bound there; sleep(1)'s within 200 ms).
+	{ at_least "${v:-0}" "$want" && at_least "${r:-0}" "$want" &&
+		{ [ -z "$tol" ] || { within "${v:-0}" "$want" "$tol" && within "${r:-0}" "$want" "$tol"; }; }; } ||
 		bad+=" pid $p: profile ${v:-none} ms, summary ${r:-none} ms (want $want +$tol);"
 done
 if [ -z "$bad" ]; then pass $t; else fail $t "$bad"; cat "$TMP/all.err" >&2; fi
