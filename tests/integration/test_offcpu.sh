@@ -226,10 +226,10 @@ for _ in $(seq 300); do grep -q "recording all CPUs" "$TMP/all.err" && break; sl
 lw=()
 for i in 1 2 3 4 5 6; do
 	python3 -c 'import time
-for _ in range(4): time.sleep(0.3)' & lw+=("$!:1200:")
+for _ in range(4): time.sleep(0.3)' & lw+=("$!:1200")
 	sleep 0.1
 done
-for i in 1 2 3; do sleep 1 & lw+=("$!:1000:200"); done
+for i in 1 2 3; do sleep 1 & lw+=("$!:1000"); done
 wait $wp
 wait
 wait $rec
@@ -256,17 +256,16 @@ rows=$(python3 -c 'import json,sys
 for p in json.load(open(sys.argv[1]))["processes"]: print(p["pid"], p.get("offcpu_ns", 0) / 1e6)' "$TMP/all/summary.json" 2>/dev/null)
 bad=""
 for e in "${lw[@]}"; do
-	IFS=: read -r p want tol <<<"$e"
+	IFS=: read -r p want <<<"$e"
 	v=$(awk -v p="$p" '$1 == p { print $2 }' <<<"$tags")
 	# (A process the drain split in two, far behind on a loaded
 	# machine, has two rows, each with all its waits: the first.)
 	r=$(awk -v p="$p" '$1 == p { print $2; exit }' <<<"$rows")
 	# At least the sleeps: beyond them, the start's waits and, on a
-	# loaded machine, the waits for a CPU (python3's reach 5 s at load
-	# 11: no bound there; sleep(1)'s within 200 ms).
-	{ at_least "${v:-0}" "$want" && at_least "${r:-0}" "$want" &&
-		{ [ -z "$tol" ] || { within "${v:-0}" "$want" "$tol" && within "${r:-0}" "$want" "$tol"; }; }; } ||
-		bad+=" pid $p: profile ${v:-none} ms, summary ${r:-none} ms (want $want +$tol);"
+	# loaded machine, the waits for a CPU (no bound: python3's reach 5 s
+	# at load 11, sleep(1)'s 1.4 s at load 10).
+	{ at_least "${v:-0}" "$want" && at_least "${r:-0}" "$want"; } ||
+		bad+=" pid $p: profile ${v:-none} ms, summary ${r:-none} ms (want $want at least);"
 done
 if [ -z "$bad" ]; then pass $t; else fail $t "$bad"; cat "$TMP/all.err" >&2; fi
 
