@@ -33,7 +33,9 @@ struct acc {
 	uint64_t ns, count;
 };
 
-static struct {
+/* The state of --off-cpu (struct recorder holds it; run_info lends it to
+ * the writers). */
+struct offcpu {
 	bool on, timelines, sleepers, system_wide;
 	VEC(struct offcpu_sleeper) pending; /* sleepers whose stacks are still to unwind */
 	size_t npending;		    /* ... the first not done */
@@ -41,6 +43,10 @@ static struct {
 	uint64_t sigs;			    /* places given one */
 	uint32_t copy;			    /* user stack bytes copied of a sleeper */
 	uint64_t min_ns, stop_ns, flush_ns;
+	/* Every wait that ended before complete_ns is drained from BPF;
+	 * settled_ns: complete_ns at the last offcpu_take_exited, so an
+	 * exited process's waits are all taken when it exited before. */
+	uint64_t complete_ns, settled_ns;
 	struct bpf_link *link;
 	VEC(struct ostack) stacks;
 	struct idtab stack_tab;
@@ -51,15 +57,24 @@ static struct {
 	VEC(char *) names;	       /* owned "[off-cpu] ..." strings */
 	struct offcpu_totals tot;
 	uint32_t sums_entries, threads_entries; /* the maps' sizes */
-} oc;
+};
 
 /* How often the sums are drained from BPF: each sums map holds what one
  * period adds (distinct thread, stack and kind). */
 #define OFFCPU_FLUSH_NS 200000000ULL
 
-bool offcpu_on(void)
+int offcpu_new(struct offcpu **out)
 {
-	return oc.on;
+	*out = calloc(1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	(*out)->sigs_fd = -1;
+	return 0;
+}
+
+bool offcpu_on(const struct offcpu *oc)
+{
+	return oc && oc->on;
 }
 
 const char *offcpu_kind_name(uint32_t kind)
@@ -87,7 +102,8 @@ static unsigned threads_now(void)
 	return n;
 }
 
-int offcpu_prepare(struct sample_bpf *skel, const struct offcpu_cfg *cfg, struct degraded *d)
+int offcpu_prepare(struct offcpu *oc, struct sample_bpf *skel, const struct offcpu_cfg *cfg,
+		   struct degraded *d)
 {
 	unsigned threads;
 	int err;
@@ -107,11 +123,10 @@ int offcpu_prepare(struct sample_bpf *skel, const struct offcpu_cfg *cfg, struct
 			     "no BTF-typed sched_switch tracepoint: off-CPU time is not recorded");
 		return 0;
 	}
-	oc.on = true;
-	oc.sigs_fd = -1;
-	oc.min_ns = cfg->min_ns;
-	oc.timelines = cfg->timelines;
-	oc.system_wide = cfg->system_wide;
+	oc->on = true;
+	oc->min_ns = cfg->min_ns;
+	oc->timelines = cfg->timelines;
+	oc->system_wide = cfg->system_wide;
 	skel->rodata->offcpu_min_ns = cfg->min_ns;
 	skel->rodata->offcpu_events = cfg->timelines;
 	skel->rodata->offcpu_copy = cfg->copy;
@@ -121,13 +136,13 @@ int offcpu_prepare(struct sample_bpf *skel, const struct offcpu_cfg *cfg, struct
 	/* Task iterators are 5.8's, bpf_get_task_stack 5.9's, but
 	 * bpf_task_pt_regs (the user registers of another task) is 5.15's:
 	 * the compat sampler's kernels go without. */
-	oc.sleepers = !cfg->compat;
-	bpf_program__set_autoload(skel->progs.offcpu_sleepers, oc.sleepers);
-	if (!oc.sleepers)
+	oc->sleepers = !cfg->compat;
+	bpf_program__set_autoload(skel->progs.offcpu_sleepers, oc->sleepers);
+	if (!oc->sleepers)
 		degraded_add(d, "--off-cpu sleepers",
 			     "no bpf_task_pt_regs (5.15): a thread asleep since before the start "
 			     "has no wait until it wakes, and none if it sleeps to the stop");
-	oc.copy = cfg->copy ? cfg->copy : 8192;
+	oc->copy = cfg->copy ? cfg->copy : 8192;
 	/* A thread waits in one place at a time: the waits in progress and the
 	 * sums by thread hold every thread there may be, four times those of
 	 * now (a server forks more under load). The sums by stack hold one
@@ -135,26 +150,26 @@ int offcpu_prepare(struct sample_bpf *skel, const struct offcpu_cfg *cfg, struct
 	 * few places a period, each CPU switches to some thousands of threads
 	 * a second at most. */
 	threads = threads_now();
-	oc.threads_entries =
+	oc->threads_entries =
 	    threads > 16384 ? (threads > (1u << 20) ? 1u << 22 : threads * 4) : 65536;
-	oc.sums_entries = cfg->entries	     ? cfg->entries
-			  : cfg->nr_cpus > 8 ? 8192 * cfg->nr_cpus
-					     : 65536;
+	oc->sums_entries = cfg->entries	      ? cfg->entries
+			   : cfg->nr_cpus > 8 ? 8192 * cfg->nr_cpus
+					      : 65536;
 	/* Its own scratch slots after the sampler's: a sample's NMI may come
 	 * in the middle of a switch's walk. */
 	err = bpf_map__set_max_entries(skel->maps.scratch_map, 2 * cfg->nr_cpus);
 	if (!err && cfg->kernel_stacks)
 		err = bpf_map__set_max_entries(skel->maps.offcpu_kstacks, OFFCPU_KSTACKS);
 	if (!err)
-		err = bpf_map__set_max_entries(skel->maps.offcpu_start, oc.threads_entries);
+		err = bpf_map__set_max_entries(skel->maps.offcpu_start, oc->threads_entries);
 	if (!err)
-		err = bpf_map__set_max_entries(skel->maps.offcpu_tsums0, oc.threads_entries);
+		err = bpf_map__set_max_entries(skel->maps.offcpu_tsums0, oc->threads_entries);
 	if (!err)
-		err = bpf_map__set_max_entries(skel->maps.offcpu_tsums1, oc.threads_entries);
+		err = bpf_map__set_max_entries(skel->maps.offcpu_tsums1, oc->threads_entries);
 	if (!err)
-		err = bpf_map__set_max_entries(skel->maps.offcpu_sums0, oc.sums_entries);
+		err = bpf_map__set_max_entries(skel->maps.offcpu_sums0, oc->sums_entries);
 	if (!err)
-		err = bpf_map__set_max_entries(skel->maps.offcpu_sums1, oc.sums_entries);
+		err = bpf_map__set_max_entries(skel->maps.offcpu_sums1, oc->sums_entries);
 	if (err) {
 		err("--off-cpu maps: %s", strerror(-err));
 		return err;
@@ -200,17 +215,17 @@ static void offcpu_warn_losses(const struct offcpu_totals *t)
 		warn("--off-cpu: %s", buf);
 }
 
-int offcpu_attach(struct sample_bpf *skel)
+int offcpu_attach(struct offcpu *oc, struct sample_bpf *skel)
 {
 	struct bpf_program *prog = bpf_program__autoload(skel->progs.on_switch)
 				       ? skel->progs.on_switch
 				       : skel->progs.on_switch_compat;
 
-	if (!oc.on)
+	if (!oc->on)
 		return 0;
-	oc.sigs_fd = bpf_map__fd(skel->maps.offcpu_sigs);
-	oc.link = bpf_program__attach(prog);
-	if (!oc.link) {
+	oc->sigs_fd = bpf_map__fd(skel->maps.offcpu_sigs);
+	oc->link = bpf_program__attach(prog);
+	if (!oc->link) {
 		int err = -errno;
 
 		err("--off-cpu: attach to sched_switch: %s", strerror(-err));
@@ -222,7 +237,8 @@ int offcpu_attach(struct sample_bpf *skel)
 /* One thread found off the CPU at the start, as an EV_OFFCPU_STACK of its
  * id: its user stack read from its memory now (it is asleep, so it is
  * what it was as it left the CPU), unwound as any off-CPU stack's. */
-static int sleeper_stack(struct procs *procs, const struct offcpu_sleeper *r, size_t nk)
+static int sleeper_stack(struct offcpu *oc, struct procs *procs, const struct offcpu_sleeper *r,
+			 size_t nk)
 {
 	size_t ips = nk + (r->uregs[UREG_SP] != 0), size;
 	struct ev_sample *s;
@@ -230,7 +246,7 @@ static int sleeper_stack(struct procs *procs, const struct offcpu_sleeper *r, si
 	ssize_t got = 0;
 	int err;
 
-	size = sizeof(*s) + ips * sizeof(__u64) + (r->uregs[UREG_SP] ? oc.copy : 0);
+	size = sizeof(*s) + ips * sizeof(__u64) + (r->uregs[UREG_SP] ? oc->copy : 0);
 	s = calloc(1, size);
 	if (!s)
 		return -ENOMEM;
@@ -246,20 +262,21 @@ static int sleeper_stack(struct procs *procs, const struct offcpu_sleeper *r, si
 		s->ips[nk] = r->uregs[UREG_IP];
 		s->nuser = 1;
 		s->flags |= SAMPLE_DWARF;
-		local = (struct iovec){s->ips + ips, oc.copy};
-		remote = (struct iovec){(void *)(uintptr_t)r->uregs[UREG_SP], oc.copy};
+		local = (struct iovec){s->ips + ips, oc->copy};
+		remote = (struct iovec){(void *)(uintptr_t)r->uregs[UREG_SP], oc->copy};
 		/* Up to the first page that cannot be read (the stack's top). */
 		got = process_vm_readv((pid_t)r->tid, &local, 1, &remote, 1, 0);
 		if (got < 0)
 			got = 0;
 		s->stack_len = (__u32)got;
 	}
-	err = offcpu_on_stack(procs, s, sizeof(*s) + ips * sizeof(__u64) + (size_t)got);
+	err = offcpu_on_stack(oc, procs, s, sizeof(*s) + ips * sizeof(__u64) + (size_t)got);
 	free(s);
 	return err;
 }
 
-int offcpu_sleepers_read(struct sample_bpf *skel, struct procs *procs, pid_t held)
+int offcpu_sleepers_read(struct offcpu *oc, struct sample_bpf *skel, struct procs *procs,
+			 pid_t held)
 {
 	struct bpf_link *link;
 	char *buf = NULL;
@@ -267,7 +284,7 @@ int offcpu_sleepers_read(struct sample_bpf *skel, struct procs *procs, pid_t hel
 	ssize_t n;
 	int fd, err = 0;
 
-	if (!oc.on || !oc.sleepers)
+	if (!oc->on || !oc->sleepers)
 		return 0;
 	link = bpf_program__attach_iter(skel->progs.offcpu_sleepers, NULL);
 	fd = link ? bpf_iter_create(bpf_link__fd(link)) : -1;
@@ -314,55 +331,58 @@ int offcpu_sleepers_read(struct sample_bpf *skel, struct procs *procs, pid_t hel
 		 * unwinder for each of hundreds of processes) made processes
 		 * started later lose their samples and waits (test_offcpu's
 		 * offcpu_all_exited), a cause not found yet. */
-		if (oc.system_wide)
+		if (oc->system_wide)
 			r.uregs[UREG_IP] = r.uregs[UREG_SP] = r.uregs[UREG_BP] = 0;
 		if (held > 0 && r.tgid == (__u32)held)
-			err = offcpu_drop_stack(r.id);
+			err = offcpu_drop_stack(oc, r.id);
 		else
-			err = VEC_PUSH(oc.pending, r);
+			err = VEC_PUSH(oc->pending, r);
 	}
 	free(buf);
 	(void)procs;
 	return err;
 }
 
-int offcpu_sleepers_step(struct procs *procs, uint64_t until_ns)
+int offcpu_sleepers_step(struct offcpu *oc, struct procs *procs, uint64_t until_ns)
 {
 	int err = 0;
 
-	while (!err && oc.npending < oc.pending.n) {
-		const struct offcpu_sleeper *r = &oc.pending.v[oc.npending++];
+	while (!err && oc->npending < oc->pending.n) {
+		const struct offcpu_sleeper *r = &oc->pending.v[oc->npending++];
 
-		err = sleeper_stack(procs, r, r->nkernel);
+		err = sleeper_stack(oc, procs, r, r->nkernel);
 		if (now_ns(CLOCK_MONOTONIC) >= until_ns)
 			break;
 	}
-	if (oc.npending == oc.pending.n && oc.pending.n) {
-		VEC_FREE(oc.pending);
-		oc.npending = 0;
+	if (oc->npending == oc->pending.n && oc->pending.n) {
+		VEC_FREE(oc->pending);
+		oc->npending = 0;
 	}
 	return err;
 }
 
-void offcpu_detach(void)
+void offcpu_detach(struct offcpu *oc)
 {
-	if (oc.link)
-		oc.stop_ns = now_ns(CLOCK_MONOTONIC);
-	bpf_link__destroy(oc.link);
-	oc.link = NULL;
+	if (!oc) /* rec_load failed before it was made */
+		return;
+	if (oc->link)
+		oc->stop_ns = now_ns(CLOCK_MONOTONIC);
+	bpf_link__destroy(oc->link);
+	oc->link = NULL;
 }
 
 static bool ostack_eq(const void *ctx, uint32_t id, const void *key)
 {
-	(void)ctx;
-	return oc.stacks.v[id].id == *(const uint32_t *)key;
+	const struct offcpu *oc = ctx;
+
+	return oc->stacks.v[id].id == *(const uint32_t *)key;
 }
 
-static const struct ostack *ostack_find(uint32_t id)
+static const struct ostack *ostack_find(const struct offcpu *oc, uint32_t id)
 {
-	uint32_t i = idtab_find(&oc.stack_tab, hash_u64(id), ostack_eq, NULL, &id);
+	uint32_t i = idtab_find(&oc->stack_tab, hash_u64(id), ostack_eq, oc, &id);
 
-	return i == UINT32_MAX ? NULL : &oc.stacks.v[i];
+	return i == UINT32_MAX ? NULL : &oc->stacks.v[i];
 }
 
 /* The scheduler's own frames, which say nothing of what the thread waits
@@ -382,7 +402,7 @@ static bool sched_frame(const char *name)
 
 /* The frame that names the wait: the first kernel frame under the
  * scheduler's (do_nanosleep, pipe_read, futex_wait_queue...). */
-static const char *wait_name(const struct ev_sample *s, uint32_t kind)
+static const char *wait_name(struct offcpu *oc, const struct ev_sample *s, uint32_t kind)
 {
 	char buf[160], *d;
 	const char *name = NULL, *mod;
@@ -402,7 +422,7 @@ static const char *wait_name(const struct ev_sample *s, uint32_t kind)
 		return "[off-cpu]";
 	snprintf(buf, sizeof(buf), "[off-cpu] %s", name);
 	d = xstrdup(buf);
-	if (VEC_PUSH(oc.names, d)) {
+	if (VEC_PUSH(oc->names, d)) {
 		free(d);
 		return "[off-cpu]";
 	}
@@ -416,7 +436,8 @@ static const char *wait_name(const struct ev_sample *s, uint32_t kind)
  * same while the thread waits there again through the same calls. Only
  * for a stack sent with its words (a copy for DWARF, or the CFI walk's
  * first window): a place keeps the heuristic key otherwise. */
-static void install_sig(const struct proc *p, const struct ev_sample *s, uint32_t stack)
+static void install_sig(struct offcpu *oc, const struct proc *p, const struct ev_sample *s,
+			uint32_t stack)
 {
 	struct offcpu_sig_key k = {.tgid = s->hdr.pid,
 				   .ip = s->uregs[UREG_IP],
@@ -431,7 +452,7 @@ static void install_sig(const struct proc *p, const struct ev_sample *s, uint32_
 	/* The copy or the CFI walk's window, from the place's sp: not a copy
 	 * from a frame further up (SAMPLE_DWARF_AT, whose uregs are that
 	 * frame's). */
-	if (oc.sigs_fd < 0 || (s->flags & SAMPLE_DWARF_AT) || !s->stack_len || !k.sp)
+	if (oc->sigs_fd < 0 || (s->flags & SAMPLE_DWARF_AT) || !s->stack_len || !k.sp)
 		return;
 	ids = proc_stack(p, stack, &nk, &nu);
 	if (!ids)
@@ -454,11 +475,11 @@ static void install_sig(const struct proc *p, const struct ev_sample *s, uint32_
 		return;
 	sig.len = (uint32_t)(sig.off[sig.n - 1] + 1) * 8;
 	/* The first stack's: a place's sig does not change. */
-	bpf_map_update_elem(oc.sigs_fd, &k, &sig, BPF_NOEXIST);
-	oc.sigs++;
+	bpf_map_update_elem(oc->sigs_fd, &k, &sig, BPF_NOEXIST);
+	oc->sigs++;
 }
 
-int offcpu_on_stack(struct procs *procs, const struct ev_sample *s, size_t size)
+int offcpu_on_stack(struct offcpu *oc, struct procs *procs, const struct ev_sample *s, size_t size)
 {
 	size_t ips = (size_t)s->nkernel + s->nuser, skip = 0, i, len;
 	struct ev_sample *c;
@@ -468,7 +489,7 @@ int offcpu_on_stack(struct procs *procs, const struct ev_sample *s, size_t size)
 	int err;
 
 	if (size < sizeof(*s) + ips * sizeof(__u64) + s->stack_len || !s->stack_id ||
-	    ostack_find(s->stack_id))
+	    ostack_find(oc, s->stack_id))
 		return 0;
 	/* The kernel stack starts in the tracepoint's BPF trampoline, then
 	 * the scheduler's frames: it is cut to start at the frame that waits
@@ -493,9 +514,9 @@ int offcpu_on_stack(struct procs *procs, const struct ev_sample *s, size_t size)
 	memcpy(c->ips, s->ips + skip, len - sizeof(*s));
 	c->nkernel -= skip;
 	err = proc_intern_record(procs, c, &p, &o.stack);
-	o.what = wait_name(c, OFFCPU_BLOCKED);
+	o.what = wait_name(oc, c, OFFCPU_BLOCKED);
 	if (!err)
-		install_sig(p, c, o.stack);
+		install_sig(oc, p, c, o.stack);
 	free(c);
 	if (err)
 		return err;
@@ -503,27 +524,27 @@ int offcpu_on_stack(struct procs *procs, const struct ev_sample *s, size_t size)
 	if (!t)
 		return -ENOMEM;
 	proc_set_comm(t->comm, s->comm, COMM_LEN);
-	if (VEC_PUSH(oc.stacks, o) ||
-	    idtab_insert(&oc.stack_tab, hash_u64(o.id), (uint32_t)oc.stacks.n - 1))
+	if (VEC_PUSH(oc->stacks, o) ||
+	    idtab_insert(&oc->stack_tab, hash_u64(o.id), (uint32_t)oc->stacks.n - 1))
 		return -ENOMEM;
 	return 0;
 }
 
-int offcpu_drop_stack(uint32_t id)
+int offcpu_drop_stack(struct offcpu *oc, uint32_t id)
 {
 	struct ostack o = {.id = id, .stack = OSTACK_DROPPED, .pid = -1};
 
-	if (!id || ostack_find(id))
+	if (!id || ostack_find(oc, id))
 		return 0;
-	if (VEC_PUSH(oc.stacks, o) ||
-	    idtab_insert(&oc.stack_tab, hash_u64(o.id), (uint32_t)oc.stacks.n - 1))
+	if (VEC_PUSH(oc->stacks, o) ||
+	    idtab_insert(&oc->stack_tab, hash_u64(o.id), (uint32_t)oc->stacks.n - 1))
 		return -ENOMEM;
 	return 0;
 }
 
-int offcpu_on_wait(const struct ev_offcpu *e)
+int offcpu_on_wait(struct offcpu *oc, const struct ev_offcpu *e)
 {
-	const struct ostack *o = ostack_find(e->stack);
+	const struct ostack *o = ostack_find(oc, e->stack);
 	struct offcpu_wait w = {
 	    .pid = (int32_t)e->hdr.pid,
 	    .tid = e->hdr.tid,
@@ -537,7 +558,7 @@ int offcpu_on_wait(const struct ev_offcpu *e)
 	if (o && o->stack == OSTACK_DROPPED)
 		return 0;
 	w.what = e->kind == OFFCPU_PREEMPTED ? "[off-cpu] preempted" : o ? o->what : "[off-cpu]";
-	return VEC_PUSH(oc.waits, w);
+	return VEC_PUSH(oc->waits, w);
 }
 
 static int cmp_sum(const void *a, const void *b)
@@ -560,7 +581,7 @@ static int cmp_wait(const void *a, const void *b)
 
 /* The waits still open at the stop (their thread is still off CPU): up to
  * the stop, as sums and, with timelines, as waits. 0 or -ENOMEM. */
-static int collect_open(struct sample_bpf *skel)
+static int collect_open(struct offcpu *oc, struct sample_bpf *skel)
 {
 	int fd = bpf_map__fd(skel->maps.offcpu_start);
 	__u32 tid, next, *prev = NULL;
@@ -572,24 +593,24 @@ static int collect_open(struct sample_bpf *skel)
 
 		tid = next;
 		prev = &tid;
-		if (bpf_map_lookup_elem(fd, &tid, &st) || st.ts >= oc.stop_ns ||
-		    oc.stop_ns - st.ts < oc.min_ns)
+		if (bpf_map_lookup_elem(fd, &tid, &st) || st.ts >= oc->stop_ns ||
+		    oc->stop_ns - st.ts < oc->min_ns)
 			continue;
-		o = st.stack ? ostack_find(st.stack) : NULL;
+		o = st.stack ? ostack_find(oc, st.stack) : NULL;
 		if (o && o->stack == OSTACK_DROPPED)
 			continue;
 		stack = o && o->pid == (int32_t)st.tgid ? o->stack : UINT32_MAX;
-		if (VEC_PUSH(oc.sums, ((struct offcpu_sum){(int32_t)st.tgid, tid, stack, st.kind,
-							   oc.stop_ns - st.ts, 1})))
+		if (VEC_PUSH(oc->sums, ((struct offcpu_sum){(int32_t)st.tgid, tid, stack, st.kind,
+							    oc->stop_ns - st.ts, 1})))
 			return -ENOMEM;
-		oc.tot.open++;
-		if (oc.timelines &&
-		    VEC_PUSH(oc.waits, ((struct offcpu_wait){(int32_t)st.tgid, tid, 0, stack,
-							     st.kind, st.ts, oc.stop_ns,
-							     st.kind == OFFCPU_PREEMPTED
-								 ? "[off-cpu] preempted"
-							     : o ? o->what
-								 : "[off-cpu]"})))
+		oc->tot.open++;
+		if (oc->timelines &&
+		    VEC_PUSH(oc->waits, ((struct offcpu_wait){(int32_t)st.tgid, tid, 0, stack,
+							      st.kind, st.ts, oc->stop_ns,
+							      st.kind == OFFCPU_PREEMPTED
+								  ? "[off-cpu] preempted"
+							      : o ? o->what
+								  : "[off-cpu]"})))
 			return -ENOMEM;
 	}
 	return 0;
@@ -597,11 +618,14 @@ static int collect_open(struct sample_bpf *skel)
 
 static bool acc_eq(const void *ctx, uint32_t id, const void *key)
 {
-	const struct acc *x = &oc.acc.v[id], *y = key;
+	const struct offcpu *oc = ctx;
+	const struct acc *x = &oc->acc.v[id], *y = key;
 
-	(void)ctx;
+	/* A taken acc is in oc->sums already: a later sum of the same key
+	 * (a wait that ended just before its process's exit, drained after
+	 * its take) starts an acc of its own, for the next take. */
 	return x->pid == y->pid && x->tid == y->tid && x->stack == y->stack && x->kind == y->kind &&
-	       x->resolved == y->resolved;
+	       x->resolved == y->resolved && !x->taken;
 }
 
 static uint64_t acc_hash(const struct acc *a)
@@ -610,12 +634,12 @@ static uint64_t acc_hash(const struct acc *a)
 			hash_u64((uint64_t)a->stack << 2 | a->kind << 1 | a->resolved));
 }
 
-/* One sum from BPF, into oc.acc: its stack made the process's where its
+/* One sum from BPF, into oc->acc: its stack made the process's where its
  * record was seen, so that the waits of one stack are one entry however
  * many BPF stack ids (keys) it had. 0 or -ENOMEM. */
-static int acc_add(const struct offcpu_key *key, const struct offcpu_val *v)
+static int acc_add(struct offcpu *oc, const struct offcpu_key *key, const struct offcpu_val *v)
 {
-	const struct ostack *o = key->stack ? ostack_find(key->stack) : NULL;
+	const struct ostack *o = key->stack ? ostack_find(oc, key->stack) : NULL;
 	struct acc a = {.pid = (int32_t)key->tgid, .tid = key->tid, .kind = key->kind};
 	uint64_t h;
 	uint32_t i;
@@ -629,19 +653,19 @@ static int acc_add(const struct offcpu_key *key, const struct offcpu_val *v)
 		a.stack = key->stack; /* 0: no stack; else its record may come later */
 	}
 	h = acc_hash(&a);
-	i = idtab_find(&oc.acc_tab, h, acc_eq, NULL, &a);
+	i = idtab_find(&oc->acc_tab, h, acc_eq, oc, &a);
 	if (i == UINT32_MAX) {
-		if (VEC_PUSH(oc.acc, a) || idtab_insert(&oc.acc_tab, h, (uint32_t)oc.acc.n - 1))
+		if (VEC_PUSH(oc->acc, a) || idtab_insert(&oc->acc_tab, h, (uint32_t)oc->acc.n - 1))
 			return -ENOMEM;
-		i = (uint32_t)oc.acc.n - 1;
+		i = (uint32_t)oc->acc.n - 1;
 	}
-	oc.acc.v[i].ns += v->ns;
-	oc.acc.v[i].count += v->count;
+	oc->acc.v[i].ns += v->ns;
+	oc->acc.v[i].count += v->count;
 	return 0;
 }
 
 /* Reads and empties a sums map no program adds to any more. */
-static int drain_map(struct bpf_map *map)
+static int drain_map(struct offcpu *oc, struct bpf_map *map)
 {
 	int fd = bpf_map__fd(map), err = 0;
 	struct offcpu_key key, next, *prev = NULL;
@@ -655,7 +679,7 @@ static int drain_map(struct bpf_map *map)
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, &v))
 			continue;
-		err = acc_add(&key, &v) || VEC_PUSH(keys, key) ? -ENOMEM : 0;
+		err = acc_add(oc, &key, &v) || VEC_PUSH(keys, key) ? -ENOMEM : 0;
 	}
 	for (i = 0; i < keys.n; i++)
 		bpf_map_delete_elem(fd, &keys.v[i]);
@@ -663,33 +687,37 @@ static int drain_map(struct bpf_map *map)
 	return err;
 }
 
-static int drain_gen(struct sample_bpf *skel, uint32_t gen)
+static int drain_gen(struct offcpu *oc, struct sample_bpf *skel, uint32_t gen)
 {
-	int err = drain_map(gen ? skel->maps.offcpu_sums1 : skel->maps.offcpu_sums0);
+	int err = drain_map(oc, gen ? skel->maps.offcpu_sums1 : skel->maps.offcpu_sums0);
 
-	return err ? err : drain_map(gen ? skel->maps.offcpu_tsums1 : skel->maps.offcpu_tsums0);
+	return err ? err : drain_map(oc, gen ? skel->maps.offcpu_tsums1 : skel->maps.offcpu_tsums0);
 }
 
-int offcpu_flush(struct sample_bpf *skel, uint64_t now)
+int offcpu_flush(struct offcpu *oc, struct sample_bpf *skel, uint64_t now)
 {
 	uint32_t gen;
 
-	if (!oc.on || !oc.link || now - oc.flush_ns < OFFCPU_FLUSH_NS)
+	if (!oc->on || !oc->link || now - oc->flush_ns < OFFCPU_FLUSH_NS)
 		return 0;
-	oc.flush_ns = now;
+	/* The map drained now was left at the last flip: the waits that
+	 * ended before it are all in. A program that read the clock just
+	 * before the flip may read the generation after it: 1 ms spare. */
+	oc->complete_ns = oc->flush_ns > 1000000 ? oc->flush_ns - 1000000 : 0;
+	oc->flush_ns = now;
 	/* The map BPF left at the last flip, one period ago, then the flip:
 	 * the one it adds to now is drained at the next. */
 	gen = skel->bss->offcpu_gen & 1;
-	if (drain_gen(skel, !gen))
+	if (drain_gen(oc, skel, !gen))
 		return -ENOMEM;
 	skel->bss->offcpu_gen = !gen;
 	return 0;
 }
 
 /* The sum of an acc, its stack resolved now if its record came since. */
-static struct offcpu_sum acc_sum(const struct acc *a)
+static struct offcpu_sum acc_sum(const struct offcpu *oc, const struct acc *a)
 {
-	const struct ostack *o = !a->resolved && a->stack ? ostack_find(a->stack) : NULL;
+	const struct ostack *o = !a->resolved && a->stack ? ostack_find(oc, a->stack) : NULL;
 	uint32_t stack = a->resolved ? a->stack : o && o->pid == a->pid ? o->stack : UINT32_MAX;
 
 	return (struct offcpu_sum){a->pid, a->tid, stack, a->kind, a->ns, a->count};
@@ -708,31 +736,31 @@ static int cmp_sum_full(const void *a, const void *b)
 	return x->kind < y->kind ? -1 : x->kind > y->kind;
 }
 
-static void sort_sums(void)
+static void sort_sums(struct offcpu *oc)
 {
 	size_t i, o = 0;
 
-	if (oc.sums.n < 2)
+	if (oc->sums.n < 2)
 		return;
-	qsort(oc.sums.v, oc.sums.n, sizeof(*oc.sums.v), cmp_sum_full);
-	for (i = 0; i < oc.sums.n; i++) {
-		if (o && !cmp_sum_full(&oc.sums.v[o - 1], &oc.sums.v[i])) {
-			oc.sums.v[o - 1].ns += oc.sums.v[i].ns;
-			oc.sums.v[o - 1].count += oc.sums.v[i].count;
+	qsort(oc->sums.v, oc->sums.n, sizeof(*oc->sums.v), cmp_sum_full);
+	for (i = 0; i < oc->sums.n; i++) {
+		if (o && !cmp_sum_full(&oc->sums.v[o - 1], &oc->sums.v[i])) {
+			oc->sums.v[o - 1].ns += oc->sums.v[i].ns;
+			oc->sums.v[o - 1].count += oc->sums.v[i].count;
 		} else {
-			oc.sums.v[o++] = oc.sums.v[i];
+			oc->sums.v[o++] = oc->sums.v[i];
 		}
 	}
-	oc.sums.n = o;
+	oc->sums.n = o;
 }
 
-/* The accs of processes that pass the test into oc.sums, sorted. */
-static int take_accs(struct procs *procs, bool all)
+/* The accs of processes that pass the test into oc->sums, sorted. */
+static int take_accs(struct offcpu *oc, struct procs *procs, bool all)
 {
-	size_t i, n0 = oc.sums.n;
+	size_t i, n0 = oc->sums.n;
 
-	for (i = 0; i < oc.acc.n; i++) {
-		struct acc *a = &oc.acc.v[i];
+	for (i = 0; i < oc->acc.n; i++) {
+		struct acc *a = &oc->acc.v[i];
 		const struct proc *p;
 
 		if (a->taken)
@@ -742,43 +770,54 @@ static int take_accs(struct procs *procs, bool all)
 			if (!p || !p->exited)
 				continue;
 		}
-		if (VEC_PUSH(oc.sums, acc_sum(a)))
+		if (VEC_PUSH(oc->sums, acc_sum(oc, a)))
 			return -ENOMEM;
 		a->taken = true;
 	}
-	if (oc.sums.n > n0)
-		sort_sums();
+	if (oc->sums.n > n0)
+		sort_sums(oc);
 	return 0;
 }
 
-int offcpu_take_exited(struct procs *procs, struct sample_bpf *skel)
+int offcpu_take_exited(struct offcpu *oc, struct procs *procs, struct sample_bpf *skel)
 {
+	uint64_t complete = oc->complete_ns;
+	int err;
+
 	(void)skel;
-	if (!oc.on)
+	if (!oc->on)
 		return 0;
-	return take_accs(procs, false);
+	err = take_accs(oc, procs, false);
+	if (!err)
+		oc->settled_ns = complete;
+	return err;
 }
 
-int offcpu_collect(struct procs *procs, struct sample_bpf *skel)
+uint64_t offcpu_settled_ns(const struct offcpu *oc)
+{
+	return oc && oc->on ? oc->settled_ns : UINT64_MAX;
+}
+
+int offcpu_collect(struct offcpu *oc, struct procs *procs, struct sample_bpf *skel)
 {
 	int sfd = bpf_map__fd(skel->maps.stats), ncpu = libbpf_num_possible_cpus();
 	uint64_t *vals, st[STAT_NR] = {0};
 	__u32 i;
 	int c;
 
-	if (!oc.on)
+	if (!oc->on)
 		return 0;
 	/* Detached: both generations are idle now. */
-	if (offcpu_sleepers_step(procs, UINT64_MAX) || drain_gen(skel, 0) || drain_gen(skel, 1) ||
-	    take_accs(procs, true))
+	if (offcpu_sleepers_step(oc, procs, UINT64_MAX) || drain_gen(oc, skel, 0) ||
+	    drain_gen(oc, skel, 1) || take_accs(oc, procs, true))
 		return -ENOMEM;
-	if (collect_open(skel))
+	if (collect_open(oc, skel))
 		return -ENOMEM;
 	/* (Empty arrays are NULL, which qsort must not get: -a without
 	 * timelines has no waits.) */
-	sort_sums();
-	if (oc.waits.n > 1)
-		qsort(oc.waits.v, oc.waits.n, sizeof(*oc.waits.v), cmp_wait);
+	sort_sums(oc);
+	if (oc->waits.n > 1)
+		qsort(oc->waits.v, oc->waits.n, sizeof(*oc->waits.v), cmp_wait);
 	vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
@@ -787,7 +826,7 @@ int offcpu_collect(struct procs *procs, struct sample_bpf *skel)
 			for (c = 0; c < ncpu; c++)
 				st[i] += vals[c];
 	free(vals);
-	oc.tot = (struct offcpu_totals){
+	oc->tot = (struct offcpu_totals){
 	    .switches = st[STAT_OFFCPU_SWITCHES],
 	    .waits = st[STAT_OFFCPU_WAITS],
 	    .short_waits = st[STAT_OFFCPU_SHORT],
@@ -803,16 +842,16 @@ int offcpu_collect(struct procs *procs, struct sample_bpf *skel)
 	    .sleepers = st[STAT_OFFCPU_SLEEPERS],
 	    .cfi_walked = st[STAT_OFFCPU_CFI],
 	    .cfi_to_dwarf = st[STAT_OFFCPU_CFI_NOTABLE],
-	    .min_ns = oc.min_ns,
-	    .open = oc.tot.open,
+	    .min_ns = oc->min_ns,
+	    .open = oc->tot.open,
 	    .stale = st[STAT_OFFCPU_STALE],
-	    .sums_entries = oc.sums_entries,
-	    .threads_entries = oc.threads_entries,
+	    .sums_entries = oc->sums_entries,
+	    .threads_entries = oc->threads_entries,
 	};
-	offcpu_warn_losses(&oc.tot);
-	if (oc.tot.short_waits)
+	offcpu_warn_losses(&oc->tot);
+	if (oc->tot.short_waits)
 		info("--off-cpu-min: %llu shorter waits left out, %.6f s in total",
-		     (unsigned long long)oc.tot.short_waits, oc.tot.short_ns / 1e9);
+		     (unsigned long long)oc->tot.short_waits, oc->tot.short_ns / 1e9);
 	return 0;
 }
 
@@ -842,24 +881,34 @@ static size_t pid_range(const void *base, size_t count, size_t size, int32_t pid
 }
 
 /* NULL and *n 0 when nothing was recorded (no pointer arithmetic on NULL). */
-const struct offcpu_sum *offcpu_sums_of(const struct proc *p, size_t *n)
+const struct offcpu_sum *offcpu_sums_of(const struct offcpu *oc, const struct proc *p, size_t *n)
 {
-	size_t lo = pid_range(oc.sums.v, oc.sums.n, sizeof(*oc.sums.v), p->pid, n);
+	size_t lo;
 
-	return *n ? oc.sums.v + lo : NULL;
+	*n = 0;
+	if (!oc)
+		return NULL;
+	lo = pid_range(oc->sums.v, oc->sums.n, sizeof(*oc->sums.v), p->pid, n);
+
+	return *n ? oc->sums.v + lo : NULL;
 }
 
-const struct offcpu_wait *offcpu_waits_of(const struct proc *p, size_t *n)
+const struct offcpu_wait *offcpu_waits_of(const struct offcpu *oc, const struct proc *p, size_t *n)
 {
-	size_t lo = pid_range(oc.waits.v, oc.waits.n, sizeof(*oc.waits.v), p->pid, n);
+	size_t lo;
 
-	return *n ? oc.waits.v + lo : NULL;
+	*n = 0;
+	if (!oc)
+		return NULL;
+	lo = pid_range(oc->waits.v, oc->waits.n, sizeof(*oc->waits.v), p->pid, n);
+
+	return *n ? oc->waits.v + lo : NULL;
 }
 
-uint64_t offcpu_proc_ns(const struct proc *p)
+uint64_t offcpu_proc_ns(const struct offcpu *oc, const struct proc *p)
 {
 	size_t n, i;
-	const struct offcpu_sum *s = offcpu_sums_of(p, &n);
+	const struct offcpu_sum *s = offcpu_sums_of(oc, p, &n);
 	uint64_t ns = 0;
 
 	for (i = 0; i < n; i++)
@@ -867,25 +916,27 @@ uint64_t offcpu_proc_ns(const struct proc *p)
 	return ns;
 }
 
-void offcpu_totals(struct offcpu_totals *t)
+void offcpu_totals(const struct offcpu *oc, struct offcpu_totals *t)
 {
-	*t = oc.tot;
+	*t = oc->tot;
 }
 
-void offcpu_free(void)
+void offcpu_free(struct offcpu *oc)
 {
 	size_t i;
 
-	offcpu_detach();
-	for (i = 0; i < oc.names.n; i++)
-		free(oc.names.v[i]);
-	VEC_FREE(oc.names);
-	VEC_FREE(oc.stacks);
-	VEC_FREE(oc.sums);
-	VEC_FREE(oc.waits);
-	VEC_FREE(oc.acc);
-	VEC_FREE(oc.pending);
-	idtab_free(&oc.acc_tab);
-	idtab_free(&oc.stack_tab);
-	memset(&oc, 0, sizeof(oc));
+	if (!oc)
+		return;
+	offcpu_detach(oc);
+	for (i = 0; i < oc->names.n; i++)
+		free(oc->names.v[i]);
+	VEC_FREE(oc->names);
+	VEC_FREE(oc->stacks);
+	VEC_FREE(oc->sums);
+	VEC_FREE(oc->waits);
+	VEC_FREE(oc->acc);
+	VEC_FREE(oc->pending);
+	idtab_free(&oc->acc_tab);
+	idtab_free(&oc->stack_tab);
+	free(oc);
 }

@@ -13,6 +13,7 @@
 #include "bpf/events.h"
 
 struct sample_bpf;
+struct offcpu;
 struct proc;
 struct procs;
 struct features;
@@ -31,42 +32,55 @@ struct offcpu_cfg {
 	uint32_t entries; /* --off-cpu-entries: the sums maps' size; 0: from the CPUs */
 };
 
+/* The state of --off-cpu, created in rec_load and held by the recorder;
+ * off until offcpu_prepare turns it on. 0 or -ENOMEM. */
+int offcpu_new(struct offcpu **out);
+void offcpu_free(struct offcpu *oc);
+
 /* Before the object's load: rodata, map sizes, which program loads. 0 or
  * -errno after a message; with a kernel that cannot, adds to degraded and
  * turns itself off. */
-int offcpu_prepare(struct sample_bpf *skel, const struct offcpu_cfg *cfg, struct degraded *d);
+int offcpu_prepare(struct offcpu *oc, struct sample_bpf *skel, const struct offcpu_cfg *cfg,
+		   struct degraded *d);
 /* After the load: attaches the switch program. 0 or -errno after a message. */
-int offcpu_attach(struct sample_bpf *skel);
-void offcpu_detach(void);
+int offcpu_attach(struct offcpu *oc, struct sample_bpf *skel);
+/* Detached (NULL: nothing to do); the open waits count up to now. */
+void offcpu_detach(struct offcpu *oc);
 /* After offcpu_attach: the recorded threads off the CPU now start their
  * wait here, with their stacks (a BPF task iterator); held: the command
  * of `--`, still our fork before its exec, left out. 0 or -ENOMEM; a
  * kernel that cannot is said at prepare (degraded), an iterator that
  * fails in a warning. */
-int offcpu_sleepers_read(struct sample_bpf *skel, struct procs *procs, pid_t held);
+int offcpu_sleepers_read(struct offcpu *oc, struct sample_bpf *skel, struct procs *procs,
+			 pid_t held);
 /* Each drain pass: the sleepers' stacks unwound, until until_ns
  * (CLOCK_MONOTONIC). 0 or -ENOMEM. */
-int offcpu_sleepers_step(struct procs *procs, uint64_t until_ns);
-bool offcpu_on(void);
+int offcpu_sleepers_step(struct offcpu *oc, struct procs *procs, uint64_t until_ns);
+/* Off-CPU time is recorded (false for NULL). */
+bool offcpu_on(const struct offcpu *oc);
 
 /* Drained records: EV_OFFCPU_STACK and EV_OFFCPU. 0 or -ENOMEM. */
-int offcpu_on_stack(struct procs *procs, const struct ev_sample *s, size_t size);
-int offcpu_on_wait(const struct ev_offcpu *e);
+int offcpu_on_stack(struct offcpu *oc, struct procs *procs, const struct ev_sample *s, size_t size);
+int offcpu_on_wait(struct offcpu *oc, const struct ev_offcpu *e);
 /* An EV_OFFCPU_STACK not recorded (the command of `--` before its exec):
  * the waits of that stack id are left out too. 0 or -ENOMEM. */
-int offcpu_drop_stack(uint32_t id);
+int offcpu_drop_stack(struct offcpu *oc, uint32_t id);
 
 /* Every drain pass: the sums BPF added in the last period (OFFCPU_FLUSH_NS)
  * taken into user space, so that the maps hold one period's. 0 or -ENOMEM. */
-int offcpu_flush(struct sample_bpf *skel, uint64_t now);
+int offcpu_flush(struct offcpu *oc, struct sample_bpf *skel, uint64_t now);
 
 /* Under -a, where exited processes are written out and freed as they go
  * (1 s after their exit): the sums of the exited ones taken from BPF now,
  * so that they are in the process when it is written. 0 or -ENOMEM. */
-int offcpu_take_exited(struct procs *procs, struct sample_bpf *skel);
+int offcpu_take_exited(struct offcpu *oc, struct procs *procs, struct sample_bpf *skel);
+/* A process that exited before this (CLOCK_MONOTONIC) has had every wait
+ * taken by offcpu_take_exited: it may be written out. UINT64_MAX without
+ * --off-cpu. */
+uint64_t offcpu_settled_ns(const struct offcpu *oc);
 /* At the stop: the sums from BPF, and the waits still open, counted up to
  * the detach. */
-int offcpu_collect(struct procs *procs, struct sample_bpf *skel);
+int offcpu_collect(struct offcpu *oc, struct procs *procs, struct sample_bpf *skel);
 
 /* One (thread, stack, kind) of a process: stack is a proc stack index, or
  * UINT32_MAX when its record was lost. */
@@ -75,8 +89,9 @@ struct offcpu_sum {
 	uint32_t tid, stack, kind;
 	uint64_t ns, count;
 };
-/* The process's sums; *n of them. */
-const struct offcpu_sum *offcpu_sums_of(const struct proc *p, size_t *n);
+/* The process's sums; *n of them (none for NULL: the readers below take
+ * run_info's offcpu, NULL when it was not recorded). */
+const struct offcpu_sum *offcpu_sums_of(const struct offcpu *oc, const struct proc *p, size_t *n);
 
 /* A wait, for the timelines (exact start and end, CLOCK_MONOTONIC). */
 struct offcpu_wait {
@@ -85,7 +100,7 @@ struct offcpu_wait {
 	uint64_t start_ns, end_ns;
 	const char *what; /* the frame that names it: "[off-cpu] do_nanosleep" */
 };
-const struct offcpu_wait *offcpu_waits_of(const struct proc *p, size_t *n);
+const struct offcpu_wait *offcpu_waits_of(const struct offcpu *oc, const struct proc *p, size_t *n);
 
 /* For summary.json. */
 struct offcpu_totals {
@@ -102,11 +117,10 @@ struct offcpu_totals {
 	uint64_t cfi_walked, cfi_to_dwarf;
 	uint32_t sums_entries, threads_entries; /* the maps' sizes */
 };
-void offcpu_totals(struct offcpu_totals *t);
+void offcpu_totals(const struct offcpu *oc, struct offcpu_totals *t);
 /* Total off-CPU time of the process (waits of at least --off-cpu-min). */
-uint64_t offcpu_proc_ns(const struct proc *p);
+uint64_t offcpu_proc_ns(const struct offcpu *oc, const struct proc *p);
 /* The kind's label value: "blocked" or "preempted". */
 const char *offcpu_kind_name(uint32_t kind);
-void offcpu_free(void);
 
 #endif

@@ -36,6 +36,7 @@ struct fold {
 	struct procs *procs;
 	struct flame_views *flame;
 	int freq;
+	const struct offcpu *offcpu;
 };
 
 struct fold *output_fold_new(const struct run_info *ri)
@@ -63,6 +64,7 @@ struct fold *output_fold_new(const struct run_info *ri)
 	fo->procs = ri->procs;
 	fo->flame = ri->flame;
 	fo->freq = ri->freq;
+	fo->offcpu = ri->offcpu;
 	return fo;
 }
 
@@ -72,11 +74,12 @@ bool output_fold(struct fold *fo, struct proc *p)
 	 * traces are written at the end. */
 	if (p->exact || proc_named_by_time(p))
 		return false;
-	if (!p->nsamples && !p->lost)
-		return true; /* nothing to write */
+	/* Nothing to write; a process that only waited has its waits. */
+	if (!p->nsamples && !p->lost && !offcpu_proc_ns(fo->offcpu, p))
+		return true;
 	if (fo->broken)
 		return false;
-	summary_row(fo->rows, p);
+	summary_row(fo->rows, p, fo->offcpu);
 	if (fputc('\n', fo->rows) == EOF || fflush(fo->rows)) {
 		if (!fo->warned)
 			warn("cannot set aside exited processes in %s (%s): they stay in "
@@ -87,7 +90,7 @@ bool output_fold(struct fold *fo, struct proc *p)
 	}
 	fo->rows_end = ftell(fo->rows);
 	pprof_fold_add(fo->pf, p);
-	flame_fold_add(fo->flame, p, fo->freq);
+	flame_fold_add(fo->flame, p, fo->freq, fo->offcpu);
 	return true;
 }
 
@@ -98,7 +101,7 @@ void output_fold_live(struct fold *fo)
 	/* --off-cpu's sums name the processes' stacks by index until the
 	 * end: a stack forgotten here would be another's. Running processes
 	 * then keep their stacks to the end (or their exit). */
-	if (fo->broken || offcpu_on())
+	if (fo->broken || fo->offcpu)
 		return;
 	for (i = 0; i < fo->procs->v.n; i++) {
 		struct proc *p = fo->procs->v.v[i];
@@ -107,7 +110,7 @@ void output_fold_live(struct fold *fo)
 		if (p->exited || !p->samples.n || p->exact || proc_named_by_time(p))
 			continue;
 		pprof_fold_add(fo->pf, p);
-		flame_fold_add(fo->flame, p, fo->freq);
+		flame_fold_add(fo->flame, p, fo->freq, fo->offcpu);
 		proc_drop_samples(p);
 	}
 }

@@ -98,6 +98,9 @@ struct recorder {
 	 * as their maps are read: so far for the warning about a version with
 	 * no layout; the Python frames of samples come next (issue 23). */
 	struct python *python;
+	/* --off-cpu (user/offcpu.c): its maps' sizes, the stacks and sums
+	 * drained, the waits; off without it. */
+	struct offcpu *offcpu;
 	struct ring_buffer *rb;
 	struct bpf_link **links; /* the sampler's, one per CPU */
 	int nlinks;
@@ -122,6 +125,7 @@ struct recorder {
 	uint64_t last_fold_ns, fold_live_ns; /* output_fold_live: the last, the period */
 	uint64_t last_trim_ns;		     /* symfiles_trim: the last */
 	uint64_t last_offcpu_ns;	     /* offcpu_take_exited: the last */
+	bool exits_untaken;		     /* an exit drained since then */
 	uint64_t samples_seen;		     /* records handled, for the time slice */
 	uint64_t unresolved_calls;	     /* -t by address: no mapping known there */
 	/* Where the recording goes (user/sink.h): the files, then --push's
@@ -461,12 +465,13 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		if (size < sizeof(struct ev_sample))
 			return 0;
 		if (r->target.child > 0 && h->pid == (__u32)r->target.child && !r->child_execd)
-			return offcpu_drop_stack(((const struct ev_sample *)data)->stack_id);
-		if (offcpu_on_stack(&r->procs, data, size))
+			return offcpu_drop_stack(r->offcpu,
+						 ((const struct ev_sample *)data)->stack_id);
+		if (offcpu_on_stack(r->offcpu, &r->procs, data, size))
 			return -ENOMEM;
 		break;
 	case EV_OFFCPU:
-		if (size >= sizeof(struct ev_offcpu) && offcpu_on_wait(data))
+		if (size >= sizeof(struct ev_offcpu) && offcpu_on_wait(r->offcpu, data))
 			return -ENOMEM;
 		break;
 	case EV_EXEC:
@@ -484,6 +489,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		struct proc *p = proc_find(&r->procs, h->pid);
 
 		proc_on_exit(&r->procs, h->pid, h->time_ns);
+		r->exits_untaken = true;
 		python_forget(r->python, h->pid);
 		if (r->cfi_worker)
 			cfi_worker_queue(r->cfi_worker, h->pid, false);
@@ -722,7 +728,7 @@ static void warn_idle_targets(struct recorder *r)
 	for (k = 0; k < env.npids; k++) {
 		struct proc *p = proc_find(&r->procs, env.pids[k]);
 
-		if (!p || p->nsamples || (offcpu_on() && offcpu_proc_ns(p)))
+		if (!p || p->nsamples || offcpu_proc_ns(r->ri.offcpu, p))
 			continue;
 		if (env.no_inherit && r->ndescendants)
 			warn("-p %d (%s) recorded nothing: its work may be in its %zu child "
@@ -838,7 +844,7 @@ static int rec_load(struct recorder *r)
 
 	if (rec_load_sinks(r))
 		return -1;
-	if (xray_new(&r->xray) || flame_views_new(&r->ri.flame)) {
+	if (xray_new(&r->xray) || flame_views_new(&r->ri.flame) || offcpu_new(&r->offcpu)) {
 		err("out of memory");
 		return -1;
 	}
@@ -898,7 +904,7 @@ static int rec_load(struct recorder *r)
 			return -1;
 		}
 	}
-	err = offcpu_prepare(skel,
+	err = offcpu_prepare(r->offcpu, skel,
 			     &(struct offcpu_cfg){
 				 .on = env.off_cpu,
 				 .min_ns = (uint64_t)env.off_cpu_min_us * 1000,
@@ -1002,13 +1008,13 @@ static int rec_attach(struct recorder *r)
 	if (attach_sampler(r->feat.compat_sampler ? r->skel->progs.on_sample_compat
 						  : r->skel->progs.on_sample,
 			   &r->links, &r->nlinks, &r->event) ||
-	    offcpu_attach(r->skel))
+	    offcpu_attach(r->offcpu, r->skel))
 		return -1;
 
 	r->start_ns = now_ns(CLOCK_MONOTONIC);
 	ri->start_realtime_ns = now_ns(CLOCK_REALTIME);
 	/* After the start: their waits count from it, within the duration. */
-	if (offcpu_sleepers_read(r->skel, &r->procs, r->target.child)) {
+	if (offcpu_sleepers_read(r->offcpu, r->skel, &r->procs, r->target.child)) {
 		err("--off-cpu: out of memory");
 		return -1;
 	}
@@ -1024,7 +1030,7 @@ static int rec_attach(struct recorder *r)
 	ri->argv = env.argv;
 	ri->kernel = r->feat.kernel;
 	ri->degraded = &r->degraded;
-	ri->offcpu = offcpu_on();
+	ri->offcpu = offcpu_on(r->offcpu) ? r->offcpu : NULL;
 	ri->procs = &r->procs;
 	if (r->procs.aggregate) {
 		const char *s = getenv("BPFTRACE_REC_FOLD_LIVE_S"); /* the tests' */
@@ -1101,7 +1107,7 @@ static int drain_timeout(const struct recorder *r, uint64_t now, bool woken, boo
 
 static void rec_drain(struct recorder *r)
 {
-	uint64_t now, cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t now, settled, cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 	struct pollfd fds[2 + sizeof(r->target.pidfds) / sizeof(r->target.pidfds[0])];
 	bool woken, more = false;
 	int nfds = 2, err;
@@ -1148,18 +1154,28 @@ static void rec_drain(struct recorder *r)
 		procs_reread_stale(&r->procs, now);
 		procs_take_maps_read(&r->procs, maps_read, r);
 		/* Twice between a process's exit and its retirement. */
-		if (offcpu_sleepers_step(&r->procs, now + RETIRE_BUDGET_NS) ||
-		    offcpu_flush(r->skel, now)) {
+		if (offcpu_sleepers_step(r->offcpu, &r->procs, now + RETIRE_BUDGET_NS) ||
+		    offcpu_flush(r->offcpu, r->skel, now)) {
 			err("--off-cpu: out of memory");
 			r->stop = STOP_ERROR;
 			break;
 		}
-		if (r->ri.fold && offcpu_on() && now - r->last_offcpu_ns > PROC_COMPACT_NS / 2) {
+		if (r->ri.fold && r->ri.offcpu && now - r->last_offcpu_ns > PROC_COMPACT_NS / 2) {
 			r->last_offcpu_ns = now;
-			offcpu_take_exited(&r->procs, r->skel);
+			r->exits_untaken = false;
+			offcpu_take_exited(r->offcpu, &r->procs, r->skel);
 		}
-		procs_retire(&r->procs, now, now + RETIRE_BUDGET_NS,
-			     r->ri.fold ? retire_proc : NULL, r);
+		/* Written out once every wait it had is taken: one that ended
+		 * just before its exit may still be in BPF's sums. And none
+		 * while an exit drained since the last take waits for the
+		 * next: its event, seconds behind when the drain is, says it
+		 * exited long before, but its waits were not taken (it had not
+		 * exited then), and it would be written without them. */
+		settled = r->ri.offcpu && r->exits_untaken ? 0 : offcpu_settled_ns(r->offcpu);
+		procs_retire(
+		    &r->procs,
+		    r->ri.fold && settled < now - PROC_COMPACT_NS ? settled + PROC_COMPACT_NS : now,
+		    now + RETIRE_BUDGET_NS, r->ri.fold ? retire_proc : NULL, r);
 		/* It walks every cached file: once a second is enough. */
 		if (now - r->last_trim_ns > 1000000000ULL) {
 			r->last_trim_ns = now;
@@ -1250,7 +1266,7 @@ static void rec_stop(struct recorder *r)
 			r->bpf_run_cnt = pi.run_cnt;
 		}
 	}
-	offcpu_detach();
+	offcpu_detach(r->offcpu);
 	free(r->links);
 	r->links = NULL;
 	trace_bpf__destroy(r->tracer);
@@ -1268,7 +1284,7 @@ static void rec_stop(struct recorder *r)
 	ring_buffer__consume(r->rb);
 	read_stats(r->skel, st);
 	read_lost_by_pid(&r->procs, r->skel);
-	if (offcpu_collect(&r->procs, r->skel))
+	if (offcpu_collect(r->offcpu, &r->procs, r->skel))
 		warn("--off-cpu: out of memory reading the waits");
 	if (env.npids)
 		warn_idle_targets(r);
@@ -1405,7 +1421,7 @@ static int rec_finish(struct recorder *r, int code)
 		xray_proc_free(r->procs.v.v[i]);
 		jit_proc_free(r->procs.v.v[i]);
 	}
-	offcpu_free();
+	offcpu_free(r->offcpu);
 	trace_free(&r->tlinks);
 	procs_free(&r->procs);
 	xray_free(r->xray);

@@ -16,6 +16,7 @@ struct flame_views;
 struct degraded;
 struct outdir;
 struct fold;
+struct offcpu;
 
 /* The readers the commands printed at the end name, each the command to
  * run (its name when it is on PATH) or NULL when there is none: a file with
@@ -63,7 +64,8 @@ struct run_info {
 	const char *kernel;		 /* uname release */
 	const struct degraded *degraded; /* features this kernel lacks, and why */
 	bool system_wide;
-	bool offcpu;		/* --off-cpu recorded waits (user/offcpu.c) */
+	/* --off-cpu's waits (user/offcpu.h), or NULL when none were recorded. */
+	const struct offcpu *offcpu;
 	bool per_process;	/* cpu-PID.prof and the XRay files of each process */
 	const char *outdir;	/* the path, for the commands that open the files */
 	struct readers readers; /* ... and the readers they name */

@@ -88,7 +88,7 @@ static void add_stack(struct flame_views *fv, struct proc *p, const struct sampl
 	}
 }
 
-void flame_fold_add(struct flame_views *fv, struct proc *p, int freq)
+void flame_fold_add(struct flame_views *fv, struct proc *p, int freq, const struct offcpu *oc)
 {
 	uint64_t period_us = freq > 0 ? 1000000 / (uint64_t)freq : 0;
 	const struct offcpu_sum *os;
@@ -97,12 +97,9 @@ void flame_fold_add(struct flame_views *fv, struct proc *p, int freq)
 	for (j = 0; j < p->samples.n; j++) {
 		const struct sample *s = &p->samples.v[j];
 
-		add_stack(fv, p, s,
-			  (uint64_t[V_NR]){s->count, 0, offcpu_on() ? s->count * period_us : 0});
+		add_stack(fv, p, s, (uint64_t[V_NR]){s->count, 0, oc ? s->count * period_us : 0});
 	}
-	if (!offcpu_on())
-		return;
-	os = offcpu_sums_of(p, &n);
+	os = offcpu_sums_of(oc, p, &n);
 	for (j = 0; j < n; j++) {
 		struct sample s = {.stack = os[j].stack, .tid = os[j].tid};
 		uint64_t us = (os[j].ns + 500) / 1000;
@@ -119,7 +116,7 @@ static int take_live(const struct run_info *ri, int v)
 	if (!fv->took_live) {
 		fv->took_live = true;
 		for (i = 0; i < ri->procs->v.n; i++)
-			flame_fold_add(fv, ri->procs->v.v[i], ri->freq);
+			flame_fold_add(fv, ri->procs->v.v[i], ri->freq, ri->offcpu);
 		if (fv->err)
 			warn("stacks.folded and flamegraph.html: %s (%llu stacks could not be "
 			     "added): not written",

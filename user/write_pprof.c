@@ -61,6 +61,7 @@ struct pprof_fold {
 	uint64_t kmap;		/* the kernel's mapping in pp */
 	struct program program; /* of the folded process with the most samples */
 	bool warned;
+	const struct offcpu *offcpu; /* run_info's */
 };
 
 /* A sample's frames as locations, leaf first, into locs; with their source
@@ -95,12 +96,12 @@ static int stack_locs(struct pprof *pp, struct proc *p, const struct sample *s, 
 
 /* --off-cpu: the process's waits, as offcpu time of their stacks, labelled
  * with their kind. */
-static int add_offcpu(struct pprof *pp, struct proc *p, uint64_t *loc_of, uint64_t *kmap,
-		      bool lines)
+static int add_offcpu(struct pprof *pp, const struct offcpu *oc, struct proc *p, uint64_t *loc_of,
+		      uint64_t *kmap, bool lines)
 {
 	uint64_t locs[MAX_STACK_FRAMES];
 	size_t n, j;
-	const struct offcpu_sum *s = offcpu_sums_of(p, &n);
+	const struct offcpu_sum *s = offcpu_sums_of(oc, p, &n);
 	int nl = 0;
 
 	for (j = 0; j < n && nl >= 0; j++) {
@@ -134,7 +135,8 @@ static int add_offcpu(struct pprof *pp, struct proc *p, uint64_t *loc_of, uint64
 
 /* A process's samples into the profile, each frame a location; with their
  * source lines when lines is set. */
-static int add_proc(struct pprof *pp, struct proc *p, uint64_t *kmap, bool lines)
+static int add_proc(struct pprof *pp, const struct offcpu *oc, struct proc *p, uint64_t *kmap,
+		    bool lines)
 {
 	uint64_t locs[MAX_STACK_FRAMES];
 	uint64_t *loc_of = calloc(p->frames.n ? p->frames.n : 1, sizeof(*loc_of));
@@ -158,8 +160,8 @@ static int add_proc(struct pprof *pp, struct proc *p, uint64_t *kmap, bool lines
 		n = stack_locs(pp, p, s, loc_of, locs, kmap, lines);
 		err = n < 0 ? n : pprof_add_sample(pp, locs, n, s->count, labels, 4);
 	}
-	if (!err && offcpu_on())
-		err = add_offcpu(pp, p, loc_of, kmap, lines);
+	if (!err && oc)
+		err = add_offcpu(pp, oc, p, loc_of, kmap, lines);
 	free(loc_of);
 	return err;
 }
@@ -229,6 +231,7 @@ struct pprof_fold *pprof_fold_new(const struct run_info *ri, int spill_fd)
 	if (!pf)
 		return NULL;
 	pf->pp = pprof_new(1000000000LL / ri->freq, ri->start_realtime_ns, 0);
+	pf->offcpu = ri->offcpu;
 	if (pf->pp && ri->offcpu)
 		pprof_enable_offcpu(pf->pp);
 	if (pf->pp)
@@ -248,7 +251,7 @@ int pprof_fold_add(struct pprof_fold *pf, struct proc *p)
 	if (p->exited)
 		note_program(&pf->program, p);
 	pprof_scope_begin(pf->pp);
-	err = add_proc(pf->pp, p, &pf->kmap, false);
+	err = add_proc(pf->pp, pf->offcpu, p, &pf->kmap, false);
 	if (err) /* ENOMEM: what is in the scope goes; the rest is lost */
 		warn("pid %d: %s; some of its samples are not in the profile", p->pid,
 		     strerror(-err));
@@ -295,7 +298,7 @@ static int fill_pprof(void *ctx, FILE *out, int fd)
 	pprof_set_duration(pp, ri->duration_ns);
 	set_program(pp, pf ? &pf->program : NULL, ri->system_wide, ri->procs);
 	for (i = 0; i < ri->procs->v.n && !err; i++)
-		err = add_proc(pp, ri->procs->v.v[i], km, !pf);
+		err = add_proc(pp, ri->offcpu, ri->procs->v.v[i], km, !pf);
 	if (!err) {
 		fflush(out);
 		err = pprof_write_fd(pp, fd);

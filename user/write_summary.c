@@ -40,7 +40,7 @@ static void json_str(FILE *f, const char *raw)
 }
 
 /* A process's row of summary.json, on one line. */
-void summary_row(FILE *f, const struct proc *p)
+void summary_row(FILE *f, const struct proc *p, const struct offcpu *oc)
 {
 	const struct jit_guide *g;
 
@@ -65,8 +65,8 @@ void summary_row(FILE *f, const struct proc *p)
 		json_str(f, g->fix);
 		fputc('}', f);
 	}
-	if (offcpu_on())
-		fprintf(f, ", \"offcpu_ns\": %" PRIu64, offcpu_proc_ns(p));
+	if (oc)
+		fprintf(f, ", \"offcpu_ns\": %" PRIu64, offcpu_proc_ns(oc, p));
 	fputc('}', f);
 }
 
@@ -152,7 +152,7 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 	if (ri->offcpu) {
 		struct offcpu_totals t;
 
-		offcpu_totals(&t);
+		offcpu_totals(ri->offcpu, &t);
 		fprintf(f,
 			",\n  \"offcpu\": {\"switches\": %" PRIu64 ", \"waits\": %" PRIu64
 			", \"min_ns\": %" PRIu64 ", \"short_waits\": %" PRIu64
@@ -224,10 +224,10 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 		/* -p and --: every process followed, even one that recorded
 		 * nothing (a server's idle master); -a: those recorded. */
 		if (!p->nsamples && !p->lost && !p->exact && ri->system_wide &&
-		    !(offcpu_on() && offcpu_proc_ns(p)))
+		    !offcpu_proc_ns(ri->offcpu, p))
 			continue;
 		fprintf(f, "%s\n    ", k++ ? "," : "");
-		summary_row(f, p);
+		summary_row(f, p, ri->offcpu);
 	}
 	fprintf(f, "\n  ],\n  \"files\": [");
 	written = outdir_written(&nwritten);

@@ -7,6 +7,7 @@
 #include "user/run_info.h"
 
 struct proc;
+struct offcpu;
 
 /* profile.pb.gz (write_pprof.c). Under -a, the processes done with are
  * folded into it as they go (output_fold): each a scope, spilled to
@@ -30,7 +31,7 @@ int write_profile(const struct run_info *ri, struct pprof_fold *pf);
 struct flame_views; /* the trees: one per recording (run_info.flame) */
 int flame_views_new(struct flame_views **out);
 void flame_views_free(struct flame_views *fv);
-void flame_fold_add(struct flame_views *fv, struct proc *p, int freq);
+void flame_fold_add(struct flame_views *fv, struct proc *p, int freq, const struct offcpu *oc);
 /* The processes still held (ri->procs) are added first. */
 int write_flame(const struct run_info *ri);
 
@@ -39,7 +40,7 @@ int write_cpuprofile(const struct run_info *ri, struct proc *p);
 
 /* summary.json (write_summary.c): rows (rows_end bytes of them) are those
  * of processes folded away, a line each, as summary_row writes them. */
-void summary_row(FILE *f, const struct proc *p);
+void summary_row(FILE *f, const struct proc *p, const struct offcpu *oc);
 int write_summary(const struct run_info *ri, FILE *rows, long rows_end);
 
 #endif

@@ -223,11 +223,11 @@ static int wait_ids(struct xray *x, struct proc *p, const struct offcpu_wait *wt
 	return n;
 }
 
-static int write_sampled(struct xray *x, struct proc *p, FILE *f)
+static int write_sampled(struct xray *x, const struct offcpu *oc, struct proc *p, FILE *f)
 {
 	struct tl_ev *ev;
 	size_t nw, i, k = 0;
-	const struct offcpu_wait *waits = offcpu_waits_of(p, &nw);
+	const struct offcpu_wait *waits = offcpu_waits_of(oc, p, &nw);
 	size_t n = p->samples.n + p->migrations.n + nw;
 	uint32_t prev[MAX_STACK_FRAMES], cur[MAX_STACK_FRAMES];
 	int np = 0, nc, j, err = 0, c;
@@ -354,6 +354,7 @@ static int fill_map(void *ctx, FILE *f, int fd)
 /* A process's sampled timeline, with the registry that names its frames. */
 struct sampled_ctx {
 	struct xray *x;
+	const struct offcpu *oc;
 	struct proc *p;
 };
 
@@ -362,7 +363,7 @@ static int fill_sampled(void *ctx, FILE *f, int fd)
 	const struct sampled_ctx *c = ctx;
 
 	(void)fd;
-	return write_sampled(c->x, c->p, f);
+	return write_sampled(c->x, c->oc, c->p, f);
 }
 
 static int fill_exact(void *ctx, FILE *f, int fd)
@@ -393,7 +394,7 @@ int xray_write_files(const struct run_info *ri, struct proc *p, const char *suff
 	outdir_written(&before);
 	snprintf(map, sizeof(map), "xray-%d.map", p->pid);
 	if (sampled) {
-		struct sampled_ctx sc = {ri->xray, p};
+		struct sampled_ctx sc = {ri->xray, ri->offcpu, p};
 
 		snprintf(name, sizeof(name), "xray-%d%s.fdr", p->pid, suffix);
 		xray_cmd(ri, map, name, cmd, sizeof(cmd));

@@ -3,7 +3,7 @@
 # read back by pprof and llvm-xray.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(offcpu_all_exited offcpu_known_waits_pprof offcpu_kernel_frames offcpu_cpu_view offcpu_wall_view offcpu_labels
+ALL=(offcpu_all_exited offcpu_all_last_wait offcpu_known_waits_pprof offcpu_kernel_frames offcpu_cpu_view offcpu_wall_view offcpu_labels
 	offcpu_xray_account offcpu_xray_trace_event offcpu_summary offcpu_futex offcpu_min offcpu_callers offcpu_open_at_stop offcpu_thread_only
 	offcpu_flat_names_wait offcpu_readme_commands offcpu_printed_commands offcpu_folded_views offcpu_sleeper offcpu_one_key offcpu_xray_after_wait)
 require_bpf "${ALL[@]}"
@@ -212,14 +212,62 @@ fi
 # (before, its waits were read at the end, when the process was gone, and
 # were missing).
 t=offcpu_all_exited
-"$REC" -q -a --off-cpu -F 99 -d 9 -o "$TMP/all" 2>"$TMP/all.err" & rec=$!
-sleep 1
+# 64 MiB of ring buffer: at load 11 on 2 cores the default 8 lost 2,049
+# fork, exec and exit events of 9 s of -a, and the processes they tell of
+# were split or missing.
+"$REC" -a --off-cpu -F 99 -d 9 --ringbuf-size 64 -o "$TMP/all" 2>"$TMP/all.err" & rec=$!
+# Recording: -a reads every process first, seconds on a loaded machine
+# (there, a fixed second's wait started the workloads before it, and
+# their waits were missing).
+for _ in $(seq 300); do grep -q "recording all CPUs" "$TMP/all.err" && break; sleep 0.1; done
 "$WL/waits" > /dev/null & wp=$!
+# offcpu_all_last_wait (below): processes whose last wait ends as they
+# exit, and processes that only wait.
+lw=()
+for i in 1 2 3 4 5 6; do
+	python3 -c 'import time
+for _ in range(4): time.sleep(0.3)' & lw+=("$!:1200")
+	sleep 0.1
+done
+for i in 1 2 3; do sleep 1 & lw+=("$!:1000"); done
 wait $wp
+wait
 wait $rec
 # By its pid: other runs of waits on the machine are recorded too.
 s=$("$PPROF" -sample_index=offcpu -unit=ms -top -nodecount=1000 -tagfocus=pid=$wp "$TMP/all/profile.pb.gz" 2>/dev/null | cum_ms sleep_wait)
 if within "$s" 2000 100; then pass $t; else fail $t "sleep_wait $s ms of an exited process under -a (want 2000 +-100)"; fi
+
+# -a: every wait of an exited process is in its row and in the profile,
+# its last too. Each python3 sleeps 4 x 0.3 s in one place and exits; each
+# sleep(1) only waits (no sample). Before, a wait that ended just before
+# the exit was drained from BPF after the process's waits were taken, into
+# the same taken sum, and lost (PostgreSQL's postmaster lost its last
+# 15 s wait); a process whose exit event was drained late (the drain
+# behind on a loaded machine) was written out at once, before its waits
+# were taken (a row with 0 s, or two rows); and a process without a sample
+# was written out with nothing (`sleep 1`: no row, no wait).
+t=offcpu_all_last_wait
+# Each pid's off-CPU time (pprof's -tags: "1.21s ( 0.1%): PID"), in ms.
+tags=$("$PPROF" -sample_index=offcpu -tags "$TMP/all/profile.pb.gz" 2>/dev/null |
+	awk '/^ pid:/ { on = 1; next } on && NF == 0 { exit }
+		on { v = $1; if (sub("ms$", "", v)) ; else if (sub("us$", "", v)) v /= 1000;
+			else if (sub("s$", "", v)) v *= 1000; print $NF, v }')
+rows=$(python3 -c 'import json,sys
+for p in json.load(open(sys.argv[1]))["processes"]: print(p["pid"], p.get("offcpu_ns", 0) / 1e6)' "$TMP/all/summary.json" 2>/dev/null)
+bad=""
+for e in "${lw[@]}"; do
+	IFS=: read -r p want <<<"$e"
+	v=$(awk -v p="$p" '$1 == p { print $2 }' <<<"$tags")
+	# (A process the drain split in two, far behind on a loaded
+	# machine, has two rows, each with all its waits: the first.)
+	r=$(awk -v p="$p" '$1 == p { print $2; exit }' <<<"$rows")
+	# At least the sleeps: beyond them, the start's waits and, on a
+	# loaded machine, the waits for a CPU (no bound: python3's reach 5 s
+	# at load 11, sleep(1)'s 1.4 s at load 10).
+	{ at_least "${v:-0}" "$want" && at_least "${r:-0}" "$want"; } ||
+		bad+=" pid $p: profile ${v:-none} ms, summary ${r:-none} ms (want $want at least);"
+done
+if [ -z "$bad" ]; then pass $t; else fail $t "$bad"; cat "$TMP/all.err" >&2; fi
 
 # A full sums map never drops a wait: with room for one (thread, stack,
 # kind) a flush, the others count under their thread, with their time
