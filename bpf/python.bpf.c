@@ -1,42 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The Python frame walk in BPF, a compilation unit of its own (not yet
- * wired into the sampler): at a perf_event sample of a process in
- * py_procs, the sampled thread's PyThreadState is found in _PyRuntime's
- * first interpreter (by its native thread id on 3.11 on, before by its
+/* The Python frame walk in BPF, a compilation unit of its own, linked into
+ * the sampler (bpf/sample.bpf.c) and into the unit test's program
+ * (tests/unit/python_test.bpf.c) by libbpf's static linker (the Makefile).
+ *
+ * py_walk_frames, at a perf_event sample of a process in py_procs: the
+ * sampled thread's PyThreadState is found in _PyRuntime's first
+ * interpreter (by its native thread id on 3.11 on, before by its
  * pthread_t, which is the thread's fs base on x86-64 glibc), then its
- * frames are read innermost first: a code object address and a byte offset
- * per frame, as user/python.c's python_walk reads them (py_frame_decode),
- * which names them.
- * Bounded loops only: loads on 5.10. */
+ * frames are read innermost first into this CPU's py_scratch: a code
+ * object address and the instruction word per frame, as user/python.c's
+ * python_walk reads them (py_frame_decode), which names them. The walk
+ * finds a thread by its thread state, so threads started after the
+ * recording began, and threads waiting for the GIL, are walked alike.
+ *
+ * A global function (not static, not inlined): the verifier checks it once,
+ * on its own, with a ctx argument and a scalar result, so its loops do not
+ * add to the sampler's own verification. Bounded loops only: loads on 5.10
+ * (global functions exist since 5.6; bpf_loop only since 5.17). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "bpf/python.h"
+#define PY_EXTERN /* the definitions */
+#include "bpf/python_maps.bpf.h"
 
-char LICENSE[] SEC("license") = "GPL";
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32); /* tgid */
-	__type(value, struct py_bpf_proc);
-} py_procs SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
-} py_stacks SEC(".maps");
-
-/* Samples by outcome (enum py_bpf_stat), for the tests and the summary. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PY_STAT_NR);
-	__type(key, __u32);
-	__type(value, __u64);
-} py_stats SEC(".maps");
-
-static __always_inline void count(__u32 what)
+static __always_inline void py_count(__u32 what)
 {
 	__u64 *v = bpf_map_lookup_elem(&py_stats, &what);
 
@@ -77,22 +65,30 @@ static __always_inline __u64 find_tstate(const struct py_bpf_proc *p, __u32 tid)
 	return 0;
 }
 
-SEC("perf_event")
-int py_walk(struct bpf_perf_event_data *ctx)
+/* 0: no frames (not a Python thread, or its first read failed). */
+__noinline int py_walk_frames(struct bpf_perf_event_data *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts, frame = 0;
-	__u32 tgid = pid_tgid >> 32;
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts, frame = 0, code, w;
+	__u32 tgid = pid_tgid >> 32, zero = 0;
 	const struct py_bpf_proc *p = bpf_map_lookup_elem(&py_procs, &tgid);
 	const struct py_layout *l;
 	struct py_bpf_stack *s;
+	__u8 owner = 0, entry = 0;
 	__u32 n = 0;
 
 	if (!p)
+		return -1;
+	s = bpf_map_lookup_elem(&py_scratch, &zero);
+	if (!s)
 		return 0;
 	l = &p->layout;
+	s->tgid = tgid;
+	s->tid = (__u32)pid_tgid;
+	s->truncated = 0;
+	s->nframes = 0;
 	ts = find_tstate(p, (__u32)pid_tgid);
 	if (!ts) {
-		count(PY_STAT_NO_TSTATE);
+		py_count(PY_STAT_NO_TSTATE);
 		return 0;
 	}
 	if (rd_ptr(ts, l->tstate_frame, &frame) ||
@@ -100,45 +96,47 @@ int py_walk(struct bpf_perf_event_data *ctx)
 	     rd_ptr(frame, l->cframe_current_frame, &frame)) ||
 	    l->frame_code == PY_OFF_NONE || l->frame_lasti == PY_OFF_NONE ||
 	    l->frame_back == PY_OFF_NONE || l->frame_owner == PY_OFF_NONE) {
-		count(PY_STAT_FAULT);
+		py_count(PY_STAT_FAULT);
+		s->truncated = 1;
 		return 0;
 	}
-	s = bpf_ringbuf_reserve(&py_stacks, sizeof(*s), 0);
-	if (!s) {
-		count(PY_STAT_LOST);
-		return 0;
-	}
-	s->tgid = tgid;
-	s->tid = (__u32)pid_tgid;
-	s->truncated = 0;
 	/* Each frame as it is in memory: its code object, the word at its
-	 * instruction field and its owner byte (where the version has one:
-	 * user space fills frame_owner with a valid offset either way). What
-	 * they mean is user space's (py_frame_decode): one path through the
-	 * loop keeps the verifier's work linear in the frames. */
+	 * instruction field, its owner byte and is_entry flag (where the
+	 * version has them: user space fills frame_owner with a valid offset
+	 * either way). What they mean is user space's (py_frame_decode): one
+	 * path through the loop keeps the verifier's work linear in the
+	 * frames. */
 	for (int i = 0; i < PY_BPF_FRAMES; i++) {
 		__u32 k = n & (PY_BPF_FRAMES - 1);
 
 		if (!frame)
 			break;
-		if (bpf_probe_read_user(&s->frames[k].code, 8, (void *)(frame + l->frame_code)) ||
+		if (bpf_probe_read_user(&code, 8, (void *)(frame + l->frame_code)) ||
 		    bpf_probe_read_user(&s->frames[k].lasti, 8, (void *)(frame + l->frame_lasti)) ||
-		    bpf_probe_read_user(&s->frames[k].owner, 1, (void *)(frame + l->frame_owner)))
+		    bpf_probe_read_user(&owner, 1, (void *)(frame + l->frame_owner)))
 			goto fault;
+		entry = 0;
+		if (l->frame_is_entry != PY_OFF_NONE &&
+		    bpf_probe_read_user(&entry, 1, (void *)(frame + l->frame_is_entry)))
+			goto fault;
+		w = PY_FRAME_CODE(code) | (__u64)owner << PY_FRAME_OWNER_SHIFT;
+		if (entry)
+			w |= PY_FRAME_ENTRY;
+		s->frames[k].code = w;
 		n++;
 		if (bpf_probe_read_user(&frame, 8, (void *)(frame + l->frame_back)))
 			goto fault;
 	}
-	if (frame)
-		s->truncated = 1;
 	s->nframes = n;
-	count(PY_STAT_WALKED);
-	bpf_ringbuf_submit(s, 0);
-	return 0;
+	if (frame) {
+		s->truncated = 1;
+		py_count(PY_STAT_TRUNCATED);
+	}
+	py_count(PY_STAT_WALKED);
+	return n;
 fault:
 	s->nframes = n;
 	s->truncated = 1;
-	count(PY_STAT_FAULT);
-	bpf_ringbuf_submit(s, 0);
-	return 0;
+	py_count(PY_STAT_FAULT);
+	return n;
 }

@@ -60,19 +60,26 @@ struct py_layout {
 };
 
 /* The BPF walk (bpf/python.bpf.c): a process's layout and _PyRuntime's
- * address (py_procs, by tgid), and per sample the frames it read. */
-#define PY_BPF_FRAMES  64 /* a power of 2: the index is masked */
-#define PY_BPF_THREADS 64 /* thread states searched for the sampled thread */
+ * address (py_procs, by tgid), and per sample the frames it read. 512
+ * frames: a 300-deep recursion (and its start-up frames) is whole. */
+#define PY_BPF_FRAMES  512 /* a power of 2: the index is masked */
+#define PY_BPF_THREADS 64  /* thread states searched for the sampled thread */
 struct py_bpf_proc {
 	struct py_layout layout; /* frame_owner: a valid offset even where none (3.8-3.10) */
 	__u64 runtime;
 };
+/* A frame as read, two words (the sample record carries them so, after
+ * its user ips: bpf/events.h). The code object's address is a user
+ * address (below 2^47): the bits above it carry the frame's owner byte
+ * and, on 3.11, its is_entry flag. */
 struct py_bpf_frame {
-	__u64 code;  /* frame_code */
+	__u64 code;  /* PY_FRAME_CODE, PY_FRAME_OWNER, PY_FRAME_ENTRY */
 	__u64 lasti; /* the 8 bytes at frame_lasti: an int or a pointer, by lasti_kind */
-	__u8 owner;  /* frame_owner, meaningless before 3.11 */
-	__u8 pad[7];
 };
+#define PY_FRAME_CODE(w)     ((w) & ((1ULL << 48) - 1))
+#define PY_FRAME_ENTRY	     (1ULL << 48)
+#define PY_FRAME_OWNER_SHIFT 56
+#define PY_FRAME_OWNER(w)    ((__u8)((w) >> PY_FRAME_OWNER_SHIFT))
 struct py_bpf_stack {
 	__u32 tgid, tid;
 	__u32 nframes;
@@ -83,7 +90,8 @@ enum py_bpf_stat {
 	PY_STAT_WALKED,	   /* a stack sent */
 	PY_STAT_NO_TSTATE, /* the thread has no thread state (yet, or not Python) */
 	PY_STAT_FAULT,	   /* a read failed: a partial stack sent */
-	PY_STAT_LOST,	   /* the ring buffer was full */
+	PY_STAT_LOST,	   /* the ring buffer was full (the unit test's program) */
+	PY_STAT_TRUNCATED, /* deeper than PY_BPF_FRAMES: the outermost frames left out */
 	PY_STAT_NR,
 };
 
