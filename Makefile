@@ -65,7 +65,7 @@ $(OUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS)
 $(OUT)/sample.linked.o: $(OUT)/python.bpf.o $(OUT)/sample.bpf.o
 	$(BPFTOOL) gen object $@ $^
 $(OUT)/sample.skel.h: $(OUT)/sample.linked.o
-	$(BPFTOOL) gen skeleton $< name sample > $@.tmp && mv $@.tmp $@
+	$(BPFTOOL) gen skeleton $< name sample_bpf > $@.tmp && mv $@.tmp $@
 $(OUT)/python_test.bpf.o: tests/unit/python_test.bpf.c $(BPF_HDRS)
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@

@@ -26,6 +26,7 @@
 #include "user/output.h"
 #include "user/proc.h"
 #include "user/python.h"
+#include "user/python_names.h"
 #include "user/record.h"
 #include "bpf/cfi.h"
 #include "user/cfi_maps.h"
@@ -94,9 +95,10 @@ struct recorder {
 	struct usdt *usdt; /* -t usdt:..., or NULL */
 	struct xray *xray; /* the XRay function ids, for -t, usdt and the timelines */
 	/* The CPython interpreters among the processes (user/python.c), found
-	 * as their maps are read: so far for the warning about a version with
-	 * no layout; the Python frames of samples come next (issue 23). */
+	 * as their maps are read, and their Python frames in the stacks: a
+	 * source of names (user/python_names.c). */
 	struct python *python;
+	struct py_names *pynames;
 	struct ring_buffer *rb;
 	struct bpf_link **links; /* the sampler's, one per CPU */
 	int nlinks;
@@ -411,20 +413,14 @@ static uint32_t traced_func(const struct trace_links *tl, struct proc *p, uint64
 			     addr - m->start + m->offset);
 }
 
-/* Processes whose maps the model read (first sight, exec, a new library):
- * their tables are built and loaded. */
 /* A process whose maps were read (first sight, exec, a new library): its
- * unwind tables, and whether it runs CPython. */
+ * unwind tables are built and loaded. */
 static void maps_read(void *ctx, pid_t pid)
 {
 	struct recorder *r = ctx;
-	struct proc *p;
-	struct py_proc *py;
 
 	if (r->cfi_worker && pid > 0)
 		cfi_worker_queue(r->cfi_worker, pid, true);
-	if (r->python && (p = proc_find(&r->procs, pid)) && p->maps_text)
-		python_attach_maps(r->python, pid, p->maps_text, strlen(p->maps_text), &py);
 }
 
 static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size)
@@ -438,8 +434,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		const struct ev_sample *s = data;
 
 		if (size < sizeof(*s) ||
-		    size <
-			sizeof(*s) + ((size_t)s->nkernel + s->nuser) * sizeof(__u64) + s->stack_len)
+		    size < sizeof(*s) + ev_sample_ips(s) * sizeof(__u64) + s->stack_len)
 			return 0;
 		/* The command of `--` before its exec is our own fork, waiting
 		 * to be let go: not what was asked for. */
@@ -467,9 +462,11 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 	case EV_EXEC:
 		if (r->target.child > 0 && h->pid == (__u32)r->target.child)
 			r->child_execd = true;
+		/* Before its new maps are read (they may be now): found again
+		 * in them. */
+		py_names_forget(r->pynames, h->pid);
 		if (size >= sizeof(struct ev_task) && (!env.all || proc_find(&r->procs, h->pid)))
 			proc_on_exec(&r->procs, h->pid, ((const struct ev_task *)data)->comm);
-		python_forget(r->python, h->pid); /* found again in its new maps */
 		break;
 	case EV_FORK:
 		if (size >= sizeof(struct ev_task))
@@ -479,7 +476,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		struct proc *p = proc_find(&r->procs, h->pid);
 
 		proc_on_exit(&r->procs, h->pid, h->time_ns);
-		python_forget(r->python, h->pid);
+		py_names_forget(r->pynames, h->pid);
 		if (r->cfi_worker)
 			cfi_worker_queue(r->cfi_worker, h->pid, false);
 		if (p)
@@ -925,9 +922,17 @@ static int rec_load(struct recorder *r)
 	if (r->target.child > 0 && add_targets(skel, &r->target.child, 1))
 		return -1;
 	err = python_new(&r->python);
+	if (!err)
+		err = py_names_new(&r->pynames, r->python, bpf_map__fd(skel->maps.py_procs));
 	if (err) {
 		err("CPython detection: %s", strerror(-err));
 		return -1;
+	}
+	{
+		struct name_source py_names;
+
+		py_names_source(r->pynames, &py_names);
+		procs_add_names(&r->procs, &py_names); /* the second of PROCS_MAX_NAMES */
 	}
 	/* Maps of the targets as they are now, before any sample. */
 	for (i = 0; i < env.npids; i++)
@@ -1368,6 +1373,8 @@ static int rec_finish(struct recorder *r, int code)
 	r->cfi = NULL;
 	usdt_free(r->usdt);
 	r->usdt = NULL;
+	py_names_free(r->pynames);
+	r->pynames = NULL;
 	python_free(r->python);
 	r->python = NULL;
 	sample_bpf__destroy(r->skel);
