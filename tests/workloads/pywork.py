@@ -6,9 +6,10 @@ which run the same loop body 6:3:1 times as often: whichever thread holds
 the GIL, 60/30/10 of the Python time. The hot loop is on one line
 (LINE:hot).
 
-shapes: the main thread turns between a 300-deep recursion, a method
-(Worker.method), a generator, a lambda and zlib.compress (deflate under
-compress_loop), while a second thread spins in its target (thread_target).
+shapes: the main thread turns between a 300-deep recursion (under
+<module>), a method (Worker.method), a generator, a lambda and
+zlib.compress (deflate under compress_loop), while a second thread spins in
+its target (thread_target).
 
 "ready PID" once both threads run; then until killed.
 """
@@ -76,8 +77,7 @@ def thread_target(started):
         func_one()
 
 
-def shapes(started):
-    started.set()
+def shapes():
     g = gen()
     while True:
         recurse(300)
@@ -94,10 +94,11 @@ if __name__ == "__main__":
     if mode == "split":
         threading.Thread(target=split, args=(a,), daemon=True).start()
         threading.Thread(target=split, args=(b,), daemon=True).start()
-    else:
-        threading.Thread(target=thread_target, args=(a,), daemon=True).start()
-        threading.Thread(target=shapes, args=(b,), daemon=True).start()
+        a.wait()
+        b.wait()
+        print("ready", os.getpid(), flush=True)
+        threading.Event().wait()
+    threading.Thread(target=thread_target, args=(a,), daemon=True).start()
     a.wait()
-    b.wait()
     print("ready", os.getpid(), flush=True)
-    threading.Event().wait()
+    shapes()
