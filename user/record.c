@@ -557,21 +557,27 @@ static int handle_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static void read_stats(struct sample_bpf *skel, uint64_t out[STAT_NR])
+/* A per-CPU array of n counters, summed. */
+static void read_counters(int fd, uint64_t *out, __u32 n)
 {
-	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(skel->maps.stats);
+	int ncpu = libbpf_num_possible_cpus();
 	uint64_t *vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
 	__u32 i;
 	int c;
 
-	memset(out, 0, STAT_NR * sizeof(*out));
+	memset(out, 0, n * sizeof(*out));
 	if (!vals)
 		return;
-	for (i = 0; i < STAT_NR; i++)
+	for (i = 0; i < n; i++)
 		if (!bpf_map_lookup_elem(fd, &i, vals))
 			for (c = 0; c < ncpu; c++)
 				out[i] += vals[c];
 	free(vals);
+}
+
+static void read_stats(struct sample_bpf *skel, uint64_t out[STAT_NR])
+{
+	read_counters(bpf_map__fd(skel->maps.stats), out, STAT_NR);
 }
 
 static void read_lost_by_pid(struct procs *procs, struct sample_bpf *skel)
@@ -1352,6 +1358,22 @@ static int rec_write(struct recorder *r)
 		ri->cfi_table_bytes = cs.bytes_peak;
 		ri->cfi_budget_bytes = cs.rows_cap * sizeof(struct cfi_row);
 		ri->cfi_out_of_budget = cs.out_of_budget;
+	}
+	{
+		uint64_t py[PY_STAT_NR];
+		struct py_names_stats ps;
+
+		read_counters(bpf_map__fd(r->skel->maps.py_stats), py, PY_STAT_NR);
+		py_names_get_stats(r->pynames, &ps);
+		ri->py_walked = py[PY_STAT_WALKED];
+		ri->py_no_tstate = py[PY_STAT_NO_TSTATE];
+		ri->py_fault = py[PY_STAT_FAULT];
+		ri->py_truncated = py[PY_STAT_TRUNCATED];
+		ri->py_samples = ps.samples;
+		ri->py_merged = ps.merged;
+		ri->py_frames = ps.frames;
+		ri->py_unnamed = ps.unnamed;
+		ri->py_leftover = ps.leftover;
 	}
 	jit_load_all(&r->procs);
 	for (size_t i = 0; i < r->procs.v.n; i++)
