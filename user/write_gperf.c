@@ -123,6 +123,11 @@ struct name_run {
 	size_t file;	     /* the cpu file: p->images' index, p->images.n the last */
 };
 
+struct src_fn {
+	const char *name;
+	uint64_t at;
+};
+
 struct names_image {
 	VEC(struct jitelf_func) funcs; /* at their slots */
 	VEC(struct name_run) runs;     /* sorted by file then start, when written */
@@ -132,6 +137,9 @@ struct names_image {
 	 * (0: none), from GPERF_SOURCE on, 16 bytes each. */
 	VEC(uint64_t) src_at;
 	uint64_t nsrc;
+	/* Their functions, one a name (a frame is a function at a line:
+	 * the readers would tell same-named functions apart as name@ADDR). */
+	VEC(struct src_fn) src_fns;
 	uint64_t next;		     /* the next free slot */
 	uint64_t start, end, offset; /* the image's, from jitelf_write */
 	char path[PATH_MAX + 64];    /* absolute: the readers run elsewhere */
@@ -229,7 +237,14 @@ static int add_source_frame(struct proc *p, struct names_image *ni, const struct
 	while (ni->src_at.n < p->frames.n)
 		ni->src_at.v[ni->src_at.n++] = 0;
 	if (!ni->src_at.v[it->id]) {
-		name = strdup(frame_iter_name(it, buf, sizeof(buf), NULL, NULL, NULL));
+		const char *nm = frame_iter_name(it, buf, sizeof(buf), NULL, NULL, NULL);
+
+		for (size_t i = 0; i < ni->src_fns.n; i++)
+			if (!strcmp(ni->src_fns.v[i].name, nm)) {
+				ni->src_at.v[it->id] = ni->src_fns.v[i].at;
+				return 0; /* its run is there */
+			}
+		name = strdup(nm);
 		if (!name || VEC_PUSH(ni->owned, name)) {
 			free(name);
 			return -ENOMEM;
@@ -239,6 +254,8 @@ static int add_source_frame(struct proc *p, struct names_image *ni, const struct
 		if (VEC_PUSH(ni->funcs, fn))
 			return -ENOMEM;
 		ni->src_at.v[it->id] = GPERF_SOURCE + 16 * ni->nsrc++;
+		if (VEC_PUSH(ni->src_fns, ((struct src_fn){name, ni->src_at.v[it->id]})))
+			return -ENOMEM;
 	} else {
 		/* Its function is there already (another file's run): found by its
 		 * address. */
@@ -672,5 +689,6 @@ int write_cpuprofile(const struct run_info *ri, struct proc *p)
 		free(ni.owned.v[i]);
 	VEC_FREE(ni.owned);
 	VEC_FREE(ni.src_at);
+	VEC_FREE(ni.src_fns);
 	return first;
 }
