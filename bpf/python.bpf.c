@@ -103,8 +103,9 @@ __noinline int py_walk_frames(struct bpf_perf_event_data *ctx)
 	/* Each frame as it is in memory: its code object, the word at its
 	 * instruction field, its owner byte and is_entry flag (where the
 	 * version has them: user space fills frame_owner with a valid offset
-	 * either way). What they mean is user space's (py_frame_decode): one
-	 * path through the loop keeps the verifier's work linear in the
+	 * either way), and its code object's tag (py_code_tag: co_filename and
+	 * co_name follow each other in every version, 3.8-3.13). What they mean is user space's
+	 * (py_frame_decode): one path through the loop keeps the verifier's work linear in the
 	 * frames. */
 	for (int i = 0; i < PY_BPF_FRAMES; i++) {
 		__u32 k = n & (PY_BPF_FRAMES - 1);
@@ -119,6 +120,16 @@ __noinline int py_walk_frames(struct bpf_perf_event_data *ctx)
 		if (l->frame_is_entry != PY_OFF_NONE &&
 		    bpf_probe_read_user(&entry, 1, (void *)(frame + l->frame_is_entry)))
 			goto fault;
+		{
+			__u64 fn[2] = {0, 0}, head = 0; /* co_filename, co_name */
+			__u16 tag = 0;
+
+			if (!bpf_probe_read_user(
+				fn, 16, (void *)(PY_FRAME_CODE(code) + l->code_filename)) &&
+			    !bpf_probe_read_user(&head, 8, (void *)(fn[1] + l->unicode_ascii)))
+				tag = py_code_tag(fn[0], fn[1], head);
+			s->frames[k].lasti = PY_LASTI(s->frames[k].lasti) | (__u64)tag << 48;
+		}
 		w = PY_FRAME_CODE(code) | (__u64)owner << PY_FRAME_OWNER_SHIFT;
 		if (entry)
 			w |= PY_FRAME_ENTRY;

@@ -80,6 +80,22 @@ struct py_bpf_frame {
 #define PY_FRAME_ENTRY	     (1ULL << 48)
 #define PY_FRAME_OWNER_SHIFT 56
 #define PY_FRAME_OWNER(w)    ((__u8)((w) >> PY_FRAME_OWNER_SHIFT))
+/* The lasti word's top 16 bits: the code object's tag at the sample (an
+ * int's or a user address's bits, which are free), py_code_tag. */
+#define PY_LASTI(w)	((w) & ((1ULL << 48) - 1))
+#define PY_FRAME_TAG(w) ((__u16)((w) >> 48))
+/* Which code object a frame ran, as the walk saw it at the sample: its
+ * co_filename and co_name pointers and the first 8 bytes at co_name's
+ * compact ASCII data, mixed. User space reads the object later (the
+ * drain): one freed and reused by another in between has another tag,
+ * and is not named after the one there now. */
+static inline __u16 py_code_tag(__u64 file, __u64 name, __u64 head)
+{
+	__u64 h = (file ^ (name << 1) ^ (head * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
+
+	return (__u16)(h >> 48) | 1; /* 0: no tag */
+}
+
 struct py_bpf_stack {
 	__u32 tgid, tid;
 	__u32 nframes;

@@ -793,6 +793,15 @@ static int code_read(const struct py_proc *p, uint64_t addr, const uint64_t seen
 	e->objaddr[1] = seen[3];
 	e->objaddr[2] = seen[4];
 	e->objaddr[3] = seen[5];
+	{
+		uint64_t head = 0;
+
+		/* As the BPF walk tags a frame's code object; not readable:
+		 * no tag, which no frame has. */
+		if (!rd(p->pid, seen[1] + p->bin.layout.unicode_ascii, &head, 8) &&
+		    p->bin.layout.code_filename + 8 == p->bin.layout.code_name)
+			e->c.tag = py_code_tag(seen[3], seen[1], head);
+	}
 	if ((ret = read_str(p, seen[2], &e->c.name, e->objhdr[0])) ||
 	    (ret = read_str(p, seen[3], &e->c.file, e->objhdr[1])) ||
 	    (ret = bytes_size(p, seen[4], PY_TABLE_MAX, &e->c.nlines, e->objhdr[2])))
@@ -912,6 +921,7 @@ int py_frame_decode(const struct py_proc *p, uint64_t code, uint64_t raw, uint8_
 	if (l->owner_cstack != 0xff && owner == l->owner_cstack)
 		return 1;
 	f->code = code;
+	raw = PY_LASTI(raw); /* the tag above it: py_code_tag */
 	switch (l->lasti_kind) {
 	case PY_LASTI_PTR: /* into the code object's inline bytecode */
 		f->lasti = (int64_t)(raw - (code + l->code_code));

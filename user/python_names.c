@@ -183,13 +183,15 @@ static uint32_t fn_intern(struct py_names *pn, const struct py_code *c)
 
 /* A frame of the record as a pc, or 0 when its code object is not one
  * (freed, overwritten: the cache's validation, user/python.c). */
-static uint64_t frame_pc(struct py_names *pn, struct py_proc *py, const struct py_frame *f)
+static uint64_t frame_pc(struct py_names *pn, struct py_proc *py, const struct py_frame *f,
+			 uint16_t tag)
 {
 	const struct py_code *c;
 	uint32_t fn;
 	int line = 0;
 
-	if (py_code_get(py, f->code, &c) || (fn = fn_intern(pn, c)) == UINT32_MAX)
+	/* Not the object the sample saw: freed and reused since. */
+	if (py_code_get(py, f->code, &c) || c->tag != tag || (fn = fn_intern(pn, c)) == UINT32_MAX)
 		return 0;
 	if (py_code_line(py, c, f->lasti, &line) || line < 0 || line >= 1 << PY_LINE_BITS)
 		line = 0;
@@ -209,13 +211,13 @@ struct py_runs {
 /* The frames one evaluation call runs, from next on, as pcs into r->run:
  * one frame up to 3.10; from 3.11 several, up to and including the one
  * with is_entry (3.11), or up to the C stack's shim frame (3.12 on, which
- * py_frame_decode says is one). Their count, 0 when none is left, -1 when
- * one of its code objects is not one (the run is then left to its native
- * frame, never named wrongly). */
+ * py_frame_decode says is one). Their count, 0 when none is left. A frame
+ * whose code object is not the one the sample saw (freed and reused, or
+ * not a code object) is a 0 pc, never named wrongly: the caller puts the
+ * native frame there; -1 when no frame of the run is named. */
 static int next_run(struct py_runs *r)
 {
-	int k = 0;
-	bool bad = false;
+	int k = 0, named = 0;
 
 	while (r->next < r->n) {
 		uint64_t code = r->w[2 * r->next], pc;
@@ -225,19 +227,19 @@ static int next_run(struct py_runs *r)
 
 		r->next++;
 		if (shim == 1) {
-			if (k || bad)
+			if (k)
 				break;
 			continue; /* the run starts after it */
 		}
-		pc = frame_pc(r->pn, r->e->py, &f);
-		if (!pc)
-			bad = true;
-		else if (k < PY_BPF_FRAMES)
+		pc = frame_pc(r->pn, r->e->py, &f, PY_FRAME_TAG(r->w[2 * r->next - 1]));
+		named += !!pc;
+		r->pn->st.unnamed += !pc;
+		if (k < PY_BPF_FRAMES)
 			r->run[k++] = pc;
 		if (r->minor <= 10 || (r->minor == 11 && (code & PY_FRAME_ENTRY)))
 			break;
 	}
-	return bad ? -1 : k;
+	return k && !named ? -1 : k;
 }
 
 /* Each native _PyEval_EvalFrameDefault frame is replaced by the Python
@@ -268,13 +270,15 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 		if (a >= r.e->eval_lo && a < r.e->eval_hi && r.next < r.n) {
 			k = next_run(&r);
 			if (k > 0) {
+				/* One native frame for the frames not named
+				 * (in a row): what runs them. */
 				for (int j = 0; j < k && m < max; j++)
-					out[m++] = r.run[j];
+					if (r.run[j] || !j || r.run[j - 1])
+						out[m++] = r.run[j] ? r.run[j] : pcs[i];
 				pn->st.frames += k;
 				merged = true;
 				continue;
 			}
-			pn->st.unnamed += k < 0;
 		}
 		out[m++] = pcs[i];
 	}
@@ -286,15 +290,14 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 	 * missing is the native frames between them and the walked ones. */
 	while (r.next < r.n && m < max) {
 		k = next_run(&r);
-		if (k < 0) {
-			pn->st.unnamed++;
+		if (k < 0)
 			continue;
-		}
 		if (!k)
 			break;
 		pn->st.leftover++;
 		for (int j = 0; j < k && m < max; j++)
-			out[m++] = r.run[j];
+			if (r.run[j]) /* no native frame to put for one not named */
+				out[m++] = r.run[j];
 		pn->st.frames += k;
 		merged = true;
 	}

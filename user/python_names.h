@@ -19,10 +19,11 @@ struct name_source;
 
 /* What became of the recorded samples' Python frames (summary.json). */
 struct py_names_stats {
-	uint64_t samples;   /* sample records with Python frames */
-	uint64_t merged;    /* of those, stacks with Python frames in them */
-	uint64_t frames;    /* Python frames named */
-	uint64_t unnamed;   /* runs of frames left native: a code object not readable or not one */
+	uint64_t samples; /* sample records with Python frames */
+	uint64_t merged;  /* of those, stacks with Python frames in them */
+	uint64_t frames;  /* Python frames named */
+	uint64_t
+	    unnamed; /* frames left native: their code object not readable, or not the sample's */
 	uint64_t leftover;  /* runs with no native evaluation frame left, put at the root */
 	uint64_t truncated; /* records whose Python frames were cut (SAMPLE_PY_TRUNC) */
 };

@@ -934,7 +934,9 @@ static int rec_load(struct recorder *r)
 		err("CPython detection: %s", strerror(-err));
 		return -1;
 	}
-	{
+	/* BPFTRACE_REC_NO_FEATURES=python: native frames only (the benchmark's
+	 * peer, scripts/bench-python.sh). */
+	if (!list_has(getenv("BPFTRACE_REC_NO_FEATURES"), "python")) {
 		struct name_source py_names;
 
 		py_names_source(r->pynames, &py_names);

@@ -154,7 +154,7 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 			",\n  \"python\": {\"walks\": %" PRIu64 ", \"no_thread_state\": %" PRIu64
 			", \"faulted\": %" PRIu64 ", \"truncated\": %" PRIu64
 			", \"samples_with_frames\": %" PRIu64 ", \"merged\": %" PRIu64
-			", \"frames\": %" PRIu64 ", \"runs_left_native\": %" PRIu64
+			", \"frames\": %" PRIu64 ", \"frames_left_native\": %" PRIu64
 			", \"runs_at_root\": %" PRIu64 "}",
 			ri->py_walked, ri->py_no_tstate, ri->py_fault, ri->py_truncated,
 			ri->py_samples, ri->py_merged, ri->py_frames, ri->py_unnamed,

@@ -7,6 +7,8 @@ split PID: "py=PCT six=PCT three=PCT one=PCT": the share of samples with a
   frame pprof names with a Python file: below, frames named by the
   test's own functions and the interpreter's module-level code), and each
   function's cumulative share.
+churn PID EVEN ODD: "right=N wrong=N": frames f_N under churn at the line
+  of N's parity (EVEN or ODD), and those not.
 shapes PID QUAL: one word per shape found in some sample, of: recursion
   (300 recurse frames and <module> under them), method (Worker.method when
   QUAL=1, else method), generator (gen), lambda (<lambda>), target
@@ -22,7 +24,7 @@ PY_NAMES = {"func_six", "func_three", "func_one", "split", "recurse", "Worker.me
             "_bootstrap_inner", "Thread._bootstrap_inner"}
 
 
-def traces(text, pid):
+def traces(text, pid, lines=False):
     """(weight, [frames leaf first]) of the samples of pid, from `pprof
     -raw`: its names as the profile holds them (pprof's other reports
     shorten names, and drop <module> and <lambda> as C++ template
@@ -47,13 +49,34 @@ def traces(text, pid):
             # own in parentheses.
             m = re.match(r"\s+(\d+): 0x[0-9a-f]+ (?:M=\d+ )?(.*?) (\S*:-?\d+) s=\d+(?:\((.*)\))?$", ln)
             if m:
-                locs[int(m.group(1))] = m.group(4) or m.group(2)
-    return [(w, [locs.get(i, "?") for i in ids]) for w, ids, p in samples if p == pid]
+                locs[int(m.group(1))] = (m.group(4) or m.group(2), m.group(3))
+    if lines:
+        return [(w, [locs.get(i, ("?", "")) for i in ids]) for w, ids, p in samples if p == pid]
+    return [(w, [locs.get(i, ("?",))[0] for i in ids]) for w, ids, p in samples if p == pid]
 
 
 def main():
     mode, pid = sys.argv[1], sys.argv[2]
-    ts = traces(sys.stdin.read(), pid)
+    text = sys.stdin.read()
+    if mode == "churn":
+        # f_N must be called from LINE:even or LINE:odd by N's parity.
+        even, odd = int(sys.argv[3]), int(sys.argv[4])
+        right = wrong = 0
+        for _, f in traces(text, pid, lines=True):
+            for i, (name, where) in enumerate(f[:-1]):
+                m = re.match(r"f_(\d+)$", name)
+                if not m or f[i + 1][0] != "churn":
+                    continue
+                line = int(f[i + 1][1].rsplit(":", 1)[1])
+                if line == (odd if int(m.group(1)) % 2 else even):
+                    right += 1
+                else:
+                    wrong += 1
+                    if wrong <= 3:
+                        print("wrong: %s under churn at line %d" % (name, line), file=sys.stderr)
+        print("right=%d wrong=%d" % (right, wrong))
+        return
+    ts = traces(text, pid)
     total = sum(w for w, _ in ts) or 1
     if mode == "split":
         def share(pred):

@@ -11,8 +11,16 @@ shapes: the main thread turns between a 300-deep recursion (under
 zlib.compress (deflate under compress_loop), while a second thread spins in
 its target (thread_target).
 
+churn: code objects made, run and freed in turn (f_0, f_1, ...), each
+at an address its predecessor's had (the allocator reuses them), called
+from one of two lines by the parity of its number (LINE:even, LINE:odd):
+a frame named f_N under the other line was named wrongly.
+
+deep: one thread, 20 Python frames deep, spinning (scripts/bench-python.sh).
+
 "ready PID" once both threads run; then until killed.
 """
+import itertools
 import os
 import sys
 import threading
@@ -87,6 +95,26 @@ def shapes():
         compress_loop()
 
 
+def deep(n):
+    if n:
+        return deep(n - 1)
+    while True:
+        func_one()
+
+
+def churn():
+    ns = {}
+    for i in itertools.count():
+        src = "def f_%d():\n    x = 0\n    for j in range(%d): x += j\n" % (i, K // 4)
+        exec(compile(src, "<churn-%d>" % i, "exec"), ns)
+        f = ns.pop("f_%d" % i)
+        if i % 2 == 0:
+            f()  # LINE:even
+        else:
+            f()  # LINE:odd
+        del f
+
+
 if __name__ == "__main__":
     sys.setrecursionlimit(2000)
     mode = sys.argv[1] if len(sys.argv) > 1 else "split"
@@ -98,6 +126,12 @@ if __name__ == "__main__":
         b.wait()
         print("ready", os.getpid(), flush=True)
         threading.Event().wait()
+    if mode == "deep":
+        print("ready", os.getpid(), flush=True)
+        deep(19)
+    if mode == "churn":
+        print("ready", os.getpid(), flush=True)
+        churn()
     threading.Thread(target=thread_target, args=(a,), daemon=True).start()
     a.wait()
     print("ready", os.getpid(), flush=True)
