@@ -100,43 +100,77 @@ __noinline int py_walk_frames(struct bpf_perf_event_data *ctx)
 		s->truncated = 1;
 		return 0;
 	}
+	/* The frame's fields in one read: [lo, lo + span), each field at its
+	 * offset from lo (one read a frame, not four: docs/benchmarks.md). */
+	__u32 lo = l->frame_code, hi = l->frame_code + 8, span;
+	__u32 oc, ol, oo, ob, oe;
+	__u8 emask;
+
+#define SPAN_ADD(off, size)                                                                        \
+	do {                                                                                       \
+		if ((off) < lo)                                                                    \
+			lo = (off);                                                                \
+		if ((off) + (size) > hi)                                                           \
+			hi = (off) + (size);                                                       \
+	} while (0)
+	SPAN_ADD(l->frame_lasti, 8);
+	SPAN_ADD(l->frame_owner, 1);
+	SPAN_ADD(l->frame_back, 8);
+	if (l->frame_is_entry != PY_OFF_NONE)
+		SPAN_ADD(l->frame_is_entry, 1);
+#undef SPAN_ADD
+	span = hi - lo;
+	if (span > PY_BPF_SPAN) {
+		py_count(PY_STAT_FAULT);
+		s->truncated = 1;
+		return 0;
+	}
+	oc = (l->frame_code - lo) & (PY_BPF_SPAN - 1);
+	ol = (l->frame_lasti - lo) & (PY_BPF_SPAN - 1);
+	oo = (l->frame_owner - lo) & (PY_BPF_SPAN - 1);
+	ob = (l->frame_back - lo) & (PY_BPF_SPAN - 1);
+	/* No is_entry (all but 3.11): a byte read and masked off, no branch
+	 * in the loop (the verifier's states). */
+	oe = l->frame_is_entry != PY_OFF_NONE ? (l->frame_is_entry - lo) & (PY_BPF_SPAN - 1) : oo;
+	emask = l->frame_is_entry != PY_OFF_NONE ? 0xff : 0;
 	/* Each frame as it is in memory: its code object, the word at its
 	 * instruction field, its owner byte and is_entry flag (where the
 	 * version has them: user space fills frame_owner with a valid offset
 	 * either way), and its code object's tag (py_code_tag: co_filename and
-	 * co_name follow each other in every version, 3.8-3.13). What they mean is user space's
-	 * (py_frame_decode): one path through the loop keeps the verifier's work linear in the
-	 * frames. */
+	 * co_name follow each other in every version, 3.8-3.13). What they
+	 * mean is user space's (py_frame_decode): one path through the loop
+	 * keeps the verifier's work linear in the frames. */
 	for (int i = 0; i < PY_BPF_FRAMES; i++) {
-		__u32 k = n & (PY_BPF_FRAMES - 1);
+		__u32 k = n & (PY_BPF_FRAMES - 1), len = span;
 
 		if (!frame)
 			break;
-		if (bpf_probe_read_user(&code, 8, (void *)(frame + l->frame_code)) ||
-		    bpf_probe_read_user(&s->frames[k].lasti, 8, (void *)(frame + l->frame_lasti)) ||
-		    bpf_probe_read_user(&owner, 1, (void *)(frame + l->frame_owner)))
+		barrier_var(len);
+		len &= 2 * PY_BPF_SPAN - 1;
+		if (!len || bpf_probe_read_user(s->span, len, (void *)(frame + lo)))
 			goto fault;
-		entry = 0;
-		if (l->frame_is_entry != PY_OFF_NONE &&
-		    bpf_probe_read_user(&entry, 1, (void *)(frame + l->frame_is_entry)))
-			goto fault;
+		code = *(__u64 *)&s->span[oc];
+		s->frames[k].lasti = *(__u64 *)&s->span[ol];
+		owner = s->span[oo];
+		entry = s->span[oe] & emask;
+		/* The tag, without a branch (each would double the verifier's
+		 * states at every frame): a read that fails leaves zeros, and
+		 * user space names no frame whose object it cannot read. */
 		{
 			__u64 fn[2] = {0, 0}, head = 0; /* co_filename, co_name */
-			__u16 tag = 0;
+			__u32 tag;
 
-			if (!bpf_probe_read_user(
-				fn, 16, (void *)(PY_FRAME_CODE(code) + l->code_filename)) &&
-			    !bpf_probe_read_user(&head, 8, (void *)(fn[1] + l->unicode_ascii)))
-				tag = py_code_tag(fn[0], fn[1], head);
-			s->frames[k].lasti = PY_LASTI(s->frames[k].lasti) | (__u64)tag << 48;
+			bpf_probe_read_user(fn, 16,
+					    (void *)(PY_FRAME_CODE(code) + l->code_filename));
+			bpf_probe_read_user(&head, 8, (void *)(fn[1] + l->unicode_ascii));
+			tag = py_code_tag(fn[0], fn[1], head);
+			s->frames[k].lasti = PY_LASTI(s->frames[k].lasti) | PY_TAG_LASTI(tag);
+			code = PY_FRAME_CODE(code) | PY_TAG_CODE(tag);
 		}
-		w = PY_FRAME_CODE(code) | (__u64)owner << PY_FRAME_OWNER_SHIFT;
-		if (entry)
-			w |= PY_FRAME_ENTRY;
+		w = code | (__u64)owner << PY_FRAME_OWNER_SHIFT | (__u64) !!entry << 48;
 		s->frames[k].code = w;
 		n++;
-		if (bpf_probe_read_user(&frame, 8, (void *)(frame + l->frame_back)))
-			goto fault;
+		frame = *(__u64 *)&s->span[ob];
 	}
 	s->nframes = n;
 	if (frame) {

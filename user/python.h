@@ -80,7 +80,7 @@ struct py_code {
 	uint8_t *lines; /* the line table's bytes (formats/pyline.h) */
 	size_t nlines;
 	uint64_t ncode; /* bytes of bytecode */
-	uint16_t tag;	/* py_code_tag (bpf/python.h) of the object read */
+	uint32_t tag;	/* py_code_tag (bpf/python.h) of the object read */
 };
 /* The code object at addr, from the process's cache when the object there
  * is still the one read before (its type, name, qualified name, file and
