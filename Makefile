@@ -34,7 +34,9 @@ LDLIBS  := -lbpf -lelf -ldw -lz -liberty -lcurl
 # Clang for BPF: CO-RE against the checked-in vmlinux.h.
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -I. $(WARN) -Wno-unused-parameter
 
-BPF_SRC     := $(wildcard bpf/*.bpf.c)
+# bpf/python.bpf.c, the Python walk, has no skeleton of its own: libbpf's
+# static linker joins it to the sampler (and to its unit test's program).
+BPF_SRC     := $(filter-out bpf/python.bpf.c,$(wildcard bpf/*.bpf.c))
 BPF_OBJ     := $(patsubst bpf/%.bpf.c,$(OUT)/%.bpf.o,$(BPF_SRC))
 SKELS       := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRC))
 USER_SRC    := $(wildcard user/*.c)
@@ -52,10 +54,25 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 	bench-helpers fuzz test-kernels
 all: $(BIN) $(UNIT_BIN)
 
-$(OUT)/%.bpf.o: bpf/%.bpf.c bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h bpf/python.h bpf/uprobe_regs.bpf.h \
-		 vmlinux/vmlinux.h
+BPF_HDRS := bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h bpf/python.h \
+	    bpf/python_maps.bpf.h bpf/uprobe_regs.bpf.h vmlinux/vmlinux.h
+$(OUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS)
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+# The units joined to the Python walk: python.bpf.o first (the maps are
+# defined there, bpf/python_maps.bpf.h says why it matters).
+$(OUT)/sample.linked.o: $(OUT)/python.bpf.o $(OUT)/sample.bpf.o
+	$(BPFTOOL) gen object $@ $^
+$(OUT)/sample.skel.h: $(OUT)/sample.linked.o
+	$(BPFTOOL) gen skeleton $< name sample_bpf > $@.tmp && mv $@.tmp $@
+$(OUT)/python_test.bpf.o: tests/unit/python_test.bpf.c $(BPF_HDRS)
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+$(OUT)/python_test.linked.o: $(OUT)/python.bpf.o $(OUT)/python_test.bpf.o
+	$(BPFTOOL) gen object $@ $^
+$(OUT)/python_test.skel.h: $(OUT)/python_test.linked.o
+	$(BPFTOOL) gen skeleton $< name python_test > $@.tmp && mv $@.tmp $@
 
 # libbpf's usdt.bpf.h includes <linux/errno.h>, whose <asm/errno.h> is in
 # the host's multiarch directory, not on -target bpf's include path.
@@ -125,7 +142,7 @@ $(OUT)/tests/test_python: tests/unit/test_python.c $(wildcard tests/unit/*.h) $(
 		$(FORMATS_OBJ) $(LDLIBS)
 
 # The Python frame walk in BPF (bpf/python.bpf.c) on the real interpreters.
-$(OUT)/tests/test_python_bpf: tests/unit/test_python_bpf.c $(wildcard tests/unit/*.h) $(OUT)/python.skel.h \
+$(OUT)/tests/test_python_bpf: tests/unit/test_python_bpf.c $(wildcard tests/unit/*.h) $(OUT)/python_test.skel.h \
 			      $(OUT)/user/python.o $(OUT)/user/util.o $(FORMATS_OBJ)
 	@mkdir -p $(@D)
 	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/python.o $(OUT)/user/util.o \

@@ -81,6 +81,9 @@ struct ev_hdr {
  * return address - 1): user space keeps the dwarf_at ips the walk found
  * and unwinds the copy from that frame on. */
 #define SAMPLE_DWARF_AT (1u << 11)
+/* The thread's Python frames (npython of them, bpf/python.bpf.c) are not
+ * all there: deeper than PY_BPF_FRAMES, or a frame not readable. */
+#define SAMPLE_PY_TRUNC (1u << 12)
 
 /* User registers the unwinders need, x86_64. */
 enum { UREG_IP, UREG_SP, UREG_BP, UREG_NR };
@@ -94,11 +97,25 @@ struct ev_sample {
 	/* With SAMPLE_DWARF_AT (above); not in a union with stack_id: an
 	 * off-CPU stack walked by CFI has both. */
 	__u16 dwarf_at;
-	__u32 stack_len;      /* bytes of user stack copied from uregs[UREG_SP] */
-	__u32 stack_id;	      /* EV_OFFCPU_STACK: the id the waits of this stack carry */
+	__u32 stack_len; /* bytes of user stack copied from uregs[UREG_SP] */
+	__u32 stack_id;	 /* EV_OFFCPU_STACK: the id the waits of this stack carry */
+	/* The sampled thread's Python frames, innermost first: two words
+	 * each (struct py_bpf_frame, bpf/python.h), after the user ips. */
+	__u16 npython;
+	__u16 pad[3];
 	__u64 uregs[UREG_NR]; /* zero for kernel threads */
-	__u64 ips[];	      /* nkernel kernel ips, nuser user ips, then stack_len bytes */
+	/* nkernel kernel ips, nuser user ips, 2 * npython words of Python
+	 * frames, then stack_len bytes */
+	__u64 ips[];
 };
+
+#ifndef __bpf__
+/* Words of a sample record before its stack copy. */
+static inline size_t ev_sample_ips(const struct ev_sample *s)
+{
+	return (size_t)s->nkernel + s->nuser + 2 * (size_t)s->npython;
+}
+#endif
 
 struct ev_task {
 	struct ev_hdr hdr; /* pid: the process (for EV_FORK, the parent) */

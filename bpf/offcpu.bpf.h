@@ -211,6 +211,7 @@ static __always_inline int offcpu_send_stack(void *ctx, struct task_struct *prev
 	s->flags = SAMPLE_IN_KERNEL;
 	s->stack_len = 0;
 	s->stack_id = id;
+	s->npython = 0;
 	sc->wake = 0;
 	s->uregs[UREG_IP] = k->ip;
 	s->uregs[UREG_SP] = k->sp;

@@ -1,42 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The Python frame walk in BPF, a compilation unit of its own (not yet
- * wired into the sampler): at a perf_event sample of a process in
- * py_procs, the sampled thread's PyThreadState is found in _PyRuntime's
- * first interpreter (by its native thread id on 3.11 on, before by its
+/* The Python frame walk in BPF, a compilation unit of its own, linked into
+ * the sampler (bpf/sample.bpf.c) and into the unit test's program
+ * (tests/unit/python_test.bpf.c) by libbpf's static linker (the Makefile).
+ *
+ * py_walk_frames, at a perf_event sample of a process in py_procs: the
+ * sampled thread's PyThreadState is found in _PyRuntime's first
+ * interpreter (by its native thread id on 3.11 on, before by its
  * pthread_t, which is the thread's fs base on x86-64 glibc), then its
- * frames are read innermost first: a code object address and a byte offset
- * per frame, as user/python.c's python_walk reads them (py_frame_decode),
- * which names them.
- * Bounded loops only: loads on 5.10. */
+ * frames are read innermost first into this CPU's py_scratch: a code
+ * object address and the instruction word per frame, as user/python.c's
+ * python_walk reads them (py_frame_decode), which names them. The walk
+ * finds a thread by its thread state, so threads started after the
+ * recording began, and threads waiting for the GIL, are walked alike.
+ *
+ * A global function (not static, not inlined): the verifier checks it once,
+ * on its own, with a ctx argument and a scalar result, so its loops do not
+ * add to the sampler's own verification. Bounded loops only: loads on 5.10
+ * (global functions exist since 5.6; bpf_loop only since 5.17). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "bpf/python.h"
+#define PY_EXTERN /* the definitions */
+#include "bpf/python_maps.bpf.h"
 
-char LICENSE[] SEC("license") = "GPL";
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32); /* tgid */
-	__type(value, struct py_bpf_proc);
-} py_procs SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
-} py_stacks SEC(".maps");
-
-/* Samples by outcome (enum py_bpf_stat), for the tests and the summary. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PY_STAT_NR);
-	__type(key, __u32);
-	__type(value, __u64);
-} py_stats SEC(".maps");
-
-static __always_inline void count(__u32 what)
+static __always_inline void py_count(__u32 what)
 {
 	__u64 *v = bpf_map_lookup_elem(&py_stats, &what);
 
@@ -77,22 +65,30 @@ static __always_inline __u64 find_tstate(const struct py_bpf_proc *p, __u32 tid)
 	return 0;
 }
 
-SEC("perf_event")
-int py_walk(struct bpf_perf_event_data *ctx)
+/* 0: no frames (not a Python thread, or its first read failed). */
+__noinline int py_walk_frames(struct bpf_perf_event_data *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts, frame = 0;
-	__u32 tgid = pid_tgid >> 32;
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts, frame = 0, code, w;
+	__u32 tgid = pid_tgid >> 32, zero = 0;
 	const struct py_bpf_proc *p = bpf_map_lookup_elem(&py_procs, &tgid);
 	const struct py_layout *l;
 	struct py_bpf_stack *s;
+	__u8 owner = 0, entry = 0;
 	__u32 n = 0;
 
 	if (!p)
+		return -1;
+	s = bpf_map_lookup_elem(&py_scratch, &zero);
+	if (!s)
 		return 0;
 	l = &p->layout;
+	s->tgid = tgid;
+	s->tid = (__u32)pid_tgid;
+	s->truncated = 0;
+	s->nframes = 0;
 	ts = find_tstate(p, (__u32)pid_tgid);
 	if (!ts) {
-		count(PY_STAT_NO_TSTATE);
+		py_count(PY_STAT_NO_TSTATE);
 		return 0;
 	}
 	if (rd_ptr(ts, l->tstate_frame, &frame) ||
@@ -100,45 +96,92 @@ int py_walk(struct bpf_perf_event_data *ctx)
 	     rd_ptr(frame, l->cframe_current_frame, &frame)) ||
 	    l->frame_code == PY_OFF_NONE || l->frame_lasti == PY_OFF_NONE ||
 	    l->frame_back == PY_OFF_NONE || l->frame_owner == PY_OFF_NONE) {
-		count(PY_STAT_FAULT);
+		py_count(PY_STAT_FAULT);
+		s->truncated = 1;
 		return 0;
 	}
-	s = bpf_ringbuf_reserve(&py_stacks, sizeof(*s), 0);
-	if (!s) {
-		count(PY_STAT_LOST);
+	/* The frame's fields in one read: [lo, lo + span), each field at its
+	 * offset from lo (one read a frame, not four: docs/benchmarks.md). */
+	__u32 lo = l->frame_code, hi = l->frame_code + 8, span;
+	__u32 oc, ol, oo, ob, oe;
+	__u8 emask;
+
+#define SPAN_ADD(off, size)                                                                        \
+	do {                                                                                       \
+		if ((off) < lo)                                                                    \
+			lo = (off);                                                                \
+		if ((off) + (size) > hi)                                                           \
+			hi = (off) + (size);                                                       \
+	} while (0)
+	SPAN_ADD(l->frame_lasti, 8);
+	SPAN_ADD(l->frame_owner, 1);
+	SPAN_ADD(l->frame_back, 8);
+	if (l->frame_is_entry != PY_OFF_NONE)
+		SPAN_ADD(l->frame_is_entry, 1);
+#undef SPAN_ADD
+	span = hi - lo;
+	if (span > PY_BPF_SPAN) {
+		py_count(PY_STAT_FAULT);
+		s->truncated = 1;
 		return 0;
 	}
-	s->tgid = tgid;
-	s->tid = (__u32)pid_tgid;
-	s->truncated = 0;
+	oc = (l->frame_code - lo) & (PY_BPF_SPAN - 1);
+	ol = (l->frame_lasti - lo) & (PY_BPF_SPAN - 1);
+	oo = (l->frame_owner - lo) & (PY_BPF_SPAN - 1);
+	ob = (l->frame_back - lo) & (PY_BPF_SPAN - 1);
+	/* No is_entry (all but 3.11): a byte read and masked off, no branch
+	 * in the loop (the verifier's states). */
+	oe = l->frame_is_entry != PY_OFF_NONE ? (l->frame_is_entry - lo) & (PY_BPF_SPAN - 1) : oo;
+	emask = l->frame_is_entry != PY_OFF_NONE ? 0xff : 0;
 	/* Each frame as it is in memory: its code object, the word at its
-	 * instruction field and its owner byte (where the version has one:
-	 * user space fills frame_owner with a valid offset either way). What
-	 * they mean is user space's (py_frame_decode): one path through the
-	 * loop keeps the verifier's work linear in the frames. */
+	 * instruction field, its owner byte and is_entry flag (where the
+	 * version has them: user space fills frame_owner with a valid offset
+	 * either way), and its code object's tag (py_code_tag: co_filename and
+	 * co_name follow each other in every version, 3.8-3.13). What they
+	 * mean is user space's (py_frame_decode): one path through the loop
+	 * keeps the verifier's work linear in the frames. */
 	for (int i = 0; i < PY_BPF_FRAMES; i++) {
-		__u32 k = n & (PY_BPF_FRAMES - 1);
+		__u32 k = n & (PY_BPF_FRAMES - 1), len = span;
 
 		if (!frame)
 			break;
-		if (bpf_probe_read_user(&s->frames[k].code, 8, (void *)(frame + l->frame_code)) ||
-		    bpf_probe_read_user(&s->frames[k].lasti, 8, (void *)(frame + l->frame_lasti)) ||
-		    bpf_probe_read_user(&s->frames[k].owner, 1, (void *)(frame + l->frame_owner)))
+		barrier_var(len);
+		len &= 2 * PY_BPF_SPAN - 1;
+		if (!len || bpf_probe_read_user(s->span, len, (void *)(frame + lo)))
 			goto fault;
+		code = *(__u64 *)&s->span[oc];
+		s->frames[k].lasti = *(__u64 *)&s->span[ol];
+		owner = s->span[oo];
+		entry = s->span[oe] & emask;
+		/* The tag, without a branch (each would double the verifier's
+		 * states at every frame): a read that fails leaves zeros, and
+		 * user space names no frame whose object it cannot read. */
+		{
+			__u64 fn[2] = {0, 0}, head = 0; /* co_filename, co_name */
+			__u32 tag;
+
+			bpf_probe_read_user(fn, 16,
+					    (void *)(PY_FRAME_CODE(code) + l->code_filename));
+			bpf_probe_read_user(&head, 8, (void *)(fn[1] + l->unicode_ascii));
+			tag = py_code_tag(fn[0], fn[1], head);
+			s->frames[k].lasti = PY_LASTI(s->frames[k].lasti) | PY_TAG_LASTI(tag);
+			code = PY_FRAME_CODE(code) | PY_TAG_CODE(tag);
+		}
+		w = code | (__u64)owner << PY_FRAME_OWNER_SHIFT | (__u64) !!entry << 48;
+		s->frames[k].code = w;
 		n++;
-		if (bpf_probe_read_user(&frame, 8, (void *)(frame + l->frame_back)))
-			goto fault;
+		frame = *(__u64 *)&s->span[ob];
 	}
-	if (frame)
-		s->truncated = 1;
 	s->nframes = n;
-	count(PY_STAT_WALKED);
-	bpf_ringbuf_submit(s, 0);
-	return 0;
+	if (frame) {
+		s->truncated = 1;
+		py_count(PY_STAT_TRUNCATED);
+	}
+	py_count(PY_STAT_WALKED);
+	return n;
 fault:
 	s->nframes = n;
 	s->truncated = 1;
-	count(PY_STAT_FAULT);
-	bpf_ringbuf_submit(s, 0);
-	return 0;
+	py_count(PY_STAT_FAULT);
+	return n;
 }

@@ -60,30 +60,62 @@ struct py_layout {
 };
 
 /* The BPF walk (bpf/python.bpf.c): a process's layout and _PyRuntime's
- * address (py_procs, by tgid), and per sample the frames it read. */
-#define PY_BPF_FRAMES  64 /* a power of 2: the index is masked */
-#define PY_BPF_THREADS 64 /* thread states searched for the sampled thread */
+ * address (py_procs, by tgid), and per sample the frames it read. 512
+ * frames: a 300-deep recursion (and its start-up frames) is whole. */
+#define PY_BPF_FRAMES  512 /* a power of 2: the index is masked */
+#define PY_BPF_THREADS 64  /* thread states searched for the sampled thread */
 struct py_bpf_proc {
 	struct py_layout layout; /* frame_owner: a valid offset even where none (3.8-3.10) */
 	__u64 runtime;
 };
+/* A frame as read, two words (the sample record carries them so, after
+ * its user ips: bpf/events.h). The code object's address is a user
+ * address (below 2^47): the bits above it carry the frame's owner byte
+ * and, on 3.11, its is_entry flag. */
 struct py_bpf_frame {
-	__u64 code;  /* frame_code */
+	__u64 code;  /* PY_FRAME_CODE, PY_FRAME_OWNER, PY_FRAME_ENTRY */
 	__u64 lasti; /* the 8 bytes at frame_lasti: an int or a pointer, by lasti_kind */
-	__u8 owner;  /* frame_owner, meaningless before 3.11 */
-	__u8 pad[7];
 };
+#define PY_FRAME_CODE(w)     ((w) & ((1ULL << 48) - 1))
+#define PY_FRAME_ENTRY	     (1ULL << 48)
+#define PY_FRAME_OWNER_SHIFT 56
+#define PY_FRAME_OWNER(w)    ((__u8)((w) >> PY_FRAME_OWNER_SHIFT))
+#define PY_LASTI(w)	     ((w) & ((1ULL << 48) - 1))
+/* The code object's tag at the sample (py_code_tag, 23 bits): its low 16
+ * bits in the lasti word's top 16 (an int's or a user address's, which are
+ * free), its high 7 in the code word's bits 49-55. */
+#define PY_TAG_BITS		  23
+#define PY_FRAME_TAG(code, lasti) ((__u32)((lasti) >> 48) | (__u32)(((code) >> 49) & 0x7f) << 16)
+#define PY_TAG_LASTI(tag)	  ((__u64)((tag)&0xffff) << 48)
+#define PY_TAG_CODE(tag)	  ((__u64)(((tag) >> 16) & 0x7f) << 49)
+/* Which code object a frame ran, as the walk saw it at the sample: its
+ * co_filename and co_name pointers and the first 8 bytes at co_name's
+ * compact ASCII data, mixed. User space reads the object later (the
+ * drain): one freed and reused by another in between has another tag,
+ * and is not named after the one there now. */
+static inline __u32 py_code_tag(__u64 file, __u64 name, __u64 head)
+{
+	__u64 h = (file ^ (name << 1) ^ (head * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
+
+	h ^= h >> 29;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	return (__u32)(h >> (64 - PY_TAG_BITS)) | 1; /* 0: no tag */
+}
+
+#define PY_BPF_SPAN 128 /* bytes of a frame read at once: its fields, 3.8-3.13 (<= 88) */
 struct py_bpf_stack {
 	__u32 tgid, tid;
 	__u32 nframes;
 	__u32 truncated; /* deeper than PY_BPF_FRAMES, or a frame not readable */
 	struct py_bpf_frame frames[PY_BPF_FRAMES];
+	__u8 span[2 * PY_BPF_SPAN]; /* the walk's: the frame being read */
 };
 enum py_bpf_stat {
 	PY_STAT_WALKED,	   /* a stack sent */
 	PY_STAT_NO_TSTATE, /* the thread has no thread state (yet, or not Python) */
 	PY_STAT_FAULT,	   /* a read failed: a partial stack sent */
-	PY_STAT_LOST,	   /* the ring buffer was full */
+	PY_STAT_LOST,	   /* the ring buffer was full (the unit test's program) */
+	PY_STAT_TRUNCATED, /* deeper than PY_BPF_FRAMES: the outermost frames left out */
 	PY_STAT_NR,
 };
 

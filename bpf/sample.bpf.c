@@ -9,6 +9,7 @@
 #include "bpf/events.h"
 #include "bpf/maps.bpf.h"
 #include "bpf/cfi.h"
+#include "bpf/python_maps.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -60,11 +61,13 @@ struct {
 #define WIN_FIRST 512
 #define WIN_SZ	  PAGE_SZ
 
-#define HEAD_MAX (sizeof(struct ev_sample) + IPS_MAX)
+/* A record's Python frames (bpf/python.bpf.c), after its ips. */
+#define PY_MAX	 (PY_BPF_FRAMES * sizeof(struct py_bpf_frame))
+#define HEAD_MAX (sizeof(struct ev_sample) + IPS_MAX + PY_MAX)
 /* The compat sampler's user stacks: bpf_get_stack's MAX_FRAMES, or the CFI
  * walk's tail-call budget (bpf/cfi_walk.bpf.h: CFI_COMPAT_FRAMES). */
 #define COMPAT_USER_MAX 256
-#define PRE_MAX		(sizeof(struct ev_sample) + (MAX_FRAMES + COMPAT_USER_MAX) * sizeof(__u64))
+#define PRE_MAX		(sizeof(struct ev_sample) + (MAX_FRAMES + COMPAT_USER_MAX) * sizeof(__u64) + PY_MAX)
 
 /* The CFI walk's state between its tail calls (bpf/cfi_walk.bpf.h). */
 struct cfi_state {
@@ -128,6 +131,7 @@ struct scratch {
 	struct cfi_state cfi;
 	struct cfi_cache cc;
 	__u64 wake;		/* send the record with a wakeup (the drain's attention now) */
+	__u64 npy;		/* Python frames this sample's walk left in py_scratch */
 } __attribute__((aligned(64))); /* each CPU's slot starts a cache line */
 
 /* Mmapable only for the layout: such an array's values start page-aligned,
@@ -342,6 +346,23 @@ static __always_inline int send_sample(struct scratch *sc, __u64 nk, __u64 nu, c
 	ips_len = (nk + nu) * sizeof(__u64);
 	if (ips_len > IPS_MAX)
 		return 0; /* cannot happen: nk <= MAX_FRAMES, nu <= MAX_USER_STACK */
+	s->npython = 0;
+	if (sc->npy) {
+		__u32 zero = 0;
+		struct py_bpf_stack *ps = bpf_map_lookup_elem(&py_scratch, &zero);
+		__u64 npy = sc->npy, len;
+
+		if (npy > PY_BPF_FRAMES)
+			npy = PY_BPF_FRAMES;
+		len = npy * sizeof(struct py_bpf_frame);
+		barrier_var(len);
+		/* The walk of this sample (the same CPU, the same thread). */
+		if (ps && ps->tid == s->hdr.tid && len <= PY_MAX) {
+			bpf_probe_read_kernel((char *)s->ips + ips_len, len, ps->frames);
+			s->npython = npy;
+			ips_len += len;
+		}
+	}
 	/* The mask only informs the verifier: stack_len <= MAX_STACK_COPY < 64 KiB. */
 	slen = s->stack_len & 0xffff;
 	if (compat ? emit_compat(sc, ips_len, slen) : emit(sc, ips_len, slen)) {
@@ -415,6 +436,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 	s->stack_len = 0;
 	s->stack_id = 0;
 	sc->wake = 0;
+	sc->npy = 0;
 	s->uregs[UREG_IP] = s->uregs[UREG_SP] = s->uregs[UREG_BP] = 0;
 
 	if (kernel_stacks && (s->flags & SAMPLE_IN_KERNEL)) {
@@ -427,6 +449,23 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 	if (nk > MAX_FRAMES)
 		nk = MAX_FRAMES;
 	s->nkernel = nk;
+
+	/* The thread's Python frames, when its process runs a CPython
+	 * (py_procs): before the walks, as the CFI walk sends the record from
+	 * its own program (send_sample appends them). */
+	if (user_stacks && tgid != 0) {
+		int npy = py_walk_frames(ctx);
+
+		if (npy > 0)
+			sc->npy = npy;
+		if (npy >= 0) {
+			__u32 zero = 0;
+			struct py_bpf_stack *ps = bpf_map_lookup_elem(&py_scratch, &zero);
+
+			if (ps && ps->truncated)
+				s->flags |= SAMPLE_PY_TRUNC;
+		}
+	}
 
 	if (user_stacks && tgid != 0) {
 		struct task_struct *task = compat ? (struct task_struct *)bpf_get_current_task()

@@ -46,6 +46,7 @@ struct line {
 
 struct function {
 	uint32_t name, system_name, filename;
+	int64_t start_line;
 };
 
 struct label {
@@ -215,15 +216,17 @@ static bool fn_eq(const void *ctx, uint32_t i, const void *key)
 	const struct pprof *p = ctx;
 	const struct function *a = &p->functions.v[i], *b = key;
 
-	return a->name == b->name && a->system_name == b->system_name && a->filename == b->filename;
+	return a->name == b->name && a->system_name == b->system_name &&
+	       a->filename == b->filename && a->start_line == b->start_line;
 }
 
 static uint32_t function_id(struct pprof *p, const struct pprof_line *l)
 {
 	struct function f = {intern(p, l->function),
 			     intern(p, l->system_name ? l->system_name : l->function),
-			     intern(p, l->filename)};
-	uint64_t h = mix(mix(mix(1, f.name), f.system_name), f.filename);
+			     intern(p, l->filename), l->start_line};
+	uint64_t h =
+	    mix(mix(mix(mix(1, f.name), f.system_name), f.filename), (uint64_t)f.start_line);
 	uint32_t id;
 
 	if (f.name == UINT32_MAX || f.system_name == UINT32_MAX || f.filename == UINT32_MAX)
@@ -491,6 +494,8 @@ static int encode(struct pprof *p, struct fmt_buf *b)
 		pb_uint(&sub, 2, p->functions.v[i].name);
 		pb_uint(&sub, 3, p->functions.v[i].system_name);
 		pb_uint(&sub, 4, p->functions.v[i].filename);
+		if (p->functions.v[i].start_line > 0)
+			pb_uint(&sub, 5, (uint64_t)p->functions.v[i].start_line);
 		pb_msg(b, 5, &sub);
 	}
 	pb_len(b, 6, "", 0);

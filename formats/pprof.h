@@ -16,6 +16,7 @@ struct pprof_line {
 	const char *system_name; /* mangled name; NULL: same as function */
 	const char *filename;	 /* NULL: unknown */
 	int64_t line;		 /* 0: unknown */
+	int64_t start_line;	 /* the function's first line; 0: unknown */
 };
 
 /* A sample label: a string (str != NULL) or a number with an optional unit. */

@@ -563,14 +563,16 @@ static uint32_t intern_frame(struct proc *p, uint64_t ip, uint8_t kind, bool cal
 
 	if (id != UINT32_MAX) {
 		/* Still unmapped: the maps may have it by now. */
-		if (kind == FRAME_USER && !p->frames.v[id].map)
+		if (kind == FRAME_USER && !p->frames.v[id].map && k.pc < SOURCE_PC_BASE)
 			reread_maps(p);
 		return id;
 	}
 	f.pc = k.pc;
 	f.kind = kind;
 	f.caller = caller;
-	if (kind == FRAME_KERNEL) {
+	if (kind == FRAME_USER && k.pc >= SOURCE_PC_BASE) {
+		/* A source's frame: named by it, never mapped. */
+	} else if (kind == FRAME_KERNEL) {
 		f.name = kallsyms_lookup(f.pc, &f.module);
 	} else {
 		f.map = code_mapping(p, f.pc);
@@ -704,7 +706,7 @@ static int store_sample(struct proc *p, const struct sample *smp)
 static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs, bool *cut)
 {
 	const __u64 *fp = &s->ips[s->nkernel];
-	const void *stack = &s->ips[s->nkernel + s->nuser];
+	const void *stack = &s->ips[ev_sample_ips(s)];
 	int n = 0, i, max = p->set->max_stack ? (int)p->set->max_stack : MAX_STACK_DEFAULT;
 	unsigned flags = 0;
 
@@ -818,8 +820,9 @@ static uint32_t raw_find(struct proc *p, const struct ev_sample *s, struct raw_k
 	k->ips = s->ips;
 	k->nk = s->nkernel < MAX_FRAMES ? s->nkernel : MAX_FRAMES;
 	/* Kernel frames beyond MAX_FRAMES would sit between the two parts; a
-	 * stack cut at --max-stack ends in a frame its ips do not have. */
-	if (k->nk != s->nkernel || (s->flags & (SAMPLE_DWARF | SAMPLE_MAX_STACK))) {
+	 * stack cut at --max-stack ends in a frame its ips do not have; the
+	 * Python frames of a record make its stack too (a source's rewrite). */
+	if (k->nk != s->nkernel || (s->flags & (SAMPLE_DWARF | SAMPLE_MAX_STACK)) || s->npython) {
 		k->ips = NULL;
 		return UINT32_MAX;
 	}
@@ -884,8 +887,12 @@ int proc_intern_record(struct procs *procs, const struct ev_sample *s, struct pr
 		st[0]++;
 	}
 	nu = user_frames(p, s, upcs, &cut);
+	for (i = 0; i < procs->nnames; i++)
+		if (procs->names[i].rewrite)
+			procs->names[i].rewrite(procs->names[i].ctx, p, s, upcs, &nu,
+						MAX_USER_STACK);
 	for (i = 0; i < (uint32_t)nu; i++) {
-		id = intern_frame(p, upcs[i], FRAME_USER, i > 0);
+		id = intern_frame(p, upcs[i], FRAME_USER, i > 0 && upcs[i] < SOURCE_PC_BASE);
 		if (id == UINT32_MAX)
 			return -ENOMEM;
 		st[2 + n++] = id;
@@ -1000,6 +1007,19 @@ const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, cha
 	if (system_name)
 		*system_name = f->name ? f->system_name : NULL;
 	return frame_name(f, buf, len);
+}
+
+int frame_start_line(struct proc *p, const struct frame *f, uint64_t t)
+{
+	struct name_hit hit = {0};
+
+	for (unsigned i = 0; !f->name && f->kind == FRAME_USER && i < p->set->nnames; i++) {
+		const struct name_source *src = &p->set->names[i];
+
+		if (src->find && src->find(src->ctx, p, f->pc, t, &hit))
+			return hit.start_line;
+	}
+	return 0;
 }
 
 const uint32_t *proc_stack(const struct proc *p, uint32_t stack, uint32_t *nk, uint32_t *nu)

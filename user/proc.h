@@ -28,6 +28,10 @@ struct procs;
  * kernel's half), named [truncated] in every output, so that a reader sees
  * the cut rather than a wrong root. */
 #define TRUNCATED_PC UINT64_MAX
+/* Pcs from SOURCE_PC_BASE up (below TRUNCATED_PC) are no addresses either:
+ * frames a name source put in a stack (its rewrite hook: Python's), which
+ * no mapping covers and the source names (its find hook). */
+#define SOURCE_PC_BASE (1ULL << 63)
 
 struct mapping {
 	uint64_t start, end, offset, inode;
@@ -155,7 +159,8 @@ struct vdso_image {
  * by the recorder (zeroed to start), passed to whatever looks a process up
  * or walks them all; a process reaches it by its set. */
 /* A source of names for the user frames no binary's symbols name: a
- * runtime's JIT files (user/jit.c); Python's code objects are to come.
+ * runtime's JIT files (user/jit.c), Python's code objects
+ * (user/python_names.c).
  * proc.c, the model, asks the sources it is given (procs_add_names) and
  * knows none of them. Each callback may be NULL. */
 struct name_hit {
@@ -163,6 +168,7 @@ struct name_hit {
 	const char *system_name; /* as the source wrote it, when it differs; or NULL */
 	const char *file;	 /* the source of pc, or NULL */
 	int line;
+	int start_line; /* the function's first line in file, or 0 */
 };
 struct name_source {
 	void *ctx;
@@ -174,6 +180,11 @@ struct name_source {
 	/* Whether the process's frames are named by the time of each sample
 	 * (a runtime reuses addresses): its samples are then kept one by one. */
 	bool (*by_time)(void *ctx, const struct proc *p);
+	/* A sample record's user frames, pcs[0..*n) leaf first (at most max),
+	 * rewritten from what the record carries besides its ips (Python's
+	 * frames): frames of SOURCE_PC_BASE and up, which find names. */
+	void (*rewrite)(void *ctx, struct proc *p, const struct ev_sample *s, uint64_t *pcs, int *n,
+			int max);
 	/* A CPU sample's user leaf, interned. */
 	void (*leaf)(void *ctx, struct proc *p, const struct frame *leaf);
 };
@@ -271,6 +282,9 @@ bool proc_srcline(const struct frame *f, const char **file, int *line);
  * and no debug info read for one). */
 const char *frame_name_at(struct proc *p, const struct frame *f, uint64_t t, char *buf, size_t len,
 			  const char **system_name, const char **file, int *line);
+/* The first line of the frame's function in its source, where a source
+ * of names knows it (Python's code objects), else 0. */
+int frame_start_line(struct proc *p, const struct frame *f, uint64_t t);
 /* Frames left unnamed because their file could not be opened when they
  * were first seen (a race with exec, seen under slow emulated kernels: every
  * frame of a program stayed "[prog]") are named now: each such file is

@@ -31,6 +31,7 @@
 
 struct elf_syms {
 	uint64_t runtime, runtime_size, code_type, unicode_type, bytes_type, version;
+	uint64_t eval, eval_size;
 	bool bytes_main, frame_get_code, new_ref, have_version;
 };
 
@@ -42,6 +43,9 @@ static void note_symbol(struct elf_syms *s, const char *name, uint64_t value, ui
 	if (!strcmp(name, "_PyRuntime")) {
 		s->runtime = value;
 		s->runtime_size = size;
+	} else if (!strcmp(name, "_PyEval_EvalFrameDefault")) {
+		s->eval = value;
+		s->eval_size = size;
 	} else if (!strcmp(name, "PyCode_Type")) {
 		s->code_type = value;
 	} else if (!strcmp(name, "PyUnicode_Type")) {
@@ -320,6 +324,8 @@ int py_binary_read(int fd, const char *name, struct py_binary *b)
 		}
 	}
 	b->runtime = s.runtime;
+	b->eval = s.eval;
+	b->eval_size = s.eval_size;
 	b->code_type = s.code_type;
 	b->unicode_type = s.unicode_type;
 	b->bytes_type = s.bytes_type;
@@ -403,6 +409,7 @@ struct py_proc {
 	pid_t pid;
 	struct py_binary bin;
 	uint64_t runtime, code_type, unicode_type, bytes_type; /* in the process */
+	uint64_t eval_lo, eval_hi; /* _PyEval_EvalFrameDefault in the process */
 	VEC(struct code_ent) codes;
 	struct idtab by_addr;
 };
@@ -454,6 +461,12 @@ void python_free(struct python *py)
 	VEC_FREE(py->bins);
 	idtab_free(&py->bins_by_file);
 	free(py);
+}
+
+void py_proc_eval(const struct py_proc *p, uint64_t *lo, uint64_t *hi)
+{
+	*lo = p->eval_lo;
+	*hi = p->eval_hi;
 }
 
 const struct py_binary *py_proc_binary(const struct py_proc *p)
@@ -586,6 +599,10 @@ int python_attach_maps(struct python *py, pid_t pid, const char *maps_text, size
 			p->code_type = b->bin.code_type + bias;
 			p->unicode_type = b->bin.unicode_type + bias;
 			p->bytes_type = b->bin.bytes_type + bias;
+			if (b->bin.eval && b->bin.eval_size) {
+				p->eval_lo = b->bin.eval + bias;
+				p->eval_hi = p->eval_lo + b->bin.eval_size;
+			}
 			if (VEC_PUSH(py->procs, p)) {
 				free(p);
 				ret = -ENOMEM;
@@ -776,6 +793,15 @@ static int code_read(const struct py_proc *p, uint64_t addr, const uint64_t seen
 	e->objaddr[1] = seen[3];
 	e->objaddr[2] = seen[4];
 	e->objaddr[3] = seen[5];
+	{
+		uint64_t head = 0;
+
+		/* As the BPF walk tags a frame's code object; not readable:
+		 * no tag, which no frame has. */
+		if (!rd(p->pid, seen[1] + p->bin.layout.unicode_ascii, &head, 8) &&
+		    p->bin.layout.code_filename + 8 == p->bin.layout.code_name)
+			e->c.tag = py_code_tag(seen[3], seen[1], head);
+	}
 	if ((ret = read_str(p, seen[2], &e->c.name, e->objhdr[0])) ||
 	    (ret = read_str(p, seen[3], &e->c.file, e->objhdr[1])) ||
 	    (ret = bytes_size(p, seen[4], PY_TABLE_MAX, &e->c.nlines, e->objhdr[2])))
@@ -895,6 +921,7 @@ int py_frame_decode(const struct py_proc *p, uint64_t code, uint64_t raw, uint8_
 	if (l->owner_cstack != 0xff && owner == l->owner_cstack)
 		return 1;
 	f->code = code;
+	raw = PY_LASTI(raw); /* the tag above it: py_code_tag */
 	switch (l->lasti_kind) {
 	case PY_LASTI_PTR: /* into the code object's inline bytecode */
 		f->lasti = (int64_t)(raw - (code + l->code_code));

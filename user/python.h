@@ -32,6 +32,7 @@ struct py_binary {
 	uint32_t hexversion;	 /* Py_Version (3.11 on), else 0 */
 	/* Link-time addresses (add the load bias). */
 	uint64_t runtime, code_type, unicode_type, bytes_type;
+	uint64_t eval, eval_size; /* _PyEval_EvalFrameDefault, or 0 */
 	struct py_layout layout;
 	bool has_layout;
 	/* The PT_LOAD segments, for the load bias of a mapping. */
@@ -66,6 +67,9 @@ int python_attach_maps(struct python *py, pid_t pid, const char *maps_text, size
 		       struct py_proc **out);
 void python_forget(struct python *py, pid_t pid);
 const struct py_binary *py_proc_binary(const struct py_proc *p);
+/* Where the process's _PyEval_EvalFrameDefault is, [*lo, *hi); 0, 0 when
+ * its binary does not say (no symbol). */
+void py_proc_eval(const struct py_proc *p, uint64_t *lo, uint64_t *hi);
 
 /* A code object as read from the process. */
 struct py_code {
@@ -76,6 +80,7 @@ struct py_code {
 	uint8_t *lines; /* the line table's bytes (formats/pyline.h) */
 	size_t nlines;
 	uint64_t ncode; /* bytes of bytecode */
+	uint32_t tag;	/* py_code_tag (bpf/python.h) of the object read */
 };
 /* The code object at addr, from the process's cache when the object there
  * is still the one read before (its type, name, qualified name, file and

@@ -27,6 +27,7 @@
 #include "user/output.h"
 #include "user/proc.h"
 #include "user/python.h"
+#include "user/python_names.h"
 #include "user/record.h"
 #include "bpf/cfi.h"
 #include "user/cfi_maps.h"
@@ -95,9 +96,10 @@ struct recorder {
 	struct usdt *usdt; /* -t usdt:..., or NULL */
 	struct xray *xray; /* the XRay function ids, for -t, usdt and the timelines */
 	/* The CPython interpreters among the processes (user/python.c), found
-	 * as their maps are read: so far for the warning about a version with
-	 * no layout; the Python frames of samples come next (issue 23). */
+	 * as their maps are read, and their Python frames in the stacks: a
+	 * source of names (user/python_names.c). */
 	struct python *python;
+	struct py_names *pynames;
 	/* --off-cpu (user/offcpu.c): its maps' sizes, the stacks and sums
 	 * drained, the waits; off without it. */
 	struct offcpu *offcpu;
@@ -420,20 +422,14 @@ static uint32_t traced_func(const struct trace_links *tl, struct proc *p, uint64
 			     addr - m->start + m->offset);
 }
 
-/* Processes whose maps the model read (first sight, exec, a new library):
- * their tables are built and loaded. */
 /* A process whose maps were read (first sight, exec, a new library): its
- * unwind tables, and whether it runs CPython. */
+ * unwind tables are built and loaded. */
 static void maps_read(void *ctx, pid_t pid)
 {
 	struct recorder *r = ctx;
-	struct proc *p;
-	struct py_proc *py;
 
 	if (r->cfi_worker && pid > 0)
 		cfi_worker_queue(r->cfi_worker, pid, true);
-	if (r->python && (p = proc_find(&r->procs, pid)) && p->maps_text)
-		python_attach_maps(r->python, pid, p->maps_text, strlen(p->maps_text), &py);
 }
 
 static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size)
@@ -447,8 +443,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		const struct ev_sample *s = data;
 
 		if (size < sizeof(*s) ||
-		    size <
-			sizeof(*s) + ((size_t)s->nkernel + s->nuser) * sizeof(__u64) + s->stack_len)
+		    size < sizeof(*s) + ev_sample_ips(s) * sizeof(__u64) + s->stack_len)
 			return 0;
 		/* The command of `--` before its exec is our own fork, waiting
 		 * to be let go: not what was asked for. */
@@ -477,9 +472,11 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 	case EV_EXEC:
 		if (r->target.child > 0 && h->pid == (__u32)r->target.child)
 			r->child_execd = true;
+		/* Before its new maps are read (they may be now): found again
+		 * in them. */
+		py_names_forget(r->pynames, h->pid);
 		if (size >= sizeof(struct ev_task) && (!env.all || proc_find(&r->procs, h->pid)))
 			proc_on_exec(&r->procs, h->pid, ((const struct ev_task *)data)->comm);
-		python_forget(r->python, h->pid); /* found again in its new maps */
 		break;
 	case EV_FORK:
 		if (size >= sizeof(struct ev_task))
@@ -490,7 +487,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 
 		proc_on_exit(&r->procs, h->pid, h->time_ns);
 		r->exits_untaken = true;
-		python_forget(r->python, h->pid);
+		py_names_forget(r->pynames, h->pid);
 		if (r->cfi_worker)
 			cfi_worker_queue(r->cfi_worker, h->pid, false);
 		if (p)
@@ -571,21 +568,27 @@ static int handle_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static void read_stats(struct sample_bpf *skel, uint64_t out[STAT_NR])
+/* A per-CPU array of n counters, summed. */
+static void read_counters(int fd, uint64_t *out, __u32 n)
 {
-	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(skel->maps.stats);
+	int ncpu = libbpf_num_possible_cpus();
 	uint64_t *vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
 	__u32 i;
 	int c;
 
-	memset(out, 0, STAT_NR * sizeof(*out));
+	memset(out, 0, n * sizeof(*out));
 	if (!vals)
 		return;
-	for (i = 0; i < STAT_NR; i++)
+	for (i = 0; i < n; i++)
 		if (!bpf_map_lookup_elem(fd, &i, vals))
 			for (c = 0; c < ncpu; c++)
 				out[i] += vals[c];
 	free(vals);
+}
+
+static void read_stats(struct sample_bpf *skel, uint64_t out[STAT_NR])
+{
+	read_counters(bpf_map__fd(skel->maps.stats), out, STAT_NR);
 }
 
 static void read_lost_by_pid(struct procs *procs, struct sample_bpf *skel)
@@ -936,9 +939,19 @@ static int rec_load(struct recorder *r)
 	if (r->target.child > 0 && add_targets(skel, &r->target.child, 1))
 		return -1;
 	err = python_new(&r->python);
+	if (!err)
+		err = py_names_new(&r->pynames, r->python, bpf_map__fd(skel->maps.py_procs));
 	if (err) {
 		err("CPython detection: %s", strerror(-err));
 		return -1;
+	}
+	/* BPFTRACE_REC_NO_FEATURES=python: native frames only (the benchmark's
+	 * peer, scripts/bench-python.sh). */
+	if (!list_has(getenv("BPFTRACE_REC_NO_FEATURES"), "python")) {
+		struct name_source py_names;
+
+		py_names_source(r->pynames, &py_names);
+		procs_add_names(&r->procs, &py_names); /* the second of PROCS_MAX_NAMES */
 	}
 	/* Maps of the targets as they are now, before any sample. */
 	for (i = 0; i < env.npids; i++)
@@ -1373,6 +1386,22 @@ static int rec_write(struct recorder *r)
 		ri->cfi_budget_bytes = cs.rows_cap * sizeof(struct cfi_row);
 		ri->cfi_out_of_budget = cs.out_of_budget;
 	}
+	{
+		uint64_t py[PY_STAT_NR];
+		struct py_names_stats ps;
+
+		read_counters(bpf_map__fd(r->skel->maps.py_stats), py, PY_STAT_NR);
+		py_names_get_stats(r->pynames, &ps);
+		ri->py_walked = py[PY_STAT_WALKED];
+		ri->py_no_tstate = py[PY_STAT_NO_TSTATE];
+		ri->py_fault = py[PY_STAT_FAULT];
+		ri->py_truncated = py[PY_STAT_TRUNCATED];
+		ri->py_samples = ps.samples;
+		ri->py_merged = ps.merged;
+		ri->py_frames = ps.frames;
+		ri->py_unnamed = ps.unnamed;
+		ri->py_leftover = ps.leftover;
+	}
 	jit_load_all(&r->procs);
 	for (size_t i = 0; i < r->procs.v.n; i++)
 		proc_name_again(r->procs.v.v[i]);
@@ -1399,6 +1428,8 @@ static int rec_finish(struct recorder *r, int code)
 	r->cfi = NULL;
 	usdt_free(r->usdt);
 	r->usdt = NULL;
+	py_names_free(r->pynames);
+	r->pynames = NULL;
 	python_free(r->python);
 	r->python = NULL;
 	sample_bpf__destroy(r->skel);

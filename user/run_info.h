@@ -61,6 +61,10 @@ struct run_info {
 	    cfi_read_err, cfi_uretprobe_miss;
 	uint64_t cfi_tables, cfi_table_bytes; /* built over the run; their peak bytes */
 	uint64_t cfi_budget_bytes, cfi_out_of_budget;
+	/* The Python walk (bpf/python.bpf.c, its py_stats) and what became of
+	 * its frames (user/python_names.h); none: no CPython seen. */
+	uint64_t py_walked, py_no_tstate, py_fault, py_truncated;
+	uint64_t py_samples, py_merged, py_frames, py_unnamed, py_leftover;
 	const char *kernel;		 /* uname release */
 	const struct degraded *degraded; /* features this kernel lacks, and why */
 	bool system_wide;

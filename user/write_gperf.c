@@ -123,19 +123,36 @@ struct name_run {
 	size_t file;	     /* the cpu file: p->images' index, p->images.n the last */
 };
 
+struct src_fn {
+	const char *name;
+	uint64_t at;
+};
+
 struct names_image {
 	VEC(struct jitelf_func) funcs; /* at their slots */
 	VEC(struct name_run) runs;     /* sorted by file then start, when written */
-	VEC(char *) owned;	       /* the names made here (the FDE-named) */
-	uint64_t next;		       /* the next free slot */
-	uint64_t start, end, offset;   /* the image's, from jitelf_write */
-	char path[PATH_MAX + 64];      /* absolute: the readers run elsewhere */
+	VEC(char *) owned;	       /* the names made here (the FDE-named, the sources') */
+	/* A name source's frames (Python's: no address of the process, pc
+	 * SOURCE_PC_BASE and up): where cpu-PID.prof puts each, by frame id
+	 * (0: none), from GPERF_SOURCE on, 16 bytes each. */
+	VEC(uint64_t) src_at;
+	uint64_t nsrc;
+	/* Their functions, one a name (a frame is a function at a line:
+	 * the readers would tell same-named functions apart as name@ADDR). */
+	VEC(struct src_fn) src_fns;
+	uint64_t next;		     /* the next free slot */
+	uint64_t start, end, offset; /* the image's, from jitelf_write */
+	char path[PATH_MAX + 64];    /* absolute: the readers run elsewhere */
 };
 
 /* [truncated]'s address in cpu-PID.prof: TRUNCATED_PC would read as the
  * kernel's. Above user space with 4- and 5-level page tables alike (2^47,
  * 2^56) and below the kernel's half: no mapping ever holds it. */
 #define GPERF_TRUNCATED 0x0100000000000000ULL
+/* The same for a name source's frames, above it: each its own function in
+ * names-PID.so (its name, as profile.pb.gz names it), since a reader would
+ * name a pc that no mapping holds after whatever function is nearest. */
+#define GPERF_SOURCE 0x0200000000000000ULL
 
 static int fill_names(void *ctx, FILE *f, int fd)
 {
@@ -207,6 +224,55 @@ static bool in_runs(const struct names_image *ni, size_t file, uint64_t pc)
 	return false;
 }
 
+/* A name source's frame (the iterator's), in names-PID.so: its function,
+ * once, and the run that puts it at its place in this file. */
+static int add_source_frame(struct proc *p, struct names_image *ni, const struct frame_iter *it,
+			    struct name_run *run)
+{
+	char buf[PATH_MAX + 32], *name;
+	struct jitelf_func fn = {.size = 16};
+
+	if (VEC_RESERVE(ni->src_at, p->frames.n))
+		return -ENOMEM;
+	while (ni->src_at.n < p->frames.n)
+		ni->src_at.v[ni->src_at.n++] = 0;
+	if (!ni->src_at.v[it->id]) {
+		const char *nm = frame_iter_name(it, buf, sizeof(buf), NULL, NULL, NULL);
+
+		for (size_t i = 0; i < ni->src_fns.n; i++)
+			if (!strcmp(ni->src_fns.v[i].name, nm)) {
+				ni->src_at.v[it->id] = ni->src_fns.v[i].at;
+				return 0; /* its run is there */
+			}
+		name = strdup(nm);
+		if (!name || VEC_PUSH(ni->owned, name)) {
+			free(name);
+			return -ENOMEM;
+		}
+		fn.start = ni->next;
+		fn.name = name;
+		if (VEC_PUSH(ni->funcs, fn))
+			return -ENOMEM;
+		ni->src_at.v[it->id] = GPERF_SOURCE + 16 * ni->nsrc++;
+		if (VEC_PUSH(ni->src_fns, ((struct src_fn){name, ni->src_at.v[it->id]})))
+			return -ENOMEM;
+	} else {
+		/* Its function is there already (another file's run): found by its
+		 * address. */
+		for (size_t i = 0; i < ni->runs.n; i++)
+			if (ni->runs.v[i].start == ni->src_at.v[it->id]) {
+				run->start = ni->runs.v[i].start;
+				run->end = ni->runs.v[i].end;
+				run->slot = ni->runs.v[i].slot;
+				return 0;
+			}
+		return 0;
+	}
+	run->start = ni->src_at.v[it->id];
+	run->end = run->start + fn.size;
+	return 0;
+}
+
 /* The runs of named code that file's samples (first..end) ran in. */
 static int collect_names(struct proc *p, struct names_image *ni, size_t file, size_t first,
 			 size_t end)
@@ -228,7 +294,9 @@ static int collect_names(struct proc *p, struct names_image *ni, size_t file, si
 			if (f->kind != FRAME_USER || seen[it.id])
 				continue;
 			seen[it.id] = 1;
-			if (f->pc == TRUNCATED_PC && !f->caller && !f->map && f->name) {
+			if (f->pc >= SOURCE_PC_BASE && f->pc != TRUNCATED_PC && !f->map) {
+				err = add_source_frame(p, ni, &it, &rc.run);
+			} else if (f->pc == TRUNCATED_PC && !f->caller && !f->map && f->name) {
 				struct jitelf_func fn = {
 				    .start = ni->next, .size = 16, .name = f->name};
 
@@ -256,7 +324,9 @@ static int collect_names(struct proc *p, struct names_image *ni, size_t file, si
 			if (err || rc.run.end == rc.run.start)
 				continue;
 			err = VEC_PUSH(ni->runs, rc.run);
-			ni->next = (rc.run.slot + (rc.run.end - rc.run.start) + 15) & ~15ULL;
+			if (rc.run.slot == ni->next) /* a new one, not a source frame's again */
+				ni->next =
+				    (rc.run.slot + (rc.run.end - rc.run.start) + 15) & ~15ULL;
 		}
 	}
 	free(seen);
@@ -432,8 +502,8 @@ static char *maps_for_readers(const struct cpuprof_ctx *cc)
 	if (ji && !placed)
 		put_str(&b, ji->line);
 	for (i = 0; ni && i < ni->runs.n; i++)
-		if (ni->runs.v[i].file == cc->file && ni->runs.v[i].start == GPERF_TRUNCATED)
-			put_line(&b, GPERF_TRUNCATED, ni->runs.v[i].end, NULL, NULL, NULL, ni,
+		if (ni->runs.v[i].file == cc->file && ni->runs.v[i].start >= GPERF_TRUNCATED)
+			put_line(&b, ni->runs.v[i].start, ni->runs.v[i].end, NULL, NULL, NULL, ni,
 				 ni->runs.v[i].slot);
 	fmt_put(&b, "", 1);
 	if (b.err) {
@@ -486,6 +556,9 @@ static int fill_cpuprofile(void *ctx, FILE *f, int fd)
 			    it.f->name)
 				/* The root: the readers take 1 off a caller. */
 				pcs[nu] = GPERF_TRUNCATED + (nu > 0);
+			else if (cc->names && it.id < cc->names->src_at.n &&
+				 cc->names->src_at.v[it.id])
+				pcs[nu] = cc->names->src_at.v[it.id] + (nu > 0);
 			else
 				pcs[nu] = it.f->caller ? it.f->pc + 1 : it.f->pc;
 			nu++;
@@ -615,5 +688,7 @@ int write_cpuprofile(const struct run_info *ri, struct proc *p)
 	for (i = 0; i < ni.owned.n; i++)
 		free(ni.owned.v[i]);
 	VEC_FREE(ni.owned);
+	VEC_FREE(ni.src_at);
+	VEC_FREE(ni.src_fns);
 	return first;
 }

@@ -20,10 +20,14 @@ static uint64_t kernel_mapping(struct pprof *pp)
 }
 
 static uint64_t frame_location(struct pprof *pp, const struct frame *f, const char *name,
-			       const char *system_name, const char *file, int line, uint64_t *kmap)
+			       const char *system_name, const char *file, int line, int start_line,
+			       uint64_t *kmap)
 {
-	struct pprof_line l = {
-	    .function = name, .system_name = system_name, .filename = file, .line = line};
+	struct pprof_line l = {.function = name,
+			       .system_name = system_name,
+			       .filename = file,
+			       .line = line,
+			       .start_line = start_line};
 	uint64_t mapping = 0;
 
 	if (f->kind == FRAME_KERNEL) {
@@ -82,7 +86,10 @@ static int stack_locs(struct pprof *pp, struct proc *p, const struct sample *s, 
 		if (!it.stable || !loc_of[it.id]) {
 			name = frame_iter_name(&it, buf, sizeof(buf), &system_name,
 					       lines ? &file : NULL, &line);
-			locs[n] = frame_location(pp, it.f, name, system_name, file, line, kmap);
+			/* A source's frame (Python's): its function's first line. */
+			locs[n] = frame_location(
+			    pp, it.f, name, system_name, file, line,
+			    lines && !it.stable ? frame_start_line(p, it.f, s->time_ns) : 0, kmap);
 			if (it.stable)
 				loc_of[it.id] = locs[n];
 		} else {

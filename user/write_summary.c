@@ -149,6 +149,16 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 			ri->cfi_fp_nomap, ri->cfi_fp_nocfi, ri->cfi_read_err,
 			ri->cfi_uretprobe_miss, ri->cfi_tables, ri->cfi_table_bytes,
 			ri->cfi_budget_bytes, ri->cfi_out_of_budget, ri->cfi_worker_cpu_ns);
+	if (ri->py_walked || ri->py_no_tstate || ri->py_fault)
+		fprintf(f,
+			",\n  \"python\": {\"walks\": %" PRIu64 ", \"no_thread_state\": %" PRIu64
+			", \"faulted\": %" PRIu64 ", \"truncated\": %" PRIu64
+			", \"samples_with_frames\": %" PRIu64 ", \"merged\": %" PRIu64
+			", \"frames\": %" PRIu64 ", \"frames_left_native\": %" PRIu64
+			", \"runs_at_root\": %" PRIu64 "}",
+			ri->py_walked, ri->py_no_tstate, ri->py_fault, ri->py_truncated,
+			ri->py_samples, ri->py_merged, ri->py_frames, ri->py_unnamed,
+			ri->py_leftover);
 	if (ri->offcpu) {
 		struct offcpu_totals t;
 

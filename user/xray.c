@@ -95,11 +95,28 @@ uint32_t xray_func_id_at(struct xray *x, const char *name, struct symfile *sf, u
 
 /* The source of a sampled frame's function: at its symbol's start, as
  * llvm-symbolizer names the function's address in the binary itself. */
-static void frame_source(struct xray *x, uint32_t id, const struct frame *f)
+static void frame_source(struct xray *x, uint32_t id, const struct frame_iter *it)
 {
+	const struct frame *f = it->f;
 	struct symfile *sf = f->kind == FRAME_USER && f->map ? f->map->sym : NULL;
 	uint64_t vaddr, start, off = UINT64_MAX;
+	struct fsrc *s = id && id <= x->fsrcs.n ? &x->fsrcs.v[id - 1] : NULL;
 
+	/* A name source's frame (Python's): its file and first line. */
+	if (s && !s->file && f->kind == FRAME_USER && !f->map && f->pc >= SOURCE_PC_BASE &&
+	    f->pc != TRUNCATED_PC) {
+		char buf[64];
+		const char *file = NULL;
+		int line = 0;
+
+		frame_iter_name(it, buf, sizeof(buf), NULL, &file, &line);
+		if (file) {
+			s->file = xstrdup(file);
+			line = frame_start_line(it->p, f, it->s->time_ns);
+			s->line = line > 0 ? line : 0;
+			return;
+		}
+	}
 	if (f->kind == FRAME_KERNEL) {
 		set_source(x, id, NULL, 0, f->module ? f->module : "[kernel.kallsyms]");
 		return;
@@ -199,7 +216,7 @@ static int stack_ids(struct xray *x, struct proc *p, const struct sample *s, uin
 		id = xray_func_id(x, frame_iter_name(&it, buf, sizeof(buf), NULL, NULL, NULL));
 
 		if (id && !x->fsrcs.v[id - 1].file)
-			frame_source(x, id, it.f);
+			frame_source(x, id, &it);
 		if (id)
 			ids[n++] = id;
 	}

@@ -439,5 +439,18 @@ c_kernel_kallsyms() {
 }
 check kernel_kallsyms
 
+# Python frames walked in BPF (bpf/python.bpf.c, linked into the sampler):
+# Debian's python3.11 running pywork.py split, its functions named in the
+# profile with their share of the samples (loose: TCG).
+c_python_frames() {
+	local t=python_frames py=/usr/bin/python3.11 a
+	[ -x $py ] || { skip $t "$py missing"; return; }
+	rec $t -F 199 -d 6 -- $py "$ROOT/tests/workloads/pywork.py" split
+	a=$(top "$TMP/$t" -cum | awk '$NF == "func_six" { sub("%", "", $5); print $5 }')
+	if within "${a:-0}" 60 15; then pass $t; else
+		fail $t "func_six ${a:-not named}% cumulative (want 60 +-15)"; fi
+}
+check python_frames
+
 echo "KTEST DONE $npass $nfail"
 [ $nfail = 0 ]

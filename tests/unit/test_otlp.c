@@ -24,9 +24,9 @@ static struct pprof *build(bool offcpu)
 	uint64_t m = pprof_mapping(p, 0x400000, 0x500000, 0, "/bin/prog", "abcd", true);
 	uint64_t km =
 	    pprof_mapping(p, 0xffff800000000000ULL, UINT64_MAX, 0, "[kernel.kallsyms]", NULL, true);
-	struct pprof_line la = {"func_a", NULL, "a.c", 10}, lb = {"func_b", NULL, NULL, 0},
-			  lc = {"func_c", NULL, NULL, 0}, lk = {"read_zero", NULL, NULL, 0},
-			  lm = {"main", NULL, NULL, 0};
+	struct pprof_line la = {"func_a", NULL, "a.c", 10, 0}, lb = {"func_b", NULL, NULL, 0, 0},
+			  lc = {"func_c", NULL, NULL, 0, 0}, lk = {"read_zero", NULL, NULL, 0, 0},
+			  lm = {"main", NULL, NULL, 0, 0};
 	uint64_t a = pprof_location(p, m, 0x401000, &la, 1),
 		 b = pprof_location(p, m, 0x402000, &lb, 1),
 		 c = pprof_location(p, m, 0x403000, &lc, 1),

@@ -19,9 +19,9 @@ static struct pprof *build(void)
 	uint64_t m = pprof_mapping(p, 0x400000, 0x500000, 0, "/bin/prog", "abcd", true);
 	uint64_t km =
 	    pprof_mapping(p, 0xffff800000000000ULL, UINT64_MAX, 0, "[kernel.kallsyms]", NULL, true);
-	struct pprof_line la = {"func_a", NULL, "a.c", 10}, lb = {"func_b", NULL, NULL, 0},
-			  lc = {"func_c", NULL, NULL, 0}, lk = {"read_zero", NULL, NULL, 0},
-			  lm = {"main", NULL, NULL, 0};
+	struct pprof_line la = {"func_a", NULL, "a.c", 10, 8}, lb = {"func_b", NULL, NULL, 0, 0},
+			  lc = {"func_c", NULL, NULL, 0, 0}, lk = {"read_zero", NULL, NULL, 0, 0},
+			  lm = {"main", NULL, NULL, 0, 0};
 	uint64_t a = pprof_location(p, m, 0x401000, &la, 1),
 		 b = pprof_location(p, m, 0x402000, &lb, 1),
 		 c = pprof_location(p, m, 0x403000, &lc, 1),
@@ -98,6 +98,11 @@ static void test_real_pprof(void)
 	out = run_cmd("%s -top -tagfocus=pid=999 %s 2>&1", pprof_bin, path);
 	CHECKF(top_pct(out, "func_a") < 0, "%s", out);
 	free(out);
+	/* A function's first line (Python's code objects have one): pprof
+	 * -raw prints it as s=. */
+	out = run_cmd("%s -raw %s 2>&1", pprof_bin, path);
+	CHECKF(strstr(out, "func_a a.c:10 s=8"), "%s", out);
+	free(out);
 	out = run_cmd("%s -raw %s 2>&1", pprof_bin, path);
 	CHECKF(strstr(out, "samples/count cpu/nanoseconds") && strstr(out, "Period: 10000000") &&
 		   strstr(out, "[FN]"),
@@ -118,7 +123,7 @@ static void test_offcpu(void)
 {
 	struct pprof *p = pprof_new(10000000, 1700000000000000000LL, 2000000000LL);
 	uint64_t m = pprof_mapping(p, 0x400000, 0x500000, 0, "/bin/prog", NULL, true);
-	struct pprof_line lw = {"wait_fn", NULL, NULL, 0}, lr = {"run_fn", NULL, NULL, 0};
+	struct pprof_line lw = {"wait_fn", NULL, NULL, 0, 0}, lr = {"run_fn", NULL, NULL, 0, 0};
 	uint64_t w = pprof_location(p, m, 0x401000, &lw, 1),
 		 r = pprof_location(p, m, 0x402000, &lr, 1);
 	struct pprof_label lab[1] = {{"pid", NULL, 1, "pid"}};
@@ -153,8 +158,8 @@ static void test_deep_and_reuse(void)
 {
 	struct pprof *p = pprof_new(1000000, 0, 0);
 	uint64_t m = pprof_mapping(p, 0x1000, 0x100000, 0, "jit", NULL, true), locs[200];
-	struct pprof_line l = {"frame", NULL, NULL, 0}, j1 = {"JS:first", NULL, NULL, 0},
-			  j2 = {"JS:second", NULL, NULL, 0};
+	struct pprof_line l = {"frame", NULL, NULL, 0, 0}, j1 = {"JS:first", NULL, NULL, 0, 0},
+			  j2 = {"JS:second", NULL, NULL, 0, 0};
 	char *path, *out;
 	int i;
 
@@ -193,7 +198,7 @@ static void test_scopes(void)
 				    NULL, true),
 		 kexec = pprof_location(p, km, 0xffffffff81000100ULL,
 					&(struct pprof_line){.function = "do_execve"}, 1);
-	struct pprof_line lmain = {.function = "main"}, lspin = {"spin", NULL, "spin.c", 7};
+	struct pprof_line lmain = {.function = "main"}, lspin = {"spin", NULL, "spin.c", 7, 0};
 	char spill[256], *path, *out;
 	int fd, i;
 

@@ -21,7 +21,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "check.h"
-#include "python.skel.h"
+#include "python_test.skel.h"
 #include "testutil.h"
 #include "user/python.h"
 #include "user/util.h"
@@ -70,7 +70,8 @@ static int on_stack(void *ctx, void *data, size_t len)
 		const struct py_bpf_frame *b = &s->frames[i];
 		struct py_frame f;
 
-		if (py_frame_decode(r->p, b->code, b->lasti, b->owner, &f))
+		if (py_frame_decode(r->p, PY_FRAME_CODE(b->code), b->lasti, PY_FRAME_OWNER(b->code),
+				    &f))
 			continue;
 		if (n < 4)
 			name_of(r, &f, names[n], sizeof(names[n]), &lines[n]);
@@ -98,7 +99,7 @@ static int on_stack(void *ctx, void *data, size_t len)
 	return 0;
 }
 
-static void check_one(struct python_bpf *skel, struct python *py, const char *exe, int minor)
+static void check_one(struct python_test *skel, struct python *py, const char *exe, int minor)
 {
 	char *argv[] = {(char *)exe, "-S", script, NULL}, line[64];
 	struct ring_buffer *rb = NULL;
@@ -201,7 +202,7 @@ out:
 static void test_walk(void)
 {
 	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
-	struct python_bpf *skel = python_bpf__open_and_load();
+	struct python_test *skel = python_test__open_and_load();
 	struct python *py = NULL;
 	char exe[512];
 
@@ -221,7 +222,7 @@ static void test_walk(void)
 	}
 	check_one(skel, py, "/usr/bin/python3.11", 11);
 	python_free(py);
-	python_bpf__destroy(skel);
+	python_test__destroy(skel);
 }
 
 int main(void)

@@ -1,0 +1,42 @@
+/* The maps of the Python walk (bpf/python.bpf.c), defined there (PY_EXTERN
+ * empty) and declared extern in the units the static linker joins to it
+ * (the sampler, the unit test's program). The Makefile links python.bpf.o
+ * first: libbpf 1.1's linker keeps the BTF of a map declared before its
+ * definition at the declaration's place, which then matches no map. */
+#ifndef BPF_PYTHON_MAPS_H
+#define BPF_PYTHON_MAPS_H
+
+#include "bpf/python.h"
+
+#ifndef PY_EXTERN
+#define PY_EXTERN extern
+#endif
+
+PY_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tgid */
+	__type(value, struct py_bpf_proc);
+} py_procs SEC(".maps");
+
+/* Samples by outcome (enum py_bpf_stat), for the tests and the summary. */
+PY_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PY_STAT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} py_stats SEC(".maps");
+
+/* The last walk's frames on this CPU, read by the caller (its record). */
+PY_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_bpf_stack);
+} py_scratch SEC(".maps");
+
+/* The frames of the current thread into py_scratch: their number, or -1
+ * when the process is not one walked. */
+int py_walk_frames(struct bpf_perf_event_data *ctx);
+
+#endif

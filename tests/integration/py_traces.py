@@ -1,0 +1,109 @@
+"""Reads `pprof -raw` output (stdin) of a recording of
+tests/workloads/pywork.py and prints what test_python.sh checks, over ALL
+of the process's samples (weighted by their value):
+
+split PID: "py=PCT six=PCT three=PCT one=PCT": the share of samples with a
+  Python frame (a frame of pywork.py's functions, of <module>, or any
+  frame pprof names with a Python file: below, frames named by the
+  test's own functions and the interpreter's module-level code), and each
+  function's cumulative share.
+churn PID EVEN ODD: "right=N wrong=N": frames f_N under churn at the line
+  of N's parity (EVEN or ODD), and those not.
+shapes PID QUAL: one word per shape found in some sample, of: recursion
+  (300 recurse frames and <module> under them), method (Worker.method when
+  QUAL=1, else method), generator (gen), lambda (<lambda>), target
+  (thread_target), deflate (deflate leafward of compress_loop, with only
+  native frames between them).
+"""
+import re
+import sys
+
+PY_NAMES = {"func_six", "func_three", "func_one", "split", "recurse", "Worker.method",
+            "method", "gen", "<lambda>", "compress_loop", "thread_target", "shapes",
+            "<module>", "run", "Thread.run", "_bootstrap", "Thread._bootstrap",
+            "_bootstrap_inner", "Thread._bootstrap_inner"}
+
+
+def traces(text, pid, lines=False):
+    """(weight, [frames leaf first]) of the samples of pid, from `pprof
+    -raw`: its names as the profile holds them (pprof's other reports
+    shorten names, and drop <module> and <lambda> as C++ template
+    arguments)."""
+    locs, samples, part = {}, [], None
+    last = None
+    for ln in text.splitlines():
+        if ln.startswith(("Samples:", "Locations", "Mappings")):
+            part = ln.split()[0].rstrip(":")
+            continue
+        if part == "Samples":
+            m = re.match(r"\s+(\d+)\s+(\d+):((?: \d+)*)\s*$", ln)
+            if m:
+                last = [int(m.group(2)), [int(x) for x in m.group(3).split()], None]
+                samples.append(last)
+            m = re.search(r"pid:\[(\d+) pid\]", ln)
+            if m and last:
+                last[2] = m.group(1)
+        elif part == "Locations":
+            # "ID: ADDR M=N NAME FILE:LINE s=START(SYSTEM_NAME)": pprof
+            # shows a shortened name (<module> as "") and the profile's
+            # own in parentheses.
+            m = re.match(r"\s+(\d+): 0x[0-9a-f]+ (?:M=\d+ )?(.*?) (\S*:-?\d+) s=\d+(?:\((.*)\))?$", ln)
+            if m:
+                locs[int(m.group(1))] = (m.group(4) or m.group(2), m.group(3))
+    if lines:
+        return [(w, [locs.get(i, ("?", "")) for i in ids]) for w, ids, p in samples if p == pid]
+    return [(w, [locs.get(i, ("?",))[0] for i in ids]) for w, ids, p in samples if p == pid]
+
+
+def main():
+    mode, pid = sys.argv[1], sys.argv[2]
+    text = sys.stdin.read()
+    if mode == "churn":
+        # f_N must be called from LINE:even or LINE:odd by N's parity.
+        even, odd = int(sys.argv[3]), int(sys.argv[4])
+        right = wrong = 0
+        for _, f in traces(text, pid, lines=True):
+            for i, (name, where) in enumerate(f[:-1]):
+                m = re.match(r"f_(\d+)$", name)
+                if not m or f[i + 1][0] != "churn":
+                    continue
+                line = int(f[i + 1][1].rsplit(":", 1)[1])
+                if line == (odd if int(m.group(1)) % 2 else even):
+                    right += 1
+                else:
+                    wrong += 1
+                    if wrong <= 3:
+                        print("wrong: %s under churn at line %d" % (name, line), file=sys.stderr)
+        print("right=%d wrong=%d" % (right, wrong))
+        return
+    ts = traces(text, pid)
+    total = sum(w for w, _ in ts) or 1
+    if mode == "split":
+        def share(pred):
+            return 100 * sum(w for w, f in ts if pred(f)) / total
+        py = share(lambda f: any(x in PY_NAMES for x in f))
+        print("samples=%d py=%.1f six=%.1f three=%.1f one=%.1f" % (
+            len(ts), py, share(lambda f: "func_six" in f), share(lambda f: "func_three" in f),
+            share(lambda f: "func_one" in f)))
+        return
+    qual = sys.argv[3] == "1"
+    found = set()
+    for _, f in ts:
+        if f.count("recurse") >= 300 and "<module>" in f[f.index("recurse"):]:
+            found.add("recursion")
+        if ("Worker.method" if qual else "method") in f:
+            found.add("method")
+        if "gen" in f:
+            found.add("generator")
+        if "<lambda>" in f:
+            found.add("lambda")
+        if "thread_target" in f:
+            found.add("target")
+        if "deflate" in f and "compress_loop" in f:
+            i, j = f.index("deflate"), f.index("compress_loop")
+            if i < j and not any(x in PY_NAMES for x in f[i:j]):
+                found.add("deflate")
+    print(" ".join(sorted(found)))
+
+
+main()

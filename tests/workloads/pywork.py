@@ -1,0 +1,138 @@
+"""Python code on the CPU whose profile is known by construction, for
+tests/integration/test_python.sh.
+
+split: two threads each call func_six, func_three and func_one in turn,
+which run the same loop body 6:3:1 times as often: whichever thread holds
+the GIL, 60/30/10 of the Python time. The hot loop is on one line
+(LINE:hot).
+
+shapes: the main thread turns between a 300-deep recursion (under
+<module>), a method (Worker.method), a generator, a lambda and
+zlib.compress (deflate under compress_loop), while a second thread spins in
+its target (thread_target).
+
+churn: code objects made, run and freed in turn (f_0, f_1, ...), each
+at an address its predecessor's had (the allocator reuses them), called
+from one of two lines by the parity of its number (LINE:even, LINE:odd):
+a frame named f_N under the other line was named wrongly.
+
+deep: one thread, 20 Python frames deep, spinning (scripts/bench-python.sh).
+
+"ready PID" once both threads run; then until killed.
+"""
+import itertools
+import os
+import sys
+import threading
+import zlib
+
+K = 20000
+
+
+def func_six():
+    x = 0
+    for i in range(6 * K): x += i  # LINE:hot
+    return x
+
+
+def func_three():
+    x = 0
+    for i in range(3 * K): x += i
+    return x
+
+
+def func_one():
+    x = 0
+    for i in range(K): x += i
+    return x
+
+
+def split(started):
+    started.set()
+    while True:
+        func_six()
+        func_three()
+        func_one()
+
+
+def recurse(n):
+    if n:
+        return recurse(n - 1) + 1
+    return func_one()
+
+
+class Worker:
+    def method(self):
+        return func_one()
+
+
+def gen():
+    while True:
+        yield func_one()
+
+
+spin_lambda = lambda: func_one()  # noqa: E731
+DATA = os.urandom(1 << 16) + bytes(1 << 16)
+
+
+def compress_loop():
+    return len(zlib.compress(DATA, 9))
+
+
+def thread_target(started):
+    started.set()
+    while True:
+        func_one()
+
+
+def shapes():
+    g = gen()
+    while True:
+        recurse(300)
+        Worker().method()
+        next(g)
+        spin_lambda()
+        compress_loop()
+
+
+def deep(n):
+    if n:
+        return deep(n - 1)
+    while True:
+        func_one()
+
+
+def churn():
+    ns = {}
+    for i in itertools.count():
+        src = "def f_%d():\n    x = 0\n    for j in range(%d): x += j\n" % (i, K // 4)
+        exec(compile(src, "<churn-%d>" % i, "exec"), ns)
+        f = ns.pop("f_%d" % i)
+        if i % 2 == 0:
+            f()  # LINE:even
+        else:
+            f()  # LINE:odd
+        del f
+
+
+if __name__ == "__main__":
+    sys.setrecursionlimit(2000)
+    mode = sys.argv[1] if len(sys.argv) > 1 else "split"
+    a, b = threading.Event(), threading.Event()
+    if mode == "split":
+        threading.Thread(target=split, args=(a,), daemon=True).start()
+        threading.Thread(target=split, args=(b,), daemon=True).start()
+        a.wait()
+        b.wait()
+        print("ready", os.getpid(), flush=True)
+        threading.Event().wait()
+    if mode == "deep":
+        print("ready", os.getpid(), flush=True)
+        deep(19)
+    if mode == "churn":
+        print("ready", os.getpid(), flush=True)
+        churn()
+    threading.Thread(target=thread_target, args=(a,), daemon=True).start()
+    a.wait()
+    print("ready", os.getpid(), flush=True)
+    shapes()
