@@ -759,6 +759,35 @@ int offcpu_take_exited(struct procs *procs, struct sample_bpf *skel)
 	return take_accs(procs, false);
 }
 
+int offcpu_window_take(struct procs *procs)
+{
+	if (!oc.on)
+		return 0;
+	return take_accs(procs, true);
+}
+
+void offcpu_window_end(void)
+{
+	size_t i, n = 0;
+
+	if (!oc.on)
+		return;
+	oc.sums.n = 0;
+	oc.waits.n = 0;
+	/* The accs taken are out: the table indexes those left. */
+	idtab_free(&oc.acc_tab);
+	for (i = 0; i < oc.acc.n; i++) {
+		if (oc.acc.v[i].taken)
+			continue;
+		oc.acc.v[n] = oc.acc.v[i];
+		/* Room was there for these: only ENOMEM fails, and the acc is
+		 * then only not merged with a later one. */
+		idtab_insert(&oc.acc_tab, acc_hash(&oc.acc.v[n]), (uint32_t)n);
+		n++;
+	}
+	oc.acc.n = n;
+}
+
 int offcpu_collect(struct procs *procs, struct sample_bpf *skel)
 {
 	int sfd = bpf_map__fd(skel->maps.stats), ncpu = libbpf_num_possible_cpus();

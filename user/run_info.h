@@ -29,7 +29,17 @@ struct readers {
 	char *xdg_open;
 	char *nm;
 };
+/* --window: which window a run_info describes (user/continuous.h); its
+ * start and duration are run_info's own. */
+struct window_info {
+	uint64_t index;	    /* from 1 */
+	uint64_t period_ns; /* --window's */
+	bool last;	    /* closed by the stop, not by the period */
+};
 struct run_info {
+	/* --window: this window, NULL for a recording written once; the
+	 * counts below and every process's row are then the window's. */
+	const struct window_info *window;
 	uint64_t start_realtime_ns; /* wall clock at the start */
 	uint64_t duration_ns;
 	int freq;

@@ -161,3 +161,22 @@ const char *list_value(const char *list, const char *name)
 
 	return end && *end == '@' ? end + 1 : NULL;
 }
+
+int parse_size_bytes(const char *s, uint64_t *v)
+{
+	char *end;
+	unsigned long long x;
+
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (*end == 'K' || *end == 'k')
+		x <<= 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		x <<= 20, end++;
+	else if (*end == 'G' || *end == 'g')
+		x <<= 30, end++;
+	if (errno || end == s || *end || !x || x > (1ULL << 40) || *s == '-')
+		return -EINVAL;
+	*v = x;
+	return 0;
+}
