@@ -836,7 +836,9 @@ static int rec_load_sinks(struct recorder *r)
 	struct push_config c = {.ndests = env.npush,
 				.headers_file = env.push_headers,
 				.service_name = env.service_name,
-				.version = version ? version + 1 : argp_program_version};
+				.version = version ? version + 1 : argp_program_version,
+				.out = &r->out,
+				.spool_max = env.spool_max};
 
 	_Static_assert(sizeof(env.push) / sizeof(env.push[0]) == PUSH_MAX, "--push's bound");
 	memcpy(c.dests, env.push, sizeof(*env.push) * env.npush);
@@ -1050,6 +1052,7 @@ static int rec_attach(struct recorder *r)
 	ri->degraded = &r->degraded;
 	ri->offcpu = offcpu_on();
 	ri->procs = &r->procs;
+	ri->sinks = &r->sinks;
 	/* --window writes every window whole and then forgets it: nothing is
 	 * set aside. */
 	if (r->procs.aggregate && !r->cont) {
@@ -1436,6 +1439,7 @@ static int rec_write(struct recorder *r)
 {
 	struct run_info *ri = &r->ri;
 	const uint64_t *st = r->stats;
+	int code;
 
 	ri->duration_ns = r->stop_ns - r->start_ns;
 	ri->samples = r->samples;
@@ -1485,11 +1489,14 @@ static int rec_write(struct recorder *r)
 	jit_load_all(&r->procs);
 	for (size_t i = 0; i < r->procs.v.n; i++)
 		proc_name_again(r->procs.v.v[i]);
-	/* --window: the last window, up to the stop. */
+	/* --window: the last window, up to the stop; else one window, the
+	 * whole recording. Then what the push destinations still hold is
+	 * sent, or kept in their spools for the next start. */
 	if (r->cont)
-		return rec_window(r, r->stop_ns, true) ? 1 : 0;
-	/* One window, the whole recording. */
-	return sinks_emit(&r->sinks, &(struct window){ri}) ? 1 : 0;
+		code = rec_window(r, r->stop_ns, true) ? 1 : 0;
+	else
+		code = sinks_emit(&r->sinks, &(struct window){ri}) ? 1 : 0;
+	return sinks_finish(&r->sinks) ? 1 : code;
 }
 
 /* The exit status: the command's for `--` (124 when -d ended it, as

@@ -16,6 +16,7 @@ struct flame_views;
 struct degraded;
 struct outdir;
 struct fold;
+struct sinks;
 
 /* The readers the commands printed at the end name, each the command to
  * run (its name when it is on PATH) or NULL when there is none: a file with
@@ -85,6 +86,9 @@ struct run_info {
 	struct procs *procs;
 	/* The XRay function ids every process's trace and map share. */
 	struct xray *xray;
+	/* Where the recording goes (user/sink.h): summary.json says what the
+	 * push destinations sent, spooled and dropped so far. */
+	const struct sinks *sinks;
 	/* The flame graphs' trees (user/write_flame.c), filled as processes
 	 * are folded away and at the end. */
 	struct flame_views *flame;
