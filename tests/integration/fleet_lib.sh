@@ -58,3 +58,17 @@ YAML
 	tail -n 5 "$TMP/otelcol-$1.log" >&2
 	return 1
 }
+
+# fixture_start PORT LOG ARGS...: tests/integration/http_fixture.py on
+# 127.0.0.1:PORT (status CODE BODY, or proxy DELAY TO-PORT); FIX_PID set,
+# once it takes connections.
+fixture_start() {
+	python3 "$ROOT/tests/integration/http_fixture.py" "$@" > "$TMP/fixture-$1.log" 2>&1 &
+	FIX_PID=$!
+	local _
+	for _ in $(seq 50); do
+		python3 -c "import socket; socket.create_connection(('127.0.0.1', $1), 0.2)" 2> /dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}

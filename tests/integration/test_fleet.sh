@@ -188,24 +188,9 @@ kill $COL_PID 2>/dev/null
 # A receiver that answers 401 with its reason, and notes the Authorization
 # header it got.
 PORT401=$(free_port)
-python3 - "$PORT401" "$TMP/auth.log" > "$TMP/401.log" 2>&1 <<'PY' &
-import http.server, sys
-class H(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        with open(sys.argv[2], "a") as f:
-            f.write("%s %s\n" % (self.path, self.headers.get("Authorization")))
-        body = b"invalid token for tenant 7\nsecond line\n"
-        self.send_response(401)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        pass
-http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-PY
-for _ in $(seq 50); do python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $PORT401), 0.2)" 2>/dev/null && break; sleep 0.1; done
+fixture_start "$PORT401" "$TMP/auth.log" status 401 "invalid token for tenant 7
+second line
+"
 
 printf '# the receiver'"'"'s token\nAuthorization: Bearer from-file\n' > "$TMP/headers"
 chmod 600 "$TMP/headers"

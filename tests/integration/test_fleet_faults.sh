@@ -122,27 +122,8 @@ wait $COL_PID 2> /dev/null
 PORT=$(free_port)
 collector_start "$PORT" "$TMP/got2"
 PPORT=$(free_port)
-python3 - "$PPORT" "$PORT" > "$TMP/proxy.log" 2>&1 <<'PY' &
-import http.client, http.server, sys, time
-class H(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        time.sleep(1.5)
-        c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[2]), timeout=30)
-        c.request("POST", self.path, body, {"Content-Type": self.headers.get("Content-Type")})
-        r = c.getresponse()
-        data = r.read()
-        self.send_response(r.status)
-        self.send_header("Content-Type", r.getheader("Content-Type") or "application/x-protobuf")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-    def log_message(self, *a):
-        pass
-http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-PY
-PROXY=$!
-for _ in $(seq 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $PPORT), 0.2)" 2> /dev/null && break; sleep 0.1; done
+fixture_start "$PPORT" "$TMP/proxy.log" proxy 1.5 "$PORT"
+PROXY=$FIX_PID
 "$REC" -q -F 99 -p $SPLIT --window 1 -d 6 -o "$TMP/o2" --push "otlp=http://127.0.0.1:$PPORT" \
 	> "$TMP/rec2.log" 2>&1
 rc=$?
@@ -164,24 +145,8 @@ wait $PROXY $COL_PID 2> /dev/null
 
 # --- a 401 -----------------------------------------------------------------------------------
 P401=$(free_port)
-python3 - "$P401" "$TMP/401.count" > /dev/null 2>&1 <<'PY' &
-import http.server, sys
-class H(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        open(sys.argv[2], "a").write("x\n")
-        body = b"token expired for tenant 9"
-        self.send_response(401)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        pass
-http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-PY
-S401=$!
-for _ in $(seq 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $P401), 0.2)" 2> /dev/null && break; sleep 0.1; done
+fixture_start "$P401" "$TMP/401.count" status 401 "token expired for tenant 9"
+S401=$FIX_PID
 "$REC" -q -F 99 -p $SPLIT --window 1 -d 3.5 -o "$TMP/o3" --push "otlp=http://127.0.0.1:$P401" \
 	> "$TMP/rec3.log" 2>&1
 rc=$?
