@@ -101,7 +101,7 @@ static const struct argp_option opts[] = {
      4},
     {"service-name", OPT_SERVICE_NAME, "NAME", 0, "--push's service.name (default: the program)",
      4},
-    {"window", OPT_WINDOW, "SECONDS", 0, "Continuous: until stopped, a profile every SECONDS", 4},
+    {"window", OPT_WINDOW, "SECONDS", 0, "Until stopped, a profile of every SECONDS", 4},
     /* Sizing, in the man page only: --help keeps to one screen. */
     {"retain", OPT_RETAIN, "count=N,age=S,size=B", OPTION_HIDDEN, "--window's kept on disk", 2},
     {"spool-max", OPT_SPOOL_MAX, "BYTES", OPTION_HIDDEN, "--push's spool bound", 2},
