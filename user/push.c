@@ -173,6 +173,17 @@ static int read_headers_env(struct push *p)
 	return e;
 }
 
+/* No space, control character, quote or backslash: none is a URL's
+ * (RFC 3986), and the URL goes into summary.json's strings as it is. */
+static bool url_chars_ok(const char *url)
+{
+	for (; *url; url++)
+		if ((unsigned char)*url <= ' ' || (unsigned char)*url >= 0x7f || *url == '"' ||
+		    *url == '\\')
+			return false;
+	return true;
+}
+
 /* "otlp=URL": http or https; an URL with no path gets OTLP's profiles
  * path, as OTEL_EXPORTER_OTLP_ENDPOINT does. The URL to post to, or NULL
  * after an error. */
@@ -195,7 +206,7 @@ static char *dest_url(const char *spec)
 		return NULL;
 	}
 	n = strlen(url);
-	if (!*host || *host == '/' || n > 2048 || strpbrk(url, " \t\r\n")) {
+	if (!*host || *host == '/' || n > 2048 || !url_chars_ok(url)) {
 		err("--push %s: not a URL with a host", spec);
 		return NULL;
 	}

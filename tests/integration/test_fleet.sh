@@ -18,7 +18,7 @@ source "$(dirname "$0")/lib.sh"
 ALL=(fleet_collector_builds fleet_push_ok fleet_totals fleet_every_function fleet_split
 	fleet_cpu_ns fleet_resource_attrs fleet_sample_attrs fleet_container_id
 	fleet_401_reported fleet_401_files_kept fleet_credentials_file fleet_credentials_env
-	fleet_headers_file_mode fleet_https_verifies fleet_receiver_down)
+	fleet_headers_file_mode fleet_https_verifies fleet_receiver_down fleet_url_quote)
 require_bpf "${ALL[@]}"
 
 source "$(dirname "$0")/fleet_lib.sh"
@@ -211,6 +211,14 @@ check fleet_credentials_file grep -qx "/v1development/profiles Bearer from-file"
 OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer%20from-env" "$REC" -q -o "$TMP/out401env" \
 	--push "otlp=http://127.0.0.1:$PORT401/v1development/profiles" -- "$WL/split" 0.3 > /dev/null 2>&1
 check fleet_credentials_env grep -qx "/v1development/profiles Bearer from-env" "$TMP/auth.log"
+
+# A URL with a character no URL has (summary.json holds it as it is):
+# refused before recording.
+"$REC" -q -o "$TMP/outq" --push 'otlp=http://127.0.0.1:1/a"b' -- "$WL/split" 0.3 > "$TMP/recq.log" 2>&1
+rc=$?
+fault_case fleet_url_quote "--push otlp=URL with a double quote in it" \
+	"refused before recording: not a URL with a host; exit status 1" \
+	eval '[ $rc = 1 ] && grep -q "not a URL with a host" "$TMP/recq.log" && [ ! -e "$TMP/outq/profile.pb.gz" ]'
 
 # Credentials others can read: refused before anything is recorded.
 chmod 644 "$TMP/headers"
