@@ -9,11 +9,13 @@
 # the first split (exited at ~3 s) in the windows up to its exit and in none
 # after the one that holds its last samples; the 6:3:1 split in a window
 # where split ran throughout. Then --retain count=2 keeps the last two
-# windows, and --window refuses -t.
+# windows, --window refuses -t, and with --off-cpu the waits of waits.c
+# (2 s in sleep_wait, 1 s in pipe_wait) add up over 1 s windows, each wait
+# whole in one window (the one it ended in).
 source "$(dirname "$0")/lib.sh"
 
 ALL=(window_dirs window_contiguous window_pprof_totals window_exited_dropped window_split
-	window_retain_count window_refuses_trace)
+	window_retain_count window_refuses_trace window_offcpu)
 require_bpf "${ALL[@]}"
 
 "$REC" -q -F 299 --window 2 -o "$TMP/w" -- sh -c "'$WL/split' 3 > /dev/null; '$WL/split' 3 > /dev/null" \
@@ -175,3 +177,24 @@ check window_retain_count retained
 "$REC" -q --window 2 -t main -o "$TMP/t" -- "$WL/split" 1 > "$TMP/t.log" 2>&1
 rc=$?
 check window_refuses_trace eval '[ $rc = 64 ] && grep -q -- "--window: not with -t" "$TMP/t.log"'
+
+# --off-cpu: each window's waits (pprof -sample_index=offcpu), summed.
+"$REC" -q --off-cpu -F 99 --window 1 -o "$TMP/oc" -- "$WL/waits" > "$TMP/oc.log" 2>&1
+rc=$?
+offcpu_windows() {
+	local d f ms n
+	declare -A sum=() in=()
+	for d in "$TMP"/oc/window-*; do
+		"$PPROF" -sample_index=offcpu -unit=ms -top -nodecount=1000 "$d/profile.pb.gz" 2> /dev/null > "$d.off"
+		for f in sleep_wait pipe_wait; do
+			ms=$(awk -v f="$f" '$NF == f { v = $4; sub("ms$", "", v); print v; found = 1; exit } END { if (!found) print 0 }' "$d.off")
+			sum[$f]=$(echo "${sum[$f]:-0} + $ms" | bc)
+			awk -v v="$ms" 'BEGIN { exit !(v > 0) }' && in[$f]=$((${in[$f]:-0} + 1))
+		done
+	done
+	n=$(ls -d "$TMP"/oc/window-* | wc -l)
+	echo "$n windows: sleep_wait ${sum[sleep_wait]} ms in ${in[sleep_wait]:-0}, pipe_wait ${sum[pipe_wait]} ms in ${in[pipe_wait]:-0}" >&2
+	[ $rc = 0 ] && [ "$n" -ge 4 ] && within "${sum[sleep_wait]}" 2000 100 && within "${sum[pipe_wait]}" 1000 50 &&
+		[ "${in[sleep_wait]:-0}" = 1 ] && [ "${in[pipe_wait]:-0}" = 1 ]
+}
+check window_offcpu offcpu_windows
