@@ -305,9 +305,11 @@ static void answer_reason(CURL *c, const struct fmt_buf *body, char *out, size_t
 	if (type && strstr(type, "protobuf") && !otlp_decode_status(body->p, body->n, out, cap) &&
 	    out[0])
 		return;
-	/* One line: the first, without its end. */
-	n = body->n ? strcspn((const char *)body->p, "\r\n") : 0;
-	fmt_sanitize(out, cap, body->n ? (const char *)body->p : "", n < body->n ? n : body->n);
+	/* One line: the first, without its end. The body is not NUL-terminated
+	 * (strcspn read past its end when it had no line end). */
+	for (n = 0; n < body->n && body->p[n] != '\r' && body->p[n] != '\n'; n++)
+		;
+	fmt_sanitize(out, cap, body->n ? (const char *)body->p : "", n);
 }
 
 /* The spool's sender: the deadline of a stop, checked as the transfer
