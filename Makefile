@@ -208,17 +208,29 @@ docs: docs/usage.md
 docs/usage.md: docs/bpftrace-rec.8.scd scripts/scd2md.py
 	python3 scripts/scd2md.py $< > $@.tmp && mv $@.tmp $@
 
-# With bash completion (completion/bpftrace-rec.bash: the options from --help).
+# With bash completion (completion/bpftrace-rec.bash: the options from --help),
+# and the systemd unit (packaging/bpftrace-rec.service.in, its ExecStart
+# made this PREFIX's binary; not enabled) in $(PREFIX)/lib/systemd/system,
+# which systemd reads for /usr and /usr/local alike; its settings' example
+# in /etc/default (an administrator's file there is kept).
 BASHCOMP := $(PREFIX)/share/bash-completion/completions
+SYSTEMDDIR ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR ?= /etc
 install: $(BIN) $(MAN)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(BASHCOMP)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(BASHCOMP) \
+		$(DESTDIR)$(SYSTEMDDIR) $(DESTDIR)$(SYSCONFDIR)/default
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/bpftrace-rec
 	install -m 0644 $(MAN) $(DESTDIR)$(PREFIX)/share/man/man8/bpftrace-rec.8
 	install -m 0644 completion/bpftrace-rec.bash $(DESTDIR)$(BASHCOMP)/bpftrace-rec
+	sed 's|@BINDIR@|$(PREFIX)/bin|g' packaging/bpftrace-rec.service.in > $(DESTDIR)$(SYSTEMDDIR)/bpftrace-rec.service.tmp
+	chmod 0644 $(DESTDIR)$(SYSTEMDDIR)/bpftrace-rec.service.tmp
+	mv $(DESTDIR)$(SYSTEMDDIR)/bpftrace-rec.service.tmp $(DESTDIR)$(SYSTEMDDIR)/bpftrace-rec.service
+	[ -e $(DESTDIR)$(SYSCONFDIR)/default/bpftrace-rec ] || \
+		install -m 0600 packaging/bpftrace-rec.default $(DESTDIR)$(SYSCONFDIR)/default/bpftrace-rec
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/bpftrace-rec $(DESTDIR)$(PREFIX)/share/man/man8/bpftrace-rec.8 \
-		$(DESTDIR)$(BASHCOMP)/bpftrace-rec
+		$(DESTDIR)$(BASHCOMP)/bpftrace-rec $(DESTDIR)$(SYSTEMDDIR)/bpftrace-rec.service
 
 # The Debian package (debian/), built by dpkg-buildpackage from a copy of
 # the tree's files in build/deb/ (dpkg-buildpackage writes the .deb to the

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bpf/events.h"
+#include "user/continuous.h"
 #include "user/record.h"
 #include "user/target.h"
 #include "user/util.h"
@@ -50,6 +51,9 @@ enum {
 	OPT_PUSH_HEADERS,
 	OPT_SERVICE_NAME,
 	OPT_OFF_CPU_ENTRIES,
+	OPT_WINDOW,
+	OPT_RETAIN,
+	OPT_SPOOL_MAX,
 };
 
 /* Groups: the common options (1), what else to record (2), how (3),
@@ -97,6 +101,10 @@ static const struct argp_option opts[] = {
      4},
     {"service-name", OPT_SERVICE_NAME, "NAME", 0, "--push's service.name (default: the program)",
      4},
+    {"window", OPT_WINDOW, "SECONDS", 0, "Until stopped, a profile of every SECONDS", 4},
+    /* Sizing, in the man page only: --help keeps to one screen. */
+    {"retain", OPT_RETAIN, "count=N,age=S,size=B", OPTION_HIDDEN, "--window's kept on disk", 2},
+    {"spool-max", OPT_SPOOL_MAX, "BYTES", OPTION_HIDDEN, "--push's spool bound", 2},
     /* Sizing, in the man page only: --help keeps to one screen. */
     {"off-cpu-entries", OPT_OFF_CPU_ENTRIES, "N", OPTION_HIDDEN, "Off-CPU sums' map entries", 2},
     {0},
@@ -117,18 +125,9 @@ static long parse_long(const char *s, const char *opt, long min, long max, struc
 /* A size in bytes, with an optional K, M or G suffix. */
 static uint64_t parse_size(const char *s, const char *opt, struct argp_state *st)
 {
-	char *end;
-	unsigned long long v;
+	uint64_t v = 0;
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*end == 'K' || *end == 'k')
-		v <<= 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		v <<= 20, end++;
-	else if (*end == 'G' || *end == 'g')
-		v <<= 30, end++;
-	if (errno || end == s || *end || !v || v > (1ULL << 40))
+	if (parse_size_bytes(s, &v))
 		argp_error(st, "%s %s: expected a size such as 65536, 512K or 4M", opt, s);
 	return v;
 }
@@ -274,6 +273,26 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 		env.off_cpu_entries =
 		    (uint32_t)parse_long(arg, "--off-cpu-entries", 1, 1L << 24, st);
 		break;
+	case OPT_WINDOW:
+		errno = 0;
+		env.window_s = strtod(arg, &end);
+		if (errno || end == arg || *end || !(env.window_s >= 1) || env.window_s > 86400)
+			argp_error(st, "--window %s: expected seconds from 1 to 86400", arg);
+		break;
+	case OPT_RETAIN: {
+		struct retain r;
+		const char *why = "";
+
+		if (cont_parse_retain(arg, &r, &why))
+			argp_error(st, "--retain %s: %s", arg, why);
+		env.retain_count = r.count;
+		env.retain_age_s = r.age_s;
+		env.retain_bytes = r.bytes;
+		break;
+	}
+	case OPT_SPOOL_MAX:
+		env.spool_max = parse_size(arg, "--spool-max", st);
+		break;
 	case OPT_INCLUDE_SELF:
 		env.include_self = true;
 		break;
@@ -312,6 +331,15 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 			argp_error(st, "--off-cpu-min and --off-cpu-entries need --off-cpu");
 		if ((env.push_headers || env.service_name) && !env.npush)
 			argp_error(st, "--push-headers and --service-name need --push");
+		if ((env.retain_count || env.retain_age_s || env.retain_bytes) && !env.window_s)
+			argp_error(st, "--retain needs --window: it rotates the windows");
+		if (env.spool_max && !env.npush)
+			argp_error(st, "--spool-max needs --push");
+		/* A window is a profile of the interval: the XRay traces and the
+		 * per-process files run from the start to the end. */
+		if (env.window_s && (env.ntraces || env.nusdts || env.per_process))
+			argp_error(st, "--window: not with -t or -P, whose traces and files cover "
+				       "the whole recording");
 		if (env.no_kernel && env.no_user)
 			argp_error(st, "--no-kernel and --no-user leave nothing to record");
 		break;

@@ -798,6 +798,35 @@ uint64_t offcpu_settled_ns(const struct offcpu *oc)
 	return oc && oc->on ? oc->settled_ns : UINT64_MAX;
 }
 
+int offcpu_window_take(struct offcpu *oc, struct procs *procs)
+{
+	if (!oc || !oc->on)
+		return 0;
+	return take_accs(oc, procs, true);
+}
+
+void offcpu_window_end(struct offcpu *oc)
+{
+	size_t i, n = 0;
+
+	if (!oc || !oc->on)
+		return;
+	oc->sums.n = 0;
+	oc->waits.n = 0;
+	/* The accs taken are out: the table indexes those left. */
+	idtab_free(&oc->acc_tab);
+	for (i = 0; i < oc->acc.n; i++) {
+		if (oc->acc.v[i].taken)
+			continue;
+		oc->acc.v[n] = oc->acc.v[i];
+		/* Room was there for these: only ENOMEM fails, and the acc is
+		 * then only not merged with a later one. */
+		idtab_insert(&oc->acc_tab, acc_hash(&oc->acc.v[n]), (uint32_t)n);
+		n++;
+	}
+	oc->acc.n = n;
+}
+
 int offcpu_collect(struct offcpu *oc, struct procs *procs, struct sample_bpf *skel)
 {
 	int sfd = bpf_map__fd(skel->maps.stats), ncpu = libbpf_num_possible_cpus();

@@ -82,6 +82,14 @@ uint64_t offcpu_settled_ns(const struct offcpu *oc);
  * the detach. */
 int offcpu_collect(struct offcpu *oc, struct procs *procs, struct sample_bpf *skel);
 
+/* --window: at a window's close, the sums drained so far become the
+ * window's (offcpu_sums_of); once it is written, offcpu_window_end forgets
+ * them, and the next window's start from 0. A wait is counted in the
+ * window its sum is drained in (within OFFCPU_FLUSH_NS of its end). 0 or
+ * -ENOMEM. */
+int offcpu_window_take(struct offcpu *oc, struct procs *procs);
+void offcpu_window_end(struct offcpu *oc);
+
 /* One (thread, stack, kind) of a process: stack is a proc stack index, or
  * UINT32_MAX when its record was lost. */
 struct offcpu_sum {

@@ -209,7 +209,12 @@ int output_write(const struct run_info *ri)
 		OUT_FIRST(first, xray_write_files(ri, p, "", true));
 	}
 	OUT_FIRST(first, write_summary(ri, fo ? fo->rows : NULL, fo ? fo->rows_end : 0));
-	if (msg_verbosity() >= 0) {
+	/* --window: a line each, for a service's journal; the files are the
+	 * same in every window's directory. */
+	if (ri->window && msg_verbosity() >= 0)
+		info("window %" PRIu64 ": %" PRIu64 " samples (%" PRIu64 " lost) in %.1fs: %s",
+		     ri->window->index, ri->samples, ri->lost, ri->duration_ns / 1e9, ri->outdir);
+	else if (msg_verbosity() >= 0) {
 		char deg[512] = "";
 
 		for (i = 0; ri->degraded && i < ri->degraded->n; i++)

@@ -1212,6 +1212,23 @@ void proc_drop_samples(struct proc *p)
 	p->raw_ips.n = 0;
 }
 
+void proc_window_reset(struct proc *p, bool keep_stacks)
+{
+	size_t i;
+
+	if (keep_stacks) {
+		p->samples.n = 0;
+		idtab_free(&p->sample_tab);
+	} else {
+		proc_drop_samples(p);
+	}
+	for (i = 0; i < p->threads.n; i++)
+		p->threads.v[i].nsamples = 0;
+	p->nsamples = p->lost = 0;
+	p->unwound = p->truncated = p->unwind_ns = p->max_stack_cut = 0;
+	p->cfi_walked = p->cfi_root = p->cfi_to_dwarf = 0;
+}
+
 /* Frees the retired processes and indexes the others again. */
 static void remove_retired(struct procs *procs)
 {

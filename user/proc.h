@@ -261,6 +261,10 @@ void procs_retire(struct procs *procs, uint64_t time_ns, uint64_t until_ns, proc
  * counts stay. A long-lived process's distinct stacks would otherwise grow
  * for as long as the recording. */
 void proc_drop_samples(struct proc *p);
+/* --window: the process's window written, its samples are forgotten and its
+ * counts (summary.json's row) start again at 0 for the next. Its stacks go
+ * too unless keep_stacks (--off-cpu's sums name them by index). */
+void proc_window_reset(struct proc *p, bool keep_stacks);
 /* An executable mapping the process had as it exited (EV_VMA). */
 void proc_on_vma(struct procs *procs, pid_t pid, const struct ev_vma *v);
 struct thread *proc_thread(struct proc *p, uint32_t tid);

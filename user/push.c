@@ -16,6 +16,7 @@
 #include "user/proc.h"
 #include "user/push.h"
 #include "user/sink.h"
+#include "user/spool.h"
 #include "user/util.h"
 
 #define OTLP_PROFILES_PATH "/v1development/profiles"
@@ -23,21 +24,29 @@
 #define ANSWER_MAX (64 << 10)
 /* The decompressed profile: far above any run's, far below memory's end. */
 #define PROFILE_MAX (1ULL << 32)
+/* At the stop, what is in the spool is tried once more for this long (an
+ * answer still awaited then is given up: the window stays spooled). */
+#define STOP_GRACE_NS	  (10 * 1000000000ULL)
+#define OTLP_CONTENT_TYPE "application/x-protobuf"
 
 /* What the destinations share: the credentials, the names; freed with the
  * last of their sinks. */
 struct push {
-	struct curl_slist *headers; /* credentials and Content-Type */
+	struct curl_slist *headers; /* credentials */
 	bool has_credentials;
 	const char *service_name, *version;
 	int refs;
 };
 
-/* A destination: one sink. */
+/* A destination: one sink, and its spool (user/spool.h). */
 struct push_sink {
 	struct sink base;
 	struct push *push;
-	char *url; /* with the OTLP path */
+	char *url;	  /* with the OTLP path: for messages */
+	char *origin;	  /* scheme://host[:port], that a spooled path goes after */
+	const char *path; /* in url: the OTLP path (and query) */
+	struct spool *spool;
+	int finished; /* finish's result + 1; 0: not yet */
 };
 
 /* A header line "Name: value": a token name, a value with no control
@@ -164,6 +173,17 @@ static int read_headers_env(struct push *p)
 	return e;
 }
 
+/* No space, control character, quote or backslash: none is a URL's
+ * (RFC 3986), and the URL goes into summary.json's strings as it is. */
+static bool url_chars_ok(const char *url)
+{
+	for (; *url; url++)
+		if ((unsigned char)*url <= ' ' || (unsigned char)*url >= 0x7f || *url == '"' ||
+		    *url == '\\')
+			return false;
+	return true;
+}
+
 /* "otlp=URL": http or https; an URL with no path gets OTLP's profiles
  * path, as OTEL_EXPORTER_OTLP_ENDPOINT does. The URL to post to, or NULL
  * after an error. */
@@ -186,7 +206,7 @@ static char *dest_url(const char *spec)
 		return NULL;
 	}
 	n = strlen(url);
-	if (!*host || *host == '/' || n > 2048 || strpbrk(url, " \t\r\n")) {
+	if (!*host || *host == '/' || n > 2048 || !url_chars_ok(url)) {
 		err("--push %s: not a URL with a host", spec);
 		return NULL;
 	}
@@ -285,24 +305,57 @@ static void answer_reason(CURL *c, const struct fmt_buf *body, char *out, size_t
 	if (type && strstr(type, "protobuf") && !otlp_decode_status(body->p, body->n, out, cap) &&
 	    out[0])
 		return;
-	/* One line: the first, without its end. */
-	n = body->n ? strcspn((const char *)body->p, "\r\n") : 0;
-	fmt_sanitize(out, cap, body->n ? (const char *)body->p : "", n < body->n ? n : body->n);
+	/* One line: the first, without its end. The body is not NUL-terminated
+	 * (strcspn read past its end when it had no line end). */
+	for (n = 0; n < body->n && body->p[n] != '\r' && body->p[n] != '\n'; n++)
+		;
+	fmt_sanitize(out, cap, body->n ? (const char *)body->p : "", n);
 }
 
-static int send_one(const struct push_sink *d, const struct fmt_buf *req,
-		    const struct otlp_stats *st)
+/* The spool's sender: the deadline of a stop, checked as the transfer
+ * goes. */
+static int past_deadline(void *ctx, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
-	char errbuf[CURL_ERROR_SIZE] = "", reason[512];
+	const volatile uint64_t *deadline = ctx;
+
+	(void)dt, (void)dn, (void)ut, (void)un;
+	return *deadline && now_ns(CLOCK_MONOTONIC) > *deadline;
+}
+
+/* A spooled window to the destination (the spool's thread): 2xx sent,
+ * 408, 429, 5xx and no answer tried again later, any other status refused
+ * for good, with the server's reason. */
+static enum spool_result send_one(void *ctx, const struct spool_req *r,
+				  const volatile uint64_t *deadline_ns)
+{
+	const struct push_sink *d = ctx;
+	char errbuf[CURL_ERROR_SIZE] = "", reason[512], *url = NULL, ctype[SPOOL_FIELD_MAX + 16];
 	struct fmt_buf answer = {0};
+	struct curl_slist *h = NULL, *l;
+	enum spool_result res = SPOOL_RETRY;
 	CURL *c = curl_easy_init();
+	size_t n;
 	CURLcode cr;
 	long code = 0;
-	int e = 0;
 
-	if (!c)
-		return -ENOMEM;
-	curl_easy_setopt(c, CURLOPT_URL, d->url);
+	n = strlen(d->origin) + strlen(r->path) + 1;
+	if (c && (url = malloc(n)))
+		snprintf(url, n, "%s%s", d->origin, r->path);
+	/* The credentials, then this request's Content-Type. */
+	snprintf(ctype, sizeof(ctype), "Content-Type: %s", r->content_type);
+	for (l = d->push->headers; url && l; l = l->next)
+		if (!(h = curl_slist_append(h, l->data)))
+			break;
+	if (!url || (d->push->headers && !h) || !(l = curl_slist_append(h, ctype))) {
+		warn("push %s: out of memory; tried again later", d->url);
+		curl_slist_free_all(h);
+		free(url);
+		if (c)
+			curl_easy_cleanup(c);
+		return SPOOL_RETRY;
+	}
+	h = l;
+	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
@@ -310,42 +363,52 @@ static int send_one(const struct push_sink *d, const struct fmt_buf *req,
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, d->push->headers);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->p);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->n);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, r->body);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->len);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, keep_answer);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &answer);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "bpftrace-rec");
+	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, past_deadline);
+	curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)deadline_ns);
 	cr = curl_easy_perform(c);
 	if (cr == CURLE_OK)
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
 	if (cr != CURLE_OK) {
-		char why[CURL_ERROR_SIZE + 64];
-
-		snprintf(why, sizeof(why), "%s", errbuf[0] ? errbuf : curl_easy_strerror(cr));
-		err("push %s: %s; the recording is in the output directory, not sent", d->url, why);
-		e = -EIO;
+		/* Said once per outage by the spool; each try's reason here. */
+		if (cr == CURLE_ABORTED_BY_CALLBACK)
+			snprintf(errbuf, sizeof(errbuf), "no answer before the stop's grace ended");
+		warn("push %s: %s; the window stays in the spool", d->url,
+		     errbuf[0] ? errbuf : curl_easy_strerror(cr));
 	} else if (code < 200 || code > 299) {
 		answer_reason(c, &answer, reason, sizeof(reason));
-		err("push %s: HTTP %ld%s%s; the recording is in the output directory, not sent",
-		    d->url, code, reason[0] ? ": " : "", reason);
-		e = code >= 400 && code < 500 ? -EACCES : -EIO;
+		if (code == 408 || code == 429 || code >= 500) {
+			warn("push %s: HTTP %ld%s%s; the window stays in the spool", d->url, code,
+			     reason[0] ? ": " : "", reason);
+		} else {
+			err("push %s: HTTP %ld%s%s; the window is dropped, not retried "
+			    "(its files are in the output directory)",
+			    d->url, code, reason[0] ? ": " : "", reason);
+			res = SPOOL_REJECTED;
+		}
 	} else {
 		int64_t rejected = 0;
 
 		if (otlp_decode_response(answer.p, answer.n, &rejected, reason, sizeof(reason)))
 			warn("push %s: HTTP %ld with an answer that is not OTLP's", d->url, code);
 		else if (rejected || reason[0])
-			warn("push %s: the receiver rejected %" PRId64 " of %zu profiles%s%s",
-			     d->url, rejected, st->profiles, reason[0] ? ": " : "", reason);
-		info("pushed %" PRId64 " samples of %zu process%s (%zu profiles, %zu bytes) to %s",
-		     st->ntypes ? st->values[0] : 0, st->resources, st->resources == 1 ? "" : "es",
-		     st->profiles, req->n, d->url);
+			warn("push %s: the receiver rejected %" PRId64 " profiles%s%s", d->url,
+			     rejected, reason[0] ? ": " : "", reason);
+		debug("push %s: sent %zu bytes", d->url, r->len);
+		res = SPOOL_SENT;
 	}
 	free(answer.p);
+	free(url);
+	curl_slist_free_all(h);
 	curl_easy_cleanup(c);
-	return e;
+	return res;
 }
 
 /* A window to one destination: its profile.pb.gz, as OTLP. */
@@ -393,7 +456,8 @@ static int push_emit(struct sink *k, const struct window *w)
 		err("push %s: %s/profile.pb.gz: %s; nothing sent", d->url, ri->outdir,
 		    e == -EINVAL ? "not a profile this tool wrote" : strerror(-e));
 	else
-		e = send_one(d, &req, &st);
+		e = spool_put(d->spool,
+			      &(struct spool_req){OTLP_CONTENT_TYPE, d->path, req.p, req.n});
 	free(procs);
 	free(ids);
 	free(pb.p);
@@ -401,16 +465,60 @@ static int push_emit(struct sink *k, const struct window *w)
 	return e;
 }
 
+/* After the last window: the spool tried once more, then closed. */
+static int push_finish(struct sink *k)
+{
+	struct push_sink *d = (struct push_sink *)k;
+
+	if (!d->finished) {
+		d->finished = spool_close(d->spool, STOP_GRACE_NS) + 1;
+		d->spool = NULL;
+	}
+	return d->finished - 1;
+}
+
+static void push_json(struct sink *k, FILE *f)
+{
+	struct push_sink *d = (struct push_sink *)k;
+	struct spool_stats st = {0};
+
+	if (d->spool)
+		spool_get_stats(d->spool, &st);
+	fprintf(f,
+		"{\"url\": \"%s\", \"sent\": %" PRIu64 ", \"retries\": %" PRIu64
+		", \"spooled\": %" PRIu64 ", \"spooled_bytes\": %" PRIu64
+		", \"found_at_start\": %" PRIu64 ", \"dropped_spool_full\": %" PRIu64
+		", \"dropped_rejected\": %" PRIu64 ", \"dropped_unreadable\": %" PRIu64 "}",
+		d->url, st.sent, st.retries, st.queued, st.queued_bytes, st.found, st.dropped_full,
+		st.dropped_rejected, st.dropped_unreadable);
+}
+
 static void push_sink_free(struct sink *k)
 {
 	struct push_sink *d = (struct push_sink *)k;
 
+	push_finish(k);
 	push_unref(d->push);
 	free(d->url);
+	free(d->origin);
 	free(d);
 }
 
-static const struct sink_ops push_ops = {"otlp", push_emit, push_sink_free};
+static const struct sink_ops push_ops = {"otlp", push_emit, push_finish, push_json, push_sink_free};
+
+/* The spool's directory name: the kind, host and port, and a hash of the
+ * whole URL (two paths on one host are two spools), the same at every
+ * start, so that a restart finds its windows. */
+static void spool_name(const struct push_sink *d, char *out, size_t cap)
+{
+	const char *h = strstr(d->url, "://") + 3;
+	size_t i, o = 0;
+
+	o = (size_t)snprintf(out, cap, "otlp-");
+	for (i = 0; h + i < d->path && o + 1 < cap && i < 64; i++)
+		out[o++] = isalnum((unsigned char)h[i]) || h[i] == '.' || h[i] == '-' ? h[i] : '_';
+	snprintf(out + o, cap - o, "-%08" PRIx64, hash_bytes(d->url, strlen(d->url)) & 0xffffffffu);
+}
 
 int push_sinks_add(const struct push_config *c, struct sinks *sinks)
 {
@@ -431,17 +539,9 @@ int push_sinks_add(const struct push_config *c, struct sinks *sinks)
 	p->service_name = c->service_name;
 	p->version = c->version;
 	e = c->headers_file ? read_headers_file(p, c->headers_file) : read_headers_env(p);
-	if (!e) {
-		struct curl_slist *l =
-		    curl_slist_append(p->headers, "Content-Type: application/x-protobuf");
-
-		if (l)
-			p->headers = l;
-		else
-			e = -ENOMEM;
-	}
 	for (i = 0; i < c->ndests && !e; i++) {
 		struct push_sink *d = calloc(1, sizeof(*d));
+		char name[128];
 
 		if (!d || !(d->url = dest_url(c->dests[i]))) {
 			e = d ? -EINVAL : -ENOMEM;
@@ -451,9 +551,20 @@ int push_sinks_add(const struct push_config *c, struct sinks *sinks)
 		d->base.ops = &push_ops;
 		d->push = p;
 		p->refs++;
+		/* The URL is checked (dest_url): a host, then its path. */
+		d->path = strchr(strstr(d->url, "://") + 3, '/');
+		d->origin = strndup(d->url, (size_t)(d->path - d->url));
 		if (p->has_credentials && !strncmp(d->url, "http://", 7) && !loopback(d->url))
 			warn("--push %s: credentials sent over plain http", d->url);
-		e = sinks_add(sinks, &d->base);
+		spool_name(d, name, sizeof(name));
+		e = d->origin ? 0 : -ENOMEM;
+		if (!e)
+			e = spool_open(&(struct spool_cfg){c->out->fd, c->out->path, name, d->url,
+							   c->spool_max, send_one, d},
+				       &d->spool);
+		if (e)
+			d->finished = 1; /* no spool to close */
+		OUT_FIRST(e, sinks_add(sinks, &d->base));
 	}
 	push_unref(p);
 	return e;

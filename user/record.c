@@ -31,6 +31,7 @@
 #include "user/record.h"
 #include "bpf/cfi.h"
 #include "user/cfi_maps.h"
+#include "user/continuous.h"
 #include "user/push.h"
 #include "user/sink.h"
 #include "user/symbols.h"
@@ -133,6 +134,15 @@ struct recorder {
 	/* Where the recording goes (user/sink.h): the files, then --push's
 	 * destinations. */
 	struct sinks sinks;
+	/* --window (user/continuous.h): the windows' directories and
+	 * rotation, or NULL; the window being recorded: its number, where it
+	 * started (CLOCK_MONOTONIC and wall clock), the counts at its start,
+	 * and when it closes. */
+	struct continuous *cont;
+	struct window_info win;
+	uint64_t win_start_ns, win_start_realtime, win_close_ns;
+	uint64_t win_samples0, win_bytes0, win_lost0, win_lost_tasks0;
+	uint64_t windows_lost; /* windows whose directory could not be made */
 	enum stop_reason stop;
 	unsigned nsnapshots;
 	bool tty, started;
@@ -591,11 +601,14 @@ static void read_stats(struct sample_bpf *skel, uint64_t out[STAT_NR])
 	read_counters(bpf_map__fd(skel->maps.stats), out, STAT_NR);
 }
 
-static void read_lost_by_pid(struct procs *procs, struct sample_bpf *skel)
+/* The samples each process lost. clear (--window): the map is emptied, so
+ * that the next read has the next window's only. */
+static void read_lost_by_pid(struct procs *procs, struct sample_bpf *skel, bool clear)
 {
 	int fd = bpf_map__fd(skel->maps.lost_by_pid);
 	__u32 key, next, *prev = NULL;
 	struct lost_val v;
+	VEC(__u32) keys = {0};
 
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		struct proc *p;
@@ -604,6 +617,11 @@ static void read_lost_by_pid(struct procs *procs, struct sample_bpf *skel)
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, &v) || !(p = proc_get(procs, key, NULL)))
 			continue;
+		/* Deleted after the walk: a deleted key would restart it. A
+		 * loss counted between the read and the delete is not in any
+		 * window (BPF's total, summary.json's lost_samples, has it). */
+		if (clear && VEC_PUSH(keys, key))
+			clear = false;
 		p->lost = v.count;
 		/* A process that only lost samples has no comm from a sample:
 		 * BPF's, else /proc/PID/comm's (proc_get read it if it lives). */
@@ -612,6 +630,9 @@ static void read_lost_by_pid(struct procs *procs, struct sample_bpf *skel)
 		if (!p->comm[0])
 			snprintf(p->comm, sizeof(p->comm), "[unknown]");
 	}
+	for (size_t i = 0; clear && i < keys.n; i++)
+		bpf_map_delete_elem(fd, &keys.v[i]);
+	VEC_FREE(keys);
 }
 
 static void status_line(struct recorder *r, bool final)
@@ -829,7 +850,9 @@ static int rec_load_sinks(struct recorder *r)
 	struct push_config c = {.ndests = env.npush,
 				.headers_file = env.push_headers,
 				.service_name = env.service_name,
-				.version = version ? version + 1 : argp_program_version};
+				.version = version ? version + 1 : argp_program_version,
+				.out = &r->out,
+				.spool_max = env.spool_max};
 
 	_Static_assert(sizeof(env.push) / sizeof(env.push[0]) == PUSH_MAX, "--push's bound");
 	memcpy(c.dests, env.push, sizeof(*env.push) * env.npush);
@@ -847,6 +870,13 @@ static int rec_load(struct recorder *r)
 
 	if (rec_load_sinks(r))
 		return -1;
+	if (env.window_s &&
+	    cont_new((uint64_t)(env.window_s * 1e9),
+		     &(struct retain){env.retain_count, env.retain_age_s, env.retain_bytes},
+		     &r->out, &r->cont)) {
+		err("out of memory");
+		return -1;
+	}
 	if (xray_new(&r->xray) || flame_views_new(&r->ri.flame) || offcpu_new(&r->offcpu)) {
 		err("out of memory");
 		return -1;
@@ -911,7 +941,7 @@ static int rec_load(struct recorder *r)
 			     &(struct offcpu_cfg){
 				 .on = env.off_cpu,
 				 .min_ns = (uint64_t)env.off_cpu_min_us * 1000,
-				 .timelines = !env.all || env.per_process,
+				 .timelines = (!env.all || env.per_process) && !env.window_s,
 				 .system_wide = env.all,
 				 .compat = r->feat.compat_sampler,
 				 .copy = env.call_graph == CG_FP ? 0 : env.stack_copy,
@@ -933,7 +963,7 @@ static int rec_load(struct recorder *r)
 		return -1;
 	/* No per-sample timeline and no per-process file: samples are
 	 * counted as they come, and exited processes compacted. */
-	r->procs.aggregate = env.all && !env.per_process;
+	r->procs.aggregate = (env.all && !env.per_process) || r->cont;
 	if (skel->rodata->cfi_walk && rec_load_cfi(r))
 		return -1;
 	if (r->target.child > 0 && add_targets(skel, &r->target.child, 1))
@@ -969,7 +999,8 @@ static int rec_load(struct recorder *r)
 	}
 	if (env.npids)
 		follow_descendants(r);
-	if (!env.all || env.per_process) {
+	/* -t's uprobes, and the CPU migrations of the XRay timelines. */
+	if ((!env.all || env.per_process) && !r->cont) {
 		r->tracer = open_tracer(r);
 		if (!r->tracer)
 			return -1;
@@ -1035,7 +1066,7 @@ static int rec_attach(struct recorder *r)
 	ri->ringbuf_mb = env.ringbuf_mb;
 	ri->event = r->event;
 	ri->system_wide = env.all;
-	ri->per_process = !env.all || env.per_process;
+	ri->per_process = (!env.all || env.per_process) && !r->cont;
 	ri->outdir = env.outdir;
 	output_readers_find(&ri->readers);
 	ri->out = &r->out;
@@ -1045,7 +1076,10 @@ static int rec_attach(struct recorder *r)
 	ri->degraded = &r->degraded;
 	ri->offcpu = offcpu_on(r->offcpu) ? r->offcpu : NULL;
 	ri->procs = &r->procs;
-	if (r->procs.aggregate) {
+	ri->sinks = &r->sinks;
+	/* --window writes every window whole and then forgets it: nothing is
+	 * set aside. */
+	if (r->procs.aggregate && !r->cont) {
 		const char *s = getenv("BPFTRACE_REC_FOLD_LIVE_S"); /* the tests' */
 
 		ri->fold = output_fold_new(ri);
@@ -1059,6 +1093,12 @@ static int rec_attach(struct recorder *r)
 				    .start_realtime_ns = ri->start_realtime_ns,
 				    .period_ns = 1000000000ULL / env.freq,
 				});
+	if (r->cont) {
+		r->win_start_ns = r->start_ns;
+		r->win_start_realtime = ri->start_realtime_ns;
+		r->win_close_ns = r->start_ns + cont_period_ns(r->cont);
+		r->win.period_ns = cont_period_ns(r->cont);
+	}
 	jit_start(env.jitdump);
 	r->started = true;
 	if (r->target.child > 0) {
@@ -1095,6 +1135,95 @@ static bool retire_proc(void *ctx, struct proc *p)
 	return true;
 }
 
+/* --window: a process whose last window is written (it exited before that
+ * window's close) is freed. */
+static bool window_retire(void *ctx, struct proc *p)
+{
+	(void)ctx;
+	xray_proc_free(p);
+	jit_proc_free(p);
+	return true;
+}
+
+/* --window: the window ending at now (CLOCK_MONOTONIC) closed, a step of
+ * the drain (and the last one at the stop, last): its samples, waits and
+ * counts, as a run_info of the window, handed to the sinks, which write
+ * OUTDIR/window-<UTC start>/ and push it; then forgotten, and the processes
+ * that exited before it freed. 0, or the first sink's -errno. */
+static int rec_window(struct recorder *r, uint64_t now, bool last)
+{
+	struct run_info *ri = &r->ri;
+	uint64_t st[STAT_NR];
+	struct outdir *od;
+	const char *path;
+	int e;
+
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+
+	r->win.index++;
+	r->win.last = last;
+	if (last) {
+		memcpy(st, r->stats, sizeof(st)); /* rec_stop read them, and the losses */
+	} else {
+		read_stats(r->skel, st);
+		read_lost_by_pid(&r->procs, r->skel, true);
+	}
+	ri->window = &r->win;
+	ri->start_realtime_ns = r->win_start_realtime;
+	ri->duration_ns = now - r->win_start_ns;
+	ri->samples = r->samples - r->win_samples0;
+	ri->sample_bytes = r->sample_bytes - r->win_bytes0;
+	ri->lost = st[STAT_LOST] - r->win_lost0;
+	ri->lost_tasks = st[STAT_LOST_TASK] - r->win_lost_tasks0;
+	if (offcpu_window_take(r->offcpu, &r->procs))
+		warn("--off-cpu: out of memory: window %" PRIu64 "'s waits are incomplete",
+		     r->win.index);
+	jit_load_all(&r->procs);
+	for (size_t i = 0; i < r->procs.v.n; i++)
+		proc_name_again(r->procs.v.v[i]);
+	od = cont_window_dir(r->cont, ri->start_realtime_ns, &path);
+	if (od) {
+		ri->out = od;
+		ri->outdir = path;
+		e = sinks_emit(&r->sinks, &(struct window){ri});
+		cont_window_done(r->cont);
+	} else {
+		e = -EIO;
+		r->windows_lost++;
+		warn("window %" PRIu64 ": its %" PRIu64 " samples are lost (%" PRIu64
+		     " windows lost so far)",
+		     r->win.index, ri->samples, r->windows_lost);
+	}
+	ri->out = &r->out;
+	ri->outdir = env.outdir;
+	debug("window %" PRIu64 " closed in %.3f s", r->win.index,
+	      (now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
+	/* The next window starts empty. */
+	offcpu_window_end(r->offcpu);
+	for (size_t i = 0; i < r->procs.v.n; i++)
+		proc_window_reset(r->procs.v.v[i], offcpu_on(r->offcpu));
+	r->procs.max_stack_cut = 0;
+	procs_retire(&r->procs, now, UINT64_MAX, window_retire, r);
+	flame_views_free(ri->flame);
+	ri->flame = NULL;
+	if (flame_views_new(&ri->flame)) {
+		err("out of memory");
+		r->stop = STOP_ERROR;
+	}
+	r->win_samples0 = r->samples;
+	r->win_bytes0 = r->sample_bytes;
+	r->win_lost0 = st[STAT_LOST];
+	r->win_lost_tasks0 = st[STAT_LOST_TASK];
+	/* Windows are contiguous: the next starts where this one ended,
+	 * however long this one took to write. */
+	r->win_start_realtime += now - r->win_start_ns;
+	r->win_start_ns = now;
+	r->win_close_ns += cont_period_ns(r->cont);
+	if (r->win_close_ns <= now) /* a window that took longer than its period */
+		r->win_close_ns = now + cont_period_ns(r->cont);
+	return e;
+}
+
 /* How long the drain may wait: DRAIN_WAIT_MS, DRAIN_POLL_MS when a stop
  * cannot wake it or under -a, 0 when the last pass left records, and no later
  * than -d. Under -a exec, fork and exit events come without a wakeup (every
@@ -1115,6 +1244,8 @@ static int drain_timeout(const struct recorder *r, uint64_t now, bool woken, boo
 		if (left < ms * 1e6)
 			ms = left > 0 ? (int)(left / 1e6) + 1 : 0;
 	}
+	if (r->cont && r->win_close_ns < now + (uint64_t)ms * 1000000)
+		ms = r->win_close_ns > now ? (int)((r->win_close_ns - now) / 1000000) + 1 : 0;
 	return ms;
 }
 
@@ -1178,17 +1309,24 @@ static void rec_drain(struct recorder *r)
 			r->exits_untaken = false;
 			offcpu_take_exited(r->offcpu, &r->procs, r->skel);
 		}
-		/* Written out once every wait it had is taken: one that ended
-		 * just before its exit may still be in BPF's sums. And none
-		 * while an exit drained since the last take waits for the
-		 * next: its event, seconds behind when the drain is, says it
-		 * exited long before, but its waits were not taken (it had not
-		 * exited then), and it would be written without them. */
-		settled = r->ri.offcpu && r->exits_untaken ? 0 : offcpu_settled_ns(r->offcpu);
-		procs_retire(
-		    &r->procs,
-		    r->ri.fold && settled < now - PROC_COMPACT_NS ? settled + PROC_COMPACT_NS : now,
-		    now + RETIRE_BUDGET_NS, r->ri.fold ? retire_proc : NULL, r);
+		/* --window retires them as each window closes: a process
+		 * goes once the window that holds its samples is written.
+		 * Otherwise one is written out once every wait it had is
+		 * taken: one that ended just before its exit may still be in
+		 * BPF's sums. And none while an exit drained since the last
+		 * take waits for the next: its event, seconds behind when the
+		 * drain is, says it exited long before, but its waits were not
+		 * taken (it had not exited then), and it would be written
+		 * without them. */
+		if (!r->cont) {
+			settled =
+			    r->ri.offcpu && r->exits_untaken ? 0 : offcpu_settled_ns(r->offcpu);
+			procs_retire(&r->procs,
+				     r->ri.fold && settled < now - PROC_COMPACT_NS
+					 ? settled + PROC_COMPACT_NS
+					 : now,
+				     now + RETIRE_BUDGET_NS, r->ri.fold ? retire_proc : NULL, r);
+		}
 		/* It walks every cached file: once a second is enough. */
 		if (now - r->last_trim_ns > 1000000000ULL) {
 			r->last_trim_ns = now;
@@ -1208,6 +1346,9 @@ static void rec_drain(struct recorder *r)
 			r->stop = STOP_DURATION;
 		else if ((r->target.child > 0 || r->target.npidfds) && target_done(&r->target))
 			r->stop = STOP_TARGETS;
+		/* A window due at the stop is the last one, closed by rec_write. */
+		if (r->cont && now >= r->win_close_ns && !r->stop)
+			rec_window(r, now, false);
 		if (snapshot_req) {
 			snapshot_req = 0;
 			if (!env.ntraces && !env.nusdts)
@@ -1296,7 +1437,7 @@ static void rec_stop(struct recorder *r)
 	r->yield_ns = UINT64_MAX;
 	ring_buffer__consume(r->rb);
 	read_stats(r->skel, st);
-	read_lost_by_pid(&r->procs, r->skel);
+	read_lost_by_pid(&r->procs, r->skel, r->cont);
 	if (offcpu_collect(r->offcpu, &r->procs, r->skel))
 		warn("--off-cpu: out of memory reading the waits");
 	if (env.npids)
@@ -1340,6 +1481,7 @@ static int rec_write(struct recorder *r)
 {
 	struct run_info *ri = &r->ri;
 	const uint64_t *st = r->stats;
+	int code;
 
 	ri->duration_ns = r->stop_ns - r->start_ns;
 	ri->samples = r->samples;
@@ -1411,8 +1553,14 @@ static int rec_write(struct recorder *r)
 	ring_buffer__free(r->rb);
 	r->rb = NULL;
 	procs_trim_unwinders(&r->procs, 0, 0);
-	/* One window, the whole recording. */
-	return sinks_emit(&r->sinks, &(struct window){ri}) ? 1 : 0;
+	/* --window: the last window, up to the stop; else one window, the
+	 * whole recording. Then what the push destinations still hold is
+	 * sent, or kept in their spools for the next start. */
+	if (r->cont)
+		code = rec_window(r, r->stop_ns, true) ? 1 : 0;
+	else
+		code = sinks_emit(&r->sinks, &(struct window){ri}) ? 1 : 0;
+	return sinks_finish(&r->sinks) ? 1 : code;
 }
 
 /* The exit status: the command's for `--` (124 when -d ended it, as
@@ -1448,6 +1596,7 @@ static int rec_finish(struct recorder *r, int code)
 	output_fold_free(r->ri.fold);
 	output_readers_free(&r->ri.readers);
 	sinks_free(&r->sinks);
+	cont_free(r->cont);
 	for (size_t i = 0; i < r->procs.v.n; i++) {
 		xray_proc_free(r->procs.v.v[i]);
 		jit_proc_free(r->procs.v.v[i]);

@@ -47,6 +47,12 @@ struct env {
 	int npush;
 	const char *push_headers;
 	const char *service_name;
+	/* --window SECONDS (user/continuous.h): continuous mode; 0 off.
+	 * --retain's rotation of the windows on disk, --spool-max's bound of
+	 * each destination's spool (user/spool.h). */
+	double window_s;
+	uint64_t retain_count, retain_age_s, retain_bytes;
+	uint64_t spool_max;
 	int verbose;
 	bool quiet; /* no live status line */
 	int argc;   /* the whole command line, for summary.json */

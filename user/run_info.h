@@ -17,6 +17,7 @@ struct degraded;
 struct outdir;
 struct fold;
 struct offcpu;
+struct sinks;
 
 /* The readers the commands printed at the end name, each the command to
  * run (its name when it is on PATH) or NULL when there is none: a file with
@@ -30,7 +31,17 @@ struct readers {
 	char *xdg_open;
 	char *nm;
 };
+/* --window: which window a run_info describes (user/continuous.h); its
+ * start and duration are run_info's own. */
+struct window_info {
+	uint64_t index;	    /* from 1 */
+	uint64_t period_ns; /* --window's */
+	bool last;	    /* closed by the stop, not by the period */
+};
 struct run_info {
+	/* --window: this window, NULL for a recording written once; the
+	 * counts below and every process's row are then the window's. */
+	const struct window_info *window;
 	uint64_t start_realtime_ns; /* wall clock at the start */
 	uint64_t duration_ns;
 	int freq;
@@ -81,6 +92,9 @@ struct run_info {
 	struct procs *procs;
 	/* The XRay function ids every process's trace and map share. */
 	struct xray *xray;
+	/* Where the recording goes (user/sink.h): summary.json says what the
+	 * push destinations sent, spooled and dropped so far. */
+	const struct sinks *sinks;
 	/* The flame graphs' trees (user/write_flame.c), filled as processes
 	 * are folded away and at the end. */
 	struct flame_views *flame;

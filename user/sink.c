@@ -26,6 +26,30 @@ int sinks_emit(struct sinks *s, const struct window *w)
 	return first;
 }
 
+int sinks_finish(struct sinks *s)
+{
+	int i, first = 0;
+
+	for (i = 0; i < s->n; i++)
+		if (s->v[i]->ops->finish)
+			OUT_FIRST(first, s->v[i]->ops->finish(s->v[i]));
+	return first;
+}
+
+void sinks_json(const struct sinks *s, FILE *f)
+{
+	int i, n = 0;
+
+	for (i = 0; i < s->n; i++) {
+		if (!s->v[i]->ops->json)
+			continue;
+		fputs(n++ ? ", " : ",\n  \"push\": [", f);
+		s->v[i]->ops->json(s->v[i], f);
+	}
+	if (n)
+		fputc(']', f);
+}
+
 void sinks_free(struct sinks *s)
 {
 	int i;
@@ -46,7 +70,7 @@ static void files_free(struct sink *s)
 	free(s);
 }
 
-static const struct sink_ops files_ops = {"files", files_emit, files_free};
+static const struct sink_ops files_ops = {"files", files_emit, NULL, NULL, files_free};
 
 struct sink *files_sink_new(void)
 {

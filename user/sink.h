@@ -7,6 +7,7 @@
 #ifndef USER_SINK_H
 #define USER_SINK_H
 
+#include <stdio.h>
 #include "user/run_info.h"
 
 struct window {
@@ -19,6 +20,11 @@ struct sink_ops {
 	/* 0, or -errno after reporting (the files are written or the push
 	 * sent either way, as far as they can be). */
 	int (*emit)(struct sink *s, const struct window *w);
+	/* After the last window (may be NULL): what is still on its way is
+	 * sent or set aside. 0, or -errno when something was not delivered. */
+	int (*finish)(struct sink *s);
+	/* summary.json's entry of the sink, a JSON object (may be NULL). */
+	void (*json)(struct sink *s, FILE *f);
 	void (*free)(struct sink *s);
 };
 struct sink {
@@ -37,6 +43,11 @@ int sinks_add(struct sinks *s, struct sink *k);
 /* Hands w to every sink in the order added, each whatever the others did.
  * 0, or the first -errno. */
 int sinks_emit(struct sinks *s, const struct window *w);
+/* Every sink's finish: 0, or the first -errno. */
+int sinks_finish(struct sinks *s);
+/* summary.json's "push": the sinks' entries, in a JSON array (nothing when
+ * none has one). */
+void sinks_json(const struct sinks *s, FILE *f);
 void sinks_free(struct sinks *s);
 
 /* The files of the output directory (output_write). */

@@ -30,10 +30,31 @@ void sanitize_append(char *dst, size_t cap, const char *src)
 		fmt_sanitize(dst + len, cap - len, src, strlen(src));
 }
 
+/* Whether stderr is the journal's stream (systemd sets JOURNAL_STREAM to
+ * its device and inode for a service): each line then starts with its
+ * syslog level, "<4>", which journald takes as the entry's priority
+ * (SyslogLevelPrefix=, on by default) and removes. Decided once. */
+static bool to_journal(void)
+{
+	static int known = -1;
+	const char *js;
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if (known < 0) {
+		js = getenv("JOURNAL_STREAM");
+		known = js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 &&
+			!fstat(STDERR_FILENO, &st) && st.st_dev == dev && st.st_ino == ino;
+	}
+	return known;
+}
+
 void msg(enum msg_level level, const char *fmt, ...)
 {
 	static const char *const prefix[] = {"", "warning: ", "", "debug: "};
-	char raw[1024], line[1200] = "bpftrace-rec: ";
+	/* syslog's err, warning, info, debug */
+	static const char *const journal_level[] = {"<3>", "<4>", "<6>", "<7>"};
+	char raw[1024], line[1200] = "";
 	va_list ap;
 
 	if ((level == MSG_INFO && verbosity < 0) || (level == MSG_DEBUG && verbosity < 1))
@@ -41,6 +62,9 @@ void msg(enum msg_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	if (to_journal())
+		strcat(line, journal_level[level]);
+	strcat(line, "bpftrace-rec: ");
 	strcat(line, prefix[level]);
 	sanitize_append(line, sizeof(line) - 1, raw);
 	strcat(line, "\n");
@@ -160,4 +184,23 @@ const char *list_value(const char *list, const char *name)
 	const char *end = list_item(list, name, "@");
 
 	return end && *end == '@' ? end + 1 : NULL;
+}
+
+int parse_size_bytes(const char *s, uint64_t *v)
+{
+	char *end;
+	unsigned long long x;
+
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (*end == 'K' || *end == 'k')
+		x <<= 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		x <<= 20, end++;
+	else if (*end == 'G' || *end == 'g')
+		x <<= 30, end++;
+	if (errno || end == s || *end || !x || x > (1ULL << 40) || *s == '-')
+		return -EINVAL;
+	*v = x;
+	return 0;
 }

@@ -46,5 +46,8 @@ char *xstrdup(const char *s); /* aborts on ENOMEM: only for small, bounded strin
 bool list_has(const char *list, const char *name);
 /* The value of item name@VALUE in such a list, or NULL. */
 const char *list_value(const char *list, const char *name);
+/* A size in bytes, with an optional K, M or G suffix, above 0 and at most
+ * 2^40: 0, or -EINVAL. */
+int parse_size_bytes(const char *s, uint64_t *v);
 
 #endif

@@ -304,8 +304,11 @@ static int fill_pprof(void *ctx, FILE *out, int fd)
 		pprof_enable_offcpu(pp);
 	pprof_set_duration(pp, ri->duration_ns);
 	set_program(pp, pf ? &pf->program : NULL, ri->system_wide, ri->procs);
+	/* Source lines read each program's DWARF: once at the end, not in
+	 * every --window's close, which the drain waits for (nor in the
+	 * fold's, see pprof_fold). */
 	for (i = 0; i < ri->procs->v.n && !err; i++)
-		err = add_proc(pp, ri->offcpu, ri->procs->v.v[i], km, !pf);
+		err = add_proc(pp, ri->offcpu, ri->procs->v.v[i], km, !pf && !ri->window);
 	if (!err) {
 		fflush(out);
 		err = pprof_write_fd(pp, fd);

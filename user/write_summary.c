@@ -12,6 +12,7 @@
 #include "user/usdt.h"
 #include "user/outdir.h"
 #include "user/proc.h"
+#include "user/sink.h"
 #include "user/trace.h"
 #include "user/util.h"
 #include "user/writers.h"
@@ -131,6 +132,14 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 		ri->exit_maps_busy, ri->kstack_err, ri->ustack_err, ri->kernel_walks,
 		ri->traced_events, ri->lost_traced_events);
 	json_str(f, ri->kernel ? ri->kernel : "");
+	if (ri->window)
+		fprintf(f,
+			",\n  \"window\": {\"index\": %" PRIu64
+			", \"period_s\": %.3f, \"last\": %s}",
+			ri->window->index, ri->window->period_ns / 1e9,
+			ri->window->last ? "true" : "false");
+	if (ri->sinks)
+		sinks_json(ri->sinks, f);
 	if (ri->trace)
 		trace_json(f, ri->trace);
 	/* Stacks cut at --max-stack, each ended by a [truncated] frame. */

@@ -18,57 +18,15 @@ source "$(dirname "$0")/lib.sh"
 ALL=(fleet_collector_builds fleet_push_ok fleet_totals fleet_every_function fleet_split
 	fleet_cpu_ns fleet_resource_attrs fleet_sample_attrs fleet_container_id
 	fleet_401_reported fleet_401_files_kept fleet_credentials_file fleet_credentials_env
-	fleet_headers_file_mode fleet_https_verifies fleet_receiver_down)
+	fleet_headers_file_mode fleet_https_verifies fleet_receiver_down fleet_url_quote)
 require_bpf "${ALL[@]}"
 
-# The Collector, built once into build/fleet (tests/fleet/build.sh: Go 1.26
-# at /usr/local/go by its path, modules from the proxy, pinned by go.sum),
-# shared by the sanitizer build's run: it is not ours to sanitize. Without
-# it the push tests cannot run: said, never skipped quietly.
-t0=$SECONDS
-if ! OTELCOL=$(bash "$ROOT/tests/fleet/build.sh" "$ROOT/build/fleet" 2> "$TMP/build.log"); then
-	for t in "${ALL[@]}"; do
-		fail "$t" "the test Collector did not build: $(tail -n 3 "$TMP/build.log" | tr '\n' ' ')"
-	done
-	exit 0
-fi
-cat "$TMP/build.log" >&2
+source "$(dirname "$0")/fleet_lib.sh"
+fleet_build "${ALL[@]}"
 pass fleet_collector_builds
-echo "Collector ready in $((SECONDS - t0)) s (built or cached: $OTELCOL)" >&2
-
-# A free loopback port: the kernel's choice, so that developers' and CI's
-# runs on one machine do not meet.
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 PORT=$(free_port)
-mkdir -p "$TMP/got"
-cat > "$TMP/otelcol.yaml" <<YAML
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:$PORT
-exporters:
-  profilefile:
-    directory: $TMP/got
-service:
-  telemetry:
-    metrics:
-      level: none
-  pipelines:
-    profiles:
-      receivers: [otlp]
-      exporters: [profilefile]
-YAML
-"$OTELCOL" --config="$TMP/otelcol.yaml" --feature-gates=service.profilesSupport \
-	> "$TMP/otelcol.log" 2>&1 &
-COL_PID=$!
-for _ in $(seq 100); do
-	grep -q "Everything is ready" "$TMP/otelcol.log" && break
-	kill -0 $COL_PID 2>/dev/null || break
-	sleep 0.1
-done
-grep -q "Everything is ready" "$TMP/otelcol.log" || { echo "Collector did not start:" >&2; tail -n 5 "$TMP/otelcol.log" >&2; }
+collector_start "$PORT" "$TMP/got"
 
 # split (until killed: container.id is read at the push, from a process
 # still running) in a cgroup named as Docker names a container's (cgroup v2:
@@ -230,24 +188,9 @@ kill $COL_PID 2>/dev/null
 # A receiver that answers 401 with its reason, and notes the Authorization
 # header it got.
 PORT401=$(free_port)
-python3 - "$PORT401" "$TMP/auth.log" > "$TMP/401.log" 2>&1 <<'PY' &
-import http.server, sys
-class H(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        with open(sys.argv[2], "a") as f:
-            f.write("%s %s\n" % (self.path, self.headers.get("Authorization")))
-        body = b"invalid token for tenant 7\nsecond line\n"
-        self.send_response(401)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        pass
-http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-PY
-for _ in $(seq 50); do python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $PORT401), 0.2)" 2>/dev/null && break; sleep 0.1; done
+fixture_start "$PORT401" "$TMP/auth.log" status 401 "invalid token for tenant 7
+second line
+"
 
 printf '# the receiver'"'"'s token\nAuthorization: Bearer from-file\n' > "$TMP/headers"
 chmod 600 "$TMP/headers"
@@ -268,6 +211,14 @@ check fleet_credentials_file grep -qx "/v1development/profiles Bearer from-file"
 OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer%20from-env" "$REC" -q -o "$TMP/out401env" \
 	--push "otlp=http://127.0.0.1:$PORT401/v1development/profiles" -- "$WL/split" 0.3 > /dev/null 2>&1
 check fleet_credentials_env grep -qx "/v1development/profiles Bearer from-env" "$TMP/auth.log"
+
+# A URL with a character no URL has (summary.json holds it as it is):
+# refused before recording.
+"$REC" -q -o "$TMP/outq" --push 'otlp=http://127.0.0.1:1/a"b' -- "$WL/split" 0.3 > "$TMP/recq.log" 2>&1
+rc=$?
+fault_case fleet_url_quote "--push otlp=URL with a double quote in it" \
+	"refused before recording: not a URL with a host; exit status 1" \
+	eval '[ $rc = 1 ] && grep -q "not a URL with a host" "$TMP/recq.log" && [ ! -e "$TMP/outq/profile.pb.gz" ]'
 
 # Credentials others can read: refused before anything is recorded.
 chmod 644 "$TMP/headers"
@@ -315,16 +266,18 @@ fault_case fleet_https_verifies "--push to an HTTPS receiver with a self-signed 
 	"error with libcurl's certificate reason, nothing sent; exit status 1; files written" refused_tls
 
 # No receiver at all (a port nothing listens on): the error says so, the
-# files are written. Until the spool (issue 25's next part), not retried.
+# files are written, and the window stays in the spool for the next start
+# (tests/integration/test_fleet_faults.sh sends such windows).
 PORTDOWN=$(free_port)
 "$REC" -q -o "$TMP/outdown" --push "otlp=http://127.0.0.1:$PORTDOWN" -- "$WL/split" 0.3 \
 	> "$TMP/recdown.log" 2>&1
 rc=$?
 said_down() {
 	[ $rc = 1 ] && grep -q "push http://127.0.0.1:$PORTDOWN/v1development/profiles: .*onnect" "$TMP/recdown.log" &&
-		[ -s "$TMP/outdown/profile.pb.gz" ] && return 0
+		[ -s "$TMP/outdown/profile.pb.gz" ] && grep -q "1 window .* not sent, kept in" "$TMP/recdown.log" &&
+		[ "$(ls "$TMP"/outdown/spool/*/*.req | wc -l)" = 1 ] && return 0
 	echo "exit status $rc: $(cat "$TMP/recdown.log")" >&2
 	return 1
 }
 fault_case fleet_receiver_down "--push to a loopback port nothing listens on" \
-	"error naming the URL and libcurl's reason; exit status 1; files written" said_down
+	"error naming the URL and libcurl's reason; exit status 1; files written; the window kept in the spool" said_down

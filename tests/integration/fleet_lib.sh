@@ -1,0 +1,74 @@
+# The real OpenTelemetry Collector of the push tests (sourced after lib.sh):
+# built once into build/fleet (tests/fleet/build.sh: Go 1.26 at
+# /usr/local/go by its path, modules from the proxy, pinned by go.sum),
+# shared by the sanitizer build's run: it is not ours to sanitize. Without
+# it the push tests cannot run: said, never skipped quietly.
+fleet_build() { # TESTNAME...: sets OTELCOL, or fails them all and exits
+	local t0=$SECONDS t
+	if ! OTELCOL=$(bash "$ROOT/tests/fleet/build.sh" "$ROOT/build/fleet" 2> "$TMP/build.log"); then
+		for t in "$@"; do
+			fail "$t" "the test Collector did not build: $(tail -n 3 "$TMP/build.log" | tr '\n' ' ')"
+		done
+		exit 0
+	fi
+	cat "$TMP/build.log" >&2
+	echo "Collector ready in $((SECONDS - t0)) s (built or cached: $OTELCOL)" >&2
+}
+
+# A free loopback port: the kernel's choice, so that developers' and CI's
+# runs on one machine do not meet.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# collector_start PORT DIR: the Collector on 127.0.0.1:PORT, its profilefile
+# exporter writing each batch it gets into DIR (batch-N.json and
+# batch-N.summary.json, N in the order received); COL_PID set. Waits until
+# it is ready (0) or gone (1).
+collector_start() {
+	mkdir -p "$2"
+	cat > "$TMP/otelcol-$1.yaml" <<YAML
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:$1
+exporters:
+  profilefile:
+    directory: $2
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    profiles:
+      receivers: [otlp]
+      exporters: [profilefile]
+YAML
+	"$OTELCOL" --config="$TMP/otelcol-$1.yaml" --feature-gates=service.profilesSupport \
+		>> "$TMP/otelcol-$1.log" 2>&1 &
+	COL_PID=$!
+	local _
+	for _ in $(seq 100); do
+		[ "$(grep -c "Everything is ready" "$TMP/otelcol-$1.log")" -gt "${COL_STARTS:-0}" ] && break
+		kill -0 $COL_PID 2> /dev/null || break
+		sleep 0.1
+	done
+	COL_STARTS=$(grep -c "Everything is ready" "$TMP/otelcol-$1.log")
+	[ "$COL_STARTS" -gt 0 ] && kill -0 $COL_PID 2> /dev/null && return 0
+	echo "Collector did not start:" >&2
+	tail -n 5 "$TMP/otelcol-$1.log" >&2
+	return 1
+}
+
+# fixture_start PORT LOG ARGS...: tests/integration/http_fixture.py on
+# 127.0.0.1:PORT (status CODE BODY, or proxy DELAY TO-PORT); FIX_PID set,
+# once it takes connections.
+fixture_start() {
+	python3 "$ROOT/tests/integration/http_fixture.py" "$@" > "$TMP/fixture-$1.log" 2>&1 &
+	FIX_PID=$!
+	local _
+	for _ in $(seq 50); do
+		python3 -c "import socket; socket.create_connection(('127.0.0.1', $1), 0.2)" 2> /dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
