@@ -15,8 +15,9 @@
  *
  * A global function (not static, not inlined): the verifier checks it once,
  * on its own, with a ctx argument and a scalar result, so its loops do not
- * add to the sampler's own verification. Bounded loops only: loads on 5.10
- * (global functions exist since 5.6; bpf_loop only since 5.17). */
+ * add to the sampler's own verification; a frame per bpf_loop callback
+ * where the kernel has bpf_loop (5.17), a bounded loop before (the compat
+ * sampler's py_walk_frames_compat: global functions exist since 5.6). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -65,16 +66,80 @@ static __always_inline __u64 find_tstate(const struct py_bpf_proc *p, __u32 tid)
 	return 0;
 }
 
-/* 0: no frames (not a Python thread, or its first read failed). */
-__noinline int py_walk_frames(struct bpf_perf_event_data *ctx)
+/* One walk's state, shared by its frames' steps (py_step): the frames'
+ * fields are read in one span a frame, [lo, lo + span), each at its offset
+ * (oc, ol, oo, ob, oe) from lo. */
+struct py_walk {
+	struct py_bpf_stack *s;
+	const struct py_layout *l;
+	__u64 frame; /* the next frame to read, 0: none */
+	__u32 n, span, lo, oc, ol, oo, ob, oe;
+	__u8 emask;
+	bool fault;
+};
+
+/* One frame: 0 to go on, 1 at the end (no frame) or a fault (w->fault). */
+static __always_inline int py_step(struct py_walk *w)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts, frame = 0, code, w;
+	struct py_bpf_stack *s = w->s;
+	const struct py_layout *l = w->l;
+	__u32 k = w->n & (PY_BPF_FRAMES - 1), len = w->span;
+	__u64 code, c;
+	__u8 owner, entry;
+
+	if (!w->frame)
+		return 1;
+	barrier_var(len);
+	len &= 2 * PY_BPF_SPAN - 1;
+	if (!len || bpf_probe_read_user(s->span, len, (void *)(w->frame + w->lo))) {
+		w->fault = true;
+		return 1;
+	}
+	code = *(__u64 *)&s->span[w->oc & (PY_BPF_SPAN - 1)];
+	s->frames[k].lasti = *(__u64 *)&s->span[w->ol & (PY_BPF_SPAN - 1)];
+	owner = s->span[w->oo & (PY_BPF_SPAN - 1)];
+	entry = s->span[w->oe & (PY_BPF_SPAN - 1)] & w->emask;
+	/* The tag, without a branch (each would double the verifier's states
+	 * at every frame of the bounded loop): a read that fails leaves
+	 * zeros, and user space names no frame whose object it cannot read. */
+	{
+		__u64 fn[2] = {0, 0}, head = 0; /* co_filename, co_name */
+		__u32 tag;
+
+		bpf_probe_read_user(fn, 16, (void *)(PY_FRAME_CODE(code) + l->code_filename));
+		bpf_probe_read_user(&head, 8, (void *)(fn[1] + l->unicode_ascii));
+		tag = py_code_tag(fn[0], fn[1], head);
+		s->frames[k].lasti = PY_LASTI(s->frames[k].lasti) | PY_TAG_LASTI(tag);
+		code = PY_FRAME_CODE(code) | PY_TAG_CODE(tag);
+	}
+	c = code | (__u64)owner << PY_FRAME_OWNER_SHIFT | (__u64) !!entry << 48;
+	s->frames[k].code = c;
+	w->n++;
+	w->frame = *(__u64 *)&s->span[w->ob & (PY_BPF_SPAN - 1)];
+	return 0;
+}
+
+/* A frame per bpf_loop callback: the verifier follows the callback once,
+ * where the bounded loop's PY_BPF_FRAMES iterations took on_sample's load
+ * from 0.25 to 1.1-4 s on 6.18 (strace -T of BPF_PROG_LOAD), delaying
+ * every recording's start. */
+static long py_loop_step(__u32 i, struct py_walk *w)
+{
+	(void)i;
+	return py_step(w);
+}
+
+/* The walk into py_scratch: the thread's frames' number; 0: none (not a
+ * Python thread, or its first read failed); -1: the process is not one
+ * walked. compat: kernels without bpf_loop (before 5.17), a bounded loop. */
+static __always_inline int py_walk(const bool compat)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts, frame = 0;
 	__u32 tgid = pid_tgid >> 32, zero = 0;
 	const struct py_bpf_proc *p = bpf_map_lookup_elem(&py_procs, &tgid);
 	const struct py_layout *l;
 	struct py_bpf_stack *s;
-	__u8 owner = 0, entry = 0;
-	__u32 n = 0;
+	struct py_walk w = {};
 
 	if (!p)
 		return -1;
@@ -102,9 +167,7 @@ __noinline int py_walk_frames(struct bpf_perf_event_data *ctx)
 	}
 	/* The frame's fields in one read: [lo, lo + span), each field at its
 	 * offset from lo (one read a frame, not four: docs/benchmarks.md). */
-	__u32 lo = l->frame_code, hi = l->frame_code + 8, span;
-	__u32 oc, ol, oo, ob, oe;
-	__u8 emask;
+	__u32 lo = l->frame_code, hi = l->frame_code + 8;
 
 #define SPAN_ADD(off, size)                                                                        \
 	do {                                                                                       \
@@ -119,69 +182,62 @@ __noinline int py_walk_frames(struct bpf_perf_event_data *ctx)
 	if (l->frame_is_entry != PY_OFF_NONE)
 		SPAN_ADD(l->frame_is_entry, 1);
 #undef SPAN_ADD
-	span = hi - lo;
-	if (span > PY_BPF_SPAN) {
+	if (hi - lo > PY_BPF_SPAN) {
 		py_count(PY_STAT_FAULT);
 		s->truncated = 1;
 		return 0;
 	}
-	oc = (l->frame_code - lo) & (PY_BPF_SPAN - 1);
-	ol = (l->frame_lasti - lo) & (PY_BPF_SPAN - 1);
-	oo = (l->frame_owner - lo) & (PY_BPF_SPAN - 1);
-	ob = (l->frame_back - lo) & (PY_BPF_SPAN - 1);
+	w.s = s;
+	w.l = l;
+	w.frame = frame;
+	w.span = hi - lo;
+	w.lo = lo;
+	w.oc = l->frame_code - lo;
+	w.ol = l->frame_lasti - lo;
+	w.oo = l->frame_owner - lo;
+	w.ob = l->frame_back - lo;
 	/* No is_entry (all but 3.11): a byte read and masked off, no branch
-	 * in the loop (the verifier's states). */
-	oe = l->frame_is_entry != PY_OFF_NONE ? (l->frame_is_entry - lo) & (PY_BPF_SPAN - 1) : oo;
-	emask = l->frame_is_entry != PY_OFF_NONE ? 0xff : 0;
+	 * in the step (the verifier's states). */
+	w.oe = l->frame_is_entry != PY_OFF_NONE ? l->frame_is_entry - lo : w.oo;
+	w.emask = l->frame_is_entry != PY_OFF_NONE ? 0xff : 0;
 	/* Each frame as it is in memory: its code object, the word at its
 	 * instruction field, its owner byte and is_entry flag (where the
 	 * version has them: user space fills frame_owner with a valid offset
 	 * either way), and its code object's tag (py_code_tag: co_filename and
 	 * co_name follow each other in every version, 3.8-3.13). What they
-	 * mean is user space's (py_frame_decode): one path through the loop
+	 * mean is user space's (py_frame_decode): one path through the step
 	 * keeps the verifier's work linear in the frames. */
-	for (int i = 0; i < PY_BPF_FRAMES; i++) {
-		__u32 k = n & (PY_BPF_FRAMES - 1), len = span;
-
-		if (!frame)
-			break;
-		barrier_var(len);
-		len &= 2 * PY_BPF_SPAN - 1;
-		if (!len || bpf_probe_read_user(s->span, len, (void *)(frame + lo)))
-			goto fault;
-		code = *(__u64 *)&s->span[oc];
-		s->frames[k].lasti = *(__u64 *)&s->span[ol];
-		owner = s->span[oo];
-		entry = s->span[oe] & emask;
-		/* The tag, without a branch (each would double the verifier's
-		 * states at every frame): a read that fails leaves zeros, and
-		 * user space names no frame whose object it cannot read. */
-		{
-			__u64 fn[2] = {0, 0}, head = 0; /* co_filename, co_name */
-			__u32 tag;
-
-			bpf_probe_read_user(fn, 16,
-					    (void *)(PY_FRAME_CODE(code) + l->code_filename));
-			bpf_probe_read_user(&head, 8, (void *)(fn[1] + l->unicode_ascii));
-			tag = py_code_tag(fn[0], fn[1], head);
-			s->frames[k].lasti = PY_LASTI(s->frames[k].lasti) | PY_TAG_LASTI(tag);
-			code = PY_FRAME_CODE(code) | PY_TAG_CODE(tag);
-		}
-		w = code | (__u64)owner << PY_FRAME_OWNER_SHIFT | (__u64) !!entry << 48;
-		s->frames[k].code = w;
-		n++;
-		frame = *(__u64 *)&s->span[ob];
+	if (compat) {
+		for (int i = 0; i < PY_BPF_FRAMES; i++)
+			if (py_step(&w))
+				break;
+	} else {
+		bpf_loop(PY_BPF_FRAMES, py_loop_step, &w, 0);
 	}
-	s->nframes = n;
-	if (frame) {
+	s->nframes = w.n;
+	if (w.fault) {
+		s->truncated = 1;
+		py_count(PY_STAT_FAULT);
+		return w.n;
+	}
+	if (w.frame) {
 		s->truncated = 1;
 		py_count(PY_STAT_TRUNCATED);
 	}
 	py_count(PY_STAT_WALKED);
-	return n;
-fault:
-	s->nframes = n;
-	s->truncated = 1;
-	py_count(PY_STAT_FAULT);
-	return n;
+	return w.n;
+}
+
+/* Global functions (above): on_sample calls the first, on_sample_compat the
+ * second, and a program holds only the one it calls. */
+__noinline int py_walk_frames(struct bpf_perf_event_data *ctx)
+{
+	(void)ctx;
+	return py_walk(false);
+}
+
+__noinline int py_walk_frames_compat(struct bpf_perf_event_data *ctx)
+{
+	(void)ctx;
+	return py_walk(true);
 }

@@ -38,5 +38,7 @@ PY_EXTERN struct {
 /* The frames of the current thread into py_scratch: their number, or -1
  * when the process is not one walked. */
 int py_walk_frames(struct bpf_perf_event_data *ctx);
+/* The same without bpf_loop (kernels before 5.17): a bounded loop. */
+int py_walk_frames_compat(struct bpf_perf_event_data *ctx);
 
 #endif

@@ -454,7 +454,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 	 * (py_procs): before the walks, as the CFI walk sends the record from
 	 * its own program (send_sample appends them). */
 	if (user_stacks && tgid != 0) {
-		int npy = py_walk_frames(ctx);
+		int npy = compat ? py_walk_frames_compat(ctx) : py_walk_frames(ctx);
 
 		if (npy > 0)
 			sc->npy = npy;
