@@ -189,20 +189,21 @@ static void put_kv_int(struct fmt_buf *b, const char *key, int64_t v, struct fmt
 	pb_msg(b, 1, kv);
 }
 
-static const struct otlp_process *find_proc(const struct otlp_meta *m, int64_t pid)
+const struct otlp_process *otlp_process_find(const struct otlp_process *v, size_t n, int64_t pid)
 {
 	size_t i;
 
-	for (i = 0; i < m->nprocs; i++)
-		if (m->procs[i].pid == pid)
-			return &m->procs[i];
+	for (i = 0; i < n; i++)
+		if (v[i].pid == pid)
+			return &v[i];
 	return NULL;
 }
 
 /* The Resource of a process: first, a group's first sample. */
 static void put_resource(struct enc *e, struct fmt_buf *b, const struct psample *first)
 {
-	const struct otlp_process *p = first->has_pid ? find_proc(e->m, first->pid) : NULL;
+	const struct otlp_process *p =
+	    first->has_pid ? otlp_process_find(e->m->procs, e->m->nprocs, first->pid) : NULL;
 	char name[256];
 	const char *base;
 

@@ -15,6 +15,8 @@
 #include "user/outdir.h"
 #include "user/proc.h"
 #include "user/push.h"
+#include "user/push_dest.h"
+#include "user/pyroscope.h"
 #include "user/sink.h"
 #include "user/util.h"
 
@@ -164,17 +166,14 @@ static int read_headers_env(struct push *p)
 	return e;
 }
 
-/* "otlp=URL": http or https; an URL with no path gets OTLP's profiles
- * path, as OTEL_EXPORTER_OTLP_ENDPOINT does. The URL to post to, or NULL
- * after an error. */
-static char *dest_url(const char *spec)
+char *push_dest_url(const char *spec, const char *kind, const char *path)
 {
-	const char *url = spec + 5, *host, *slash;
-	size_t n, cap;
+	size_t klen = strlen(kind), n, cap;
+	const char *url = spec + klen + 1, *host, *slash;
 	char *out;
 
-	if (strncmp(spec, "otlp=", 5)) {
-		err("--push %s: expected otlp=URL", spec);
+	if (strncmp(spec, kind, klen) || spec[klen] != '=') {
+		err("--push %s: expected %s=URL", spec, kind);
 		return NULL;
 	}
 	if (!strncmp(url, "http://", 7))
@@ -186,25 +185,28 @@ static char *dest_url(const char *spec)
 		return NULL;
 	}
 	n = strlen(url);
-	if (!*host || *host == '/' || n > 2048 || strpbrk(url, " \t\r\n")) {
+	if (!*host || *host == '/' || n > 2048 || strpbrk(url, " \t\r\n?#")) {
 		err("--push %s: not a URL with a host", spec);
 		return NULL;
 	}
 	slash = strchr(host, '/');
-	cap = n + sizeof(OTLP_PROFILES_PATH);
+	cap = n + strlen(path) + 1;
 	if ((out = malloc(cap)))
 		snprintf(out, cap, "%.*s%s",
 			 (int)(slash && slash[1] ? n
 			       : slash		 ? n - 1
 						 : n),
-			 url, slash && slash[1] ? "" : OTLP_PROFILES_PATH);
+			 url, slash && slash[1] ? "" : path);
 	return out;
 }
 
-static bool loopback(const char *url)
+static bool loopback(const char *spec)
 {
-	const char *h = strstr(url, "://") + 3;
+	const char *h = strstr(spec, "://");
 
+	if (!h)
+		return false;
+	h += 3;
 	return !strncmp(h, "127.", 4) || !strncmp(h, "localhost", 9) || !strncmp(h, "[::1]", 5);
 }
 
@@ -217,9 +219,7 @@ static void push_unref(struct push *p)
 	curl_global_cleanup();
 }
 
-/* profile.pb.gz as written, decompressed, read relative to the directory
- * opened at the start (never by path). 0 or -errno. */
-static int read_profile(const struct run_info *ri, struct fmt_buf *b)
+int push_read_profile(const struct run_info *ri, struct fmt_buf *b)
 {
 	int fd = openat(ri->out->fd, "profile.pb.gz", O_RDONLY | O_NOFOLLOW | O_CLOEXEC), r, e = 0;
 	gzFile z;
@@ -273,9 +273,7 @@ static size_t keep_answer(char *data, size_t size, size_t n, void *ctx)
 	return len;
 }
 
-/* The server's reason in an error answer: google.rpc.Status's message in a
- * protobuf answer, else the start of the body as text. */
-static void answer_reason(CURL *c, const struct fmt_buf *body, char *out, size_t cap)
+void push_answer_reason(CURL *c, const struct fmt_buf *body, char *out, size_t cap)
 {
 	char *type = NULL;
 	size_t n;
@@ -290,19 +288,15 @@ static void answer_reason(CURL *c, const struct fmt_buf *body, char *out, size_t
 	fmt_sanitize(out, cap, body->n ? (const char *)body->p : "", n < body->n ? n : body->n);
 }
 
-static int send_one(const struct push_sink *d, const struct fmt_buf *req,
-		    const struct otlp_stats *st)
+CURL *push_curl(const char *url, const struct curl_slist *headers, struct fmt_buf *answer,
+		char errbuf[CURL_ERROR_SIZE])
 {
-	char errbuf[CURL_ERROR_SIZE] = "", reason[512];
-	struct fmt_buf answer = {0};
 	CURL *c = curl_easy_init();
-	CURLcode cr;
-	long code = 0;
-	int e = 0;
 
 	if (!c)
-		return -ENOMEM;
-	curl_easy_setopt(c, CURLOPT_URL, d->url);
+		return NULL;
+	errbuf[0] = 0;
+	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
@@ -310,13 +304,28 @@ static int send_one(const struct push_sink *d, const struct fmt_buf *req,
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, d->push->headers);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->p);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->n);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, keep_answer);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &answer);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, answer);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "bpftrace-rec");
+	return c;
+}
+
+static int send_one(const struct push_sink *d, const struct fmt_buf *req,
+		    const struct otlp_stats *st)
+{
+	char errbuf[CURL_ERROR_SIZE] = "", reason[512];
+	struct fmt_buf answer = {0};
+	CURL *c = push_curl(d->url, d->push->headers, &answer, errbuf);
+	CURLcode cr;
+	long code = 0;
+	int e = 0;
+
+	if (!c)
+		return -ENOMEM;
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->p);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->n);
 	cr = curl_easy_perform(c);
 	if (cr == CURLE_OK)
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
@@ -327,7 +336,7 @@ static int send_one(const struct push_sink *d, const struct fmt_buf *req,
 		err("push %s: %s; the recording is in the output directory, not sent", d->url, why);
 		e = -EIO;
 	} else if (code < 200 || code > 299) {
-		answer_reason(c, &answer, reason, sizeof(reason));
+		push_answer_reason(c, &answer, reason, sizeof(reason));
 		err("push %s: HTTP %ld%s%s; the recording is in the output directory, not sent",
 		    d->url, code, reason[0] ? ": " : "", reason);
 		e = code >= 400 && code < 500 ? -EACCES : -EIO;
@@ -348,54 +357,72 @@ static int send_one(const struct push_sink *d, const struct fmt_buf *req,
 	return e;
 }
 
+void push_procs_free(struct push_procs *pp)
+{
+	free(pp->v);
+	free(pp->ids);
+}
+
+int push_procs_of(const struct run_info *ri, struct push_procs *pp)
+{
+	struct utsname u;
+	size_t i, n = ri->procs->v.n;
+
+	memset(pp, 0, sizeof(*pp));
+	if (!uname(&u))
+		snprintf(pp->host, sizeof(pp->host), "%s", u.nodename);
+	/* What the processes still held say of themselves: their program's
+	 * path, and the container of those still running (an exited one's
+	 * pid may be another's now). */
+	pp->v = calloc(n ? n : 1, sizeof(*pp->v));
+	pp->ids = calloc(n ? n : 1, sizeof(*pp->ids));
+	if (!pp->v || !pp->ids) {
+		push_procs_free(pp);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		const struct proc *pr = ri->procs->v.v[i];
+
+		pp->v[pp->n].pid = pr->pid;
+		pp->v[pp->n].exe_path = pr->exe;
+		if (!pr->exited && container_of(pr->pid, pp->ids[pp->n]))
+			pp->v[pp->n].container_id = pp->ids[pp->n];
+		pp->n++;
+	}
+	return 0;
+}
+
 /* A window to one destination: its profile.pb.gz, as OTLP. */
 static int push_emit(struct sink *k, const struct window *w)
 {
 	const struct push_sink *d = (const struct push_sink *)k;
 	const struct run_info *ri = w->ri;
 	struct fmt_buf pb = {0}, req = {0};
-	struct otlp_process *procs = NULL;
-	char(*ids)[65] = NULL, host[sizeof(((struct utsname *)0)->nodename)] = "";
 	struct otlp_meta m = {NULL, d->push->service_name, d->push->version, NULL, 0};
+	struct push_procs pp;
 	struct otlp_stats st;
-	struct utsname u;
-	size_t i, n = ri->procs->v.n;
 	int e;
 
-	e = read_profile(ri, &pb);
+	e = push_read_profile(ri, &pb);
 	if (e) {
 		err("push %s: %s/profile.pb.gz: %s; nothing sent", d->url, ri->outdir,
 		    strerror(-e));
 		free(pb.p);
 		return e;
 	}
-	if (!uname(&u)) {
-		snprintf(host, sizeof(host), "%s", u.nodename);
-		m.host_name = host;
+	e = push_procs_of(ri, &pp);
+	if (!e) {
+		m.host_name = pp.host[0] ? pp.host : NULL;
+		m.procs = pp.v;
+		m.nprocs = pp.n;
+		e = otlp_from_pprof(pb.p, pb.n, &m, &req, &st);
 	}
-	/* What the processes still held say of themselves: their program's
-	 * path, and the container of those still running (an exited one's
-	 * pid may be another's now). */
-	procs = calloc(n ? n : 1, sizeof(*procs));
-	ids = calloc(n ? n : 1, sizeof(*ids));
-	for (i = 0; procs && ids && i < n; i++) {
-		const struct proc *pr = ri->procs->v.v[i];
-
-		procs[m.nprocs].pid = pr->pid;
-		procs[m.nprocs].exe_path = pr->exe;
-		if (!pr->exited && container_of(pr->pid, ids[m.nprocs]))
-			procs[m.nprocs].container_id = ids[m.nprocs];
-		m.nprocs++;
-	}
-	m.procs = procs;
-	e = procs && ids ? otlp_from_pprof(pb.p, pb.n, &m, &req, &st) : -ENOMEM;
 	if (e)
 		err("push %s: %s/profile.pb.gz: %s; nothing sent", d->url, ri->outdir,
 		    e == -EINVAL ? "not a profile this tool wrote" : strerror(-e));
 	else
 		e = send_one(d, &req, &st);
-	free(procs);
-	free(ids);
+	push_procs_free(&pp);
 	free(pb.p);
 	free(req.p);
 	return e;
@@ -431,6 +458,31 @@ int push_sinks_add(const struct push_config *c, struct sinks *sinks)
 	p->service_name = c->service_name;
 	p->version = c->version;
 	e = c->headers_file ? read_headers_file(p, c->headers_file) : read_headers_env(p);
+	for (i = 0; i < c->ndests && !e; i++) {
+		const char *spec = c->dests[i];
+		struct push_sink *d;
+		struct sink *k;
+
+		if (p->has_credentials && strstr(spec, "=http://") && !loopback(spec))
+			warn("--push %s: credentials sent over plain http", spec);
+		/* Another kind of destination: a sink of its own, which takes a
+		 * copy of the credentials (not OTLP's Content-Type). */
+		if (!strncmp(spec, "pyroscope=", 10)) {
+			k = pyroscope_sink_new(spec, c, p->headers);
+			e = k ? sinks_add(sinks, k) : -EINVAL;
+			continue;
+		}
+		if (!(d = calloc(1, sizeof(*d))) ||
+		    !(d->url = push_dest_url(spec, "otlp", OTLP_PROFILES_PATH))) {
+			e = d ? -EINVAL : -ENOMEM;
+			free(d);
+			break;
+		}
+		d->base.ops = &push_ops;
+		d->push = p;
+		p->refs++;
+		e = sinks_add(sinks, &d->base);
+	}
 	if (!e) {
 		struct curl_slist *l =
 		    curl_slist_append(p->headers, "Content-Type: application/x-protobuf");
@@ -439,21 +491,6 @@ int push_sinks_add(const struct push_config *c, struct sinks *sinks)
 			p->headers = l;
 		else
 			e = -ENOMEM;
-	}
-	for (i = 0; i < c->ndests && !e; i++) {
-		struct push_sink *d = calloc(1, sizeof(*d));
-
-		if (!d || !(d->url = dest_url(c->dests[i]))) {
-			e = d ? -EINVAL : -ENOMEM;
-			free(d);
-			break;
-		}
-		d->base.ops = &push_ops;
-		d->push = p;
-		p->refs++;
-		if (p->has_credentials && !strncmp(d->url, "http://", 7) && !loopback(d->url))
-			warn("--push %s: credentials sent over plain http", d->url);
-		e = sinks_add(sinks, &d->base);
 	}
 	push_unref(p);
 	return e;
