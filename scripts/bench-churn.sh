@@ -9,6 +9,7 @@
 #   a read at 595 already saw the files being written)
 set -eu
 cd "$(dirname "$0")/.."
+source scripts/lib.sh
 DUR=${1:-600}
 shift || true
 MARKS=("$@")
@@ -16,8 +17,8 @@ MARKS=("$@")
 [ "$(id -u)" = 0 ] || { echo "bench-churn: run as root" >&2; exit 1; }
 [ -x ./bpftrace-rec ] || { echo "bench-churn: make first" >&2; exit 1; }
 TMP=$(mktemp -d)
-trap 'kill $churn 2>/dev/null; rm -rf "$TMP"' EXIT
-(while :; do /bin/true; sleep 0.01; done) & churn=$!
+trap 'kill $CHURN_PID 2>/dev/null; rm -rf "$TMP"' EXIT
+churn_start
 ./bpftrace-rec -q -a -F 999 -d "$DUR" -o "$TMP/out" & rec=$!
 peak_fd=0
 printf '%8s %10s %6s %8s\n' second rss_kib fds peak_fd
@@ -31,6 +32,6 @@ for ((s = 1; s <= DUR; s++)); do
 		[ "$s" = "$m" ] && printf '%8d %10d %6d %8d\n' "$s" "$rss" "$fds" "$peak_fd"
 	done
 done
-kill $churn 2>/dev/null
+kill $CHURN_PID 2>/dev/null
 wait $rec
 python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print("processes in summary.json: %d, samples %d, lost %d" % (len(s["processes"]), s["samples"], s["lost_samples"]))' "$TMP/out/summary.json"

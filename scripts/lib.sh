@@ -26,3 +26,23 @@ if ps:
     p = max(ps, key=lambda p: p["id"])
     print(p["id"], p.get("run_time_ns", 0), p.get("run_cnt", 0))' "$1" "$ids"
 }
+
+# churn_start: process churn in the background, as a host's cron jobs and
+# health checks make it: a shell starts /bin/true every 10 ms. Sets
+# CHURN_PID (the shell's: killing it ends the churn).
+churn_start() {
+	(while :; do /bin/true; sleep 0.01; done) &
+	CHURN_PID=$!
+}
+
+# pid_bpf_ns PID: the run_time_ns summed over every BPF program process PID
+# holds (its fds' prog_id), with kernel.bpf_stats_enabled on: the cost of
+# its programs, which runs in the interrupted task's time, not its own.
+pid_bpf_ns() {
+	local ids
+	ids=$(cat /proc/"$1"/fdinfo/* 2> /dev/null | awk '$1 == "prog_id:" {print $2}' | sort -u | tr '\n' ' ')
+	bpftool prog show -j | python3 -c '
+import json, sys
+ids = set(map(int, sys.argv[1].split()))
+print(sum(p.get("run_time_ns", 0) for p in json.load(sys.stdin) if p["id"] in ids))' "$ids"
+}

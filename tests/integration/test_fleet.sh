@@ -37,34 +37,8 @@ pass fleet_collector_builds
 echo "Collector ready in $((SECONDS - t0)) s (built or cached: $OTELCOL)" >&2
 
 PORT=$(free_port)
-mkdir -p "$TMP/got"
-cat > "$TMP/otelcol.yaml" <<YAML
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:$PORT
-exporters:
-  profilefile:
-    directory: $TMP/got
-service:
-  telemetry:
-    metrics:
-      level: none
-  pipelines:
-    profiles:
-      receivers: [otlp]
-      exporters: [profilefile]
-YAML
-"$OTELCOL" --config="$TMP/otelcol.yaml" --feature-gates=service.profilesSupport \
-	> "$TMP/otelcol.log" 2>&1 &
-COL_PID=$!
-for _ in $(seq 100); do
-	grep -q "Everything is ready" "$TMP/otelcol.log" && break
-	kill -0 $COL_PID 2>/dev/null || break
-	sleep 0.1
-done
-grep -q "Everything is ready" "$TMP/otelcol.log" || { echo "Collector did not start:" >&2; tail -n 5 "$TMP/otelcol.log" >&2; }
+source "$ROOT/tests/fleet/collector.sh"
+collector_start "$OTELCOL" "$PORT" "$TMP/got"
 
 # split (until killed: container.id is read at the push, from a process
 # still running) in a cgroup named as Docker names a container's (cgroup v2:
