@@ -130,8 +130,8 @@ static void encode_process(struct split *sp, const size_t *order, size_t n, int6
 			pb_packed(&sp->s1, 2, (const uint64_t *)&in->values.v[s->val0], s->nvals,
 				  &sp->s2);
 		pb_msg(&sp->out, 2, &sp->s1);
-		if (s->nvals)
-			*total += in->values.v[s->val0];
+		if (s->nvals) /* wrapping, not overflowing, on hostile values */
+			*total = (int64_t)((uint64_t)*total + (uint64_t)in->values.v[s->val0]);
 	}
 	/* The mappings used, in the profile's order: pprof shows the first as
 	 * the program (the recorder writes the main one first), where the

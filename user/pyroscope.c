@@ -25,7 +25,7 @@ struct sending {
 	char errbuf[CURL_ERROR_SIZE];
 	struct fmt_buf answer, url, gz;
 	size_t parts, bytes;
-	int64_t samples;
+	uint64_t samples;
 };
 
 /* The profile gzipped, as every pprof profile travels. 0 or -ENOMEM. */
@@ -100,7 +100,7 @@ static int send_part(void *ctx, const struct pyro_part *p)
 	}
 	s->parts++;
 	s->bytes += s->gz.n;
-	s->samples += p->samples;
+	s->samples += (uint64_t)p->samples;
 	return 0;
 }
 
@@ -135,7 +135,7 @@ static int pyro_emit(struct sink *k, const struct window *w)
 			err("push %s: %s", d->url, strerror(ENOMEM));
 	}
 	if (!e)
-		info("pushed %" PRId64 " samples of %zu process%s (%zu bytes) to %s", s.samples,
+		info("pushed %" PRIu64 " samples of %zu process%s (%zu bytes) to %s", s.samples,
 		     s.parts, s.parts == 1 ? "" : "es", s.bytes, d->url);
 	if (s.c)
 		curl_easy_cleanup(s.c);
