@@ -185,7 +185,7 @@ char *push_dest_url(const char *spec, const char *kind, const char *path)
 		return NULL;
 	}
 	n = strlen(url);
-	if (!*host || *host == '/' || n > 2048 || strpbrk(url, " \t\r\n?#")) {
+	if (!*host || *host == '/' || n > 2048 || strpbrk(url, " \t\r\n")) {
 		err("--push %s: not a URL with a host", spec);
 		return NULL;
 	}
@@ -471,6 +471,11 @@ int push_sinks_add(const struct push_config *c, struct sinks *sinks)
 			k = pyroscope_sink_new(spec, c, p->headers);
 			e = k ? sinks_add(sinks, k) : -EINVAL;
 			continue;
+		}
+		if (strncmp(spec, "otlp=", 5)) {
+			err("--push %s: expected otlp=URL or pyroscope=URL", spec);
+			e = -EINVAL;
+			break;
 		}
 		if (!(d = calloc(1, sizeof(*d))) ||
 		    !(d->url = push_dest_url(spec, "otlp", OTLP_PROFILES_PATH))) {

@@ -170,6 +170,12 @@ struct sink *pyroscope_sink_new(const char *spec, const struct push_config *c,
 		free(d);
 		return NULL;
 	}
+	/* The query is this sink's to write. */
+	if (strpbrk(d->url, "?#")) {
+		err("--push %s: a Pyroscope URL takes no query or fragment", spec);
+		pyro_free(&d->base);
+		return NULL;
+	}
 	d->base.ops = &pyro_ops;
 	d->service_name = c->service_name;
 	for (h = creds; h; h = h->next) {
