@@ -36,7 +36,8 @@ elif ! ./bpftrace-rec --help 2>&1 | grep -q -- --window; then
 fi
 OTELCOL=$(bash tests/fleet/build.sh)
 bpf_stats_begin # TMP, and bpf_stats_enabled undone at the exit
-trap 'echo "$BPF_STATS_OLD" > /proc/sys/kernel/bpf_stats_enabled; kill $CHURN_PID $COL_PID 2>/dev/null; rm -rf "$TMP"' EXIT
+REC= CHURN_PID= COL_PID=
+trap 'echo "$BPF_STATS_OLD" > /proc/sys/kernel/bpf_stats_enabled; kill $REC $CHURN_PID $COL_PID 2>/dev/null; rm -rf "$TMP"' EXIT
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 collector_start "$OTELCOL" "$PORT" "$TMP/got"
 churn_start
@@ -67,6 +68,7 @@ for ((m = 1; m <= MINUTES; m++)); do
 done
 kill -TERM $REC
 wait $REC || echo "bench-continuous: bpftrace-rec exited with status $?: $(head -c 500 "$TMP/rec.log")" >&2
+REC=
 kill $CHURN_PID 2>/dev/null
 echo "the Collector got $(ls "$TMP/got" | grep -c 'summary.json$' || true) batches"
 python3 - "$TMP/minutes" <<'PY'
