@@ -15,7 +15,7 @@
 #define PUSH_MAX 8
 
 struct push_config {
-	const char *dests[PUSH_MAX]; /* "otlp=URL" */
+	const char *dests[PUSH_MAX]; /* "otlp=URL", "pyroscope=URL" */
 	int ndests;
 	const char *headers_file; /* --push-headers; NULL: the environment's */
 	const char *service_name; /* --service-name; NULL: each process's program */

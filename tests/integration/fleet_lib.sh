@@ -15,10 +15,6 @@ fleet_build() { # TESTNAME...: sets OTELCOL, or fails them all and exits
 	echo "Collector ready in $((SECONDS - t0)) s (built or cached: $OTELCOL)" >&2
 }
 
-# A free loopback port: the kernel's choice, so that developers' and CI's
-# runs on one machine do not meet.
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
 # collector_start PORT DIR: the Collector on 127.0.0.1:PORT, its profilefile
 # exporter writing each batch it gets into DIR (batch-N.json and
 # batch-N.summary.json, N in the order received); COL_PID set. Waits until
