@@ -13,6 +13,7 @@
 # profile.pb.gz, all accepted. A 401 is reported with the server's message,
 # and the credentials come from --push-headers.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/fleet_lib.sh"
 
 ALL=(pyroscope_real_server pyroscope_receiver_builds pyroscope_push_ok pyroscope_every_function
 	pyroscope_split pyroscope_labels pyroscope_window pyroscope_all_processes
@@ -26,33 +27,9 @@ echo "SKIP pyroscope_real_server: BLOCKED, not run: github.com/grafana/pyroscope
 	"tests/fleet/pyroingest below."
 require_bpf "${ALL[@]:1}"
 
-# The receiver: standard library only, built with Go 1.26 by its path (as
-# tests/fleet/build.sh builds the Collector), once per build directory.
-t=pyroscope_receiver_builds
-RECV=$ROOT/build/fleet/pyroingest
-GO=${FLEET_GO:-/usr/local/go/bin/go}
-if [[ ! -x $RECV || $ROOT/tests/fleet/pyroingest/main.go -nt $RECV ]]; then
-	mkdir -p "$ROOT/build/fleet"
-	if ! (cd "$ROOT/tests/fleet" && GOCACHE=$ROOT/build/fleet/go-cache \
-		GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0 \
-		"$GO" build -trimpath -o "$RECV.tmp" ./pyroingest && mv "$RECV.tmp" "$RECV") > "$TMP/build.log" 2>&1; then
-		for t in "${ALL[@]:1}"; do
-			fail "$t" "the test receiver did not build: $(tail -n 3 "$TMP/build.log" | tr '\n' ' ')"
-		done
-		exit 0
-	fi
-fi
-pass $t
+pyroingest_build "${ALL[@]:1}"
+pass pyroscope_receiver_builds
 
-start_receiver() { # DIR [ARGS...]: starts it; its port in $PORT, pid in $RPID
-	local dir=$1
-	shift
-	mkdir -p "$dir"
-	"$RECV" -dir "$dir" "$@" > "$dir.out" 2> "$dir.log" &
-	RPID=$!
-	for _ in $(seq 50); do grep -q listening "$dir.out" && break; sleep 0.1; done
-	PORT=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$dir.out")
-}
 trap 'jobs -p | xargs -r kill 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$TMP"' EXIT
 
 # split by pid, pushed.
