@@ -59,7 +59,7 @@ struct push_kind {
 	const struct sink_ops *ops;
 	/* A window's profile (pb, uncompressed) as the kind's requests into
 	 * d's spool: 0 or -errno, said. */
-	int (*put)(const struct push_sink *d, const struct fmt_buf *pb,
+	int (*put)(const struct push_sink *d, const char *outdir, const struct fmt_buf *pb,
 		   const struct push_procs *pp);
 };
 
@@ -494,7 +494,7 @@ static int dest_procs_of(const struct run_info *ri, struct push_procs *pp)
 }
 
 /* A window as OTLP: one request. Says what went wrong. */
-static int otlp_put(const struct push_sink *d, const struct fmt_buf *pb,
+static int otlp_put(const struct push_sink *d, const char *outdir, const struct fmt_buf *pb,
 		    const struct push_procs *pp)
 {
 	struct otlp_meta m = {pp->host[0] ? pp->host : NULL, d->push->service_name,
@@ -504,7 +504,7 @@ static int otlp_put(const struct push_sink *d, const struct fmt_buf *pb,
 	int e = otlp_from_pprof(pb->p, pb->n, &m, &req, &st);
 
 	if (e)
-		err("push %s: profile.pb.gz: %s; nothing sent", d->url,
+		err("push %s: %s/profile.pb.gz: %s; nothing sent", d->url, outdir,
 		    e == -EINVAL ? "not a profile this tool wrote" : strerror(-e));
 	else
 		e = spool_put(d->spool,
@@ -514,12 +514,12 @@ static int otlp_put(const struct push_sink *d, const struct fmt_buf *pb,
 }
 
 /* A window as Pyroscope's: a request per process (user/pyroscope.h). */
-static int pyro_put(const struct push_sink *d, const struct fmt_buf *pb,
+static int pyro_put(const struct push_sink *d, const char *outdir, const struct fmt_buf *pb,
 		    const struct push_procs *pp)
 {
 	struct pyro_meta m = {pp->host[0] ? pp->host : NULL, d->push->service_name, pp->v, pp->n};
 
-	return pyroscope_put(d->spool, d->path, d->url, pb->p, pb->n, &m);
+	return pyroscope_put(d->spool, d->path, d->url, outdir, pb->p, pb->n, &m);
 }
 
 /* A window to one destination: its profile.pb.gz, as the kind's requests
@@ -538,7 +538,7 @@ static int push_emit(struct sink *k, const struct window *w)
 	else if ((e = dest_procs_of(ri, &pp)))
 		err("push %s: %s; nothing sent", d->url, strerror(-e));
 	else
-		e = d->kind->put(d, &pb, &pp);
+		e = d->kind->put(d, ri->outdir, &pb, &pp);
 	dest_procs_free(&pp);
 	free(pb.p);
 	return e;

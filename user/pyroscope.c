@@ -72,14 +72,15 @@ static int put_part(void *ctx, const struct pyro_part *p)
 	return 0;
 }
 
-int pyroscope_put(struct spool *sp, const char *path, const char *url, const void *pb, size_t n,
-		  const struct pyro_meta *m)
+int pyroscope_put(struct spool *sp, const char *path, const char *url, const char *outdir,
+		  const void *pb, size_t n, const struct pyro_meta *m)
 {
 	struct putting s = {.sp = sp, .path = path, .url = url};
 	int e = pyro_split(pb, n, m, put_part, &s);
 
 	if (e == -EINVAL)
-		err("push %s: profile.pb.gz: not a profile this tool wrote; nothing sent", url);
+		err("push %s: %s/profile.pb.gz: not a profile this tool wrote; nothing sent", url,
+		    outdir);
 	else if (e)
 		err("push %s: %s; %zu process%s of the window spooled", url, strerror(-e), s.parts,
 		    s.parts == 1 ? "" : "es");

@@ -14,10 +14,11 @@
 #include "formats/pyroscope.h"
 #include "user/spool.h"
 
-/* The window's profile (pb, n bytes, uncompressed) as requests to path
- * ("/ingest" or the URL's own) into sp, a process each. 0, or -errno said
- * naming url (a request the spool dropped: its error, the others put). */
-int pyroscope_put(struct spool *sp, const char *path, const char *url, const void *pb, size_t n,
-		  const struct pyro_meta *m);
+/* The window's profile (pb, n bytes, uncompressed, read from outdir) as
+ * requests to path ("/ingest" or the URL's own) into sp, a process each.
+ * 0, or -errno said naming url (a request the spool dropped: its error,
+ * the others put). */
+int pyroscope_put(struct spool *sp, const char *path, const char *url, const char *outdir,
+		  const void *pb, size_t n, const struct pyro_meta *m);
 
 #endif
