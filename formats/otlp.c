@@ -9,369 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "formats/otlp.h"
+#include "formats/pprof_in.h"
 #include "formats/protobuf.h"
-
-/* ---- the pprof profile, read in place ---- */
-
-struct pstr {
-	const char *p;
-	size_t n;
-};
-struct plabel {
-	uint64_t key, str, unit;
-	int64_t num;
-};
-struct psample {
-	size_t loc0, nlocs, val0, nvals, lab0, nlabs;
-	int64_t pid;
-	bool has_pid;
-};
-struct pmapping {
-	uint64_t id, start, limit, offset, file, build_id;
-};
-struct plocation {
-	uint64_t id, mapping, address;
-	size_t line0, nlines;
-};
-struct pline {
-	uint64_t function;
-	int64_t line;
-};
-struct pfunction {
-	uint64_t id, name, system_name, filename;
-};
-struct pvtype {
-	uint64_t type, unit;
-};
-
-struct pprof_in {
-	VEC(struct pstr) strings;
-	VEC(struct pvtype) types;
-	VEC(struct psample) samples;
-	VEC(uint64_t) locids;
-	VEC(int64_t) values;
-	VEC(struct plabel) labels;
-	VEC(struct pmapping) mappings;
-	VEC(struct plocation) locations;
-	VEC(struct pline) lines;
-	VEC(struct pfunction) functions;
-	struct idtab map_ix, loc_ix, fn_ix; /* index by id */
-	struct pvtype period_type;
-	int64_t period, time_ns, duration_ns;
-};
-
-static void pin_free(struct pprof_in *in)
-{
-	free(in->strings.v);
-	free(in->types.v);
-	free(in->samples.v);
-	free(in->locids.v);
-	free(in->values.v);
-	free(in->labels.v);
-	free(in->mappings.v);
-	free(in->locations.v);
-	free(in->lines.v);
-	free(in->functions.v);
-	idtab_free(&in->map_ix);
-	idtab_free(&in->loc_ix);
-	idtab_free(&in->fn_ix);
-}
-
-static int read_vtype(const struct pb_field *f, struct pvtype *t)
-{
-	struct pb_reader r = pb_sub(f);
-	struct pb_field g;
-
-	while (pb_next(&r, &g))
-		if (g.field == 1 && g.wire == PB_VARINT)
-			t->type = g.v;
-		else if (g.field == 2 && g.wire == PB_VARINT)
-			t->unit = g.v;
-	return r.err;
-}
-
-static int read_label(const struct pb_field *f, struct pprof_in *in)
-{
-	struct pb_reader r = pb_sub(f);
-	struct pb_field g;
-	struct plabel l = {0};
-
-	while (pb_next(&r, &g)) {
-		if (g.wire != PB_VARINT)
-			continue;
-		if (g.field == 1)
-			l.key = g.v;
-		else if (g.field == 2)
-			l.str = g.v;
-		else if (g.field == 3)
-			l.num = (int64_t)g.v;
-		else if (g.field == 4)
-			l.unit = g.v;
-	}
-	return r.err ? r.err : VEC_PUSH(in->labels, l);
-}
-
-static int read_sample(const struct pb_field *f, struct pprof_in *in)
-{
-	struct pb_reader r = pb_sub(f);
-	struct pb_field g;
-	struct psample s = {in->locids.n, 0, in->values.n, 0, in->labels.n, 0, 0, false};
-	int err = 0;
-
-	while (!err && pb_next(&r, &g)) {
-		struct pb_values it = pb_values(&g);
-		uint64_t v;
-
-		if (g.field == 1)
-			while (!err && pb_values_next(&it, &v))
-				err = VEC_PUSH(in->locids, v);
-		else if (g.field == 2)
-			while (!err && pb_values_next(&it, &v))
-				err = VEC_PUSH(in->values, (int64_t)v);
-		else if (g.field == 3 && g.wire == PB_LEN)
-			err = read_label(&g, in);
-		if (!err && (g.field == 1 || g.field == 2))
-			err = it.r.err;
-	}
-	if (err || r.err)
-		return err ? err : r.err;
-	s.nlocs = in->locids.n - s.loc0;
-	s.nvals = in->values.n - s.val0;
-	s.nlabs = in->labels.n - s.lab0;
-	return VEC_PUSH(in->samples, s);
-}
-
-static bool id_eq_map(const void *ctx, uint32_t i, const void *key)
-{
-	return ((const struct pprof_in *)ctx)->mappings.v[i].id == *(const uint64_t *)key;
-}
-static bool id_eq_loc(const void *ctx, uint32_t i, const void *key)
-{
-	return ((const struct pprof_in *)ctx)->locations.v[i].id == *(const uint64_t *)key;
-}
-static bool id_eq_fn(const void *ctx, uint32_t i, const void *key)
-{
-	return ((const struct pprof_in *)ctx)->functions.v[i].id == *(const uint64_t *)key;
-}
-
-/* The index of an id in its table, or UINT32_MAX. */
-static uint32_t find_id(const struct pprof_in *in, const struct idtab *t, idtab_eq_fn eq,
-			uint64_t id)
-{
-	return idtab_find(t, hash_u64(id), eq, in, &id);
-}
-
-/* Adds an id's index; a second entry of the same id is malformed. */
-static int index_id(struct pprof_in *in, struct idtab *t, idtab_eq_fn eq, uint64_t id, size_t i)
-{
-	if (!id || find_id(in, t, eq, id) != UINT32_MAX)
-		return -EINVAL;
-	return idtab_insert(t, hash_u64(id), (uint32_t)i);
-}
-
-static int read_mapping(const struct pb_field *f, struct pprof_in *in)
-{
-	struct pb_reader r = pb_sub(f);
-	struct pb_field g;
-	struct pmapping m = {0};
-
-	while (pb_next(&r, &g)) {
-		if (g.wire != PB_VARINT)
-			continue;
-		switch (g.field) {
-		case 1:
-			m.id = g.v;
-			break;
-		case 2:
-			m.start = g.v;
-			break;
-		case 3:
-			m.limit = g.v;
-			break;
-		case 4:
-			m.offset = g.v;
-			break;
-		case 5:
-			m.file = g.v;
-			break;
-		case 6:
-			m.build_id = g.v;
-			break;
-		}
-	}
-	if (r.err || VEC_PUSH(in->mappings, m))
-		return r.err ? r.err : -ENOMEM;
-	return index_id(in, &in->map_ix, id_eq_map, m.id, in->mappings.n - 1);
-}
-
-static int read_location(const struct pb_field *f, struct pprof_in *in)
-{
-	struct pb_reader r = pb_sub(f);
-	struct pb_field g;
-	struct plocation l = {0, 0, 0, in->lines.n, 0};
-
-	while (pb_next(&r, &g)) {
-		if (g.field == 1 && g.wire == PB_VARINT)
-			l.id = g.v;
-		else if (g.field == 2 && g.wire == PB_VARINT)
-			l.mapping = g.v;
-		else if (g.field == 3 && g.wire == PB_VARINT)
-			l.address = g.v;
-		else if (g.field == 4 && g.wire == PB_LEN) {
-			struct pb_reader lr = pb_sub(&g);
-			struct pb_field h;
-			struct pline ln = {0, 0};
-
-			while (pb_next(&lr, &h))
-				if (h.field == 1 && h.wire == PB_VARINT)
-					ln.function = h.v;
-				else if (h.field == 2 && h.wire == PB_VARINT)
-					ln.line = (int64_t)h.v;
-			if (lr.err)
-				return lr.err;
-			if (VEC_PUSH(in->lines, ln))
-				return -ENOMEM;
-		}
-	}
-	if (r.err)
-		return r.err;
-	l.nlines = in->lines.n - l.line0;
-	if (VEC_PUSH(in->locations, l))
-		return -ENOMEM;
-	return index_id(in, &in->loc_ix, id_eq_loc, l.id, in->locations.n - 1);
-}
-
-static int read_function(const struct pb_field *f, struct pprof_in *in)
-{
-	struct pb_reader r = pb_sub(f);
-	struct pb_field g;
-	struct pfunction fn = {0};
-
-	while (pb_next(&r, &g)) {
-		if (g.wire != PB_VARINT)
-			continue;
-		if (g.field == 1)
-			fn.id = g.v;
-		else if (g.field == 2)
-			fn.name = g.v;
-		else if (g.field == 3)
-			fn.system_name = g.v;
-		else if (g.field == 4)
-			fn.filename = g.v;
-	}
-	if (r.err || VEC_PUSH(in->functions, fn))
-		return r.err ? r.err : -ENOMEM;
-	return index_id(in, &in->fn_ix, id_eq_fn, fn.id, in->functions.n - 1);
-}
-
-/* Every string index in range, every id known; the samples' pids. */
-static int pin_check(struct pprof_in *in)
-{
-	size_t ns = in->strings.n, i, j;
-
-#define STR_OK(x) ((x) < ns)
-	if (!STR_OK(in->period_type.type) || !STR_OK(in->period_type.unit))
-		return -EINVAL;
-	for (i = 0; i < in->types.n; i++)
-		if (!STR_OK(in->types.v[i].type) || !STR_OK(in->types.v[i].unit))
-			return -EINVAL;
-	for (i = 0; i < in->mappings.n; i++)
-		if (!STR_OK(in->mappings.v[i].file) || !STR_OK(in->mappings.v[i].build_id))
-			return -EINVAL;
-	for (i = 0; i < in->functions.n; i++) {
-		const struct pfunction *f = &in->functions.v[i];
-
-		if (!STR_OK(f->name) || !STR_OK(f->system_name) || !STR_OK(f->filename))
-			return -EINVAL;
-	}
-	for (i = 0; i < in->locations.n; i++) {
-		const struct plocation *l = &in->locations.v[i];
-
-		if (l->mapping && find_id(in, &in->map_ix, id_eq_map, l->mapping) == UINT32_MAX)
-			return -EINVAL;
-		for (j = 0; j < l->nlines; j++)
-			if (find_id(in, &in->fn_ix, id_eq_fn, in->lines.v[l->line0 + j].function) ==
-			    UINT32_MAX)
-				return -EINVAL;
-	}
-	for (i = 0; i < in->samples.n; i++) {
-		struct psample *s = &in->samples.v[i];
-
-		if (s->nvals != in->types.n)
-			return -EINVAL;
-		for (j = 0; j < s->nlocs; j++)
-			if (find_id(in, &in->loc_ix, id_eq_loc, in->locids.v[s->loc0 + j]) ==
-			    UINT32_MAX)
-				return -EINVAL;
-		for (j = 0; j < s->nlabs; j++) {
-			const struct plabel *l = &in->labels.v[s->lab0 + j];
-			const struct pstr *k;
-
-			if (!STR_OK(l->key) || !STR_OK(l->str) || !STR_OK(l->unit))
-				return -EINVAL;
-			k = &in->strings.v[l->key];
-			if (k->n == 3 && !memcmp(k->p, "pid", 3) && !l->str) {
-				s->pid = l->num;
-				s->has_pid = true;
-			}
-		}
-	}
-#undef STR_OK
-	return 0;
-}
-
-static int pin_read(const void *pb, size_t n, struct pprof_in *in)
-{
-	struct pb_reader r = pb_reader(pb, n);
-	struct pb_field f;
-	int err = 0;
-
-	while (!err && pb_next(&r, &f)) {
-		struct pvtype t = {0, 0};
-
-		if (f.wire == PB_LEN) {
-			switch (f.field) {
-			case 1:
-				err = read_vtype(&f, &t);
-				if (!err)
-					err = VEC_PUSH(in->types, t);
-				break;
-			case 2:
-				err = read_sample(&f, in);
-				break;
-			case 3:
-				err = read_mapping(&f, in);
-				break;
-			case 4:
-				err = read_location(&f, in);
-				break;
-			case 5:
-				err = read_function(&f, in);
-				break;
-			case 6:
-				err = VEC_PUSH(in->strings,
-					       ((struct pstr){(const char *)f.data, f.len}));
-				break;
-			case 11:
-				err = read_vtype(&f, &in->period_type);
-				break;
-			}
-		} else if (f.wire == PB_VARINT) {
-			if (f.field == 9)
-				in->time_ns = (int64_t)f.v;
-			else if (f.field == 10)
-				in->duration_ns = (int64_t)f.v;
-			else if (f.field == 12)
-				in->period = (int64_t)f.v;
-		}
-	}
-	if (!err)
-		err = r.err;
-	/* The string table starts with "", which index 0 means. */
-	if (!err && (!in->strings.n || in->strings.v[0].n))
-		err = -EINVAL;
-	return err ? err : pin_check(in);
-}
 
 /* ---- the request's dictionary, interned ---- */
 
@@ -517,13 +156,6 @@ static uint32_t pstr_ix(struct enc *e, uint64_t i)
 	return e->str_of[i];
 }
 
-static bool pstr_is(const struct pprof_in *in, uint64_t i, const char *s)
-{
-	size_t n = strlen(s);
-
-	return in->strings.v[i].n == n && !memcmp(in->strings.v[i].p, s, n);
-}
-
 /* An AnyValue: a string (field 1) or an int (field 3). */
 static void put_any_str(struct fmt_buf *b, unsigned field, const char *s, size_t n,
 			struct fmt_buf *sub)
@@ -557,34 +189,21 @@ static void put_kv_int(struct fmt_buf *b, const char *key, int64_t v, struct fmt
 	pb_msg(b, 1, kv);
 }
 
-static const struct otlp_process *find_proc(const struct otlp_meta *m, int64_t pid)
+const struct otlp_process *otlp_process_find(const struct otlp_process *v, size_t n, int64_t pid)
 {
 	size_t i;
 
-	for (i = 0; i < m->nprocs; i++)
-		if (m->procs[i].pid == pid)
-			return &m->procs[i];
+	for (i = 0; i < n; i++)
+		if (v[i].pid == pid)
+			return &v[i];
 	return NULL;
-}
-
-/* A sample's comm label, or "". */
-static struct pstr sample_comm(const struct pprof_in *in, const struct psample *s)
-{
-	size_t j;
-
-	for (j = 0; j < s->nlabs; j++) {
-		const struct plabel *l = &in->labels.v[s->lab0 + j];
-
-		if (l->str && pstr_is(in, l->key, "comm"))
-			return in->strings.v[l->str];
-	}
-	return (struct pstr){"", 0};
 }
 
 /* The Resource of a process: first, a group's first sample. */
 static void put_resource(struct enc *e, struct fmt_buf *b, const struct psample *first)
 {
-	const struct otlp_process *p = first->has_pid ? find_proc(e->m, first->pid) : NULL;
+	const struct otlp_process *p =
+	    first->has_pid ? otlp_process_find(e->m->procs, e->m->nprocs, first->pid) : NULL;
 	char name[256];
 	const char *base;
 
@@ -592,7 +211,7 @@ static void put_resource(struct enc *e, struct fmt_buf *b, const struct psample 
 		base = strrchr(p->exe_path, '/');
 		snprintf(name, sizeof(name), "%s", base ? base + 1 : p->exe_path);
 	} else {
-		struct pstr c = sample_comm(e->in, first);
+		struct pstr c = pprof_in_label(e->in, first, "comm");
 
 		snprintf(name, sizeof(name), "%.*s", (int)(c.n < 255 ? c.n : 255), c.p);
 	}
@@ -621,13 +240,13 @@ static uint32_t label_attr(struct enc *e, const struct plabel *l)
 	struct oattr a = {0, 0, 0, l->str != 0, l->num};
 	bool named = true;
 
-	if (pstr_is(in, l->key, "tid"))
+	if (pprof_in_str_is(in, l->key, "tid"))
 		a.key = dcstr(&e->d, "thread.id");
-	else if (pstr_is(in, l->key, "comm"))
+	else if (pprof_in_str_is(in, l->key, "comm"))
 		a.key = dcstr(&e->d, "thread.name");
-	else if (pstr_is(in, l->key, "cpu"))
+	else if (pprof_in_str_is(in, l->key, "cpu"))
 		a.key = dcstr(&e->d, "cpu.logical_number");
-	else if (pstr_is(in, l->key, "offcpu"))
+	else if (pprof_in_str_is(in, l->key, "offcpu"))
 		a.key = dcstr(&e->d, "bpftrace_rec.offcpu");
 	else {
 		a.key = pstr_ix(e, l->key);
@@ -651,11 +270,11 @@ static void put_sample(struct enc *e, struct fmt_buf *b, const struct psample *s
 	/* pprof location ids to the dictionary's indices (location i is
 	 * entry i + 1); a stack deeper than any the recorder takes is cut. */
 	for (j = 0; j < s->nlocs && nl < sizeof(locs) / sizeof(locs[0]); j++)
-		locs[nl++] = find_id(in, &in->loc_ix, id_eq_loc, in->locids.v[s->loc0 + j]) + 1;
+		locs[nl++] = pprof_in_location(in, in->locids.v[s->loc0 + j]) + 1;
 	for (j = 0; j < s->nlabs && na < sizeof(attrs) / sizeof(attrs[0]); j++) {
 		const struct plabel *l = &in->labels.v[s->lab0 + j];
 
-		if (!pstr_is(in, l->key, "pid"))
+		if (!pprof_in_str_is(in, l->key, "pid"))
 			attrs[na++] = label_attr(e, l);
 	}
 	pb_uint(&e->s4, 1, dstack(&e->d, locs, nl));
@@ -759,12 +378,12 @@ static void put_dictionary(struct enc *e, struct fmt_buf *out)
 		const struct plocation *l = &in->locations.v[i];
 
 		if (l->mapping)
-			pb_uint(a, 1, find_id(in, &in->map_ix, id_eq_map, l->mapping) + 1);
+			pb_uint(a, 1, pprof_in_mapping(in, l->mapping) + 1);
 		pb_uint(a, 2, l->address);
 		for (j = 0; j < l->nlines; j++) {
 			const struct pline *ln = &in->lines.v[l->line0 + j];
 
-			pb_uint(b, 1, find_id(in, &in->fn_ix, id_eq_fn, ln->function) + 1);
+			pb_uint(b, 1, pprof_in_function(in, ln->function) + 1);
 			pb_uint(b, 2, (uint64_t)ln->line);
 			pb_msg(a, 3, b);
 		}
@@ -806,19 +425,6 @@ static void put_dictionary(struct enc *e, struct fmt_buf *out)
 	free(dict.p);
 }
 
-static int by_pid(const void *a, const void *b, void *ctx)
-{
-	const struct pprof_in *in = ctx;
-	const struct psample *x = &in->samples.v[*(const size_t *)a],
-			     *y = &in->samples.v[*(const size_t *)b];
-
-	if (x->has_pid != y->has_pid)
-		return x->has_pid ? 1 : -1;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
-}
-
 int otlp_from_pprof(const void *pb, size_t n, const struct otlp_meta *m, struct fmt_buf *out,
 		    struct otlp_stats *st)
 {
@@ -828,10 +434,10 @@ int otlp_from_pprof(const void *pb, size_t n, const struct otlp_meta *m, struct 
 	int err;
 
 	memset(st, 0, sizeof(*st));
-	err = pin_read(pb, n, &in);
+	err = pprof_in_read(pb, n, &in);
 	if (!err && !(e.str_of = calloc(in.strings.n, sizeof(*e.str_of))))
 		err = -ENOMEM;
-	if (!err && in.samples.n && !(order = calloc(in.samples.n, sizeof(*order))))
+	if (!err && !(order = pprof_in_by_pid(&in)))
 		err = -ENOMEM;
 	if (err)
 		goto out;
@@ -842,11 +448,7 @@ int otlp_from_pprof(const void *pb, size_t n, const struct otlp_meta *m, struct 
 	dattr(&e.d, (struct oattr){0});
 	for (i = 0; i < in.strings.n; i++)
 		e.str_of[i] = dstr(&e.d, in.strings.v[i].p, in.strings.v[i].n);
-	/* A process's samples together (qsort is not stable: ties by index). */
-	for (i = 0; i < in.samples.n; i++)
-		order[i] = i;
-	if (in.samples.n)
-		qsort_r(order, in.samples.n, sizeof(*order), by_pid, &in);
+	/* A process's samples together. */
 	for (g = i = 0; in.samples.n && i <= in.samples.n; i++) {
 		const struct psample *a = i < in.samples.n ? &in.samples.v[order[i]] : NULL,
 				     *b = &in.samples.v[order[g]];
@@ -871,7 +473,7 @@ out:
 	free(e.s3.p);
 	free(e.s4.p);
 	dict_free(&e.d);
-	pin_free(&in);
+	pprof_in_free(&in);
 	return err;
 }
 
@@ -999,7 +601,7 @@ static int read_profile(const struct pb_field *f, struct otlp_resource *res)
 		switch (g.field << 3 | g.wire) {
 		case 1 << 3 | PB_LEN:
 		case 5 << 3 | PB_LEN:
-			err = read_vtype(&g, &t);
+			err = pprof_in_vtype(&g, &t);
 			if (t.type > INT32_MAX || t.unit > INT32_MAX)
 				err = -EINVAL;
 			if (g.field == 1)

@@ -21,6 +21,9 @@ struct otlp_process {
 	const char *container_id; /* container.id; NULL: none */
 };
 
+/* The process of this pid in v[0..n), or NULL. */
+const struct otlp_process *otlp_process_find(const struct otlp_process *v, size_t n, int64_t pid);
+
 struct otlp_meta {
 	const char *host_name;	  /* host.name; NULL: left out */
 	const char *service_name; /* service.name; NULL: each process's executable name */

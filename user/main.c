@@ -96,7 +96,7 @@ static const struct argp_option opts[] = {
     {"fdr-buffer-size", OPT_FDR_BUFFER, "SIZE", 0, "Bytes per XRay buffer", 4},
     {"flight-recorder", OPT_FLIGHT, "SIZE", 0, "Keep the newest SIZE bytes of -t events a thread",
      4},
-    {"push", OPT_PUSH, "otlp=URL", 0, "Also send the profile to this OTLP receiver", 4},
+    {"push", OPT_PUSH, "KIND=URL", 0, "Also send the profile: otlp=URL, pyroscope=URL", 4},
     {"push-headers", OPT_PUSH_HEADERS, "FILE", 0, "--push credentials: HTTP headers, a line each",
      4},
     {"service-name", OPT_SERVICE_NAME, "NAME", 0, "--push's service.name (default: the program)",

@@ -15,6 +15,7 @@
 #include "user/outdir.h"
 #include "user/proc.h"
 #include "user/push.h"
+#include "user/pyroscope.h"
 #include "user/sink.h"
 #include "user/spool.h"
 #include "user/util.h"
@@ -29,6 +30,16 @@
 #define STOP_GRACE_NS	  (10 * 1000000000ULL)
 #define OTLP_CONTENT_TYPE "application/x-protobuf"
 
+/* What the recorder still holds of the processes: each one's program path
+ * and, for those still running, its container; and the host's name ("":
+ * unknown). */
+struct push_procs {
+	struct otlp_process *v;
+	char (*ids)[65]; /* the container ids v points to */
+	size_t n;
+	char host[sizeof(((struct utsname *)0)->nodename)];
+};
+
 /* What the destinations share: the credentials, the names; freed with the
  * last of their sinks. */
 struct push {
@@ -38,9 +49,24 @@ struct push {
 	int refs;
 };
 
+struct push_sink;
+struct push_procs;
+struct push_kind {
+	const char *name;	  /* --push's KIND=URL; the spool directory's prefix */
+	const char *default_path; /* what an URL without a path gets */
+	bool query_ok;		  /* may the URL hold a query */
+	bool otlp_answer;	  /* a 2xx answer is OTLP's, that says what it took */
+	const struct sink_ops *ops;
+	/* A window's profile (pb, uncompressed) as the kind's requests into
+	 * d's spool: 0 or -errno, said. */
+	int (*put)(const struct push_sink *d, const char *outdir, const struct fmt_buf *pb,
+		   const struct push_procs *pp);
+};
+
 /* A destination: one sink, and its spool (user/spool.h). */
 struct push_sink {
 	struct sink base;
+	const struct push_kind *kind;
 	struct push *push;
 	char *url;	  /* with the OTLP path: for messages */
 	char *origin;	  /* scheme://host[:port], that a spooled path goes after */
@@ -184,17 +210,18 @@ static bool url_chars_ok(const char *url)
 	return true;
 }
 
-/* "otlp=URL": http or https; an URL with no path gets OTLP's profiles
- * path, as OTEL_EXPORTER_OTLP_ENDPOINT does. The URL to post to, or NULL
- * after an error. */
-static char *dest_url(const char *spec)
+/* "KIND=URL": http or https with a host; an URL with no path gets path
+ * (OTLP's profiles path, as OTEL_EXPORTER_OTLP_ENDPOINT does, or
+ * Pyroscope's /ingest). The URL to post to (malloc'ed), or NULL after an
+ * error naming spec. */
+static char *dest_url(const char *spec, const char *kind, const char *path)
 {
-	const char *url = spec + 5, *host, *slash;
-	size_t n, cap;
+	size_t klen = strlen(kind), n, cap;
+	const char *url = spec + klen + 1, *host, *slash;
 	char *out;
 
-	if (strncmp(spec, "otlp=", 5)) {
-		err("--push %s: expected otlp=URL", spec);
+	if (strncmp(spec, kind, klen) || spec[klen] != '=') {
+		err("--push %s: expected %s=URL", spec, kind);
 		return NULL;
 	}
 	if (!strncmp(url, "http://", 7))
@@ -211,20 +238,23 @@ static char *dest_url(const char *spec)
 		return NULL;
 	}
 	slash = strchr(host, '/');
-	cap = n + sizeof(OTLP_PROFILES_PATH);
+	cap = n + strlen(path) + 1;
 	if ((out = malloc(cap)))
 		snprintf(out, cap, "%.*s%s",
 			 (int)(slash && slash[1] ? n
 			       : slash		 ? n - 1
 						 : n),
-			 url, slash && slash[1] ? "" : OTLP_PROFILES_PATH);
+			 url, slash && slash[1] ? "" : path);
 	return out;
 }
 
-static bool loopback(const char *url)
+static bool loopback(const char *spec)
 {
-	const char *h = strstr(url, "://") + 3;
+	const char *h = strstr(spec, "://");
 
+	if (!h)
+		return false;
+	h += 3;
 	return !strncmp(h, "127.", 4) || !strncmp(h, "localhost", 9) || !strncmp(h, "[::1]", 5);
 }
 
@@ -237,8 +267,9 @@ static void push_unref(struct push *p)
 	curl_global_cleanup();
 }
 
-/* profile.pb.gz as written, decompressed, read relative to the directory
- * opened at the start (never by path). 0 or -errno. */
+/* profile.pb.gz as written, decompressed, read relative to the output
+ * directory opened at the start (never by path), appended to b. 0 or
+ * -errno. */
 static int read_profile(const struct run_info *ri, struct fmt_buf *b)
 {
 	int fd = openat(ri->out->fd, "profile.pb.gz", O_RDONLY | O_NOFOLLOW | O_CLOEXEC), r, e = 0;
@@ -293,8 +324,8 @@ static size_t keep_answer(char *data, size_t size, size_t n, void *ctx)
 	return len;
 }
 
-/* The server's reason in an error answer: google.rpc.Status's message in a
- * protobuf answer, else the start of the body as text. */
+/* The server's reason in an error answer (c's, body): google.rpc.Status's
+ * message in a protobuf answer, else the body's first line, sanitized. */
 static void answer_reason(CURL *c, const struct fmt_buf *body, char *out, size_t cap)
 {
 	char *type = NULL;
@@ -310,6 +341,33 @@ static void answer_reason(CURL *c, const struct fmt_buf *body, char *out, size_t
 	for (n = 0; n < body->n && body->p[n] != '\r' && body->p[n] != '\n'; n++)
 		;
 	fmt_sanitize(out, cap, body->n ? (const char *)body->p : "", n);
+}
+
+/* An easy handle for url with the push's options (the certificate
+ * verified, no redirect): the answer's body kept in answer (its first 64
+ * KiB), libcurl's reason in errbuf. NULL on ENOMEM. */
+static CURL *curl_for(const char *url, const struct curl_slist *headers, struct fmt_buf *answer,
+		      char errbuf[CURL_ERROR_SIZE])
+{
+	CURL *c = curl_easy_init();
+
+	if (!c)
+		return NULL;
+	errbuf[0] = 0;
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, keep_answer);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, answer);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "bpftrace-rec");
+	return c;
 }
 
 /* The spool's sender: the deadline of a stop, checked as the transfer
@@ -333,43 +391,28 @@ static enum spool_result send_one(void *ctx, const struct spool_req *r,
 	struct fmt_buf answer = {0};
 	struct curl_slist *h = NULL, *l;
 	enum spool_result res = SPOOL_RETRY;
-	CURL *c = curl_easy_init();
+	CURL *c = NULL;
 	size_t n;
 	CURLcode cr;
 	long code = 0;
 
 	n = strlen(d->origin) + strlen(r->path) + 1;
-	if (c && (url = malloc(n)))
+	if ((url = malloc(n)))
 		snprintf(url, n, "%s%s", d->origin, r->path);
 	/* The credentials, then this request's Content-Type. */
 	snprintf(ctype, sizeof(ctype), "Content-Type: %s", r->content_type);
 	for (l = d->push->headers; url && l; l = l->next)
 		if (!(h = curl_slist_append(h, l->data)))
 			break;
-	if (!url || (d->push->headers && !h) || !(l = curl_slist_append(h, ctype))) {
+	if (!url || (d->push->headers && !h) || !(l = curl_slist_append(h, ctype)) ||
+	    !(c = curl_for(url, (h = l), &answer, errbuf))) {
 		warn("push %s: out of memory; tried again later", d->url);
 		curl_slist_free_all(h);
 		free(url);
-		if (c)
-			curl_easy_cleanup(c);
 		return SPOOL_RETRY;
 	}
-	h = l;
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, r->body);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->len);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, keep_answer);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &answer);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "bpftrace-rec");
 	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, past_deadline);
 	curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)deadline_ns);
@@ -396,7 +439,10 @@ static enum spool_result send_one(void *ctx, const struct spool_req *r,
 	} else {
 		int64_t rejected = 0;
 
-		if (otlp_decode_response(answer.p, answer.n, &rejected, reason, sizeof(reason)))
+		if (!d->kind->otlp_answer)
+			; /* Pyroscope's 200 says nothing more */
+		else if (otlp_decode_response(answer.p, answer.n, &rejected, reason,
+					      sizeof(reason)))
 			warn("push %s: HTTP %ld with an answer that is not OTLP's", d->url, code);
 		else if (rejected || reason[0])
 			warn("push %s: the receiver rejected %" PRId64 " profiles%s%s", d->url,
@@ -411,57 +457,90 @@ static enum spool_result send_one(void *ctx, const struct spool_req *r,
 	return res;
 }
 
-/* A window to one destination: its profile.pb.gz, as OTLP. */
-static int push_emit(struct sink *k, const struct window *w)
+static void dest_procs_free(struct push_procs *pp)
 {
-	const struct push_sink *d = (const struct push_sink *)k;
-	const struct run_info *ri = w->ri;
-	struct fmt_buf pb = {0}, req = {0};
-	struct otlp_process *procs = NULL;
-	char(*ids)[65] = NULL, host[sizeof(((struct utsname *)0)->nodename)] = "";
-	struct otlp_meta m = {NULL, d->push->service_name, d->push->version, NULL, 0};
-	struct otlp_stats st;
+	free(pp->v);
+	free(pp->ids);
+}
+
+/* 0 or -ENOMEM (pp empty: dest_procs_free may be called either way). */
+static int dest_procs_of(const struct run_info *ri, struct push_procs *pp)
+{
 	struct utsname u;
 	size_t i, n = ri->procs->v.n;
-	int e;
 
-	e = read_profile(ri, &pb);
-	if (e) {
-		err("push %s: %s/profile.pb.gz: %s; nothing sent", d->url, ri->outdir,
-		    strerror(-e));
-		free(pb.p);
-		return e;
-	}
-	if (!uname(&u)) {
-		snprintf(host, sizeof(host), "%s", u.nodename);
-		m.host_name = host;
-	}
+	memset(pp, 0, sizeof(*pp));
+	if (!uname(&u))
+		snprintf(pp->host, sizeof(pp->host), "%s", u.nodename);
 	/* What the processes still held say of themselves: their program's
 	 * path, and the container of those still running (an exited one's
 	 * pid may be another's now). */
-	procs = calloc(n ? n : 1, sizeof(*procs));
-	ids = calloc(n ? n : 1, sizeof(*ids));
-	for (i = 0; procs && ids && i < n; i++) {
+	pp->v = calloc(n ? n : 1, sizeof(*pp->v));
+	pp->ids = calloc(n ? n : 1, sizeof(*pp->ids));
+	if (!pp->v || !pp->ids) {
+		dest_procs_free(pp);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
 		const struct proc *pr = ri->procs->v.v[i];
 
-		procs[m.nprocs].pid = pr->pid;
-		procs[m.nprocs].exe_path = pr->exe;
-		if (!pr->exited && container_of(pr->pid, ids[m.nprocs]))
-			procs[m.nprocs].container_id = ids[m.nprocs];
-		m.nprocs++;
+		pp->v[pp->n].pid = pr->pid;
+		pp->v[pp->n].exe_path = pr->exe;
+		if (!pr->exited && container_of(pr->pid, pp->ids[pp->n]))
+			pp->v[pp->n].container_id = pp->ids[pp->n];
+		pp->n++;
 	}
-	m.procs = procs;
-	e = procs && ids ? otlp_from_pprof(pb.p, pb.n, &m, &req, &st) : -ENOMEM;
+	return 0;
+}
+
+/* A window as OTLP: one request. Says what went wrong. */
+static int otlp_put(const struct push_sink *d, const char *outdir, const struct fmt_buf *pb,
+		    const struct push_procs *pp)
+{
+	struct otlp_meta m = {pp->host[0] ? pp->host : NULL, d->push->service_name,
+			      d->push->version, pp->v, pp->n};
+	struct fmt_buf req = {0};
+	struct otlp_stats st;
+	int e = otlp_from_pprof(pb->p, pb->n, &m, &req, &st);
+
 	if (e)
-		err("push %s: %s/profile.pb.gz: %s; nothing sent", d->url, ri->outdir,
+		err("push %s: %s/profile.pb.gz: %s; nothing sent", d->url, outdir,
 		    e == -EINVAL ? "not a profile this tool wrote" : strerror(-e));
 	else
 		e = spool_put(d->spool,
 			      &(struct spool_req){OTLP_CONTENT_TYPE, d->path, req.p, req.n});
-	free(procs);
-	free(ids);
-	free(pb.p);
 	free(req.p);
+	return e;
+}
+
+/* A window as Pyroscope's: a request per process (user/pyroscope.h). */
+static int pyro_put(const struct push_sink *d, const char *outdir, const struct fmt_buf *pb,
+		    const struct push_procs *pp)
+{
+	struct pyro_meta m = {pp->host[0] ? pp->host : NULL, d->push->service_name, pp->v, pp->n};
+
+	return pyroscope_put(d->spool, d->path, d->url, outdir, pb->p, pb->n, &m);
+}
+
+/* A window to one destination: its profile.pb.gz, as the kind's requests
+ * into the spool. */
+static int push_emit(struct sink *k, const struct window *w)
+{
+	const struct push_sink *d = (const struct push_sink *)k;
+	const struct run_info *ri = w->ri;
+	struct fmt_buf pb = {0};
+	struct push_procs pp = {0};
+	int e;
+
+	if ((e = read_profile(ri, &pb)))
+		err("push %s: %s/profile.pb.gz: %s; nothing sent", d->url, ri->outdir,
+		    strerror(-e));
+	else if ((e = dest_procs_of(ri, &pp)))
+		err("push %s: %s; nothing sent", d->url, strerror(-e));
+	else
+		e = d->kind->put(d, ri->outdir, &pb, &pp);
+	dest_procs_free(&pp);
+	free(pb.p);
 	return e;
 }
 
@@ -504,7 +583,17 @@ static void push_sink_free(struct sink *k)
 	free(d);
 }
 
-static const struct sink_ops push_ops = {"otlp", push_emit, push_finish, push_json, push_sink_free};
+static const struct sink_ops otlp_ops = {"otlp", push_emit, push_finish, push_json, push_sink_free};
+static const struct sink_ops pyro_ops = {"pyroscope", push_emit, push_finish, push_json,
+					 push_sink_free};
+
+/* The kinds of destination: each builds a window's requests, and the spool
+ * sends them alike. */
+static const struct push_kind kinds[] = {
+    {"otlp", OTLP_PROFILES_PATH, true, true, &otlp_ops, otlp_put},
+    /* The query is this kind's to write. */
+    {"pyroscope", "/ingest", false, false, &pyro_ops, pyro_put},
+};
 
 /* The spool's directory name: the kind, host and port, and a hash of the
  * whole URL (two paths on one host are two spools), the same at every
@@ -514,7 +603,7 @@ static void spool_name(const struct push_sink *d, char *out, size_t cap)
 	const char *h = strstr(d->url, "://") + 3;
 	size_t i, o = 0;
 
-	o = (size_t)snprintf(out, cap, "otlp-");
+	o = (size_t)snprintf(out, cap, "%s-", d->kind->name);
 	for (i = 0; h + i < d->path && o + 1 < cap && i < 64; i++)
 		out[o++] = isalnum((unsigned char)h[i]) || h[i] == '.' || h[i] == '-' ? h[i] : '_';
 	snprintf(out + o, cap - o, "-%08" PRIx64, hash_bytes(d->url, strlen(d->url)) & 0xffffffffu);
@@ -540,15 +629,36 @@ int push_sinks_add(const struct push_config *c, struct sinks *sinks)
 	p->version = c->version;
 	e = c->headers_file ? read_headers_file(p, c->headers_file) : read_headers_env(p);
 	for (i = 0; i < c->ndests && !e; i++) {
-		struct push_sink *d = calloc(1, sizeof(*d));
+		const char *spec = c->dests[i];
+		const struct push_kind *kind = NULL;
+		struct push_sink *d;
 		char name[128];
+		size_t j;
 
-		if (!d || !(d->url = dest_url(c->dests[i]))) {
+		for (j = 0; j < sizeof(kinds) / sizeof(kinds[0]) && !kind; j++)
+			if (!strncmp(spec, kinds[j].name, strlen(kinds[j].name)) &&
+			    spec[strlen(kinds[j].name)] == '=')
+				kind = &kinds[j];
+		if (!kind) {
+			err("--push %s: expected otlp=URL or pyroscope=URL", spec);
+			e = -EINVAL;
+			break;
+		}
+		if (!(d = calloc(1, sizeof(*d))) ||
+		    !(d->url = dest_url(spec, kind->name, kind->default_path))) {
 			e = d ? -EINVAL : -ENOMEM;
 			free(d);
 			break;
 		}
-		d->base.ops = &push_ops;
+		if (!kind->query_ok && strpbrk(d->url, "?#")) {
+			err("--push %s: a Pyroscope URL takes no query or fragment", spec);
+			free(d->url);
+			free(d);
+			e = -EINVAL;
+			break;
+		}
+		d->base.ops = kind->ops;
+		d->kind = kind;
 		d->push = p;
 		p->refs++;
 		/* The URL is checked (dest_url): a host, then its path. */

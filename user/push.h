@@ -1,6 +1,8 @@
 /* --push: the recording sent, once its files are written, to receivers
  * over HTTP(S) with libcurl: OTLP profiles (formats/otlp.c) to an
- * OpenTelemetry Collector's /v1development/profiles. The profile sent is
+ * OpenTelemetry Collector's /v1development/profiles, or pprof to a
+ * Pyroscope's /ingest (user/pyroscope.h), each destination's requests
+ * through its spool (user/spool.h). The profile sent is
  * profile.pb.gz as written, read back from the output directory: what is
  * pushed is what is on disk. Credentials (HTTP headers) come from a file
  * (--push-headers) or the environment (OTEL_EXPORTER_OTLP_PROFILES_HEADERS,
@@ -15,7 +17,7 @@
 #define PUSH_MAX 8
 
 struct push_config {
-	const char *dests[PUSH_MAX]; /* "otlp=URL" */
+	const char *dests[PUSH_MAX]; /* "otlp=URL", "pyroscope=URL" */
 	int ndests;
 	const char *headers_file; /* --push-headers; NULL: the environment's */
 	const char *service_name; /* --service-name; NULL: each process's program */

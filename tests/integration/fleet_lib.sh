@@ -15,9 +15,36 @@ fleet_build() { # TESTNAME...: sets OTELCOL, or fails them all and exits
 	echo "Collector ready in $((SECONDS - t0)) s (built or cached: $OTELCOL)" >&2
 }
 
-# A free loopback port: the kernel's choice, so that developers' and CI's
-# runs on one machine do not meet.
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# tests/fleet/pyroingest, the test receiver of Pyroscope's /ingest (standard
+# library only), built with Go 1.26 by its path as the Collector is, once per
+# build directory; RECV set. Or fails TESTNAME... and exits.
+pyroingest_build() {
+	local t
+	RECV=$ROOT/build/fleet/pyroingest
+	[[ -x $RECV && ! $ROOT/tests/fleet/pyroingest/main.go -nt $RECV ]] && return 0
+	mkdir -p "$ROOT/build/fleet"
+	if ! (cd "$ROOT/tests/fleet" && GOCACHE=$ROOT/build/fleet/go-cache \
+		GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0 \
+		"${FLEET_GO:-/usr/local/go/bin/go}" build -trimpath -o "$RECV.tmp" ./pyroingest &&
+		mv "$RECV.tmp" "$RECV") > "$TMP/build.log" 2>&1; then
+		for t in "$@"; do
+			fail "$t" "the test receiver did not build: $(tail -n 3 "$TMP/build.log" | tr '\n' ' ')"
+		done
+		exit 0
+	fi
+}
+
+# start_receiver DIR [ARGS...]: pyroingest keeping what it gets in DIR (ARGS:
+# e.g. -addr 127.0.0.1:PORT, -token T); its port in PORT, pid in RPID.
+start_receiver() {
+	local dir=$1 _
+	shift
+	mkdir -p "$dir"
+	"$RECV" -dir "$dir" "$@" > "$dir.out" 2> "$dir.log" &
+	RPID=$!
+	for _ in $(seq 50); do grep -q listening "$dir.out" && break; sleep 0.1; done
+	PORT=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$dir.out")
+}
 
 # collector_start PORT DIR: the Collector on 127.0.0.1:PORT, its profilefile
 # exporter writing each batch it gets into DIR (batch-N.json and

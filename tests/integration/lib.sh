@@ -49,6 +49,18 @@ require_tool() { # TOOL TESTNAME: 0 if present, else skip (fail in CI)
 pprof_flat() { # FUNC < pprof -top output
 	awk -v f="$1" '$NF == f && $2 ~ /%$/ { sub("%", "", $2); print $2; found = 1; exit } END { if (!found) print 0 }'
 }
+# A free loopback port: the kernel's choice, so that developers' and CI's
+# runs on one machine do not meet.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# pprof's view of a profile: per leaf function, its flat value of a sample
+# type, a line "NAME<TAB>VALUE" each; "TOTAL" the whole. Every node (no
+# count or fraction cut), so that sums over them are exact.
+pprof_leaves() { # FILE INDEX [UNIT]
+	"$PPROF" -top -nodecount=1000000 -nodefraction=0 -edgefraction=0 -sample_index="$2" \
+		${3:+-unit=$3} "$1" 2>/dev/null |
+		awk '/ of .* total/ { for (i = 1; i <= NF; i++) if ($i == "total") { t = $(i - 1); gsub(/[^0-9.]/, "", t); print "TOTAL\t" t } }
+		     $1 ~ /^[0-9]/ && $2 ~ /%$/ && $5 ~ /%$/ { v = $1; gsub(/[^0-9.]/, "", v); n = $6; for (i = 7; i <= NF; i++) n = n " " $i; print n "\t" v }'
+}
 # flat% of a function in `google-pprof --text` output.
 gpprof_flat() { # FUNC < google-pprof --text output
 	awk -v f="$1" '$NF == f && $2 ~ /%$/ { sub("%", "", $2); print $2; found = 1; exit } END { if (!found) print 0 }'

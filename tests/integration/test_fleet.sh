@@ -74,16 +74,9 @@ for f in sorted(glob.glob(sys.argv[1] + "/batch-*.summary.json")):
     out += json.load(open(f))["profiles"]
 json.dump(out, sys.stdout)
 PY
-# pprof's view of the same run: per leaf function, its count (samples) and
-# nanoseconds (cpu); "TOTAL" the whole.
-pprof_flat_all() { # INDEX [UNIT]: every node (no count or fraction cut)
-	"$PPROF" -top -nodecount=1000000 -nodefraction=0 -edgefraction=0 -sample_index="$1" \
-		${2:+-unit=$2} "$TMP/out/profile.pb.gz" 2>/dev/null |
-		awk '/ of .* total/ { for (i = 1; i <= NF; i++) if ($i == "total") { t = $(i - 1); gsub(/[^0-9.]/, "", t); print "TOTAL\t" t } }
-		     $1 ~ /^[0-9]/ && $2 ~ /%$/ && $5 ~ /%$/ { v = $1; gsub(/[^0-9.]/, "", v); n = $6; for (i = 7; i <= NF; i++) n = n " " $i; print n "\t" v }'
-}
-pprof_flat_all samples > "$TMP/pprof.samples"
-pprof_flat_all cpu ns > "$TMP/pprof.cpu"
+# pprof's view of the same run (lib.sh).
+pprof_leaves "$TMP/out/profile.pb.gz" samples > "$TMP/pprof.samples"
+pprof_leaves "$TMP/out/profile.pb.gz" cpu ns > "$TMP/pprof.cpu"
 
 # compare TYPE PPROF-FILE: the Collector's profiles of that sample type,
 # summed over resources, against pprof: "TOTAL" and every function.

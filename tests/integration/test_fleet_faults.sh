@@ -18,7 +18,10 @@
 #   there;
 # - bpftrace-rec killed with SIGKILL while its receiver is down, then started
 #   again: the windows it had spooled arrive first, in order, then the new
-#   run's.
+#   run's;
+# - --push pyroscope with its receiver (tests/fleet/pyroingest) killed for
+#   8 s mid-run, then started again on its port: every window's request
+#   arrives once, in order, with the window's samples.
 # BPFTRACE_REC_RETRY_MAX_S=2 caps the backoff (60 s by default) so that a
 # backlog goes out within the test's time.
 source "$(dirname "$0")/lib.sh"
@@ -26,9 +29,10 @@ source "$(dirname "$0")/fleet_lib.sh"
 
 ALL=(faults_outage_20s faults_outage_in_order faults_slow_backend_windows_on_time
 	faults_slow_backend_all_sent faults_401_said faults_401_not_retried faults_spool_full_dropped
-	faults_spool_full_rest_sent faults_sigkill_spool_sent)
+	faults_spool_full_rest_sent faults_sigkill_spool_sent faults_pyroscope_outage)
 require_bpf "${ALL[@]}"
 fleet_build "${ALL[@]}"
+pyroingest_build faults_pyroscope_outage
 export BPFTRACE_REC_RETRY_MAX_S=2
 
 "$WL/split" 300 > "$TMP/split.out" &
@@ -229,4 +233,51 @@ killed() {
 }
 fault_case faults_sigkill_spool_sent "bpftrace-rec killed (SIGKILL) with windows spooled for a receiver that is down, then started again" \
 	"the next start sends the spooled windows first, in order, then its own" killed
-kill $COL_PID $SPLIT 2> /dev/null
+kill $COL_PID 2> /dev/null
+wait $COL_PID 2> /dev/null
+
+# --- Pyroscope: its receiver killed for 8 s, then started again ---------------------------------
+PPORT=$(free_port)
+start_receiver "$TMP/pgot1" -addr "127.0.0.1:$PPORT"
+"$REC" -q -F 99 -p $SPLIT --window 2 -o "$TMP/o6" --push "pyroscope=http://127.0.0.1:$PPORT" \
+	> "$TMP/rec6.log" 2>&1 &
+REC6=$!
+sleep 5
+kill -9 $RPID
+wait $RPID 2> /dev/null
+sleep 8
+start_receiver "$TMP/pgot2" -addr "127.0.0.1:$PPORT"
+sleep 6
+kill -TERM $REC6
+wait $REC6
+rc=$?
+# Each request (a window's, one process) in the order received: its from
+# (the window's start, in whole seconds: 2 s windows have distinct ones)
+# and its samples as pprof reads them, against the windows recorded.
+pyro_arrived() {
+	local d f n
+	for d in "$TMP/pgot1" "$TMP/pgot2"; do
+		for ((n = 0; ; n++)); do
+			f=$d/req-$n.json
+			[ -f "$f" ] || break
+			echo "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["from"])' "$f")" \
+				"$(pprof_leaves "${f%.json}.pb.gz" samples | sed -n 's/^TOTAL\t//p')"
+		done
+	done > "$TMP/pseen"
+	python3 - "$TMP/o6" "$TMP/pseen" "$rc" <<'PY'
+import glob, json, sys
+want = []
+for f in sorted(glob.glob(sys.argv[1] + "/window-*/summary.json")):
+    s = json.load(open(f))
+    if s["samples"]:
+        want.append((s["start_time_ns"] // 10**9, s["samples"]))
+seen = [tuple(int(float(x)) for x in l.split()) for l in open(sys.argv[2]) if l.strip()]
+print("exit %s; %d windows recorded, %d requests arrived" % (sys.argv[3], len(want), len(seen)), file=sys.stderr)
+if seen != want:
+    print("  recorded (from, samples) %s\n  arrived %s" % (want, seen), file=sys.stderr)
+sys.exit(0 if sys.argv[3] == "0" and len(want) >= 8 and seen == want else 1)
+PY
+}
+fault_case faults_pyroscope_outage "--push pyroscope, 2 s windows, the receiver killed (SIGKILL) for 8 s, then started again on its port" \
+	"every window's request arrives once, in order, with the window's samples; exit 0" pyro_arrived
+kill $RPID $SPLIT 2> /dev/null

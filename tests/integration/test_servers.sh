@@ -9,8 +9,6 @@ source "$(dirname "$0")/lib.sh"
 ALL=(follow_nginx_workers follow_nginx_no_inherit follow_postgres_all offcpu_postgres_vs_offcputime)
 require_bpf "${ALL[@]}"
 
-# A free loopback TCP port.
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # The pids of PID's children.
 children() { ps -o pid= --ppid "$1" | tr -d ' ' | sort -n; }
 # The pids in summary.json's processes, with their samples and off-CPU ns.

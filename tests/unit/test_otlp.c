@@ -13,6 +13,7 @@
 #include "formats/otlp.h"
 #include "formats/pprof.h"
 #include "formats/protobuf.h"
+#include "pprofutil.h"
 
 static char dir[] = "/tmp/test_otlp.XXXXXX";
 
@@ -66,33 +67,6 @@ static struct pprof *build(bool offcpu)
 	s[1] = c;
 	CHECK(pprof_add_sample(p, s, 2, 10, lab, 4) == 0);
 	return p;
-}
-
-/* The profile as the push reads it: written gzipped, read back whole. */
-static unsigned char *pprof_bytes(struct pprof *p, size_t *n)
-{
-	char path[256];
-	unsigned char *buf = NULL;
-	size_t cap = 0;
-	gzFile z;
-	int fd, r;
-
-	snprintf(path, sizeof(path), "%s/p.pb.gz", dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	CHECK(fd >= 0 && pprof_write_fd(p, fd) == 0);
-	close(fd);
-	*n = 0;
-	z = gzopen(path, "rb");
-	CHECK(z);
-	do {
-		if (*n + 65536 > cap)
-			buf = realloc(buf, cap = (*n + 65536) * 2);
-		r = gzread(z, buf + *n, 65536);
-		if (r > 0)
-			*n += r;
-	} while (r > 0);
-	gzclose(z);
-	return buf;
 }
 
 static const char *str(const struct otlp_request *q, int32_t i)
@@ -161,7 +135,7 @@ static void round_trip(bool offcpu, const struct otlp_meta *m, struct otlp_reque
 {
 	struct pprof *p = build(offcpu);
 	size_t n;
-	unsigned char *pb = pprof_bytes(p, &n);
+	unsigned char *pb = pprof_bytes(p, dir, &n);
 	struct fmt_buf out = {0};
 	const char *why = NULL;
 	int err;
@@ -318,7 +292,7 @@ static void test_malformed(void)
 {
 	struct pprof *p = build(false);
 	size_t n, i;
-	unsigned char *pb = pprof_bytes(p, &n);
+	unsigned char *pb = pprof_bytes(p, dir, &n);
 	struct fmt_buf out = {0}, bad = {0};
 	struct otlp_meta m = {0};
 	struct otlp_stats st;
