@@ -122,6 +122,23 @@ struct cfi_row {
  * so from 11 on one more word is on the stack. */
 #define CFI_PLT_SPLIT 11
 
+/* CPython's perf trampoline (-X perf, 3.12 on: Objects/asm_trampoline.S,
+ * copied side by side into anonymous memory, one per code object, each
+ * named in /tmp/perf-PID.map): "sub $8,%rsp; call *%rcx; add $8,%rsp;
+ * ret", as pyenv's 3.12.1 and 3.13.0 build it. No frame record and no CFI,
+ * so neither a frame-pointer step nor libdwfl passes it; its frame is known
+ * from its code. Its 11 bytes from PY_TRAMP_RET before a return address
+ * (two little-endian words, the second's low 3 bytes): at that return
+ * address the caller's CFA is sp + PY_TRAMP_CFA, rbp untouched. */
+#define PY_TRAMP_LO  0x8348d1ff08ec8348ULL /* 48 83 ec 08 ff d1 48 83 */
+#define PY_TRAMP_HI  0xc308c4ULL	   /* c4 08 c3 */
+#define PY_TRAMP_RET 6
+#define PY_TRAMP_CFA 16
+static inline int py_tramp_code(const __u64 code[2])
+{
+	return code[0] == PY_TRAMP_LO && (code[1] & 0xffffff) == PY_TRAMP_HI;
+}
+
 /* CFI_ROW_SIGNAL: rsp points at the struct ucontext the kernel pushed (its
  * pretcode, __restore_rt's address, was popped by the handler's return).
  * Offsets in it of uc_mcontext's saved rbp, rsp and rip (glibc's CFI of

@@ -454,6 +454,26 @@ fail:
 	return -1;
 }
 
+/* A caller's pc at CPython's perf trampoline (bpf/cfi.h), in anonymous
+ * code of a process walked for Python (py_procs): the frame-pointer step
+ * took a caller's rbp there, and every stack of a python3.12 -X perf ended
+ * at its innermost trampoline. True with the caller's cfa. */
+static __always_inline bool cfi_py_tramp(struct cfi_state *st, __u64 *cfa)
+{
+	__u64 code[2];
+
+	if (st->addr == st->pc) /* the leaf: not at the return address */
+		return false;
+	if (!st->py)
+		st->py = bpf_map_lookup_elem(&py_procs, &st->tgid) ? 2 : 1;
+	if (st->py != 2 ||
+	    bpf_probe_read_user(code, sizeof(code), (void *)(st->pc - PY_TRAMP_RET)) ||
+	    !py_tramp_code(code))
+		return false;
+	*cfa = st->sp + PY_TRAMP_CFA;
+	return true;
+}
+
 /* One frame: from the state's (pc, sp, bp) and lookup address to the
  * caller's, appending its return address to the ips. */
 static __always_inline int cfi_step(struct scratch *sc, const bool compat)
@@ -492,6 +512,14 @@ static __always_inline int cfi_step(struct scratch *sc, const bool compat)
 		count(r == CFI_LK_NOMAP		     ? STAT_CFI_FP_NOMAP
 		      : row.kind == CFI_ROW_FALLBACK ? STAT_CFI_FP_FALLBACK
 						     : STAT_CFI_FP_NONE);
+		if (r == CFI_LK_NOMAP && cfi_py_tramp(st, &cfa)) {
+			if (cfi_read(sc, cfa - 8, &ra))
+				return CFI_DONE_TRUNC;
+			if (ra == st->tramp && ra)
+				ra = cfi_uretprobe(st, cfa - 8);
+			addr = ra - 1;
+			goto step;
+		}
 		/* One frame-pointer step: the frame record at rbp. Only one
 		 * above the current sp: the stack grows down. */
 		if (!bp || (bp & 7) || bp < sp)
@@ -532,6 +560,7 @@ static __always_inline int cfi_step(struct scratch *sc, const bool compat)
 			ra = cfi_uretprobe(st, cfa - 8);
 		addr = ra - 1; /* the call: a noreturn call may end its function */
 	}
+step:
 	if (!ra)
 		return CFI_DONE_END;
 	idx = st->nk + st->n;
@@ -693,6 +722,7 @@ static __always_inline void cfi_begin(struct scratch *sc, __u32 tgid, __u32 nk, 
 	st->ri = st->ri0; /* tramp and ri0: the sampler's uprobe_regs */
 	st->notable = st->nt_n = 0;
 	st->vma_done = 0;
+	st->py = 0;
 	st->m_start = st->m_end = 0;
 	{
 		__u32 ku = CFI_GEN_USER, kb = CFI_GEN_BPF;

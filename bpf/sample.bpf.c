@@ -87,6 +87,7 @@ struct cfi_state {
 	__u64 m_start, m_end, m_bias; /* ... pcs stay in [m_start, m_end) */
 	__u64 gen;		      /* cfi_gen's at the walk's start: the caches' tag */
 	__u32 vma_done;		      /* bpf_find_vma was called (it works once) */
+	__u32 py;		      /* a CPython of py_procs: 0 not looked up, 1 no, 2 yes */
 	struct cfi_pcache pcache;     /* a new cfi_pcache value, built here */
 };
 

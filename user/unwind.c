@@ -24,8 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+#include "bpf/cfi.h"
 #include "formats/util.h"
 #include "user/unwind.h"
 #include "user/util.h"
@@ -69,8 +71,9 @@ struct unwinder {
 	uint64_t reported_ns;	/* last dwfl_linux_proc_report */
 	uint64_t report_gap_ns; /* before the next one: doubles up to REPORT_EVERY_NS */
 	uint64_t modules_sig;	/* of the modules it reported */
-	/* The sample being unwound. */
-	uint64_t ip, sp, bp;
+	/* The sample being unwound: the registers libdwfl starts from (the
+	 * sample's, or a perf trampoline's caller's), the copy's base. */
+	uint64_t ip, sp, bp, sp0;
 	const unsigned char *stack;
 	size_t stack_len;
 	uint64_t *pcs;
@@ -79,6 +82,7 @@ struct unwinder {
 	bool read_failed; /* a memory read failed since the last frame */
 	bool no_cfi;	  /* some frame was unwound without CFI */
 	bool go_fp;	  /* stopped at Go code, for frame pointers from there */
+	bool py_tramp;	  /* stopped at a perf trampoline: ip, sp, bp its caller's */
 	bool new_nomod;	  /* a frame lies in no module, and no report since it was seen */
 	uint64_t last_bp; /* rbp of the last frame DWARF produced */
 	bool last_bp_ok;
@@ -221,7 +225,7 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *a
 	uint64_t v;
 
 	(void)dwfl;
-	if (!unwind_stack_word(u->stack, u->stack_len, u->sp, addr, &v)) {
+	if (!unwind_stack_word(u->stack, u->stack_len, u->sp0, addr, &v)) {
 		u->read_failed = true;
 		return false;
 	}
@@ -480,6 +484,26 @@ static struct cfi_ent cfi_at(struct unwinder *u, uint64_t addr)
 	return tmp;
 }
 
+/* A return address at CPython's perf trampoline (bpf/cfi.h) in code no
+ * module covers: the caller's registers into u (ip, sp, bp), for libdwfl
+ * to start again from there. Its frame-pointer step took a caller's rbp
+ * at one, as the BPF walk did (bpf/cfi_walk.bpf.h's cfi_py_tramp). */
+static bool py_tramp_step(struct unwinder *u, Dwfl_Frame *frame, uint64_t pc)
+{
+	__u64 code[2];
+	struct iovec l = {code, sizeof(code)}, r = {(void *)(pc - PY_TRAMP_RET), sizeof(code)};
+	Dwarf_Word sp, ra;
+
+	if (process_vm_readv(u->pid, &l, 1, &r, 1, 0) != (ssize_t)sizeof(code) ||
+	    !py_tramp_code(code) || dwfl_frame_reg(frame, REG_RSP, &sp) ||
+	    !unwind_stack_word(u->stack, u->stack_len, u->sp0, sp + PY_TRAMP_CFA - 8, &ra) || !ra)
+		return false;
+	u->ip = ra;
+	u->sp = sp + PY_TRAMP_CFA;
+	u->bp = u->last_bp;
+	return true;
+}
+
 static int frame_cb(Dwfl_Frame *frame, void *arg)
 {
 	struct unwinder *u = arg;
@@ -499,8 +523,13 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 	u->last_bp = bp;
 	/* Go code: frame pointers from this frame on (unwind_dwarf), before
 	 * the step below, for which libdwfl would load its .debug_frame. */
-	if (cfi_at(u, u->n > 1 ? pc - 1 : pc).kind == CFI_GO) {
+	c = cfi_at(u, u->n > 1 ? pc - 1 : pc);
+	if (c.kind == CFI_GO) {
 		u->go_fp = true;
+		return DWARF_CB_ABORT;
+	}
+	if (c.kind == CFI_NOMOD && u->n > 1 && u->last_bp_ok && py_tramp_step(u, frame, pc)) {
+		u->py_tramp = true;
 		return DWARF_CB_ABORT;
 	}
 	/* Only the reads of the step from this frame to the next matter, and
@@ -521,13 +550,21 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 	return DWARF_CB_OK;
 }
 
+/* From the sample's registers; through each perf trampoline met, from its
+ * caller's on (its frames after those before). */
 static int run_dwfl(struct unwinder *u)
 {
+	int r, runs = 0;
+
 	u->n = 0;
-	u->full = u->read_failed = u->no_cfi = u->new_nomod = u->last_bp_ok = u->go_fp = false;
+	u->no_cfi = u->new_nomod = false;
 	if (!u->attached)
 		return -1;
-	return dwfl_getthread_frames(u->dwfl, u->pid, frame_cb, u);
+	do {
+		u->full = u->read_failed = u->last_bp_ok = u->go_fp = u->py_tramp = false;
+		r = dwfl_getthread_frames(u->dwfl, u->pid, frame_cb, u);
+	} while (u->py_tramp && ++runs < FP_MAX_STEPS);
+	return r;
 }
 
 int unwind_dwarf(struct unwinder *u, const uint64_t regs[3], const void *stack, size_t stack_len,
@@ -540,7 +577,7 @@ int unwind_dwarf(struct unwinder *u, const uint64_t regs[3], const void *stack, 
 	if (!regs[UNWIND_IP] || max <= 0)
 		return 0;
 	u->ip = regs[UNWIND_IP];
-	u->sp = regs[UNWIND_SP];
+	u->sp = u->sp0 = regs[UNWIND_SP];
 	u->bp = regs[UNWIND_BP];
 	u->stack = stack;
 	u->stack_len = stack ? stack_len : 0;
@@ -548,8 +585,12 @@ int unwind_dwarf(struct unwinder *u, const uint64_t regs[3], const void *stack, 
 	u->max = max;
 	r = run_dwfl(u);
 	/* A frame in no module may be in a library loaded since (dlopen). */
-	if (u->new_nomod && report_again(u))
+	if (u->new_nomod && report_again(u)) {
+		u->ip = regs[UNWIND_IP];
+		u->sp = regs[UNWIND_SP];
+		u->bp = regs[UNWIND_BP];
 		r = run_dwfl(u);
+	}
 	if (u->no_cfi)
 		*flags |= UNWIND_TRUNCATED;
 	if (u->full)
@@ -571,8 +612,8 @@ int unwind_dwarf(struct unwinder *u, const uint64_t regs[3], const void *stack, 
 		return u->n;
 	}
 	for (steps = 0; u->n < max && steps < FP_MAX_STEPS; steps++) {
-		if (!unwind_stack_word(u->stack, u->stack_len, u->sp, bp + 8, &ra) ||
-		    !unwind_stack_word(u->stack, u->stack_len, u->sp, bp, &next) || !ra)
+		if (!unwind_stack_word(u->stack, u->stack_len, u->sp0, bp + 8, &ra) ||
+		    !unwind_stack_word(u->stack, u->stack_len, u->sp0, bp, &next) || !ra)
 			break;
 		pcs[u->n++] = ra;
 		if (next <= bp) /* frames go up the stack */

@@ -9,6 +9,12 @@ split PID: "py=PCT six=PCT three=PCT one=PCT": the share of samples with a
   function's cumulative share.
 churn PID EVEN ODD: "right=N wrong=N": frames f_N under churn at the line
   of N's parity (EVEN or ODD), and those not.
+perf PID: "samples=N py=PCT agree=PCT" (weighted) of a recording of python3.12 -X
+  perf: per sample, the Python functions named by the interpreter's own
+  perf map (its trampolines' frames, "py::QUALNAME:FILE") and the Python
+  frames of the BPF walk (the frames with no mapping), each innermost
+  first, must be the same sequence; py: the share with any. The first
+  samples where they differ go to stderr.
 shapes PID QUAL: one word per shape found in some sample, of: recursion
   (300 recurse frames and <module> under them), method (Worker.method when
   QUAL=1, else method), generator (gen), lambda (<lambda>), target
@@ -24,7 +30,7 @@ PY_NAMES = {"func_six", "func_three", "func_one", "split", "recurse", "Worker.me
             "_bootstrap_inner", "Thread._bootstrap_inner"}
 
 
-def traces(text, pid, lines=False):
+def traces(text, pid, lines=False, mapped=False):
     """(weight, [frames leaf first]) of the samples of pid, from `pprof
     -raw`: its names as the profile holds them (pprof's other reports
     shorten names, and drop <module> and <lambda> as C++ template
@@ -47,11 +53,13 @@ def traces(text, pid, lines=False):
             # "ID: ADDR M=N NAME FILE:LINE s=START(SYSTEM_NAME)": pprof
             # shows a shortened name (<module> as "") and the profile's
             # own in parentheses.
-            m = re.match(r"\s+(\d+): 0x[0-9a-f]+ (?:M=\d+ )?(.*?) (\S*:-?\d+) s=\d+(?:\((.*)\))?$", ln)
+            m = re.match(r"\s+(\d+): 0x[0-9a-f]+ (M=\d+ )?(.*?) ((?:<[^>]*>|\S*):-?\d+) s=\d+(?:\((.*)\))?$", ln)
             if m:
-                locs[int(m.group(1))] = (m.group(4) or m.group(2), m.group(3))
+                locs[int(m.group(1))] = (m.group(5) or m.group(3), m.group(4), bool(m.group(2)))
+    if mapped:
+        return [(w, [locs.get(i, ("?", "", True)) for i in ids]) for w, ids, p in samples if p == pid]
     if lines:
-        return [(w, [locs.get(i, ("?", "")) for i in ids]) for w, ids, p in samples if p == pid]
+        return [(w, [locs.get(i, ("?", ""))[:2] for i in ids]) for w, ids, p in samples if p == pid]
     return [(w, [locs.get(i, ("?",))[0] for i in ids]) for w, ids, p in samples if p == pid]
 
 
@@ -75,6 +83,23 @@ def main():
                     if wrong <= 3:
                         print("wrong: %s under churn at line %d" % (name, line), file=sys.stderr)
         print("right=%d wrong=%d" % (right, wrong))
+        return
+    if mode == "perf":
+        total = agree = py = bad = n = 0
+        for w, f in traces(text, pid, mapped=True):
+            n += 1
+            tramp = [n[4:].split(":", 1)[0] for n, _, _ in f if n.startswith("py::")]
+            walked = [n for n, _, has_map in f if not has_map]
+            total += w
+            py += w if tramp or walked else 0
+            if tramp == walked:
+                agree += w
+            else:
+                bad += 1
+                if bad <= 3:
+                    print("differ: perf map %s, walked %s" % (tramp, walked), file=sys.stderr)
+        print("samples=%d py=%.1f agree=%.2f" % (n, 100 * py / (total or 1),
+                                                100 * agree / (total or 1)))
         return
     ts = traces(text, pid)
     total = sum(w for w, _ in ts) or 1
