@@ -7,6 +7,11 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(follow_nginx_workers follow_nginx_no_inherit follow_postgres_all offcpu_postgres_vs_offcputime)
+# The 60 s comparison with offcputime is left to the normal pass: what it
+# proves is what the kernel side counts, and the sanitizer pass's
+# test_offcpu drives the same user-space code (CI's time: ~80 s).
+PROOF=1
+[ "${SANITIZE:-}" = 1 ] && PROOF= && ALL=("${ALL[@]:0:3}")
 require_bpf "${ALL[@]}"
 
 # The pids of PID's children.
@@ -131,7 +136,9 @@ if require_tool pgbench $t && [ -x "$PGBIN/initdb" ] || { fail $t "no $PGBIN/ini
 	# compared as exactly as a backend. Totals in seconds per pid, not
 	# shares: a wait lost or mismeasured by either shows.
 	t=offcpu_postgres_vs_offcputime
-	if require_tool offcputime $t; then
+	if [ -z "$PROOF" ]; then
+		echo "offcpu_postgres_vs_offcputime: left to the normal pass (SANITIZE=1)"
+	elif require_tool offcputime $t; then
 		as_pg "$PGBIN/pg_ctl" -D "$pg/data" -m fast -w stop >/dev/null 2>&1
 		# Totals per thread, not stacks: its sums' map holds 10240
 		# (thread, user stack, kernel stack) keys, and a full one drops
