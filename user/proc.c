@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
+#include <signal.h>
 #include <unistd.h>
 #include "user/proc.h"
 #include "user/symbols.h"
@@ -1227,6 +1228,49 @@ void proc_window_reset(struct proc *p, bool keep_stacks)
 	p->nsamples = p->lost = 0;
 	p->unwound = p->truncated = p->unwind_ns = p->max_stack_cut = 0;
 	p->cfi_walked = p->cfi_root = p->cfi_to_dwarf = 0;
+}
+
+void procs_held(const struct procs *procs, struct procs_held *h)
+{
+	*h = (struct procs_held){.procs = procs->v.n,
+				 .exited = procs->exited.n,
+				 .files = procs->files.v.n,
+				 .exits_missed = procs->exits_missed};
+	for (size_t i = 0; i < procs->v.n; i++) {
+		const struct proc *p = procs->v.v[i];
+
+		if (p->exited) /* freed at this window's close */
+			continue;
+		h->frames += p->frames.n;
+		h->mappings += p->maps_all.n;
+		h->threads += p->threads.n;
+	}
+}
+
+void procs_files_trim(struct procs *procs)
+{
+	size_t i, j;
+
+	for (i = 0; i < procs->files.v.n; i++)
+		free(procs->files.v.v[i].path);
+	procs->files.v.n = 0;
+	idtab_free(&procs->files.tab);
+	for (i = 0; i < procs->v.n; i++)
+		for (j = 0; j < procs->v.v[i]->maps_all.n; j++)
+			add_known_file(procs, procs->v.v[i]->maps_all.v[j]);
+	VEC_FIT(procs->files.v);
+}
+
+void procs_sweep_gone(struct procs *procs, uint64_t time_ns)
+{
+	for (size_t i = 0; i < procs->v.n; i++) {
+		struct proc *p = procs->v.v[i];
+
+		if (p->exited || p->pid <= 0 || kill(p->pid, 0) == 0 || errno != ESRCH)
+			continue;
+		procs->exits_missed++;
+		mark_exited(p, time_ns);
+	}
 }
 
 /* Frees the retired processes and indexes the others again. */

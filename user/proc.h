@@ -211,6 +211,7 @@ struct procs {
 	VEC(struct vdso_image) vdsos;
 	/* Exited processes not compacted yet, in order of exit. */
 	VEC(struct proc *) exited;
+	uint64_t exits_missed; /* procs_sweep_gone's: processes found gone without an exit */
 	/* Processes whose maps were read since procs_take_maps_read last ran. */
 	VEC(pid_t) maps_read;
 	/* Processes whose maps a record found stale within MAPS_REREAD_NS of
@@ -265,6 +266,28 @@ void proc_drop_samples(struct proc *p);
  * counts (summary.json's row) start again at 0 for the next. Its stacks go
  * too unless keep_stacks (--off-cpu's sums name them by index). */
 void proc_window_reset(struct proc *p, bool keep_stacks);
+/* --window: the files known by name (a lookup aid for the mappings of a
+ * process that exited before its maps were read) become those the
+ * processes held now map: every file any process ever mapped would
+ * otherwise be kept for the whole run, and a host that builds and runs new
+ * binaries maps new ones all the time. */
+void procs_files_trim(struct procs *procs);
+/* --window: a process held as live whose pid is gone is taken as exited at
+ * time_ns (freed at the next window's close), and counted in exits_missed:
+ * its exit event was lost (a full ring buffer), or a sample drained after
+ * its retirement made it again. Otherwise it would be held, a window after
+ * another, for the rest of the run. */
+void procs_sweep_gone(struct procs *procs, uint64_t time_ns);
+/* What the model holds across windows (--window's summary.json "held"):
+ * processes, those exited (freed at the window's close), and the frames,
+ * mappings and threads of the live ones, kept for the next window. None of
+ * it may grow with the run's length. */
+struct procs_held {
+	uint64_t procs, exited, frames, mappings, threads;
+	uint64_t files;	       /* the files (device, inode -> path) known by name */
+	uint64_t exits_missed; /* procs_sweep_gone's, over the run */
+};
+void procs_held(const struct procs *procs, struct procs_held *h);
 /* An executable mapping the process had as it exited (EV_VMA). */
 void proc_on_vma(struct procs *procs, pid_t pid, const struct ev_vma *v);
 struct thread *proc_thread(struct proc *p, uint32_t tid);

@@ -1203,6 +1203,9 @@ static int rec_window(struct recorder *r, uint64_t now, bool last)
 	for (size_t i = 0; i < r->procs.v.n; i++)
 		proc_window_reset(r->procs.v.v[i], offcpu_on(r->offcpu));
 	r->procs.max_stack_cut = 0;
+	/* Taken as exited now: freed at the next close, as if its exit came. */
+	procs_sweep_gone(&r->procs, now);
+	procs_files_trim(&r->procs);
 	procs_retire(&r->procs, now, UINT64_MAX, window_retire, r);
 	flame_views_free(ri->flame);
 	ri->flame = NULL;

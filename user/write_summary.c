@@ -138,6 +138,17 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 			", \"period_s\": %.3f, \"last\": %s}",
 			ri->window->index, ri->window->period_ns / 1e9,
 			ri->window->last ? "true" : "false");
+	if (ri->window && ri->procs) {
+		struct procs_held h;
+
+		procs_held(ri->procs, &h);
+		fprintf(
+		    f,
+		    ",\n  \"held\": {\"procs\": %" PRIu64 ", \"exited\": %" PRIu64
+		    ", \"frames\": %" PRIu64 ", \"mappings\": %" PRIu64 ", \"threads\": %" PRIu64
+		    ", \"files\": %" PRIu64 ", \"exits_missed\": %" PRIu64 "}",
+		    h.procs, h.exited, h.frames, h.mappings, h.threads, h.files, h.exits_missed);
+	}
 	if (ri->sinks)
 		sinks_json(ri->sinks, f);
 	if (ri->trace)
