@@ -63,10 +63,16 @@ stop() { kill "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null || true; }
 split_ok() {
 	local r py six three one
 	r=$("$PPROF" -raw "$2/profile.pb.gz" 2>/dev/null | python3 "$ROOT/tests/integration/py_traces.py" split "$3")
-	read -r _ py six three one <<<"$(sed 's/[a-z]*=//g' <<<"$r")"
-	if at_least "${py:-0}" 95 && within "${six:-0}" 60 3 && within "${three:-0}" 30 3 &&
-		within "${one:-0}" 10 3; then pass "$1"; else
-		fail "$1" "$r (want py >= 95, 60/30/10 +-3)"; fi
+	read -r n py six three one <<<"$(sed 's/[a-z]*=//g' <<<"$r")"
+	# 3 points, or three standard errors of a share where the machine's
+	# load left few samples (181 in 2 s at 999 Hz once: 3.4 points each).
+	tol() { python3 -c 'import math, sys; p, n = float(sys.argv[1]) / 100, max(int(sys.argv[2]), 1); print("%.1f" % max(3.0, 300 * math.sqrt(p * (1 - p) / n)))' "$1" "${n:-0}"; }
+	if at_least "${py:-0}" 95 && within "${six:-0}" 60 "$(tol 60)" &&
+		within "${three:-0}" 30 "$(tol 30)" && within "${one:-0}" 10 "$(tol 10)"; then
+		pass "$1"
+	else
+		fail "$1" "$r (want py >= 95, 60/30/10 +-$(tol 60)/$(tol 30)/$(tol 10))"
+	fi
 }
 
 for py in "${PYS[@]}"; do
