@@ -160,8 +160,15 @@ def cums(path):  # name -> cumulative samples, from pprof -top / google-pprof --
 def plain(n):  # memcpy@@GLIBC_2.14, systrim.constprop.0: memcpy, systrim
     return re.sub(r'(\.(constprop|isra|part|cold)\.?[0-9]*)+$', '', re.sub(r'@@?[\w.]+$', '', n))
 
+def short(n):  # as the readers show a name: <...> cut, as C++ templates are
+    while True:  # (Python's FileFinder.path_hook.<locals>.f: FileFinder.path_hook..f)
+        m = re.sub(r'<[^<>]*>', '', n)
+        if m == n:
+            return n
+        n = m
+
 P, G, Q = cums(pb), cums(gp), cums(pp)
-have = {plain(n) for n in P}
+have = {plain(n) for n in P} | {plain(short(n)) for n in P}
 known = {plain(n[:-len(' (inline)')]) for n in Q if n.endswith(' (inline)')}
 alias = {}
 for f in set(re.findall(rb'^[0-9a-f]+-[0-9a-f]+ r.x. \S+ \S+ \d+ +(/\S+)$', open(prof, 'rb').read(), re.M)):
