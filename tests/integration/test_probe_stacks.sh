@@ -59,8 +59,14 @@ else
 	redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || kill "$rec" 2>/dev/null
 	wait "$rec"
 	read -r r h u < <(stack_shares "$TMP/redis/profile.pb.gz" main main 2>"$TMP/redis.bad")
+	# The loader's samples before main (relocations, CPU features) are
+	# whole without it: 0.53 % of all samples in one CI run.
+	read -r _ l _ < <(stack_shares "$TMP/redis/profile.pb.gz" main _dl_start 2>/dev/null)
 	t=probe_redis_main
-	if at_least "$h" 99 && [ "$u" = 0.00 ]; then pass $t; else fail $t "$h% of all samples reach main, $u% end at [uprobes]"; cat "$TMP/redis.bad" >&2; fi
+	if at_least "$(awk -v h="$h" -v l="$l" 'BEGIN { print h + l }')" 99 && [ "$u" = 0.00 ]; then pass $t; else
+		fail $t "$h% of all samples reach main, $l% are the loader's before it, $u% end at [uprobes]"
+		cat "$TMP/redis.bad" >&2
+	fi
 	# Exact: the calls counted per function equal Redis's own.
 	t=probe_redis_counts
 	want=$(sed -n 's/^cmdstat_\(set\|get\):calls=\([0-9]*\),.*/\1 \2/p' "$TMP/redis.stats" | sort | tr '\n' ' ')
