@@ -223,7 +223,10 @@ for line in open(ocout):
 bad = []
 for p in sorted(pg):
     r, c = rec.get(p, 0), oc.get(p, 0)
-    ok = p in rec and p in oc and abs(r - c) <= 0.02 * c
+    # 2 %, or 1 ms on a process that waited a few ms in all: each tool
+    # stamps a switch with its own clock read, microseconds apart, and a
+    # short-lived process's 2.1 ms of waits was 2.3 ms here once (+4.85 %).
+    ok = p in rec and p in oc and abs(r - c) <= max(0.02 * c, 0.001)
     print(f"  {p}: off-CPU {r:.4f} s, offcputime's {c:.4f} s ({(r - c) / c * 100 if c else 0:+.2f} %)"
           + ("" if ok else "  <--"), file=sys.stderr)
     if not ok:
