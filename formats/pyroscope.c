@@ -389,7 +389,9 @@ int pyro_split(const void *pb, size_t n, const struct pyro_meta *m, pyro_part_fn
 			err = -ENOMEM;
 			break;
 		}
-		u = (in.time_ns + in.duration_ns + 999999999) / 1000000000;
+		/* Unsigned: a hostile profile's times must not overflow (UBSan, fuzz_pyroscope). */
+		u = (int64_t)(((uint64_t)in.time_ns + (uint64_t)in.duration_ns + 999999999u) /
+			      1000000000u);
 		part.pid = b->pid;
 		part.has_pid = b->has_pid;
 		part.name = (const char *)name.p;
