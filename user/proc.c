@@ -19,10 +19,7 @@
 #include "formats/util.h"
 #include "user/unwind.h"
 
-/* An address outside every mapping re-reads /proc/PID/maps (a dlopen, a new
- * JIT region), but not more often than this: garbage frames from
- * frame-pointer walks through code built without them also miss. */
-#define MAPS_REREAD_NS (20 * 1000 * 1000ULL)
+#define MAPS_REREAD_NS (MAPS_REREAD_MS * 1000 * 1000ULL)
 #define MAPS_MAX_BYTES (64u << 20)
 /* The vdso is two pages today; a mapping far larger is not one. */
 #define VDSO_MAX_BYTES (1u << 20)
@@ -486,11 +483,16 @@ static void resolve_unmapped(struct proc *p)
 
 /* For an address no mapping covers: re-reads the maps unless they were read
  * in the last MAPS_REREAD_NS. True when it did. */
+static void mark_stale(struct proc *p)
+{
+	if (!p->maps_stale && !VEC_PUSH(p->set->maps_stale, p->pid))
+		p->maps_stale = true;
+}
+
 static bool reread_maps(struct proc *p)
 {
 	if (now_ns(CLOCK_MONOTONIC) - p->maps_read_ns <= MAPS_REREAD_NS) {
-		if (!p->maps_stale && !VEC_PUSH(p->set->maps_stale, p->pid))
-			p->maps_stale = true;
+		mark_stale(p);
 		return false;
 	}
 	read_maps(p);
@@ -1080,6 +1082,12 @@ void proc_on_exec(struct procs *procs, pid_t pid, const char *comm)
 	p->unmapped = 0;
 	proc_read_identity(p); /* a new program */
 	read_maps(p);
+	/* Read at the exec, the maps hold the program and its loader: the
+	 * loader maps the libraries next. Read again soon (procs_reread_stale),
+	 * or what the libraries show (a CPython's libpython) waits for a sample
+	 * at an address no mapping covers, up to a drain's wait later: the
+	 * samples meanwhile carry no Python frames (CI: 8 % of a 3 s run). */
+	mark_stale(p);
 	if (p->uw) { /* its modules are the old image's */
 		unwinder_free(p->uw);
 		p->uw = NULL;

@@ -190,6 +190,12 @@ struct name_source {
 };
 #define PROCS_MAX_NAMES 4
 
+/* An address outside every mapping re-reads /proc/PID/maps (a dlopen, a new
+ * JIT region), but not more often than this: garbage frames from
+ * frame-pointer walks through code built without them also miss. The drain
+ * keeps this pace while a re-read waits (procs.maps_stale). */
+#define MAPS_REREAD_MS 20
+
 struct procs {
 	VEC(struct proc *) v;
 	struct idtab tab;
@@ -214,8 +220,9 @@ struct procs {
 	uint64_t exits_missed; /* procs_sweep_gone's: processes found gone without an exit */
 	/* Processes whose maps were read since procs_take_maps_read last ran. */
 	VEC(pid_t) maps_read;
-	/* Processes whose maps a record found stale within MAPS_REREAD_NS of
-	 * their last read: read again by procs_reread_stale. */
+	/* Processes whose maps a record found stale within MAPS_REREAD_MS of
+	 * their last read, or read at an exec: read again by
+	 * procs_reread_stale. */
 	VEC(pid_t) maps_stale;
 	/* proc_find's last find: a process's records come in runs (one CPU's
 	 * samples, -p's one process). Reset as processes are freed. */

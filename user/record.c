@@ -1237,9 +1237,10 @@ static int rec_window(struct recorder *r, uint64_t now, bool last)
 static int drain_timeout(const struct recorder *r, uint64_t now, bool woken, bool more)
 {
 	/* A re-read of maps put off: soon, not at the next record. */
-	int ms = more					       ? 0
-		 : woken && !env.all && !r->procs.maps_stale.n ? DRAIN_WAIT_MS
-							       : DRAIN_POLL_MS;
+	int ms = more			 ? 0
+		 : r->procs.maps_stale.n ? MAPS_REREAD_MS + 1
+		 : woken && !env.all	 ? DRAIN_WAIT_MS
+					 : DRAIN_POLL_MS;
 
 	if (env.duration > 0) {
 		double left = r->start_ns + env.duration * 1e9 - now;
