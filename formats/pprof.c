@@ -296,6 +296,14 @@ struct sample_key {
 	size_t nlabels;
 };
 
+/* A sample's locations: NULL for none (sample_locs.v is NULL while no
+ * sample has one: a stack with no frame, e.g. a kernel thread's under
+ * --no-kernel), never an offset applied to NULL. */
+static const uint64_t *locs_of(const struct table *t, const struct sample *s)
+{
+	return s->nlocs ? &t->sample_locs.v[s->loc0] : NULL;
+}
+
 static bool sample_eq(const void *ctx, uint32_t id, const void *key)
 {
 	const struct table *t = ctx;
@@ -305,7 +313,7 @@ static bool sample_eq(const void *ctx, uint32_t id, const void *key)
 
 	if (s->nlocs != k->nlocs || s->nlabels != k->nlabels)
 		return false;
-	if (memcmp(&t->sample_locs.v[s->loc0], k->locs, k->nlocs * sizeof(*k->locs)))
+	if (k->nlocs && memcmp(locs_of(t, s), k->locs, k->nlocs * sizeof(*k->locs)))
 		return false;
 	for (i = 0; i < k->nlabels; i++) {
 		const struct label *a = &t->sample_labels.v[s->lab0 + i], *b = &k->labels[i];
@@ -411,7 +419,7 @@ static void encode_samples(const struct pprof *p, const struct table *t, struct 
 		uint64_t v[5] = {(uint64_t)s->count, cpu, (uint64_t)s->off_ns,
 				 (uint64_t)s->off_count, cpu + (uint64_t)s->off_ns};
 
-		pb_packed(sub, 1, &t->sample_locs.v[s->loc0], s->nlocs, sub2);
+		pb_packed(sub, 1, locs_of(t, s), s->nlocs, sub2);
 		pb_packed(sub, 2, v, p->offcpu ? 5 : 2, sub2);
 		for (j = 0; j < s->nlabels; j++) {
 			const struct label *l = &t->sample_labels.v[s->lab0 + j];
