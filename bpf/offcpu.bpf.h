@@ -189,12 +189,13 @@ static __always_inline __u64 offcpu_user_stack(void *ctx, struct task_struct *pr
 	return (__u64)n / sizeof(__u64);
 }
 
-/* Walks and sends the stack of prev (current) as stack id; 0 or -1 when the
+/* Walks and sends the stack of prev (current) as stack id, with the npy
+ * Python frames offcpu_out's walk left in py_scratch; 0 or -1 when the
  * ring buffer could not take it. *notable: the walk met a mapping without a
  * table. */
 static __always_inline int offcpu_send_stack(void *ctx, struct task_struct *prev, __u32 id,
 					     const struct offcpu_stack_key *k, bool *notable,
-					     const bool compat)
+					     int npy, const bool compat)
 {
 	__u32 slot = nr_cpus + bpf_get_smp_processor_id();
 	struct scratch *sc = bpf_map_lookup_elem(&scratch_map, &slot);
@@ -240,6 +241,8 @@ static __always_inline int offcpu_send_stack(void *ctx, struct task_struct *prev
 	ips_len = (nk + nu) * sizeof(__u64);
 	if (ips_len > IPS_MAX)
 		return -1;
+	if (npy > 0)
+		ips_len = py_append(s, ips_len, npy, PY_SLOT_SWITCH);
 	err = compat ? emit_compat(sc, ips_len, s->stack_len & 0xffff)
 		     : emit(sc, ips_len, s->stack_len & 0xffff);
 	return err ? -1 : 0;
@@ -335,6 +338,7 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, cons
 	struct scratch *sc;
 	__u32 tid = prev->pid, zero = 0, slot, *next;
 	struct offcpu_stack_ref *ref;
+	int npy = 0;
 
 	k.tgid = prev->tgid;
 	if (!offcpu_recorded(k.tgid, tid))
@@ -376,6 +380,17 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, cons
 		}
 		if (!offcpu_sig_hash(sc, &k))
 			offcpu_user_hash(sc, &k);
+		/* A Python thread's native stack is the same wherever in its
+		 * code it waits: its Python frames (read at every switch of a
+		 * process in py_procs, ~1 us) tell the places apart, and go
+		 * with the stack. bpf_loop's kernels (the walk's). */
+		if (!compat && user_stacks && (npy = py_walk_frames_switch()) > 0) {
+			__u32 ps_slot = PY_SLOT_SWITCH;
+			struct py_bpf_stack *ps = bpf_map_lookup_elem(&py_scratch, &ps_slot);
+
+			if (ps)
+				k.uhash = offcpu_mix(k.uhash, ps->hash);
+		}
 	} else {
 		k.kstack = kernel_stacks ? bpf_get_stackid(ctx, &offcpu_kstacks, 0) : -1;
 	}
@@ -404,7 +419,7 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, cons
 		*next += 1;
 		st.stack = *next * nr_cpus + bpf_get_smp_processor_id();
 		count(STAT_OFFCPU_STACKS);
-		if (offcpu_send_stack(ctx, prev, st.stack, &k, &notable, compat)) {
+		if (offcpu_send_stack(ctx, prev, st.stack, &k, &notable, npy, compat)) {
 			/* Sent again at the next wait there; this one has no stack. */
 			count(STAT_OFFCPU_LOST_STACKS);
 			st.stack = 0;

@@ -76,6 +76,7 @@ struct py_walk {
 	__u32 n, span, lo, oc, ol, oo, ob, oe;
 	__u8 emask;
 	bool fault;
+	__u64 hash; /* py_bpf_stack's */
 };
 
 /* One frame: 0 to go on, 1 at the end (no frame) or a fault (w->fault). */
@@ -114,6 +115,8 @@ static __always_inline int py_step(struct py_walk *w)
 	}
 	c = code | (__u64)owner << PY_FRAME_OWNER_SHIFT | (__u64) !!entry << 48;
 	s->frames[k].code = c;
+	w->hash = (w->hash ^ c ^ (s->frames[k].lasti << 1)) * 0x9e3779b97f4a7c15ULL;
+	w->hash ^= w->hash >> 31;
 	w->n++;
 	w->frame = *(__u64 *)&s->span[w->ob & (PY_BPF_SPAN - 1)];
 	return 0;
@@ -129,13 +132,14 @@ static long py_loop_step(__u32 i, struct py_walk *w)
 	return py_step(w);
 }
 
-/* The walk into py_scratch: the thread's frames' number; 0: none (not a
- * Python thread, or its first read failed); -1: the process is not one
- * walked. compat: kernels without bpf_loop (before 5.17), a bounded loop. */
-static __always_inline int py_walk(const bool compat)
+/* The walk into py_scratch's slot: the thread's frames' number; 0: none
+ * (not a Python thread, or its first read failed); -1: the process is not
+ * one walked. compat: kernels without bpf_loop (before 5.17), a bounded
+ * loop. */
+static __always_inline int py_walk(const bool compat, __u32 slot)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts, frame = 0;
-	__u32 tgid = pid_tgid >> 32, zero = 0;
+	__u32 tgid = pid_tgid >> 32;
 	const struct py_bpf_proc *p = bpf_map_lookup_elem(&py_procs, &tgid);
 	const struct py_layout *l;
 	struct py_bpf_stack *s;
@@ -143,7 +147,7 @@ static __always_inline int py_walk(const bool compat)
 
 	if (!p)
 		return -1;
-	s = bpf_map_lookup_elem(&py_scratch, &zero);
+	s = bpf_map_lookup_elem(&py_scratch, &slot);
 	if (!s)
 		return 0;
 	l = &p->layout;
@@ -151,6 +155,7 @@ static __always_inline int py_walk(const bool compat)
 	s->tid = (__u32)pid_tgid;
 	s->truncated = 0;
 	s->nframes = 0;
+	s->hash = 0;
 	ts = find_tstate(p, (__u32)pid_tgid);
 	if (!ts) {
 		py_count(PY_STAT_NO_TSTATE);
@@ -215,6 +220,7 @@ static __always_inline int py_walk(const bool compat)
 		bpf_loop(PY_BPF_FRAMES, py_loop_step, &w, 0);
 	}
 	s->nframes = w.n;
+	s->hash = w.hash;
 	if (w.fault) {
 		s->truncated = 1;
 		py_count(PY_STAT_FAULT);
@@ -229,15 +235,21 @@ static __always_inline int py_walk(const bool compat)
 }
 
 /* Global functions (above): on_sample calls the first, on_sample_compat the
- * second, and a program holds only the one it calls. */
+ * second, on_switch (--off-cpu) the third, and a program holds only the one
+ * it calls. */
 __noinline int py_walk_frames(struct bpf_perf_event_data *ctx)
 {
 	(void)ctx;
-	return py_walk(false);
+	return py_walk(false, PY_SLOT_SAMPLE);
 }
 
 __noinline int py_walk_frames_compat(struct bpf_perf_event_data *ctx)
 {
 	(void)ctx;
-	return py_walk(true);
+	return py_walk(true, PY_SLOT_SAMPLE);
+}
+
+__noinline int py_walk_frames_switch(void)
+{
+	return py_walk(false, PY_SLOT_SWITCH);
 }

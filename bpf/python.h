@@ -64,6 +64,10 @@ struct py_layout {
  * frames: a 300-deep recursion (and its start-up frames) is whole. */
 #define PY_BPF_FRAMES  512 /* a power of 2: the index is masked */
 #define PY_BPF_THREADS 64  /* thread states searched for the sampled thread */
+/* py_scratch's slots: the sampler's, and the switch program's (an NMI's
+ * sample may come in the middle of its walk where a PMU samples). */
+#define PY_SLOT_SAMPLE 0
+#define PY_SLOT_SWITCH 1
 struct py_bpf_proc {
 	struct py_layout layout; /* frame_owner: a valid offset even where none (3.8-3.10) */
 	__u64 runtime;
@@ -107,6 +111,9 @@ struct py_bpf_stack {
 	__u32 tgid, tid;
 	__u32 nframes;
 	__u32 truncated; /* deeper than PY_BPF_FRAMES, or a frame not readable */
+	/* The frames' words, mixed: the off-CPU dedupe tells two waits apart
+	 * by it whose native stacks are the same (bpf/offcpu.bpf.h). */
+	__u64 hash;
 	struct py_bpf_frame frames[PY_BPF_FRAMES];
 	__u8 span[2 * PY_BPF_SPAN]; /* the walk's: the frame being read */
 };

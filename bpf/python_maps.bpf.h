@@ -27,10 +27,11 @@ PY_EXTERN struct {
 	__type(value, __u64);
 } py_stats SEC(".maps");
 
-/* The last walk's frames on this CPU, read by the caller (its record). */
+/* The last walk's frames on this CPU, read by the caller (its record): a
+ * slot per caller (PY_SLOT_SAMPLE, PY_SLOT_SWITCH). */
 PY_EXTERN struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct py_bpf_stack);
 } py_scratch SEC(".maps");
@@ -40,5 +41,8 @@ PY_EXTERN struct {
 int py_walk_frames(struct bpf_perf_event_data *ctx);
 /* The same without bpf_loop (kernels before 5.17): a bounded loop. */
 int py_walk_frames_compat(struct bpf_perf_event_data *ctx);
+/* The thread leaving the CPU (the switch program's current), into
+ * py_scratch's PY_SLOT_SWITCH; bpf_loop's kernels only. */
+int py_walk_frames_switch(void);
 
 #endif

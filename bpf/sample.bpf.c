@@ -331,6 +331,30 @@ static __always_inline int emit_compat(struct scratch *sc, __u64 ips_len, __u32 
 		   : 0;
 }
 
+/* The npy Python frames the walk left in py_scratch's slot, after the
+ * record's ips (ips_len bytes of them): the new length. Only the walk of
+ * this record's thread (the same CPU, the same thread). */
+static __always_inline __u64 py_append(struct ev_sample *s, __u64 ips_len, __u64 npy, __u32 slot)
+{
+	struct py_bpf_stack *ps;
+	__u64 len;
+
+	s->npython = 0;
+	if (!npy || !(ps = bpf_map_lookup_elem(&py_scratch, &slot)))
+		return ips_len;
+	if (npy > PY_BPF_FRAMES)
+		npy = PY_BPF_FRAMES;
+	len = npy * sizeof(struct py_bpf_frame);
+	barrier_var(len);
+	if (ps->tid != s->hdr.tid || len > PY_MAX || ips_len > IPS_MAX)
+		return ips_len;
+	bpf_probe_read_kernel((char *)s->ips + ips_len, len, ps->frames);
+	s->npython = npy;
+	if (ps->truncated)
+		s->flags |= SAMPLE_PY_TRUNC;
+	return ips_len + len;
+}
+
 /* Sends the record built in the slot: nk kernel and nu user ips. */
 static __always_inline int send_sample(struct scratch *sc, __u64 nk, __u64 nu, const bool compat)
 {
@@ -347,23 +371,7 @@ static __always_inline int send_sample(struct scratch *sc, __u64 nk, __u64 nu, c
 	ips_len = (nk + nu) * sizeof(__u64);
 	if (ips_len > IPS_MAX)
 		return 0; /* cannot happen: nk <= MAX_FRAMES, nu <= MAX_USER_STACK */
-	s->npython = 0;
-	if (sc->npy) {
-		__u32 zero = 0;
-		struct py_bpf_stack *ps = bpf_map_lookup_elem(&py_scratch, &zero);
-		__u64 npy = sc->npy, len;
-
-		if (npy > PY_BPF_FRAMES)
-			npy = PY_BPF_FRAMES;
-		len = npy * sizeof(struct py_bpf_frame);
-		barrier_var(len);
-		/* The walk of this sample (the same CPU, the same thread). */
-		if (ps && ps->tid == s->hdr.tid && len <= PY_MAX) {
-			bpf_probe_read_kernel((char *)s->ips + ips_len, len, ps->frames);
-			s->npython = npy;
-			ips_len += len;
-		}
-	}
+	ips_len = py_append(s, ips_len, sc->npy, PY_SLOT_SAMPLE);
 	/* The mask only informs the verifier: stack_len <= MAX_STACK_COPY < 64 KiB. */
 	slen = s->stack_len & 0xffff;
 	if (compat ? emit_compat(sc, ips_len, slen) : emit(sc, ips_len, slen)) {
@@ -460,8 +468,8 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 		if (npy > 0)
 			sc->npy = npy;
 		if (npy >= 0) {
-			__u32 zero = 0;
-			struct py_bpf_stack *ps = bpf_map_lookup_elem(&py_scratch, &zero);
+			__u32 slot = PY_SLOT_SAMPLE;
+			struct py_bpf_stack *ps = bpf_map_lookup_elem(&py_scratch, &slot);
 
 			if (ps && ps->truncated)
 				s->flags |= SAMPLE_PY_TRUNC;

@@ -142,6 +142,12 @@ int offcpu_prepare(struct offcpu *oc, struct sample_bpf *skel, const struct offc
 		degraded_add(d, "--off-cpu sleepers",
 			     "no bpf_task_pt_regs (5.15): a thread asleep since before the start "
 			     "has no wait until it wakes, and none if it sleeps to the stop");
+	/* The switch program walks Python frames with bpf_loop only
+	 * (py_walk_frames_switch): the compat sampler's kernels lack it. */
+	if (cfg->compat)
+		degraded_add(d, "--off-cpu Python frames",
+			     "no bpf_loop (5.17): a Python thread's waits have the "
+			     "interpreter's native frames only");
 	oc->copy = cfg->copy ? cfg->copy : 8192;
 	/* A thread waits in one place at a time: the waits in progress and the
 	 * sums by thread hold every thread there may be, four times those of
@@ -444,7 +450,7 @@ static void install_sig(struct offcpu *oc, const struct proc *p, const struct ev
 				   .sp = s->uregs[UREG_SP],
 				   .bp = s->uregs[UREG_BP]};
 	struct offcpu_sig sig = {0};
-	const unsigned char *bytes = (const unsigned char *)&s->ips[s->nkernel + s->nuser];
+	const unsigned char *bytes = (const unsigned char *)&s->ips[ev_sample_ips(s)];
 	size_t words = (s->stack_len < OFFCPU_SIGWIN ? s->stack_len : OFFCPU_SIGWIN) / 8, at = 0;
 	const uint32_t *ids;
 	uint32_t nk, nu, i;
@@ -458,9 +464,13 @@ static void install_sig(struct offcpu *oc, const struct proc *p, const struct ev
 	if (!ids)
 		return;
 	/* ids: the kernel frames, then the user frames leaf first; a caller
-	 * frame's pc is its return address - 1. */
+	 * frame's pc is its return address - 1. A name source's frames (a
+	 * Python function's) have none. */
 	for (i = 1; i < nu && sig.n < OFFCPU_SIG_MAX; i++) {
 		uint64_t ra = p->frames.v[ids[nk + i]].pc + 1, w;
+
+		if (ra > SOURCE_PC_BASE)
+			continue;
 
 		for (; at < words; at++) {
 			memcpy(&w, bytes + at * 8, 8);
@@ -481,7 +491,7 @@ static void install_sig(struct offcpu *oc, const struct proc *p, const struct ev
 
 int offcpu_on_stack(struct offcpu *oc, struct procs *procs, const struct ev_sample *s, size_t size)
 {
-	size_t ips = (size_t)s->nkernel + s->nuser, skip = 0, i, len;
+	size_t ips = ev_sample_ips(s), skip = 0, i, len;
 	struct ev_sample *c;
 	struct ostack o = {.id = s->stack_id, .pid = (int32_t)s->hdr.pid};
 	struct thread *t;

@@ -2,6 +2,10 @@
 tests/workloads/pywork.py and prints what test_python.sh checks, over ALL
 of the process's samples (weighted by their value):
 
+offsplit PID: "waits=MS py=PCT six=PCT three=PCT one=PCT" of an --off-cpu
+  recording of mode waits: over ALL of the process's off-CPU time (the
+  offcpu value), the share with a Python frame; and wait_six's, wait_three's
+  and wait_one's shares of the time under waits.
 split PID: "py=PCT six=PCT three=PCT one=PCT": the share of samples with a
   Python frame (a frame of pywork.py's functions, of <module>, or any
   frame pprof names with a Python file: below, frames named by the
@@ -27,24 +31,29 @@ import sys
 PY_NAMES = {"func_six", "func_three", "func_one", "split", "recurse", "Worker.method",
             "method", "gen", "<lambda>", "compress_loop", "thread_target", "shapes",
             "<module>", "run", "Thread.run", "_bootstrap", "Thread._bootstrap",
-            "_bootstrap_inner", "Thread._bootstrap_inner"}
+            "_bootstrap_inner", "Thread._bootstrap_inner", "waits", "wait_six",
+            "wait_three", "wait_one"}
 
 
-def traces(text, pid, lines=False, mapped=False):
+def traces(text, pid, lines=False, mapped=False, value="cpu"):
     """(weight, [frames leaf first]) of the samples of pid, from `pprof
     -raw`: its names as the profile holds them (pprof's other reports
     shorten names, and drop <module> and <lambda> as C++ template
-    arguments)."""
+    arguments). weight: the sample's value of that type."""
     locs, samples, part = {}, [], None
-    last = None
+    last, col = None, None
     for ln in text.splitlines():
         if ln.startswith(("Samples:", "Locations", "Mappings")):
             part = ln.split()[0].rstrip(":")
             continue
         if part == "Samples":
-            m = re.match(r"\s+(\d+)\s+(\d+):((?: \d+)*)\s*$", ln)
-            if m:
-                last = [int(m.group(2)), [int(x) for x in m.group(3).split()], None]
+            if col is None and "/" in ln:
+                types = [t.split("/")[0] for t in ln.split()]
+                col = types.index(value)
+                continue
+            m = re.match(r"\s+((?:\d+\s+)*\d+):((?: \d+)*)\s*$", ln)
+            if m and col is not None:
+                last = [int(m.group(1).split()[col]), [int(x) for x in m.group(2).split()], None]
                 samples.append(last)
             m = re.search(r"pid:\[(\d+) pid\]", ln)
             if m and last:
@@ -100,6 +109,15 @@ def main():
                     print("differ: perf map %s, walked %s" % (tramp, walked), file=sys.stderr)
         print("samples=%d py=%.1f agree=%.2f" % (n, 100 * py / (total or 1),
                                                 100 * agree / (total or 1)))
+        return
+    if mode == "offsplit":
+        ts = traces(text, pid, value="offcpu")
+        total = sum(w for w, _ in ts) or 1
+        under = sum(w for w, f in ts if "waits" in f) or 1
+        print("waits=%d py=%.1f six=%.1f three=%.1f one=%.1f" % (
+            under // 1000000, 100 * sum(w for w, f in ts if any(x in PY_NAMES for x in f)) / total,
+            *(100 * sum(w for w, f in ts if n in f) / under
+              for n in ("wait_six", "wait_three", "wait_one"))))
         return
     ts = traces(text, pid)
     total = sum(w for w, _ in ts) or 1

@@ -14,7 +14,12 @@
 #     between them;
 #   churn (hostile): code objects freed and their addresses reused by
 #     others while sampled (drained after): no frame named after the wrong
-#     one (f_N under the line of N's parity), the recording whole.
+#     one (f_N under the line of N's parity), the recording whole;
+#   offcpu: --off-cpu of two threads sleeping 6, 3 and 1 ms in wait_six,
+#     wait_three and wait_one (one native stack for the three): >= 98 % of
+#     ALL the process's off-CPU time carries a Python frame (none more than
+#     6 ms a thread, the waits under way at the start); the three within 3
+#     points of 60/30/10 of the time under waits.
 # And python_perf_3.12, the cross-check: pyenv's 3.12 with -X perf (each
 # Python call through a trampoline its /tmp/perf-PID.map names
 # py::QUALNAME:FILE), split recorded with -p: in >= 99 % of ALL the
@@ -39,7 +44,7 @@ for py in "${PYS[@]}"; do
 	v=$(basename "$py")
 	[[ $py == /usr/* ]] && v=debian-$v
 	ALL+=("python_cmd_$v" "python_pid_$v" "python_list_$v" "python_gperf_$v" "python_shapes_$v"
-		"python_churn_$v")
+		"python_churn_$v" "python_offcpu_$v")
 done
 ALL+=(python_perf_3.12)
 require_bpf "${ALL[@]}"
@@ -80,7 +85,7 @@ for py in "${PYS[@]}"; do
 	[[ $py == /usr/* ]] && v=debian-$v
 	if [ ! -x "$py" ]; then
 		for t in python_cmd_$v python_pid_$v python_list_$v python_gperf_$v python_shapes_$v \
-			python_churn_$v; do
+			python_churn_$v python_offcpu_$v; do
 			if [ "${CI:-}" = true ]; then fail $t "$py missing in CI"; else skip $t "$py missing"; fi
 		done
 		continue
@@ -139,6 +144,23 @@ for py in "${PYS[@]}"; do
 		named=$(grep -c ';churn;' "$TMP/churn-$v/stacks.folded" 2>/dev/null)
 		if [[ $r == *"wrong=0"* ]] && at_least "${named:-0}" 1; then pass $t; else
 			fail $t "$r; stacks through churn: ${named:-none}"; fi
+	else
+		fail $t "$py did not start"
+	fi
+	stop
+
+	# Before the switch program walked Python frames (py_walk_frames_switch),
+	# py=0.0: the waits' stacks were the interpreter's alone, one for all
+	# three functions.
+	t=python_offcpu_$v
+	if start "$py" waits; then
+		"$REC" --off-cpu -F 99 -d 2 -p "$wpid" -o "$TMP/off-$v" >/dev/null 2>"$TMP/off-$v.err"
+		r=$("$PPROF" -raw "$TMP/off-$v/profile.pb.gz" 2>/dev/null |
+			python3 "$ROOT/tests/integration/py_traces.py" offsplit "$wpid")
+		read -r _ pyp six three one <<<"$(sed 's/[a-z]*=//g' <<<"$r")"
+		if at_least "${pyp:-0}" 98 && within "${six:-0}" 60 3 && within "${three:-0}" 30 3 &&
+			within "${one:-0}" 10 3; then pass $t; else
+			fail $t "$r (want py >= 98, 60/30/10 +-3)"; fi
 	else
 		fail $t "$py did not start"
 	fi

@@ -18,12 +18,18 @@ a frame named f_N under the other line was named wrongly.
 
 deep: one thread, 20 Python frames deep, spinning (scripts/bench-python.sh).
 
+waits: the main thread and another each sleep in wait_six, wait_three and
+wait_one in turn, 6, 3 and 1 ms: 60/30/10 of their time off the CPU, the
+same native stack (the interpreter's call of time.sleep) in all three. No
+thread of it sleeps longer than 6 ms at a time.
+
 "ready PID" once both threads run; then until killed.
 """
 import itertools
 import os
 import sys
 import threading
+import time
 import zlib
 
 K = 20000
@@ -53,6 +59,26 @@ def split(started):
         func_six()
         func_three()
         func_one()
+
+
+def wait_six():
+    time.sleep(0.006)
+
+
+def wait_three():
+    time.sleep(0.003)
+
+
+def wait_one():
+    time.sleep(0.001)
+
+
+def waits(started):
+    started.set()
+    while True:
+        wait_six()
+        wait_three()
+        wait_one()
 
 
 def recurse(n):
@@ -126,6 +152,11 @@ if __name__ == "__main__":
         b.wait()
         print("ready", os.getpid(), flush=True)
         threading.Event().wait()
+    if mode == "waits":
+        threading.Thread(target=waits, args=(a,), daemon=True).start()
+        a.wait()
+        print("ready", os.getpid(), flush=True)
+        waits(b)
     if mode == "deep":
         print("ready", os.getpid(), flush=True)
         deep(19)
