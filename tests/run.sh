@@ -38,9 +38,12 @@ fi
 # Left out of the sanitizer pass (make test SANITIZE=1, CI's second pass):
 # tests of what the kernel side does (what BPF walks, which features load)
 # and test_jitguide, whose recorder paths test_jit runs; the recorder code
-# they drive runs in every other test's recordings. The normal pass runs
-# them all. ~70 s of CI.
-san_leave=" test_cfi_bpf test_stacks test_kernel_features test_jitguide "
+# they drive runs in every other test's recordings. ~70 s of CI. And
+# test_fleet_faults, two minutes of wall time (a 20 s and an 8 s outage):
+# the push code's refusals, retries and spool run under the sanitizers in
+# test_fleet (a 401, a receiver down), test_pyroscope and test_spool. The
+# normal pass runs them all.
+san_leave=" test_cfi_bpf test_stacks test_kernel_features test_jitguide test_fleet_faults "
 
 run_one() { # NAME CMD...: runs a test program and tallies its lines
 	local name=$1 line status=missing saw_fail=0 t0=$SECONDS
