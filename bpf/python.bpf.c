@@ -79,8 +79,12 @@ struct py_walk {
 	__u64 hash; /* py_bpf_stack's */
 };
 
-/* One frame: 0 to go on, 1 at the end (no frame) or a fault (w->fault). */
-static __always_inline int py_step(struct py_walk *w)
+/* One frame: 0 to go on, 1 at the end (no frame) or a fault (w->fault).
+ * compat: the bounded loop's step, which leaves out the frames' hash (only
+ * the switch walk, a bpf_loop kernel's, uses it): its instructions, times
+ * the loop's PY_BPF_FRAMES iterations, took on_sample_compat past the
+ * verifier's million on 6.18. */
+static __always_inline int py_step(struct py_walk *w, const bool compat)
 {
 	struct py_bpf_stack *s = w->s;
 	const struct py_layout *l = w->l;
@@ -115,8 +119,10 @@ static __always_inline int py_step(struct py_walk *w)
 	}
 	c = code | (__u64)owner << PY_FRAME_OWNER_SHIFT | (__u64) !!entry << 48;
 	s->frames[k].code = c;
-	w->hash = (w->hash ^ c ^ (s->frames[k].lasti << 1)) * 0x9e3779b97f4a7c15ULL;
-	w->hash ^= w->hash >> 31;
+	if (!compat) {
+		w->hash = (w->hash ^ c ^ (s->frames[k].lasti << 1)) * 0x9e3779b97f4a7c15ULL;
+		w->hash ^= w->hash >> 31;
+	}
 	w->n++;
 	w->frame = *(__u64 *)&s->span[w->ob & (PY_BPF_SPAN - 1)];
 	return 0;
@@ -129,7 +135,7 @@ static __always_inline int py_step(struct py_walk *w)
 static long py_loop_step(__u32 i, struct py_walk *w)
 {
 	(void)i;
-	return py_step(w);
+	return py_step(w, false);
 }
 
 /* The walk into py_scratch's slot: the thread's frames' number; 0: none
@@ -214,7 +220,7 @@ static __always_inline int py_walk(const bool compat, __u32 slot)
 	 * keeps the verifier's work linear in the frames. */
 	if (compat) {
 		for (int i = 0; i < PY_BPF_FRAMES; i++)
-			if (py_step(&w))
+			if (py_step(&w, true))
 				break;
 	} else {
 		bpf_loop(PY_BPF_FRAMES, py_loop_step, &w, 0);

@@ -111,8 +111,9 @@ struct py_bpf_stack {
 	__u32 tgid, tid;
 	__u32 nframes;
 	__u32 truncated; /* deeper than PY_BPF_FRAMES, or a frame not readable */
-	/* The frames' words, mixed: the off-CPU dedupe tells two waits apart
-	 * by it whose native stacks are the same (bpf/offcpu.bpf.h). */
+	/* The frames' words, mixed (bpf_loop's walks; 0 in the compat
+	 * sampler's): the off-CPU dedupe tells two waits apart by it whose
+	 * native stacks are the same (bpf/offcpu.bpf.h). */
 	__u64 hash;
 	struct py_bpf_frame frames[PY_BPF_FRAMES];
 	__u8 span[2 * PY_BPF_SPAN]; /* the walk's: the frame being read */
