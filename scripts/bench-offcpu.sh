@@ -14,7 +14,8 @@
 # XRay timelines). Prints medians, ratios and what was lost.
 # Usage: bash scripts/bench-offcpu.sh   (as root, after make; needs linux-perf,
 # bpftrace and bpfcc-tools: make deps); `bash scripts/bench-offcpu.sh server`
-# for the cost at server scale against libbpf-tools' offcputime (below).
+# for the cost at server scale against libbpf-tools' offcputime, `... python`
+# for the Python walk's (below).
 set -eu
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}
@@ -46,6 +47,68 @@ else
 fi
 source scripts/lib.sh
 bpf_stats_begin
+
+# `bench-offcpu.sh python`: what walking Python frames at each switch costs
+# (issue 23). tests/workloads/pywork.py waits (two threads sleeping 6, 3 and
+# 1 ms in three Python functions) under pyenv's newest python3.12 (PY to
+# choose), recorded with -p --off-cpu for SECS seconds (default 5) with the
+# walk and without it (BPFTRACE_REC_NO_FEATURES=python: native frames only),
+# alternating, ROUNDS times. For each: the switch program's BPF time per wait
+# of the process (its run_time_ns over the waits summary.json counts: the
+# program also runs, and returns at once, at every other switch of the
+# machine) and the share of the off-CPU time with a Python frame.
+if [ "${1:-}" = python ]; then
+	SECS=${SECS:-5}
+	PY=${PY:-$(ls -d "$(pyenv root 2> /dev/null || echo /root/.pyenv)"/versions/3.12.*/bin/python3.12 | tail -n 1)}
+	"$PY" tests/workloads/pywork.py waits > "$TMP/py.out" 2>&1 &
+	wpid=$!
+	for _ in $(seq 100); do grep -q '^ready' "$TMP/py.out" && break; sleep 0.05; done
+	one() { # NAME ENV...: "NAME ns_per_wait waits py_share"
+		local name=$1 tool a b
+		shift
+		env "$@" ./bpftrace-rec -q --off-cpu -F 49 -p $wpid -d "$SECS" -o "$TMP/$name" > /dev/null 2>&1 &
+		tool=$!
+		for _ in $(seq 300); do a=$(prog_stats on_switch $tool) && [ -n "$a" ] && break; sleep 0.05; done
+		b=$a
+		while kill -0 $tool 2> /dev/null; do
+			c=$(prog_stats on_switch $tool) || true
+			[ -n "$c" ] && b=$c
+			sleep 0.2
+		done
+		wait $tool || true
+		set -- $a $b
+		python3 - "$name" "$5" "$2" "$TMP/$name" "$wpid" <<'PY'
+import json, subprocess, sys
+name, t1, t0, d, pid = sys.argv[1:]
+waits = json.load(open(d + "/summary.json"))["offcpu"]["waits"]
+raw = subprocess.run(["tools/pprof", "-raw", d + "/profile.pb.gz"], capture_output=True, text=True).stdout
+split = subprocess.run(["python3", "tests/integration/py_traces.py", "offsplit", pid], input=raw,
+                       capture_output=True, text=True).stdout.split()
+py = [x.split("=")[1] for x in split if x.startswith("py=")]
+print(name, (int(t1) - int(t0)) / max(waits, 1), waits, py[0] if py else "?")
+PY
+	}
+	for r in $(seq "$ROUNDS"); do
+		one walk
+		one native BPFTRACE_REC_NO_FEATURES=python
+	done | tee "$TMP/cost" >&2
+	kill $wpid
+	python3 - "$TMP/cost" "$SECS" "$PY" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) == 4:
+        rows.setdefault(f[0], []).append((float(f[1]), int(f[2]), f[3]))
+print(f"pywork.py waits under {sys.argv[3]}, -p --off-cpu {sys.argv[2]} s, median of {len(rows['walk'])} alternating rounds:")
+for name in ("walk", "native"):
+    r = rows[name]
+    print(f"  {name:6s} {statistics.median(x[0] for x in r):.0f} ns of on_switch per wait "
+          f"({statistics.median(x[1] for x in r):.0f} waits), Python frames in {', '.join(x[2] for x in r)} % of the off-CPU time")
+print(f"  the walk adds {statistics.median(x[0] for x in rows['walk']) - statistics.median(x[0] for x in rows['native']):.0f} ns per wait")
+PY
+	exit 0
+fi
 
 # `bench-offcpu.sh server`: the cost of the whole tool at server scale.
 # PostgreSQL (initdb'd here, on a loopback port of its own) under pgbench

@@ -53,6 +53,8 @@ late() {
 	eval "$setup"
 	wait $rp
 	pid=$(pid_of "$TMP/$run" jitspin)
+	# For a failure's message: the map jitspin put in place at its exit.
+	if [ -e "/tmp/perf-$pid.map" ]; then inplace=yes; else inplace=no; fi
 	rm -f "/tmp/perf-$pid.map"
 	"$PPROF" -top -nodecount=10 "$TMP/$run/profile.pb.gz" > "$TMP/$run.top" 2>&1
 }
@@ -73,7 +75,7 @@ t=jitguide_late_map_named
 if at_least "$(flat jit_spin_loop < "$TMP/late_map_named.top")" 80 && ! grep -q "$GUIDE" "$TMP/late_map_named.err"; then
 	pass $t
 else
-	fail $t "stderr: $(cat "$TMP/late_map_named.err"); top: $(sed -n 6,9p "$TMP/late_map_named.top")"
+	fail $t "map in place after the run: $inplace; stderr: $(cat "$TMP/late_map_named.err"); top: $(sed -n 6,9p "$TMP/late_map_named.top")"
 fi
 
 late late_map_symlink 'printf "%s 2 evil_late\n" "$addr" > "$TMP/evil.map"; ln -s "$TMP/evil.map" "$TMP/late_map_symlink.exitmap"'
