@@ -481,14 +481,16 @@ static void resolve_unmapped(struct proc *p)
 	}
 }
 
-/* For an address no mapping covers: re-reads the maps unless they were read
- * in the last MAPS_REREAD_NS. True when it did. */
+/* The process's maps to be read again by procs_reread_stale, once
+ * MAPS_REREAD_NS have passed since the last read. */
 static void mark_stale(struct proc *p)
 {
 	if (!p->maps_stale && !VEC_PUSH(p->set->maps_stale, p->pid))
 		p->maps_stale = true;
 }
 
+/* For an address no mapping covers: re-reads the maps unless they were read
+ * in the last MAPS_REREAD_NS. True when it did. */
 static bool reread_maps(struct proc *p)
 {
 	if (now_ns(CLOCK_MONOTONIC) - p->maps_read_ns <= MAPS_REREAD_NS) {
