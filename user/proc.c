@@ -737,8 +737,8 @@ static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs,
 		for (i = 0; i < at; i++)
 			pcs[i] = fp[i];
 		n = bad ? 0
-			: unwind_dwarf(p->uw, regs, stack, s->stack_len, pcs + at, max - at,
-				       &flags);
+			: unwind_dwarf(p->uw, regs, s->hdr.time_ns, stack, s->stack_len, pcs + at,
+				       max - at, &flags);
 		p->unwind_ns += now_ns(CLOCK_MONOTONIC) - t0;
 		p->uw_used_ns = t0;
 		p->unwound++;

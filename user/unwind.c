@@ -68,9 +68,10 @@ struct unwinder {
 	pid_t pid;
 	bool attached;
 	bool own_root;		/* the process's root is ours: a module's path opens here too */
-	uint64_t reported_ns;	/* last dwfl_linux_proc_report */
+	uint64_t reported_ns;	/* last dwfl_linux_proc_report (as it began) */
 	uint64_t report_gap_ns; /* before the next one: doubles up to REPORT_EVERY_NS */
 	uint64_t modules_sig;	/* of the modules it reported */
+	bool report_changed;	/* the last report changed the modules */
 	/* The sample being unwound: the registers libdwfl starts from (the
 	 * sample's, or a perf trampoline's caller's), the copy's base. */
 	uint64_t ip, sp, bp, sp0;
@@ -291,12 +292,14 @@ static int report(struct unwinder *u, bool *changed)
 	struct report_ctx rc = {u, 0};
 	int err;
 
+	/* Before the maps are read: a sample taken after this time may need a
+	 * module the read missed (report_again). */
+	u->reported_ns = now_ns(CLOCK_MONOTONIC);
 	dwfl_report_begin(u->dwfl);
 	err = dwfl_linux_proc_report(u->dwfl, u->pid);
 	dwfl_report_end(u->dwfl, NULL, NULL);
-	u->reported_ns = now_ns(CLOCK_MONOTONIC);
 	dwfl_getmodules(u->dwfl, module_sig_cb, &rc, 0);
-	*changed = rc.sig != u->modules_sig;
+	*changed = u->report_changed = rc.sig != u->modules_sig;
 	if (*changed) {
 		u->modules_sig = rc.sig;
 		cfi_cache_clear(u);
@@ -322,13 +325,20 @@ static bool maps_readable(pid_t pid)
 }
 
 /* Modules mapped since the last report (ld.so's after exec, dlopen) appear
- * by reporting again, after a gap that grows from 1 to 100 ms. True when the
- * modules changed. */
-static bool report_again(struct unwinder *u)
+ * by reporting again, after a gap that grows from 1 to 100 ms; for a sample
+ * taken after the last report (time_ns, CLOCK_MONOTONIC; 0: unknown), at
+ * once while the modules are still changing. An unwinder made at a process's
+ * first sample, as ld.so starts mapping its libraries, met the first wait in
+ * libc's read within that 1 ms: libdwfl took a frame-pointer step there past
+ * the read's caller (1 off-CPU stack in ~15 of waits.c repeat). Once a report
+ * changed nothing, the gap alone: code in no module (JIT code) would cost a
+ * report per sample. True when the modules changed. */
+static bool report_again(struct unwinder *u, uint64_t time_ns)
 {
 	bool changed = false;
 
-	if (now_ns(CLOCK_MONOTONIC) - u->reported_ns < u->report_gap_ns)
+	if (now_ns(CLOCK_MONOTONIC) - u->reported_ns < u->report_gap_ns &&
+	    !(u->report_changed && time_ns >= u->reported_ns))
 		return false;
 	u->report_gap_ns =
 	    u->report_gap_ns * 2 < REPORT_EVERY_NS ? u->report_gap_ns * 2 : REPORT_EVERY_NS;
@@ -567,8 +577,8 @@ static int run_dwfl(struct unwinder *u)
 	return r;
 }
 
-int unwind_dwarf(struct unwinder *u, const uint64_t regs[3], const void *stack, size_t stack_len,
-		 uint64_t *pcs, int max, unsigned *flags)
+int unwind_dwarf(struct unwinder *u, const uint64_t regs[3], uint64_t time_ns, const void *stack,
+		 size_t stack_len, uint64_t *pcs, int max, unsigned *flags)
 {
 	uint64_t bp, ra, next;
 	int r, steps;
@@ -585,7 +595,7 @@ int unwind_dwarf(struct unwinder *u, const uint64_t regs[3], const void *stack, 
 	u->max = max;
 	r = run_dwfl(u);
 	/* A frame in no module may be in a library loaded since (dlopen). */
-	if (u->new_nomod && report_again(u)) {
+	if (u->new_nomod && report_again(u, time_ns)) {
 		u->ip = regs[UNWIND_IP];
 		u->sp = regs[UNWIND_SP];
 		u->bp = regs[UNWIND_BP];

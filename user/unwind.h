@@ -14,7 +14,7 @@ struct unwinder;
 /* One per recorded process, kept across samples: it keeps the process's
  * modules (from /proc/PID/maps), their CFI and per-address caches. The
  * process must be alive here; modules mapped later (dlopen) are found by
- * reporting /proc/PID/maps again, at most every 100 ms. NULL + errno. */
+ * reporting /proc/PID/maps again (unwind_dwarf). NULL + errno. */
 struct unwinder *unwinder_new(pid_t pid);
 void unwinder_free(struct unwinder *u);
 
@@ -27,11 +27,13 @@ enum { UNWIND_IP, UNWIND_SP, UNWIND_BP };
 #define UNWIND_TRUNCATED 1u
 
 /* Unwinds one sample from its registers and the stack_len bytes copied from
- * regs[UNWIND_SP]; those bytes are the only memory read. pcs[0] is the ip;
- * the rest are return addresses as found on the stack (not minus 1). Returns
- * how many (at most max; >= 1 when the ip is not 0). */
-int unwind_dwarf(struct unwinder *u, const uint64_t regs[3], const void *stack, size_t stack_len,
-		 uint64_t *pcs, int max, unsigned *flags);
+ * regs[UNWIND_SP]; those bytes are the only memory read. time_ns is when the
+ * sample was taken (CLOCK_MONOTONIC; 0: unknown): a frame in no module of a
+ * sample taken after the last read of the maps gets another read at once.
+ * pcs[0] is the ip; the rest are return addresses as found on the stack (not
+ * minus 1). Returns how many (at most max; >= 1 when the ip is not 0). */
+int unwind_dwarf(struct unwinder *u, const uint64_t regs[3], uint64_t time_ns, const void *stack,
+		 size_t stack_len, uint64_t *pcs, int max, unsigned *flags);
 
 /* A word of a copied stack (the BPF sample's copy): [sp, sp + stack_len)
  * is all we know. Shared by the libdwfl unwinder and the CFI table walker. */

@@ -70,7 +70,7 @@ static int on_record(void *ctx, void *data, size_t len)
 	t->notable += !!(s->flags & SAMPLE_CFI_NOTABLE);
 	stack = (const unsigned char *)&s->ips[s->nkernel + s->nuser];
 	memcpy(regs, s->uregs, sizeof(regs));
-	n = unwind_dwarf(t->u, regs, stack, s->stack_len, pcs, MAX_FRAMES, &fl);
+	n = unwind_dwarf(t->u, regs, s->hdr.time_ns, stack, s->stack_len, pcs, MAX_FRAMES, &fl);
 	nb = s->nuser;
 	ncmp = n < nb ? n : nb;
 	t->dwfl_trunc += !!(fl & UNWIND_TRUNCATED);

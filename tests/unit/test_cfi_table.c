@@ -330,7 +330,7 @@ static void compare(const char *what, const struct sample *s, int min_frames)
 	CHECKF(s->len > 256, "%s: %zu bytes of stack", what, s->len);
 	if (s->len <= 256 || !uw)
 		return;
-	na = unwind_dwarf(uw, s->regs, s->stack, s->len, a, MAXPCS, &flags);
+	na = unwind_dwarf(uw, s->regs, 0, s->stack, s->len, a, MAXPCS, &flags);
 	nb = cfi_walk(maps, nmaps, s->regs, s->stack, s->len, b, MAXPCS, &stop);
 	for (i = 0; i < na && i < nb && a[i] == b[i]; i++)
 		same++;
