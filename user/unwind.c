@@ -494,8 +494,8 @@ static struct cfi_ent cfi_at(struct unwinder *u, uint64_t addr)
 	return tmp;
 }
 
-/* A return address at CPython's perf trampoline (bpf/cfi.h) in code no
- * module covers: the caller's registers into u (ip, sp, bp), for libdwfl
+/* A return address at CPython's perf trampoline (bpf/cfi.h), code without
+ * CFI: the caller's registers into u (ip, sp, bp), for libdwfl
  * to start again from there. Its frame-pointer step took a caller's rbp
  * at one, as the BPF walk did (bpf/cfi_walk.bpf.h's cfi_py_tramp). */
 static bool py_tramp_step(struct unwinder *u, Dwfl_Frame *frame, uint64_t pc)
@@ -538,7 +538,12 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 		u->go_fp = true;
 		return DWARF_CB_ABORT;
 	}
-	if (c.kind == CFI_NOMOD && u->n > 1 && u->last_bp_ok && py_tramp_step(u, frame, pc)) {
+	/* The sample's own frame too: a stack the BPF walk handed over at a
+	 * trampoline (SAMPLE_DWARF_AT) starts at its return address. And in a
+	 * module's range too: libdwfl's spans a library's gaps, where an
+	 * anonymous mapping may lie (py_tramp_step checks the code). */
+	if ((c.kind == CFI_NOMOD || c.kind == CFI_NONE) && u->last_bp_ok &&
+	    py_tramp_step(u, frame, pc)) {
 		u->py_tramp = true;
 		return DWARF_CB_ABORT;
 	}
