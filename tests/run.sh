@@ -39,7 +39,7 @@ fi
 # tests of what the kernel side does (what BPF walks, which features load)
 # and test_jitguide, whose recorder paths test_jit runs; the recorder code
 # they drive runs in every other test's recordings. ~70 s of CI. And
-# test_fleet_faults, two minutes of wall time (a 20 s and an 8 s outage):
+# test_fleet_faults, 1.5 minutes of wall time (a 20 s and an 8 s outage):
 # the push code's refusals, retries and spool run under the sanitizers in
 # test_fleet (a 401, a receiver down), test_pyroscope and test_spool. The
 # normal pass runs them all.

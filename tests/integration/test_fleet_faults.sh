@@ -6,7 +6,8 @@
 # what was recorded (each window directory's summary.json: its start and
 # samples, which test_window checks against pprof's read of its profile):
 # - the Collector killed for 20 s mid-run, then started again: every window
-#   arrives, once, in order, with its samples;
+#   arrives, once, in order, with its samples (the next three cases and the
+#   Pyroscope one run during the outage, each on ports of its own);
 # - a backend that answers after 1.5 s (a delaying proxy in front of the
 #   Collector) with 1 s windows: the windows still close on time (the drain
 #   does not wait for the push), and every one arrives;
@@ -92,40 +93,49 @@ PY
 }
 
 # --- the Collector killed for 20 s -----------------------------------------------------------
-PORT=$(free_port)
-collector_start "$PORT" "$TMP/got1"
-"$REC" -F 99 -p $SPLIT --window 2 -o "$TMP/o1" --push "otlp=http://127.0.0.1:$PORT" \
+# The slow backend's, the 401's and the full spool's cases run during the
+# outage (~20 s of CI's time), on ports of their own (other_port).
+PORT1=$(free_port)
+collector_start "$PORT1" "$TMP/got1"
+COL1=$COL_PID
+"$REC" -F 99 -p $SPLIT --window 2 -o "$TMP/o1" --push "otlp=http://127.0.0.1:$PORT1" \
 	> "$TMP/rec1.log" 2>&1 &
 REC1=$!
 sleep 5
-kill -9 $COL_PID
-wait $COL_PID 2> /dev/null
-sleep 20
-collector_start "$PORT" "$TMP/got1b"
-sleep 5
-kill -TERM $REC1
-wait $REC1
-rc=$?
-outage() {
-	local n
-	n=$(ls -d "$TMP"/o1/window-* | wc -l)
-	# The outage held ~10 windows back; said once, then sent again.
-	[ $rc = 0 ] && [ "$n" -ge 14 ] && grep -q "tried again with backoff" "$TMP/rec1.log" &&
-		grep -q "sent again after" "$TMP/rec1.log" && [ -z "$(ls "$TMP"/o1/spool/*/ 2> /dev/null)" ] &&
-		return 0
-	echo "exit $rc, $n windows: $(grep -v "stays in the spool\|^  \|window [0-9]*:" "$TMP/rec1.log" | head -5)" >&2
-	return 1
+kill -9 $COL1
+wait $COL1 2> /dev/null
+OUTAGE_T0=$SECONDS
+other_port() { # a free port, not the one the outage's recorder retries
+	local p
+	while p=$(free_port) && [ "$p" = "$PORT1" ]; do :; done
+	echo "$p"
 }
-fault_case faults_outage_20s "the Collector killed (SIGKILL) for 20 s in a run of 2 s windows, then started again" \
-	"the windows wait in the spool, retried with backoff; sent once it is back; exit 0, spool empty" outage
-check faults_outage_in_order arrived "$TMP/got1 $TMP/got1b" "$TMP/o1"
-kill $COL_PID 2> /dev/null
-wait $COL_PID 2> /dev/null
+# The Pyroscope case's run (checked at the end), meanwhile too: a receiver
+# and a port of its own; in a subshell, as start_receiver sets globals.
+pyroscope_outage() {
+	local port=$1 rec
+	start_receiver "$TMP/pgot1" -addr "127.0.0.1:$port"
+	"$REC" -q -F 99 -p $SPLIT --window 2 -o "$TMP/o6" --push "pyroscope=http://127.0.0.1:$port" \
+		> "$TMP/rec6.log" 2>&1 &
+	rec=$!
+	sleep 5
+	kill -9 $RPID
+	wait $RPID 2> /dev/null
+	sleep 8
+	start_receiver "$TMP/pgot2" -addr "127.0.0.1:$port"
+	sleep 6
+	kill -TERM $rec
+	wait $rec
+	echo $? > "$TMP/rc6"
+	kill $RPID 2> /dev/null
+}
+pyroscope_outage "$(other_port)" &
+PYRO=$!
 
 # --- a slow backend: a proxy that waits 1.5 s before each request ---------------------------
-PORT=$(free_port)
+PORT=$(other_port)
 collector_start "$PORT" "$TMP/got2"
-PPORT=$(free_port)
+PPORT=$(other_port)
 fixture_start "$PPORT" "$TMP/proxy.log" proxy 1.5 "$PORT"
 PROXY=$FIX_PID
 "$REC" -q -F 99 -p $SPLIT --window 1 -d 6 -o "$TMP/o2" --push "otlp=http://127.0.0.1:$PPORT" \
@@ -148,7 +158,7 @@ kill $PROXY $COL_PID 2> /dev/null
 wait $PROXY $COL_PID 2> /dev/null
 
 # --- a 401 -----------------------------------------------------------------------------------
-P401=$(free_port)
+P401=$(other_port)
 fixture_start "$P401" "$TMP/401.count" status 401 "token expired for tenant 9"
 S401=$FIX_PID
 "$REC" -q -F 99 -p $SPLIT --window 1 -d 3.5 -o "$TMP/o3" --push "otlp=http://127.0.0.1:$P401" \
@@ -167,7 +177,7 @@ check faults_401_not_retried eval '[ "$(wc -l < "$TMP/401.count")" = "$n3" ] && 
 kill $S401 2> /dev/null
 
 # --- a full spool: no receiver; room for about two windows -----------------------------------
-PORT=$(free_port)
+PORT=$(other_port)
 # A window's request of split at -F 99, 1 s: measured by a first run into
 # the spool (nothing listens), so that the bound holds two and a half.
 "$REC" -q -F 99 -p $SPLIT -d 1 -o "$TMP/o4size" --push "otlp=http://127.0.0.1:$PORT" > /dev/null 2>&1
@@ -207,6 +217,31 @@ check faults_spool_full_rest_sent arrived "$TMP/got4" "$TMP/o4" -- "$ndrop"
 kill $COL_PID 2> /dev/null
 wait $COL_PID 2> /dev/null
 
+# --- the outage's end, 20 s after the kill or more ----------------------------------------------
+left=$((20 - (SECONDS - OUTAGE_T0)))
+[ $left -gt 0 ] && sleep $left
+collector_start "$PORT1" "$TMP/got1b"
+COL1=$COL_PID
+sleep 5
+kill -TERM $REC1
+wait $REC1
+rc=$?
+outage() {
+	local n
+	n=$(ls -d "$TMP"/o1/window-* | wc -l)
+	# The outage held ~10 windows back; said once, then sent again.
+	[ $rc = 0 ] && [ "$n" -ge 14 ] && grep -q "tried again with backoff" "$TMP/rec1.log" &&
+		grep -q "sent again after" "$TMP/rec1.log" && [ -z "$(ls "$TMP"/o1/spool/*/ 2> /dev/null)" ] &&
+		return 0
+	echo "exit $rc, $n windows: $(grep -v "stays in the spool\|^  \|window [0-9]*:" "$TMP/rec1.log" | head -5)" >&2
+	return 1
+}
+fault_case faults_outage_20s "the Collector killed (SIGKILL) for 20 s in a run of 2 s windows, then started again" \
+	"the windows wait in the spool, retried with backoff; sent once it is back; exit 0, spool empty" outage
+check faults_outage_in_order arrived "$TMP/got1 $TMP/got1b" "$TMP/o1"
+kill $COL1 2> /dev/null
+wait $COL1 2> /dev/null
+
 # --- SIGKILL while the receiver is down, then a restart ---------------------------------------
 PORT=$(free_port)
 "$REC" -q -F 99 -p $SPLIT --window 1 -o "$TMP/o5" --push "otlp=http://127.0.0.1:$PORT" \
@@ -237,20 +272,9 @@ kill $COL_PID 2> /dev/null
 wait $COL_PID 2> /dev/null
 
 # --- Pyroscope: its receiver killed for 8 s, then started again ---------------------------------
-PPORT=$(free_port)
-start_receiver "$TMP/pgot1" -addr "127.0.0.1:$PPORT"
-"$REC" -q -F 99 -p $SPLIT --window 2 -o "$TMP/o6" --push "pyroscope=http://127.0.0.1:$PPORT" \
-	> "$TMP/rec6.log" 2>&1 &
-REC6=$!
-sleep 5
-kill -9 $RPID
-wait $RPID 2> /dev/null
-sleep 8
-start_receiver "$TMP/pgot2" -addr "127.0.0.1:$PPORT"
-sleep 6
-kill -TERM $REC6
-wait $REC6
-rc=$?
+# (run in the background since the Collector's outage: pyroscope_outage)
+wait $PYRO
+rc=$(cat "$TMP/rc6" 2> /dev/null || echo none)
 # Each request (a window's, one process) in the order received: its from
 # (the window's start, in whole seconds: 2 s windows have distinct ones)
 # and its samples as pprof reads them, against the windows recorded.
@@ -280,4 +304,4 @@ PY
 }
 fault_case faults_pyroscope_outage "--push pyroscope, 2 s windows, the receiver killed (SIGKILL) for 8 s, then started again on its port" \
 	"every window's request arrives once, in order, with the window's samples; exit 0" pyro_arrived
-kill $RPID $SPLIT 2> /dev/null
+kill $SPLIT 2> /dev/null
