@@ -46,11 +46,12 @@ for py in "${PYS[@]}"; do
 	ALL+=("python_cmd_$v" "python_pid_$v" "python_list_$v" "python_gperf_$v" "python_shapes_$v"
 		"python_churn_$v" "python_offcpu_$v")
 done
-# The cross-check is the normal pass's: the sanitizer build loads the CFI
-# tables later, and more of a -p recording's first samples are unwound from
-# their DWARF copy, which still ends some stacks at the innermost
-# trampoline (95.98 % agreed in one CI sanitizer run: the Python frames all
-# walked, the native ones above that trampoline missing).
+# The cross-check is the normal pass's (CI's time). The sanitizer build
+# loads the CFI tables later, and more of a -p recording's first samples
+# are unwound from their DWARF copy, which ended some stacks at the
+# innermost trampoline (95.98 % agreed in one CI sanitizer run, 97.5 % here
+# under load) until user/unwind.c stepped through a trampoline from the
+# copy's first frame: tests/unit/test_unwind.c's test_py_tramp.
 [ "${SANITIZE:-}" = 1 ] || ALL+=(python_perf_3.12)
 require_bpf "${ALL[@]}"
 
