@@ -9,8 +9,9 @@
 # Each minute: the recorder's RSS; its CPU over that minute (user + system
 # of all its threads) and its BPF programs' run time (kernel.bpf_stats_enabled:
 # they run in the interrupted tasks' time, not the recorder's), each as % of
-# one core; the Collector's batches so far. Then the targets, each "met" or
-# "NOT met" (exit status 1 if one is not):
+# one core; the Collector's batches so far; the anonymous part of the RSS
+# (RssAnon: the heap, against files and the ring buffer mapped). Then the
+# targets, each "met" or "NOT met" (exit status 1 if one is not):
 #   - RSS flat: every minute from minute 2 on within 10% of minute 2's;
 #   - RSS under 64 MiB throughout;
 #   - CPU, its own and its BPF programs', at most 1% of one core (the mean
@@ -47,7 +48,7 @@ REC=$!
 HZ=$(getconf CLK_TCK)
 cpu_ticks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' /proc/"$1"/stat; } # utime + stime
 echo "bench-continuous: -a -F $FREQ ${MODE[*]:-(plain)} for $MINUTES min, pushing to 127.0.0.1:$PORT (pid $REC)"
-printf '%6s %10s %8s %8s %8s\n' minute rss_kib cpu_pct bpf_pct batches | tee "$TMP/minutes"
+printf '%6s %10s %8s %8s %8s %10s\n' minute rss_kib cpu_pct bpf_pct batches anon_kib | tee "$TMP/minutes"
 t0=$(date +%s%N)
 last_cpu=$(cpu_ticks $REC)
 last_bpf=$(pid_bpf_ns $REC)
@@ -59,10 +60,11 @@ for ((m = 1; m <= MINUTES; m++)); do
 	cpu=$(cpu_ticks $REC)
 	bpf=$(pid_bpf_ns $REC)
 	rss=$(awk '/^VmRSS/ {print $2}' /proc/$REC/status)
+	anon=$(awk '/^RssAnon/ {print $2}' /proc/$REC/status) # the heap's part of rss
 	batches=$(ls "$TMP/got" | grep -c 'summary.json$' || true)
 	awk -v m=$m -v rss="$rss" -v dc=$((cpu - last_cpu)) -v db=$((bpf - last_bpf)) -v hz="$HZ" \
-		-v dt=$((now - last_t)) -v b="$batches" \
-		'BEGIN { printf "%6d %10d %8.3f %8.3f %8d\n", m, rss, 100 * dc / hz / (dt / 1e9), 100 * db / dt, b }' |
+		-v dt=$((now - last_t)) -v b="$batches" -v anon="$anon" \
+		'BEGIN { printf "%6d %10d %8.3f %8.3f %8d %10d\n", m, rss, 100 * dc / hz / (dt / 1e9), 100 * db / dt, b, anon }' |
 		tee -a "$TMP/minutes"
 	last_cpu=$cpu last_bpf=$bpf last_t=$now
 done
