@@ -722,7 +722,7 @@ static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs,
 	/* Only a copy for DWARF needs one: an off-CPU stack walked in BPF
 	 * carries its first window for user/offcpu.c's sig alone. */
 	if ((s->flags & SAMPLE_DWARF) && s->stack_len && !p->uw)
-		p->uw = unwinder_new(p->pid);
+		p->uw = unwinder_new(p->pid, p->set->elves);
 	if (p->uw && (s->flags & SAMPLE_DWARF)) {
 		uint64_t regs[UREG_NR] = {s->uregs[UREG_IP], s->uregs[UREG_SP], s->uregs[UREG_BP]};
 		/* SAMPLE_DWARF_AT: the walk's first ips, then the copy's frames

@@ -229,6 +229,9 @@ struct procs {
 	struct proc *last_proc;
 	struct name_source names[PROCS_MAX_NAMES];
 	unsigned nnames;
+	/* The files the processes' unwinders share (user/unwind.h), the
+	 * recorder's; NULL: each unwinder maps its own. */
+	struct unwind_elves *elves;
 };
 
 /* Adds a source of names, asked after the ones added before. 0 or

@@ -37,6 +37,7 @@
 #include "user/symbols.h"
 #include "user/target.h"
 #include "user/trace.h"
+#include "user/unwind.h"
 #include "user/usdt.h"
 #include "user/util.h"
 #include "user/writers.h"
@@ -104,6 +105,9 @@ struct recorder {
 	/* --off-cpu (user/offcpu.c): its maps' sizes, the stacks and sums
 	 * drained, the waits; off without it. */
 	struct offcpu *offcpu;
+	/* The files the DWARF unwinders read, mapped once for all of them
+	 * (procs.elves borrows it). */
+	struct unwind_elves *elves;
 	struct ring_buffer *rb;
 	struct bpf_link **links; /* the sampler's, one per CPU */
 	int nlinks;
@@ -906,6 +910,10 @@ static int rec_load(struct recorder *r)
 	skel->rodata->max_stack = env.max_stack;
 	skel->rodata->walk_reads = 8 + env.max_stack / 8;
 	r->procs.max_stack = env.max_stack;
+	if (!(r->elves = r->procs.elves = unwind_elves_new())) {
+		err("out of memory");
+		return -1;
+	}
 	{
 		struct name_source jit_names;
 
@@ -1608,6 +1616,8 @@ static int rec_finish(struct recorder *r, int code)
 	offcpu_free(r->offcpu);
 	trace_free(&r->tlinks);
 	procs_free(&r->procs);
+	unwind_elves_free(r->elves); /* after the unwinders */
+	r->elves = NULL;
 	xray_free(r->xray);
 	flame_views_free(r->ri.flame);
 	symfiles_free();

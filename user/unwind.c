@@ -59,6 +59,22 @@ struct cfi_ent {
 	uint32_t pad;
 };
 
+/* One file the unwinders read, by identity: libelf counts its references
+ * (elf_begin with a reference hands out the same Elf), so every process's
+ * Dwfl reads one mapping of it. users: the unwinders that took it. */
+struct shared_elf {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	Elf *elf; /* the reference held here */
+	unsigned users;
+};
+
+struct unwind_elves {
+	VEC(struct shared_elf *) v;
+};
+
 struct unwinder {
 	Dwfl *dwfl;
 	/* The architecture for dwfl_attach_state. Left to itself, it borrows
@@ -66,6 +82,8 @@ struct unwinder {
 	Elf64_Ehdr ehdr;
 	Elf *arch;
 	pid_t pid;
+	struct unwind_elves *elves;	/* or NULL: files not shared */
+	VEC(struct shared_elf *) taken; /* from elves, one per find_elf that took one */
 	bool attached;
 	bool own_root;		/* the process's root is ours: a module's path opens here too */
 	uint64_t reported_ns;	/* last dwfl_linux_proc_report (as it began) */
@@ -152,6 +170,103 @@ static int open_mapped_module(const struct unwinder *u, Dwarf_Addr base, char **
 	return fd;
 }
 
+struct unwind_elves *unwind_elves_new(void)
+{
+	return calloc(1, sizeof(struct unwind_elves));
+}
+
+void unwind_elves_free(struct unwind_elves *elves)
+{
+	if (!elves)
+		return;
+	for (size_t i = 0; i < elves->v.n; i++) {
+		elf_end(elves->v.v[i]->elf);
+		free(elves->v.v[i]);
+	}
+	VEC_FREE(elves->v);
+	free(elves);
+}
+
+size_t unwind_elves_held(const struct unwind_elves *elves)
+{
+	return elves ? elves->v.n : 0;
+}
+
+static bool same_file(const struct shared_elf *e, const struct stat *st)
+{
+	return e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size &&
+	       e->mtime.tv_sec == st->st_mtim.tv_sec && e->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+/* The Elf of the file open at fd when another unwinder already reads it
+ * (a new reference, which libdwfl ends with the module), else NULL. */
+static Elf *shared_elf_take(struct unwinder *u, int fd)
+{
+	struct unwind_elves *elves = u->elves;
+	struct stat st;
+	Elf *elf;
+
+	if (fstat(fd, &st))
+		return NULL;
+	for (size_t i = 0; i < elves->v.n; i++) {
+		struct shared_elf *e = elves->v.v[i];
+
+		if (!same_file(e, &st))
+			continue;
+		if (VEC_RESERVE(u->taken, u->taken.n + 1) ||
+		    !(elf = elf_begin(-1, ELF_C_READ_MMAP, e->elf)))
+			return NULL;
+		e->users++;
+		u->taken.v[u->taken.n++] = e;
+		return elf;
+	}
+	return NULL;
+}
+
+/* The file at fd, just opened as elf, for the other unwinders: the share
+ * holds a reference of its own. Without memory, simply not shared. */
+static void shared_elf_add(struct unwinder *u, int fd, Elf *elf)
+{
+	struct shared_elf *e;
+	struct stat st;
+
+	if (fstat(fd, &st) || VEC_RESERVE(u->taken, u->taken.n + 1) ||
+	    VEC_RESERVE(u->elves->v, u->elves->v.n + 1) || !(e = calloc(1, sizeof(*e))))
+		return;
+	if (!(e->elf = elf_begin(-1, ELF_C_READ_MMAP, elf))) {
+		free(e);
+		return;
+	}
+	e->dev = st.st_dev;
+	e->ino = st.st_ino;
+	e->size = st.st_size;
+	e->mtime = st.st_mtim;
+	e->users = 1;
+	u->elves->v.v[u->elves->v.n++] = e;
+	u->taken.v[u->taken.n++] = e;
+}
+
+/* The unwinder's files given back: one no unwinder reads is unmapped. */
+static void shared_elf_release(struct unwinder *u)
+{
+	struct unwind_elves *elves = u->elves;
+
+	for (size_t i = 0; i < u->taken.n; i++) {
+		struct shared_elf *e = u->taken.v[i];
+
+		if (--e->users)
+			continue;
+		for (size_t j = 0; j < elves->v.n; j++)
+			if (elves->v.v[j] == e) {
+				elves->v.v[j] = elves->v.v[--elves->v.n];
+				break;
+			}
+		elf_end(e->elf);
+		free(e);
+	}
+	VEC_FREE(u->taken);
+}
+
 /* libdwfl's, with two changes. The file is the one the process mapped
  * (open_mapped_module), else its path in the process's root; libdwfl's own
  * opens the path here, and every stack of a containerized program without
@@ -164,7 +279,7 @@ static int open_mapped_module(const struct unwinder *u, Dwarf_Addr base, char **
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 		    char **file_name, Elf **elfp)
 {
-	const struct unwinder *u = *userdata;
+	struct unwinder *u = *userdata;
 	char path[PATH_MAX + 32];
 	int fd = -1;
 
@@ -184,6 +299,10 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
 		fd = dwfl_linux_proc_find_elf(mod, userdata, modname, base, file_name, elfp);
 	if (fd < 0 || *elfp)
 		return fd;
+	if (u && u->elves && (*elfp = shared_elf_take(u, fd))) {
+		close(fd);
+		return -1;
+	}
 	*elfp = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!*elfp)
 		return fd; /* libdwfl tries itself, and says why */
@@ -192,6 +311,8 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
 		*elfp = NULL;
 		return fd;
 	}
+	if (u && u->elves)
+		shared_elf_add(u, fd, *elfp);
 	close(fd);
 	return -1;
 }
@@ -349,7 +470,7 @@ static bool report_again(struct unwinder *u, uint64_t time_ns)
 	return changed;
 }
 
-struct unwinder *unwinder_new(pid_t pid)
+struct unwinder *unwinder_new(pid_t pid, struct unwind_elves *elves)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
 	int err;
@@ -357,6 +478,7 @@ struct unwinder *unwinder_new(pid_t pid)
 	if (!u)
 		return NULL;
 	u->pid = pid;
+	u->elves = elves;
 	u->report_gap_ns = REPORT_FIRST_GAP_NS;
 	{
 		char root[48];
@@ -375,6 +497,8 @@ struct unwinder *unwinder_new(pid_t pid)
 	err = report(u, &(bool){false});
 	if (err) {
 		dwfl_end(u->dwfl);
+		if (u->elves)
+			shared_elf_release(u);
 		free(u);
 		errno = err > 0 ? err : ESRCH; /* an errno, or -1: a libdwfl error */
 		return NULL;
@@ -399,7 +523,9 @@ void unwinder_free(struct unwinder *u)
 {
 	if (!u)
 		return;
-	dwfl_end(u->dwfl);
+	dwfl_end(u->dwfl); /* its modules' references first */
+	if (u->elves)
+		shared_elf_release(u);
 	if (u->arch)
 		elf_end(u->arch);
 	VEC_FREE(u->cfi);

@@ -10,12 +10,23 @@
 #include <sys/types.h>
 
 struct unwinder;
+struct unwind_elves;
+
+/* The files the unwinders read, shared among them: libdwfl maps each
+ * module's file whole, per process, and under -a --off-cpu a server's
+ * processes (PostgreSQL's backends) each had their own mappings of the same
+ * binary and libc, ~1 MiB of RSS per unwinder. A file is held while an
+ * unwinder reads it. NULL without memory. */
+struct unwind_elves *unwind_elves_new(void);
+void unwind_elves_free(struct unwind_elves *elves);	    /* after every unwinder */
+size_t unwind_elves_held(const struct unwind_elves *elves); /* files held now */
 
 /* One per recorded process, kept across samples: it keeps the process's
  * modules (from /proc/PID/maps), their CFI and per-address caches. The
  * process must be alive here; modules mapped later (dlopen) are found by
- * reporting /proc/PID/maps again (unwind_dwarf). NULL + errno. */
-struct unwinder *unwinder_new(pid_t pid);
+ * reporting /proc/PID/maps again (unwind_dwarf). elves: where its files are
+ * shared, or NULL. NULL + errno. */
+struct unwinder *unwinder_new(pid_t pid, struct unwind_elves *elves);
 void unwinder_free(struct unwinder *u);
 
 /* regs[] of the functions below: the same order as bpf/events.h's UREG_*. */

@@ -461,7 +461,7 @@ static int run_case(const char *name, char *const argv[], unsigned flags)
 		ufd = uretprobe_on(t.pid, argv[0], "level");
 		CHECKF(ufd >= 0, "uretprobe: %s", strerror(errno));
 	}
-	t.u = unwinder_new(t.pid);
+	t.u = unwinder_new(t.pid, NULL);
 	CHECK(t.u);
 	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_record, &t, NULL);
 	CHECK(rb);

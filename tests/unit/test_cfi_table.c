@@ -775,7 +775,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	load_tables();
-	uw = unwinder_new(getpid());
+	uw = unwinder_new(getpid(), NULL);
 	RUN_TEST(test_errors);
 	RUN_TEST(test_tables);
 	RUN_TEST(test_debug_frame);

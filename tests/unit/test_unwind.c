@@ -119,7 +119,7 @@ NOINLINE int fa(int x)
 
 static void test_chain(void)
 {
-	struct unwinder *u = unwinder_new(getpid());
+	struct unwinder *u = unwinder_new(getpid(), NULL);
 	uint64_t pcs[MAXPCS], pcs2[MAXPCS];
 	unsigned flags = 99;
 	int n, i;
@@ -208,7 +208,7 @@ static bool unwinds_as_called(struct unwinder *u, uint64_t ip, uint64_t time_ns,
  * the whole stack. */
 static void test_short_copies(void)
 {
-	struct unwinder *u = unwinder_new(getpid());
+	struct unwinder *u = unwinder_new(getpid(), NULL);
 	uint64_t full[MAXPCS], pcs[MAXPCS];
 	unsigned flags, fflags;
 	int nfull, n, bad_trunc = 0, bad_full = 0, bad_prefix = 0;
@@ -301,7 +301,7 @@ extern void __asan_init(void) __attribute__((weak));
 
 static void test_qsort(void)
 {
-	struct unwinder *u = unwinder_new(getpid());
+	struct unwinder *u = unwinder_new(getpid(), NULL);
 	uint64_t pcs[MAXPCS], bp, ra, next;
 	unsigned flags = 99;
 	int n, i, k, nfp = 1;
@@ -397,7 +397,7 @@ static void test_jit(void)
 	if (!page)
 		return;
 	jit = (uint64_t)(uintptr_t)page;
-	u = unwinder_new(getpid());
+	u = unwinder_new(getpid(), NULL);
 	sink = call_jit((void (*)(void (*)(void)))page);
 	(void)sink;
 	REQUIRE_SAMPLE(u, s_jit);
@@ -494,7 +494,7 @@ static void test_py_tramp(void)
 	if (!page)
 		return;
 	tramp = (uint64_t)(uintptr_t)page;
-	u = unwinder_new(getpid());
+	u = unwinder_new(getpid(), NULL);
 	sink = call_py_tramp((void (*)(long, long, long, void (*)(void)))page);
 	(void)sink;
 	REQUIRE_SAMPLE(u, s_py);
@@ -528,7 +528,7 @@ out:
  * of frame records, marked truncated, ending where the chain ends. */
 static void test_fp_only(void)
 {
-	struct unwinder *u = unwinder_new(getpid());
+	struct unwinder *u = unwinder_new(getpid(), NULL);
 	uint64_t stack[16] = {0}, base = 0x7ff000000000ULL, pcs[MAXPCS];
 	uint64_t regs[3] = {0x1000, base, base + 16};
 	unsigned flags = 0;
@@ -562,7 +562,7 @@ static void test_fp_only(void)
  * program and libc, pointers into the copy, or random. */
 static void test_garbage(void)
 {
-	struct unwinder *u = unwinder_new(getpid());
+	struct unwinder *u = unwinder_new(getpid(), NULL);
 	uint64_t code[] = {(uint64_t)(uintptr_t)fa,
 			   (uint64_t)(uintptr_t)qa,
 			   ra_fc,
@@ -640,7 +640,7 @@ static void test_plt(void)
 		return;
 	}
 	ent = plt + 16; /* the first entry after PLT0 */
-	u = unwinder_new(getpid());
+	u = unwinder_new(getpid(), NULL);
 	REQUIRE_SAMPLE(u, s_chain);
 	/* At the entry, the return address is at sp; past its push, sp + 8. */
 	CHECK(unwinds_as_called(u, ent, 0, NULL, 0));
@@ -712,7 +712,7 @@ NOINLINE KEEP_FP int framed(int x)
 
 static void test_leaf(void)
 {
-	struct unwinder *u = unwinder_new(getpid());
+	struct unwinder *u = unwinder_new(getpid(), NULL);
 	uint64_t words[2] = {0x1122334455667788ULL, 0}, pcs[MAXPCS];
 	unsigned flags;
 	volatile int sink;
@@ -767,7 +767,7 @@ static void unwinds_dlopened(const char *test, const char *lib, const char *sym,
 		printf("SKIP %s: %s is loaded already\n", test, lib);
 		return;
 	}
-	u = unwinder_new(getpid());
+	u = unwinder_new(getpid(), NULL);
 	CHECK(u != NULL);
 	if (!u)
 		return;
@@ -813,7 +813,7 @@ static void test_cost(void)
 	struct unwinder *u;
 
 	t0 = now_ns();
-	u = unwinder_new(getpid());
+	u = unwinder_new(getpid(), NULL);
 	t_new = now_ns() - t0;
 	CHECK(u != NULL);
 	if (!u)
@@ -843,10 +843,71 @@ static void test_cost(void)
 	unwinder_free(u);
 }
 
+/* File mappings in /proc/self/maps (lines with a path). */
+static int file_mappings(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strchr(line, '/') != NULL;
+	fclose(f);
+	return n;
+}
+
+/* Two processes' unwinders reading the same files map them once: a server's
+ * backends each mapped the same binary and libc again (~1 MiB of RSS per
+ * unwinder under -a --off-cpu). A file stays while an unwinder reads it. */
+static void test_shared_files(void)
+{
+	struct unwind_elves *elves = unwind_elves_new();
+	struct unwinder *a = elves ? unwinder_new(getpid(), elves) : NULL;
+	struct unwinder *b = elves ? unwinder_new(getpid(), elves) : NULL;
+	uint64_t pcs[MAXPCS], pcs2[MAXPCS];
+	unsigned flags = 0;
+	int n0, n1, n2, na, nb;
+	size_t held;
+
+	CHECK(a && b);
+	if (!a || !b)
+		goto out;
+	REQUIRE_SAMPLE(a, s_chain);
+	n0 = file_mappings();
+	na = unwind_dwarf(a, s_chain.regs, 0, s_chain.stack, s_chain.len, pcs, MAXPCS, &flags);
+	n1 = file_mappings();
+	held = unwind_elves_held(elves);
+	nb = unwind_dwarf(b, s_chain.regs, 0, s_chain.stack, s_chain.len, pcs2, MAXPCS, &flags);
+	n2 = file_mappings();
+	CHECKF(na >= 5 && nb == na && !memcmp(pcs, pcs2, na * sizeof(*pcs)), "%d and %d frames", na,
+	       nb);
+	CHECKF(n1 > n0 && held >= 1, "%d file mappings before, %d after; %zu files held", n0, n1,
+	       held);
+	CHECKF(n2 == n1 && unwind_elves_held(elves) == held,
+	       "the second unwinder: %d file mappings after, %d before; %zu files held, %zu before",
+	       n2, n1, unwind_elves_held(elves), held);
+	unwinder_free(a);
+	a = NULL;
+	CHECK(unwind_elves_held(elves) == held);
+	nb = unwind_dwarf(b, s_chain.regs, 0, s_chain.stack, s_chain.len, pcs2, MAXPCS, &flags);
+	CHECKF(nb == na && !memcmp(pcs, pcs2, na * sizeof(*pcs)), "after the first's end: %d", nb);
+	unwinder_free(b);
+	b = NULL;
+	CHECKF(unwind_elves_held(elves) == 0 && file_mappings() == n0,
+	       "all ended: %zu files held, %d file mappings (%d before)", unwind_elves_held(elves),
+	       file_mappings(), n0);
+out:
+	unwinder_free(a);
+	unwinder_free(b);
+	unwind_elves_free(elves);
+}
+
 static void test_no_process(void)
 {
 	errno = 0;
-	CHECK(unwinder_new(0x7ffffff0) == NULL && errno != 0);
+	CHECK(unwinder_new(0x7ffffff0, NULL) == NULL && errno != 0);
 }
 
 int main(void)
@@ -861,6 +922,7 @@ int main(void)
 	RUN_TEST(test_no_process);
 	RUN_TEST(test_chain);
 	RUN_TEST(test_short_copies);
+	RUN_TEST(test_shared_files);
 	if (!__asan_init)
 		RUN_TEST(test_qsort);
 	else
