@@ -1448,10 +1448,19 @@ static void rec_stop(struct recorder *r)
 		return;
 	r->yield_ns = UINT64_MAX;
 	ring_buffer__consume(r->rb);
+	/* The drain is over: its ring buffer's mappings (twice its size in
+	 * RSS) go now, and the unwinders once the sleepers' stacks are in
+	 * (offcpu_collect), before the waits are sorted, the frames named
+	 * again and the files made, whose memory is the recording's peak:
+	 * under -a --off-cpu the 16 MiB of an 8 MiB ring buffer were still
+	 * mapped at that peak. */
+	ring_buffer__free(r->rb);
+	r->rb = NULL;
 	read_stats(r->skel, st);
 	read_lost_by_pid(&r->procs, r->skel, r->cont);
 	if (offcpu_collect(r->offcpu, &r->procs, r->skel))
 		warn("--off-cpu: out of memory reading the waits");
+	procs_trim_unwinders(&r->procs, 0, 0);
 	if (env.npids)
 		warn_idle_targets(r);
 	if (r->tty)
@@ -1559,12 +1568,6 @@ static int rec_write(struct recorder *r)
 	jit_load_all(&r->procs);
 	for (size_t i = 0; i < r->procs.v.n; i++)
 		proc_name_again(r->procs.v.v[i]);
-	/* The drain is over: its ring buffer's mappings (twice its size in
-	 * RSS) and the unwinders go before the files are made, whose memory
-	 * is the recording's peak. */
-	ring_buffer__free(r->rb);
-	r->rb = NULL;
-	procs_trim_unwinders(&r->procs, 0, 0);
 	/* --window: the last window, up to the stop; else one window, the
 	 * whole recording. Then what the push destinations still hold is
 	 * sent, or kept in their spools for the next start. */
