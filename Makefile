@@ -27,10 +27,13 @@ CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror
 # CPPFLAGS and LDFLAGS: Debian's build flags (dpkg-buildflags) in make deb.
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -I. -I$(OUT)
-# libcurl (Debian's, with OpenSSL): --push's HTTP and TLS (user/push.c).
+# libcurl (Debian's, with OpenSSL): --push's HTTP and TLS (user/push.c),
+# loaded with dlopen when --push is given, not linked: linked, it and the
+# libraries it needs cost every run ~6 MiB of RSS. Its header builds it
+# (libcurl4-openssl-dev); libcurl4 runs it.
 # libiberty: cplus_demangle, which demangles Rust (legacy and v0) as well as
 # C++; __cxa_demangle leaves the legacy hash and fails on v0.
-LDLIBS  := -lbpf -lelf -ldw -lz -liberty -lcurl
+LDLIBS  := -lbpf -lelf -ldw -lz -liberty
 # Clang for BPF: CO-RE against the checked-in vmlinux.h.
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -I. $(WARN) -Wno-unused-parameter
 

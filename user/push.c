@@ -1,9 +1,11 @@
 /* --push: see push.h. */
 #include <ctype.h>
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,9 +42,66 @@ struct push_procs {
 	char host[sizeof(((struct utsname *)0)->nodename)];
 };
 
-/* What the destinations share: the credentials, the names; freed with the
- * last of their sinks. */
+/* libcurl, loaded when --push is given: linked, it and the ~30 libraries it
+ * needs (TLS, Kerberos, LDAP, SSH...) cost every run ~6 MiB of RSS, pushing
+ * or not (a tenth of --off-cpu -a's budget, issue 22). Only what push.c
+ * calls; the types and constants are libcurl's own header's. */
+struct curl_api {
+	CURLcode (*global_init)(long flags);
+	void (*global_cleanup)(void);
+	CURL *(*easy_init)(void);
+	CURLcode (*easy_setopt)(CURL *c, CURLoption opt, ...);
+	CURLcode (*easy_perform)(CURL *c);
+	CURLcode (*easy_getinfo)(CURL *c, CURLINFO info, ...);
+	void (*easy_cleanup)(CURL *c);
+	const char *(*easy_strerror)(CURLcode code);
+	struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
+	void (*slist_free_all)(struct curl_slist *l);
+};
+
+/* Fills api from libcurl.so.4 (libcurl4, with OpenSSL, as Debian builds
+ * it), said on failure. The library stays loaded for the rest of the run:
+ * OpenSSL, under it, pins itself against unloading anyway. 0 or -ENOENT. */
+static int curl_api_load(struct curl_api *api)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} fns[] = {
+#define FN(f, m) {#f, offsetof(struct curl_api, m)}
+	    FN(curl_global_init, global_init),	 FN(curl_global_cleanup, global_cleanup),
+	    FN(curl_easy_init, easy_init),	 FN(curl_easy_setopt, easy_setopt),
+	    FN(curl_easy_perform, easy_perform), FN(curl_easy_getinfo, easy_getinfo),
+	    FN(curl_easy_cleanup, easy_cleanup), FN(curl_easy_strerror, easy_strerror),
+	    FN(curl_slist_append, slist_append), FN(curl_slist_free_all, slist_free_all),
+#undef FN
+	};
+	void *lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+	size_t i;
+
+	if (!lib) {
+		err("--push: libcurl could not be loaded (%s): install libcurl4", dlerror());
+		return -ENOENT;
+	}
+	for (i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		void *f = dlsym(lib, fns[i].name);
+
+		if (!f) {
+			err("--push: libcurl.so.4 has no %s: a libcurl older than 7.85 or not "
+			    "libcurl",
+			    fns[i].name);
+			return -ENOENT;
+		}
+		/* POSIX's way to a function pointer from dlsym's void *. */
+		memcpy((char *)api + fns[i].off, &f, sizeof(f));
+	}
+	return 0;
+}
+
+/* What the destinations share: libcurl, the credentials, the names; freed
+ * with the last of their sinks. */
 struct push {
+	struct curl_api curl;
 	struct curl_slist *headers; /* credentials */
 	bool has_credentials;
 	const char *service_name, *version;
@@ -100,7 +159,7 @@ static int add_header(struct push *p, const char *h, const char *from)
 		err("%s: not a header line \"Name: value\"", from);
 		return -EINVAL;
 	}
-	if (!(l = curl_slist_append(p->headers, h)))
+	if (!(l = p->curl.slist_append(p->headers, h)))
 		return -ENOMEM;
 	p->headers = l;
 	p->has_credentials = true;
@@ -262,9 +321,9 @@ static void push_unref(struct push *p)
 {
 	if (!p || --p->refs)
 		return;
-	curl_slist_free_all(p->headers);
+	p->curl.slist_free_all(p->headers);
+	p->curl.global_cleanup();
 	free(p);
-	curl_global_cleanup();
 }
 
 /* profile.pb.gz as written, decompressed, read relative to the output
@@ -326,13 +385,14 @@ static size_t keep_answer(char *data, size_t size, size_t n, void *ctx)
 
 /* The server's reason in an error answer (c's, body): google.rpc.Status's
  * message in a protobuf answer, else the body's first line, sanitized. */
-static void answer_reason(CURL *c, const struct fmt_buf *body, char *out, size_t cap)
+static void answer_reason(const struct curl_api *api, CURL *c, const struct fmt_buf *body,
+			  char *out, size_t cap)
 {
 	char *type = NULL;
 	size_t n;
 
 	out[0] = 0;
-	curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &type);
+	api->easy_getinfo(c, CURLINFO_CONTENT_TYPE, &type);
 	if (type && strstr(type, "protobuf") && !otlp_decode_status(body->p, body->n, out, cap) &&
 	    out[0])
 		return;
@@ -346,27 +406,27 @@ static void answer_reason(CURL *c, const struct fmt_buf *body, char *out, size_t
 /* An easy handle for url with the push's options (the certificate
  * verified, no redirect): the answer's body kept in answer (its first 64
  * KiB), libcurl's reason in errbuf. NULL on ENOMEM. */
-static CURL *curl_for(const char *url, const struct curl_slist *headers, struct fmt_buf *answer,
-		      char errbuf[CURL_ERROR_SIZE])
+static CURL *curl_for(const struct curl_api *api, const char *url, const struct curl_slist *headers,
+		      struct fmt_buf *answer, char errbuf[CURL_ERROR_SIZE])
 {
-	CURL *c = curl_easy_init();
+	CURL *c = api->easy_init();
 
 	if (!c)
 		return NULL;
 	errbuf[0] = 0;
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, keep_answer);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, answer);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "bpftrace-rec");
+	api->easy_setopt(c, CURLOPT_URL, url);
+	api->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	api->easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+	api->easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+	api->easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+	api->easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	api->easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+	api->easy_setopt(c, CURLOPT_TIMEOUT, 120L);
+	api->easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+	api->easy_setopt(c, CURLOPT_WRITEFUNCTION, keep_answer);
+	api->easy_setopt(c, CURLOPT_WRITEDATA, answer);
+	api->easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	api->easy_setopt(c, CURLOPT_USERAGENT, "bpftrace-rec");
 	return c;
 }
 
@@ -387,6 +447,7 @@ static enum spool_result send_one(void *ctx, const struct spool_req *r,
 				  const volatile uint64_t *deadline_ns)
 {
 	const struct push_sink *d = ctx;
+	const struct curl_api *api = &d->push->curl;
 	char errbuf[CURL_ERROR_SIZE] = "", reason[512], *url = NULL, ctype[SPOOL_FIELD_MAX + 16];
 	struct fmt_buf answer = {0};
 	struct curl_slist *h = NULL, *l;
@@ -402,31 +463,31 @@ static enum spool_result send_one(void *ctx, const struct spool_req *r,
 	/* The credentials, then this request's Content-Type. */
 	snprintf(ctype, sizeof(ctype), "Content-Type: %s", r->content_type);
 	for (l = d->push->headers; url && l; l = l->next)
-		if (!(h = curl_slist_append(h, l->data)))
+		if (!(h = api->slist_append(h, l->data)))
 			break;
-	if (!url || (d->push->headers && !h) || !(l = curl_slist_append(h, ctype)) ||
-	    !(c = curl_for(url, (h = l), &answer, errbuf))) {
+	if (!url || (d->push->headers && !h) || !(l = api->slist_append(h, ctype)) ||
+	    !(c = curl_for(api, url, (h = l), &answer, errbuf))) {
 		warn("push %s: out of memory; tried again later", d->url);
-		curl_slist_free_all(h);
+		api->slist_free_all(h);
 		free(url);
 		return SPOOL_RETRY;
 	}
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, r->body);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->len);
-	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, past_deadline);
-	curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)deadline_ns);
-	cr = curl_easy_perform(c);
+	api->easy_setopt(c, CURLOPT_POSTFIELDS, r->body);
+	api->easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->len);
+	api->easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	api->easy_setopt(c, CURLOPT_XFERINFOFUNCTION, past_deadline);
+	api->easy_setopt(c, CURLOPT_XFERINFODATA, (void *)deadline_ns);
+	cr = api->easy_perform(c);
 	if (cr == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+		api->easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
 	if (cr != CURLE_OK) {
 		/* Said once per outage by the spool; each try's reason here. */
 		if (cr == CURLE_ABORTED_BY_CALLBACK)
 			snprintf(errbuf, sizeof(errbuf), "no answer before the stop's grace ended");
 		warn("push %s: %s; the window stays in the spool", d->url,
-		     errbuf[0] ? errbuf : curl_easy_strerror(cr));
+		     errbuf[0] ? errbuf : api->easy_strerror(cr));
 	} else if (code < 200 || code > 299) {
-		answer_reason(c, &answer, reason, sizeof(reason));
+		answer_reason(api, c, &answer, reason, sizeof(reason));
 		if (code == 408 || code == 429 || code >= 500) {
 			warn("push %s: HTTP %ld%s%s; the window stays in the spool", d->url, code,
 			     reason[0] ? ": " : "", reason);
@@ -452,8 +513,8 @@ static enum spool_result send_one(void *ctx, const struct spool_req *r,
 	}
 	free(answer.p);
 	free(url);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
+	api->slist_free_all(h);
+	api->easy_cleanup(c);
 	return res;
 }
 
@@ -616,12 +677,15 @@ int push_sinks_add(const struct push_config *c, struct sinks *sinks)
 
 	if (!c->ndests)
 		return 0;
-	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
-		err("--push: libcurl could not start");
+	if (!(p = calloc(1, sizeof(*p))))
 		return -ENOMEM;
+	if (curl_api_load(&p->curl)) {
+		free(p);
+		return -ENOENT;
 	}
-	if (!(p = calloc(1, sizeof(*p)))) {
-		curl_global_cleanup();
+	if (p->curl.global_init(CURL_GLOBAL_DEFAULT)) {
+		err("--push: libcurl could not start");
+		free(p);
 		return -ENOMEM;
 	}
 	p->refs = 1; /* this function's, dropped at its end */

@@ -18,7 +18,8 @@ source "$(dirname "$0")/lib.sh"
 ALL=(fleet_collector_builds fleet_push_ok fleet_totals fleet_every_function fleet_split
 	fleet_cpu_ns fleet_resource_attrs fleet_sample_attrs fleet_container_id
 	fleet_401_reported fleet_401_files_kept fleet_credentials_file fleet_credentials_env
-	fleet_headers_file_mode fleet_https_verifies fleet_receiver_down fleet_url_quote)
+	fleet_headers_file_mode fleet_https_verifies fleet_receiver_down fleet_url_quote
+	fleet_no_libcurl)
 require_bpf "${ALL[@]}"
 
 source "$(dirname "$0")/fleet_lib.sh"
@@ -274,3 +275,22 @@ said_down() {
 }
 fault_case fleet_receiver_down "--push to a loopback port nothing listens on" \
 	"error naming the URL and libcurl's reason; exit status 1; files written; the window kept in the spool" said_down
+
+# libcurl is loaded only for --push (user/push.c): where it cannot be loaded
+# (here an empty file over it, in a mount namespace of the run's own), the
+# error names it and the run does not start, before anything is recorded.
+LIBCURL=$(ldconfig -p | awk '$1 == "libcurl.so.4" { print $NF; exit }')
+LIBCURL=$(readlink -f "$LIBCURL")
+unshare -m sh -c 'mount --bind /dev/null "$1" && shift && exec "$@"' sh "$LIBCURL" \
+	"$REC" -q -o "$TMP/outnolib" --push "otlp=http://127.0.0.1:$PORT" -- "$WL/split" 0.3 \
+	> "$TMP/recnolib.log" 2>&1
+rc=$?
+said_nolib() {
+	[ $rc != 0 ] && [ "$(wc -l < "$TMP/recnolib.log")" = 1 ] &&
+		grep -q "^bpftrace-rec: --push: libcurl could not be loaded (.*libcurl.so.4.*): install libcurl4$" "$TMP/recnolib.log" &&
+		[ ! -e "$TMP/outnolib/summary.json" ] && return 0
+	echo "exit status $rc, libcurl $LIBCURL: $(cat "$TMP/recnolib.log")" >&2
+	return 1
+}
+fault_case fleet_no_libcurl "--push where libcurl.so.4 cannot be loaded" \
+	"error naming libcurl and the loader's reason, before recording; non-zero exit status" said_nolib
