@@ -1008,6 +1008,9 @@ struct cfi_worker {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	VEC(struct op) ops;
+	/* The caller's ops since its last cfi_worker_kick, its thread's alone:
+	 * handed over at once, with one wakeup. */
+	VEC(struct op) pending;
 	bool stop;
 	uint64_t cpu_ns; /* the thread's CPU time, set as it ends */
 };
@@ -1086,15 +1089,49 @@ int cfi_worker_start(struct cfi_maps *m, struct cfi_worker **out)
 
 void cfi_worker_queue(struct cfi_worker *w, pid_t pid, bool add)
 {
-	size_t i;
+	size_t i, kept = 0;
 
-	pthread_mutex_lock(&w->lock);
-	for (i = 0; add && i < w->ops.n; i++)
-		if (w->ops.v[i].pid == pid && w->ops.v[i].add && !w->ops.v[i].build)
-			break;
+	/* An exit takes back the adds of the process not handed over yet:
+	 * under process churn most processes exit within the drain pass that
+	 * saw their exec, and loading their maps only to delete them was
+	 * half of the worker's map updates. The remove still goes (an
+	 * earlier add may have been handed over). */
+	for (i = 0; !add && i < w->pending.n; i++)
+		if (!(w->pending.v[i].pid == pid && w->pending.v[i].add))
+			w->pending.v[kept++] = w->pending.v[i];
+	if (!add)
+		w->pending.n = kept;
+	for (i = 0; add && i < w->pending.n; i++)
+		if (w->pending.v[i].pid == pid && w->pending.v[i].add)
+			return;
 	/* On ENOMEM the process is only not loaded (or not removed). */
-	if (!add || i == w->ops.n)
-		VEC_PUSH(w->ops, ((struct op){.pid = pid, .add = add}));
+	VEC_PUSH(w->pending, ((struct op){.pid = pid, .add = add}));
+}
+
+void cfi_worker_kick(struct cfi_worker *w)
+{
+	size_t i, j, kept;
+
+	if (!w || !w->pending.n)
+		return;
+	pthread_mutex_lock(&w->lock);
+	for (i = 0; i < w->pending.n; i++) {
+		struct op op = w->pending.v[i];
+
+		/* As above, against the ops still queued: a deferred build
+		 * of a process that exited too. */
+		for (j = kept = 0; !op.add && j < w->ops.n; j++)
+			if (!(w->ops.v[j].pid == op.pid && w->ops.v[j].add))
+				w->ops.v[kept++] = w->ops.v[j];
+		if (!op.add)
+			w->ops.n = kept;
+		for (j = 0; op.add && j < w->ops.n; j++)
+			if (w->ops.v[j].pid == op.pid && w->ops.v[j].add && !w->ops.v[j].build)
+				break;
+		if (!op.add || j == w->ops.n)
+			VEC_PUSH(w->ops, op);
+	}
+	w->pending.n = 0;
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 }
@@ -1113,6 +1150,7 @@ uint64_t cfi_worker_stop(struct cfi_worker *w)
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
 	VEC_FREE(w->ops);
+	VEC_FREE(w->pending);
 	cpu_ns = w->cpu_ns;
 	free(w);
 	return cpu_ns;

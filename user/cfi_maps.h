@@ -94,7 +94,12 @@ void cfi_maps_get_stats(const struct cfi_maps *m, struct cfi_maps_stats *st);
  * sample). cfi_worker_start: 0 or -errno. */
 struct cfi_worker;
 int cfi_worker_start(struct cfi_maps *m, struct cfi_worker **out);
+/* Queues an add (the process's maps were read) or a remove (it exited);
+ * what is queued goes to the worker at the next cfi_worker_kick, with one
+ * wakeup: the caller kicks once a pass over its events. Both from the
+ * caller's one thread. */
 void cfi_worker_queue(struct cfi_worker *w, pid_t pid, bool add);
+void cfi_worker_kick(struct cfi_worker *w);
 uint64_t cfi_worker_stop(struct cfi_worker *w);
 
 #endif

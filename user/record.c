@@ -740,6 +740,7 @@ static void follow_descendants(struct recorder *r)
 		info("-p: following %zu processes the targets started before the recording",
 		     r->ndescendants);
 	procs_take_maps_read(&r->procs, maps_read, r);
+	cfi_worker_kick(r->cfi_worker);
 }
 
 /* A -p target that recorded nothing (no sample, no wait) while others of
@@ -995,6 +996,7 @@ static int rec_load(struct recorder *r)
 	for (i = 0; i < env.npids; i++)
 		proc_get(&r->procs, env.pids[i], NULL);
 	procs_take_maps_read(&r->procs, maps_read, r);
+	cfi_worker_kick(r->cfi_worker);
 	r->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle_event, r, NULL);
 	if (!r->rb) {
 		err("ring buffer: %s", strerror(errno));
@@ -1309,6 +1311,7 @@ static void rec_drain(struct recorder *r)
 		}
 		procs_reread_stale(&r->procs, now);
 		procs_take_maps_read(&r->procs, maps_read, r);
+		cfi_worker_kick(r->cfi_worker);
 		/* Twice between a process's exit and its retirement. */
 		if (offcpu_sleepers_step(r->offcpu, &r->procs, now + RETIRE_BUDGET_NS) ||
 		    offcpu_flush(r->offcpu, r->skel, now)) {
