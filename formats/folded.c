@@ -192,6 +192,45 @@ int flame_add_n(struct flame *const *fls, const uint64_t *counts, size_t nfl,
 	return 0;
 }
 
+int flame_merge(struct flame *dst, const struct flame *src, uint64_t scale)
+{
+	/* Pairs (src node, its dst node), depth first: a deep stack costs
+	 * memory here, not C stack. */
+	struct {
+		uint32_t s, d;
+	} *todo = NULL;
+	size_t n = 0, cap = 0;
+	int err = 0;
+
+	if (!scale)
+		return 0;
+	if (fmt_grow((void **)&todo, &cap, 1, sizeof(*todo)))
+		return -ENOMEM;
+	todo[n++].s = 0;
+	todo[0].d = 0;
+	dst->nodes[0].total += src->nodes[0].total * scale;
+	while (n && !err) {
+		uint32_t s = todo[--n].s, d = todo[n].d, k;
+
+		for (k = 0; k < src->nodes[s].nkids && !err; k++) {
+			const struct flame_node *sk = &src->nodes[src->nodes[s].kids[k]];
+			uint32_t dk = child(dst, d, sk->name);
+
+			if (dk == UINT32_MAX ||
+			    fmt_grow((void **)&todo, &cap, n + 1, sizeof(*todo))) {
+				err = -ENOMEM;
+				break;
+			}
+			dst->nodes[dk].total += sk->total * scale;
+			dst->nodes[dk].self += sk->self * scale;
+			todo[n].s = src->nodes[s].kids[k];
+			todo[n++].d = dk;
+		}
+	}
+	free(todo);
+	return err;
+}
+
 /* The lines of node id's subtree; path[0..depth) holds the frames above
  * it, and takes its own below. */
 static void write_node(const struct flame *fl, uint32_t id, uint32_t *path, size_t depth, FILE *f)

@@ -40,6 +40,12 @@ int flame_add(struct flame *fl, const char *const *frames, size_t n, size_t nker
 #define FLAME_ADD_MAX 4
 int flame_add_n(struct flame *const *fls, const uint64_t *counts, size_t nfl,
 		const char *const *frames, size_t n, size_t nkernel);
+/* Adds every stack of src into dst, its counts times scale, as flame_add
+ * would have added each (a recording's wall-clock view, made at the end
+ * from its CPU view at a sample's period and its off-CPU view, instead of
+ * a third tree held through the recording). Names are src's, already
+ * safe. 0 or -ENOMEM (dst then holds part of src: not to be written). */
+int flame_merge(struct flame *dst, const struct flame *src, uint64_t scale);
 /* Node id (0: the root); NULL past the last. */
 const struct flame_node *flame_node(const struct flame *fl, uint32_t id);
 size_t flame_nodes(const struct flame *fl);

@@ -35,7 +35,6 @@ struct fold {
 	/* ri's: output_fold_live has no run_info to reach them by. */
 	struct procs *procs;
 	struct flame_views *flame;
-	int freq;
 	const struct offcpu *offcpu;
 };
 
@@ -63,7 +62,6 @@ struct fold *output_fold_new(const struct run_info *ri)
 	fo->dir = ri->out->path;
 	fo->procs = ri->procs;
 	fo->flame = ri->flame;
-	fo->freq = ri->freq;
 	fo->offcpu = ri->offcpu;
 	return fo;
 }
@@ -90,7 +88,7 @@ bool output_fold(struct fold *fo, struct proc *p)
 	}
 	fo->rows_end = ftell(fo->rows);
 	pprof_fold_add(fo->pf, p);
-	flame_fold_add(fo->flame, p, fo->freq, fo->offcpu);
+	flame_fold_add(fo->flame, p, fo->offcpu);
 	return true;
 }
 
@@ -110,7 +108,7 @@ void output_fold_live(struct fold *fo)
 		if (p->exited || !p->samples.n || p->exact || proc_named_by_time(p))
 			continue;
 		pprof_fold_add(fo->pf, p);
-		flame_fold_add(fo->flame, p, fo->freq, fo->offcpu);
+		flame_fold_add(fo->flame, p, fo->offcpu);
 		proc_drop_samples(p);
 	}
 }

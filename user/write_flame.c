@@ -15,7 +15,10 @@
 #include "user/writers.h"
 
 /* The views: CPU samples; with --off-cpu also the waits (in us) and the
- * wall clock (a CPU sample as its period, plus the waits, in us). */
+ * wall clock (a CPU sample as its period, plus the waits, in us). The wall
+ * view is made at the end from the other two (flame_merge): held through
+ * the recording, its tree was a third of the views' memory (issue 22's
+ * RSS). */
 enum { V_CPU, V_OFFCPU, V_WALL, V_NR };
 static const struct view {
 	const char *folded, *html, *svg, *unit, *what;
@@ -88,24 +91,38 @@ static void add_stack(struct flame_views *fv, struct proc *p, const struct sampl
 	}
 }
 
-void flame_fold_add(struct flame_views *fv, struct proc *p, int freq, const struct offcpu *oc)
+void flame_fold_add(struct flame_views *fv, struct proc *p, const struct offcpu *oc)
 {
-	uint64_t period_us = freq > 0 ? 1000000 / (uint64_t)freq : 0;
 	const struct offcpu_sum *os;
 	size_t j, n;
 
 	for (j = 0; j < p->samples.n; j++) {
 		const struct sample *s = &p->samples.v[j];
 
-		add_stack(fv, p, s, (uint64_t[V_NR]){s->count, 0, oc ? s->count * period_us : 0});
+		add_stack(fv, p, s, (uint64_t[V_NR]){s->count, 0, 0});
 	}
 	os = offcpu_sums_of(oc, p, &n);
 	for (j = 0; j < n; j++) {
 		struct sample s = {.stack = os[j].stack, .tid = os[j].tid};
 		uint64_t us = (os[j].ns + 500) / 1000;
 
-		add_stack(fv, p, &s, (uint64_t[V_NR]){0, us, us});
+		add_stack(fv, p, &s, (uint64_t[V_NR]){0, us, 0});
 	}
+}
+
+/* The wall view: the CPU view at a sample's period (1/freq s, in us) plus
+ * the off-CPU view. */
+static int make_wall(struct flame_views *fv, int freq)
+{
+	uint64_t period_us = freq > 0 ? 1000000 / (uint64_t)freq : 0;
+
+	if (!(fv->trees[V_WALL] = flame_new()))
+		return -ENOMEM;
+	if (fv->trees[V_CPU] && flame_merge(fv->trees[V_WALL], fv->trees[V_CPU], period_us))
+		return -ENOMEM;
+	if (fv->trees[V_OFFCPU] && flame_merge(fv->trees[V_WALL], fv->trees[V_OFFCPU], 1))
+		return -ENOMEM;
+	return 0;
 }
 
 static int take_live(const struct run_info *ri, int v)
@@ -116,7 +133,9 @@ static int take_live(const struct run_info *ri, int v)
 	if (!fv->took_live) {
 		fv->took_live = true;
 		for (i = 0; i < ri->procs->v.n; i++)
-			flame_fold_add(fv, ri->procs->v.v[i], ri->freq, ri->offcpu);
+			flame_fold_add(fv, ri->procs->v.v[i], ri->offcpu);
+		if (!fv->err && ri->offcpu)
+			fv->err = make_wall(fv, ri->freq);
 		if (fv->err)
 			warn("stacks.folded and flamegraph.html: %s (%llu stacks could not be "
 			     "added): not written",

@@ -24,14 +24,15 @@ int write_profile(const struct run_info *ri, struct pprof_fold *pf);
  * samples merged into one tree of frames, named as profile.pb.gz names them,
  * each process under its comm; with --off-cpu also stacks-offcpu.folded and
  * flamegraph-offcpu.html (waits, in us) and stacks-wall.folded and
- * flamegraph-wall.html (a sample as its period, 1/freq s, plus the waits). Under -a, processes are
+ * flamegraph-wall.html (a sample as its period, 1/freq s, plus the waits: made from the other two
+ * as the files are written). Under -a, processes are
  * added as they are folded into the profile (flame_fold_add: as they exit, and the live ones every
  * minute), and forgotten: the tree grows with distinct stacks only. A failure (ENOMEM) is kept, and
  * the two files are then not written. */
 struct flame_views; /* the trees: one per recording (run_info.flame) */
 int flame_views_new(struct flame_views **out);
 void flame_views_free(struct flame_views *fv);
-void flame_fold_add(struct flame_views *fv, struct proc *p, int freq, const struct offcpu *oc);
+void flame_fold_add(struct flame_views *fv, struct proc *p, const struct offcpu *oc);
 /* The processes still held (ri->procs) are added first. */
 int write_flame(const struct run_info *ri);
 

@@ -239,6 +239,44 @@ static void test_add_n(void)
 	}
 }
 
+/* The wall view made at the end: the CPU tree at a sample's period plus
+ * the off-CPU tree gives what adding each stack to a third tree gave. */
+static void test_merge(void)
+{
+	struct flame *cpu = flame_new(), *off = flame_new(), *wall = flame_new(),
+		     *want = flame_new();
+	const char *a[] = {"my comm", "main", "f;g", "do_nanosleep"};
+	const char *b[] = {"my comm", "main", "h 12"};
+	const char *c[] = {"other", "main", "work"};
+	char *got = NULL, *exp = NULL;
+
+	CHECK(cpu && off && wall && want);
+	if (!cpu || !off || !wall || !want)
+		goto out;
+	CHECK(flame_add_n((struct flame *[]){cpu, want}, (uint64_t[]){3, 3 * 10101}, 2, b, 3, 0) ==
+	      0);
+	CHECK(flame_add_n((struct flame *[]){cpu, want}, (uint64_t[]){2, 2 * 10101}, 2, c, 3, 0) ==
+	      0);
+	CHECK(flame_add_n((struct flame *[]){off, want}, (uint64_t[]){7000, 7000}, 2, a, 4, 1) ==
+	      0);
+	CHECK(flame_add_n((struct flame *[]){off, want}, (uint64_t[]){55, 55}, 2, b, 3, 0) == 0);
+	CHECK(flame_merge(wall, cpu, 10101) == 0 && flame_merge(wall, off, 1) == 0);
+	CHECK(flame_merge(wall, cpu, 0) == 0); /* nothing */
+	got = folded(wall);
+	exp = folded(want);
+	CHECKF(got && exp && !strcmp(got, exp), "merged:\n%s\nadded:\n%s", got, exp);
+	CHECK(flame_nodes(wall) == flame_nodes(want));
+	CHECK(flame_node(wall, 0)->total == 5 * 10101 + 7055 &&
+	      flame_node(wall, 0)->total == flame_node(want, 0)->total);
+out:
+	free(got);
+	free(exp);
+	flame_free(cpu);
+	flame_free(off);
+	flame_free(wall);
+	flame_free(want);
+}
+
 int main(void)
 {
 	RUN_TEST(test_merge_and_totals);
@@ -248,5 +286,6 @@ int main(void)
 	RUN_TEST(test_bounded);
 	RUN_TEST(test_sorted_siblings);
 	RUN_TEST(test_add_n);
+	RUN_TEST(test_merge);
 	CHECK_EXIT();
 }
