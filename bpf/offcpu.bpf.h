@@ -206,6 +206,7 @@ static __always_inline int offcpu_send_stack(void *ctx, struct task_struct *prev
 
 	if (!sc)
 		return -1;
+	exit_name(k->tgid);
 	s = (struct ev_sample *)sc->head;
 	fill_hdr(&s->hdr, EV_OFFCPU_STACK, k->tgid, prev->pid);
 	bpf_get_current_comm(s->comm, sizeof(s->comm));

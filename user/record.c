@@ -895,6 +895,8 @@ static int rec_load(struct recorder *r)
 	skel->rodata->filter_pids = !env.all;
 	skel->rodata->follow_forks = !env.no_inherit;
 	skel->rodata->include_idle = env.idle;
+	/* USDT probes under -a fire in processes never sampled. */
+	skel->rodata->exit_maps_all = !env.all || env.nusdts;
 	skel->rodata->kernel_stacks = !env.no_kernel;
 	skel->rodata->user_stacks = !env.no_user;
 	/* As perf does: our own samples would feed back into our load. */
