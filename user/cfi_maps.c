@@ -994,7 +994,11 @@ void cfi_maps_free(struct cfi_maps *m)
 struct op {
 	pid_t pid;
 	bool add;
-	bool build; /* the big builds an add left (-EAGAIN): after the other ops */
+	bool build;    /* the big builds an add left (-EAGAIN): after the other ops */
+	uint8_t waits; /* an add's kicks still to wait (cfi_worker_hold) */
+};
+struct ops {
+	VEC_BODY(struct op)
 };
 
 /* Files bigger than this have their tables built after the queue's other
@@ -1007,10 +1011,11 @@ struct cfi_worker {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	VEC(struct op) ops;
+	struct ops ops;
 	/* The caller's ops since its last cfi_worker_kick, its thread's alone:
 	 * handed over at once, with one wakeup. */
-	VEC(struct op) pending;
+	struct ops pending;
+	uint8_t hold; /* kicks an add waits in pending (cfi_worker_hold) */
 	bool stop;
 	uint64_t cpu_ns; /* the thread's CPU time, set as it ends */
 };
@@ -1087,30 +1092,44 @@ int cfi_worker_start(struct cfi_maps *m, struct cfi_worker **out)
 	return 0;
 }
 
-void cfi_worker_queue(struct cfi_worker *w, pid_t pid, bool add)
+void cfi_worker_hold(struct cfi_worker *w, unsigned kicks)
+{
+	w->hold = kicks < UINT8_MAX ? (uint8_t)kicks : UINT8_MAX;
+}
+
+/* op into v. A remove takes back v's adds of its process, a deferred
+ * build too: under process churn most processes exit within the drain
+ * pass that saw their exec, and loading their maps only to delete them
+ * was half of the worker's map updates; the remove still goes (an earlier
+ * add may have been handed over). An add that v has already (not as a
+ * deferred build) is not put twice. On ENOMEM the process is only not
+ * loaded (or not removed). */
+static void ops_put(struct ops *v, struct op op)
 {
 	size_t i, kept = 0;
 
-	/* An exit takes back the adds of the process not handed over yet:
-	 * under process churn most processes exit within the drain pass that
-	 * saw their exec, and loading their maps only to delete them was
-	 * half of the worker's map updates. The remove still goes (an
-	 * earlier add may have been handed over). */
-	for (i = 0; !add && i < w->pending.n; i++)
-		if (!(w->pending.v[i].pid == pid && w->pending.v[i].add))
-			w->pending.v[kept++] = w->pending.v[i];
-	if (!add)
-		w->pending.n = kept;
-	for (i = 0; add && i < w->pending.n; i++)
-		if (w->pending.v[i].pid == pid && w->pending.v[i].add)
-			return;
-	/* On ENOMEM the process is only not loaded (or not removed). */
-	VEC_PUSH(w->pending, ((struct op){.pid = pid, .add = add}));
+	if (!op.add) {
+		for (i = 0; i < v->n; i++)
+			if (!(v->v[i].pid == op.pid && v->v[i].add))
+				v->v[kept++] = v->v[i];
+		v->n = kept;
+	} else {
+		for (i = 0; i < v->n; i++)
+			if (v->v[i].pid == op.pid && v->v[i].add && !v->v[i].build)
+				return;
+	}
+	VEC_PUSH(*v, op);
+}
+
+void cfi_worker_queue(struct cfi_worker *w, pid_t pid, bool add)
+{
+	ops_put(&w->pending, (struct op){.pid = pid, .add = add, .waits = add ? w->hold : 0});
 }
 
 void cfi_worker_kick(struct cfi_worker *w)
 {
-	size_t i, j, kept;
+	size_t i, kept = 0;
+	bool handed = false;
 
 	if (!w || !w->pending.n)
 		return;
@@ -1118,21 +1137,17 @@ void cfi_worker_kick(struct cfi_worker *w)
 	for (i = 0; i < w->pending.n; i++) {
 		struct op op = w->pending.v[i];
 
-		/* As above, against the ops still queued: a deferred build
-		 * of a process that exited too. */
-		for (j = kept = 0; !op.add && j < w->ops.n; j++)
-			if (!(w->ops.v[j].pid == op.pid && w->ops.v[j].add))
-				w->ops.v[kept++] = w->ops.v[j];
-		if (!op.add)
-			w->ops.n = kept;
-		for (j = 0; op.add && j < w->ops.n; j++)
-			if (w->ops.v[j].pid == op.pid && w->ops.v[j].add && !w->ops.v[j].build)
-				break;
-		if (!op.add || j == w->ops.n)
-			VEC_PUSH(w->ops, op);
+		if (op.add && op.waits) {
+			op.waits--;
+			w->pending.v[kept++] = op;
+			continue;
+		}
+		ops_put(&w->ops, op);
+		handed = true;
 	}
-	w->pending.n = 0;
-	pthread_cond_signal(&w->cond);
+	w->pending.n = kept;
+	if (handed)
+		pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 }
 

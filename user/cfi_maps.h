@@ -100,6 +100,12 @@ int cfi_worker_start(struct cfi_maps *m, struct cfi_worker **out);
  * caller's one thread. */
 void cfi_worker_queue(struct cfi_worker *w, pid_t pid, bool add);
 void cfi_worker_kick(struct cfi_worker *w);
+/* Adds queued from now on wait this many kicks before they go to the
+ * worker (0, the default: the next), and are dropped if the process exits
+ * meanwhile. Under -a: a churning host's processes mostly exit within
+ * milliseconds, and each add read their maps and opened their files again,
+ * for samples that the walk by file (cfi_files) takes anyway. */
+void cfi_worker_hold(struct cfi_worker *w, unsigned kicks);
 uint64_t cfi_worker_stop(struct cfi_worker *w);
 
 #endif

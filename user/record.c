@@ -446,6 +446,14 @@ static void maps_read(void *ctx, pid_t pid)
 		cfi_worker_queue(r->cfi_worker, pid, true);
 }
 
+/* The processes whose maps were read since the last call, to the tables'
+ * worker, with one wakeup. */
+static void tables_sync(struct recorder *r)
+{
+	procs_take_maps_read(&r->procs, maps_read, r);
+	cfi_worker_kick(r->cfi_worker);
+}
+
 static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size)
 {
 	const void *data = h;
@@ -739,8 +747,7 @@ static void follow_descendants(struct recorder *r)
 	if (r->ndescendants && !env.no_inherit)
 		info("-p: following %zu processes the targets started before the recording",
 		     r->ndescendants);
-	procs_take_maps_read(&r->procs, maps_read, r);
-	cfi_worker_kick(r->cfi_worker);
+	tables_sync(r);
 }
 
 /* A -p target that recorded nothing (no sample, no wait) while others of
@@ -839,6 +846,10 @@ static int rec_load_cfi(struct recorder *r)
 	}
 	if (!err)
 		err = cfi_worker_start(r->cfi, &r->cfi_worker);
+	/* Under -a, a process's tables wait a drain pass: most of a churning
+	 * host's processes are gone by then, and their add is dropped. */
+	if (!err && env.all)
+		cfi_worker_hold(r->cfi_worker, 1);
 	if (err) {
 		err("unwind tables: %s", strerror(-err));
 		return -1;
@@ -997,8 +1008,7 @@ static int rec_load(struct recorder *r)
 	/* Maps of the targets as they are now, before any sample. */
 	for (i = 0; i < env.npids; i++)
 		proc_get(&r->procs, env.pids[i], NULL);
-	procs_take_maps_read(&r->procs, maps_read, r);
-	cfi_worker_kick(r->cfi_worker);
+	tables_sync(r);
 	r->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle_event, r, NULL);
 	if (!r->rb) {
 		err("ring buffer: %s", strerror(errno));
@@ -1312,8 +1322,7 @@ static void rec_drain(struct recorder *r)
 			r->steady_samples0 = r->samples;
 		}
 		procs_reread_stale(&r->procs, now);
-		procs_take_maps_read(&r->procs, maps_read, r);
-		cfi_worker_kick(r->cfi_worker);
+		tables_sync(r);
 		/* Twice between a process's exit and its retirement. */
 		if (offcpu_sleepers_step(r->offcpu, &r->procs, now + RETIRE_BUDGET_NS) ||
 		    offcpu_flush(r->offcpu, r->skel, now)) {

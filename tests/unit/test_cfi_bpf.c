@@ -613,29 +613,63 @@ static uint32_t table_at(int mappings_fd, pid_t pid, uint64_t pc)
 	return bpf_map_lookup_elem(mappings_fd, &k, &v) ? 0 : v.table;
 }
 
+/* The three maps cfi_maps loads, made here as the loader sizes them. */
+struct cfi_fds {
+	int rows, tables, map;
+};
+
+static struct cfi_maps *cfi_fds_open(struct cfi_fds *f)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, lpm, .map_flags = BPF_F_NO_PREALLOC);
+	struct cfi_maps *cm = NULL;
+
+	f->rows =
+	    bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, sizeof(struct cfi_row), 1 << 20, NULL);
+	f->tables =
+	    bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, sizeof(struct cfi_table_info), 256, NULL);
+	f->map = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, NULL, sizeof(struct cfi_mapping_key),
+				sizeof(struct cfi_mapping), 4096, &lpm);
+	CHECK(f->rows >= 0 && f->tables >= 0 && f->map >= 0);
+	if (f->rows >= 0 && f->tables >= 0 && f->map >= 0)
+		CHECK(!cfi_maps_new(f->rows, f->tables, f->map, 1 << 20, 256, &cm));
+	return cm;
+}
+
+static void cfi_fds_close(struct cfi_fds *f, struct cfi_maps *cm, const pid_t *pids, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (pids[i] > 0) {
+			kill(pids[i], SIGKILL);
+			kill(pids[i], SIGCONT);
+			waitpid(pids[i], NULL, 0);
+		}
+	}
+	if (cm)
+		cfi_maps_free(cm);
+	if (f->rows >= 0)
+		close(f->rows);
+	if (f->tables >= 0)
+		close(f->tables);
+	if (f->map >= 0)
+		close(f->map);
+}
+
 /* What a loaded process's entries say of each kind of executable memory
  * (bpf/cfi.h): a file with CFI its table, anonymous memory (mixed's
  * JIT-like stub) no CFI, and a pc in no mapping the /32 marker. */
 static void test_cfi_maps_kinds(void)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, lpm, .map_flags = BPF_F_NO_PREALLOC);
-	int rows_fd =
-	    bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, sizeof(struct cfi_row), 1 << 20, NULL);
-	int tables_fd =
-	    bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, sizeof(struct cfi_table_info), 256, NULL);
-	int map_fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, NULL, sizeof(struct cfi_mapping_key),
-				    sizeof(struct cfi_mapping), 4096, &lpm);
+	struct cfi_fds fds;
+	struct cfi_maps *cm = cfi_fds_open(&fds);
 	char path[4200], *buf = NULL, *line, *save = NULL;
 	char *argv[] = {path, "1", NULL};
-	struct cfi_maps *cm = NULL;
 	unsigned files = 0, anon = 0;
+	int map_fd = fds.map;
 	size_t len;
 	pid_t pid = -1;
 	int i;
 
-	CHECK(rows_fd >= 0 && tables_fd >= 0 && map_fd >= 0);
-	if (rows_fd < 0 || tables_fd < 0 || map_fd < 0 ||
-	    cfi_maps_new(rows_fd, tables_fd, map_fd, 1 << 20, 256, &cm))
+	if (!cm)
 		goto out;
 	snprintf(path, sizeof(path), "%s/mixed", workload_dir);
 	pid = spawn(argv);
@@ -672,19 +706,69 @@ static void test_cfi_maps_kinds(void)
 	       table_at(map_fd, pid, 0x10000));
 out:
 	free(buf);
-	if (pid > 0) {
-		kill(pid, SIGKILL);
-		kill(pid, SIGCONT);
-		waitpid(pid, NULL, 0);
+	cfi_fds_close(&fds, cm, &pid, 1);
+}
+
+/* Whether the worker has loaded pid (its /32 marker is in) after waiting
+ * up to ms for it to be (want) so. */
+static bool loaded_within(int map_fd, pid_t pid, int ms, bool want)
+{
+	bool in = false;
+
+	for (int i = 0; i <= ms / 10; i++) {
+		in = table_at(map_fd, pid, 0x10000) == CFI_TABLE_MARKER;
+		if (in == want)
+			break;
+		if (i < ms / 10)
+			usleep(10000);
 	}
-	if (cm)
-		cfi_maps_free(cm);
-	if (rows_fd >= 0)
-		close(rows_fd);
-	if (tables_fd >= 0)
-		close(tables_fd);
-	if (map_fd >= 0)
-		close(map_fd);
+	return in;
+}
+
+/* cfi_worker_hold(w, 1), as under -a: an add waits one kick more, and an
+ * exit queued meanwhile drops it, so that the worker never reads the maps
+ * of a process gone within a drain pass. Without the hold the first kick
+ * loads the process. */
+static void test_cfi_worker_hold(void)
+{
+	struct cfi_fds fds;
+	struct cfi_maps *cm = cfi_fds_open(&fds);
+	char path[4200];
+	char *argv[] = {path, "1", NULL};
+	struct cfi_worker *w = NULL;
+	int map_fd = fds.map;
+	pid_t pids[2] = {-1, -1}, a, b;
+
+	if (!cm || cfi_worker_start(cm, &w))
+		goto out;
+	snprintf(path, sizeof(path), "%s/mixed", workload_dir);
+	a = pids[0] = spawn(argv);
+	b = pids[1] = spawn(argv);
+	/* Without the hold: loaded at the first kick. */
+	cfi_worker_queue(w, a, true);
+	cfi_worker_kick(w);
+	CHECK(loaded_within(map_fd, a, 5000, true));
+	cfi_worker_hold(w, 1);
+	/* Held: not at the first kick, at the second. */
+	cfi_worker_queue(w, b, true);
+	cfi_worker_kick(w);
+	CHECKF(!loaded_within(map_fd, b, 300, true), "loaded at the first kick");
+	cfi_worker_kick(w);
+	CHECKF(loaded_within(map_fd, b, 5000, true), "not loaded at the second kick");
+	/* Removed, added again and exited within the hold: never read. */
+	cfi_worker_queue(w, b, false);
+	cfi_worker_kick(w);
+	CHECKF(!loaded_within(map_fd, b, 5000, false), "still loaded after its remove");
+	cfi_worker_queue(w, b, true);
+	cfi_worker_kick(w);
+	cfi_worker_queue(w, b, false);
+	cfi_worker_kick(w);
+	cfi_worker_kick(w);
+	CHECKF(!loaded_within(map_fd, b, 500, true), "loaded after its exit was queued");
+out:
+	if (w)
+		cfi_worker_stop(w);
+	cfi_fds_close(&fds, cm, pids, 2);
 }
 
 static bool compat_ok = true, modern_ok = true;
@@ -780,6 +864,7 @@ int main(void)
 		return 1;
 	}
 	RUN_TEST(test_cfi_maps_kinds);
+	RUN_TEST(test_cfi_worker_hold);
 	RUN_TEST(test_cfi_bpf_nofp);
 	RUN_TEST(test_cfi_bpf_partial);
 	RUN_TEST(test_cfi_bpf_gzip);
