@@ -104,11 +104,11 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(FORMATS_OB
 # without sanitizers even in the sanitizer build (ASan's redzones would move
 # that layout), and linked with them for unwind.o.
 $(OUT)/tests/test_unwind: tests/unit/test_unwind.c $(wildcard tests/unit/*.h) $(OUT)/user/unwind.o \
-			  $(OUT)/user/util.o $(OUT)/formats/util.o
+			  $(OUT)/user/util.o $(OUT)/formats/util.o $(OUT)/formats/procmaps.o
 	@mkdir -p $(@D)
 	$(CC) $(filter-out $(SAN_FLAGS),$(ALL_CFLAGS)) -Itests/unit -c -o $@.o $<
 	$(SAN_CC) $(ALL_CFLAGS) -o $@ $@.o $(OUT)/user/unwind.o $(OUT)/user/util.o $(OUT)/formats/util.o \
-		$(LDLIBS)
+		$(OUT)/formats/procmaps.o $(LDLIBS)
 
 # LD_PRELOAD shim of the allocation-failure tests (tests/integration/test_trace_paths.sh).
 $(OUT)/tests/libfailrealloc.so: tests/unit/failrealloc.c
@@ -165,12 +165,12 @@ $(OUT)/tests/libcfi_debug_frame_z.so: tests/unit/cfi_debug_frame.c
 	$(CC) $(CFI_DF_FLAGS) -Wl,--compress-debug-sections=zlib -o $@ $<
 $(OUT)/tests/test_cfi_table: tests/unit/test_cfi_table.c $(wildcard tests/unit/*.h) $(OUT)/user/cfi_table.o \
 			     $(OUT)/user/unwind.o $(OUT)/user/util.o $(OUT)/formats/util.o \
-			     $(OUT)/tests/libcfi_debug_frame.so \
+			     $(OUT)/formats/procmaps.o $(OUT)/tests/libcfi_debug_frame.so \
 			     $(OUT)/tests/libcfi_debug_frame_z.so
 	@mkdir -p $(@D)
 	$(CC) $(filter-out $(SAN_FLAGS),$(ALL_CFLAGS)) -Itests/unit -c -o $@.o $<
 	$(SAN_CC) $(ALL_CFLAGS) -o $@ $@.o $(OUT)/user/cfi_table.o $(OUT)/user/unwind.o \
-		$(OUT)/user/util.o $(OUT)/formats/util.o $(LDLIBS)
+		$(OUT)/user/util.o $(OUT)/formats/util.o $(OUT)/formats/procmaps.o $(LDLIBS)
 
 # The BPF CFI walk against libdwfl on the same samples: real BPF (root),
 # the sampler's skeleton, the table loader and the unwinder.

@@ -24,10 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 #include "bpf/cfi.h"
+#include "formats/procmaps.h"
 #include "formats/util.h"
 #include "user/unwind.h"
 #include "user/util.h"
@@ -75,6 +77,17 @@ struct unwind_elves {
 	VEC(struct shared_elf *) v;
 };
 
+/* A module as report_maps reported it: its file's identity and its first
+ * mapping, for find_elf. */
+struct umod {
+	uint64_t low, first_end;
+	dev_t dev;
+	ino_t ino;
+};
+struct umods {
+	VEC_BODY(struct umod)
+};
+
 struct unwinder {
 	Dwfl *dwfl;
 	/* The architecture for dwfl_attach_state. Left to itself, it borrows
@@ -84,9 +97,10 @@ struct unwinder {
 	pid_t pid;
 	struct unwind_elves *elves;	/* or NULL: files not shared */
 	VEC(struct shared_elf *) taken; /* from elves, one per find_elf that took one */
+	struct umods mods;		/* of the last report, by address */
 	bool attached;
 	bool own_root;		/* the process's root is ours: a module's path opens here too */
-	uint64_t reported_ns;	/* last dwfl_linux_proc_report (as it began) */
+	uint64_t reported_ns;	/* last report_maps (as it began) */
 	uint64_t report_gap_ns; /* before the next one: doubles up to REPORT_EVERY_NS */
 	uint64_t modules_sig;	/* of the modules it reported */
 	bool report_changed;	/* the last report changed the modules */
@@ -143,31 +157,18 @@ static int open_regular_named(const char *path, char **file_name)
 	return fd < 0 ? -1 : fd;
 }
 
-/* The module's file as the process mapped it: its mapping at base (the
- * module's first) in /proc/PID/map_files, the very file whatever its path
- * says here. In a container the path in /proc/PID/maps is the one in the
- * container's mount namespace (under its root, or not even that after a
- * chroot), so opening it here finds nothing, or another file. */
-static int open_mapped_module(const struct unwinder *u, Dwarf_Addr base, char **file_name)
+/* The module's file as the process mapped it: its first mapping in
+ * /proc/PID/map_files, the very file whatever its path says here. In a
+ * container the path in /proc/PID/maps is the one in the container's mount
+ * namespace (under its root, or not even that after a chroot), so opening
+ * it here finds nothing, or another file. */
+static int open_mapped_module(const struct unwinder *u, const struct umod *m, char **file_name)
 {
-	struct dirent *e;
-	char dir[48], path[48 + sizeof(e->d_name)], prefix[24];
-	size_t n;
-	DIR *d;
-	int fd = -1;
+	char path[80];
 
-	snprintf(dir, sizeof(dir), "/proc/%d/map_files", (int)u->pid);
-	n = snprintf(prefix, sizeof(prefix), "%llx-", (unsigned long long)base);
-	if (!(d = opendir(dir)))
-		return -1;
-	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, prefix, n)) {
-			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-			fd = open_regular_named(path, file_name);
-			break;
-		}
-	closedir(d);
-	return fd;
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)u->pid,
+		 (unsigned long long)m->low, (unsigned long long)m->first_end);
+	return open_regular_named(path, file_name);
 }
 
 struct unwind_elves *unwind_elves_new(void)
@@ -198,28 +199,43 @@ static bool same_file(const struct shared_elf *e, const struct stat *st)
 	       e->mtime.tv_sec == st->st_mtim.tv_sec && e->mtime.tv_nsec == st->st_mtim.tv_nsec;
 }
 
-/* The Elf of the file open at fd when another unwinder already reads it
- * (a new reference, which libdwfl ends with the module), else NULL. */
+/* A new reference to e's Elf, taken by u (libdwfl ends it with the
+ * module), or NULL. */
+static Elf *shared_elf_ref(struct unwinder *u, struct shared_elf *e)
+{
+	Elf *elf;
+
+	if (VEC_RESERVE(u->taken, u->taken.n + 1) ||
+	    !(elf = elf_begin(-1, ELF_C_READ_MMAP, e->elf)))
+		return NULL;
+	e->users++;
+	u->taken.v[u->taken.n++] = e;
+	return elf;
+}
+
+/* The Elf of the file open at fd when another unwinder already reads it,
+ * else NULL. */
 static Elf *shared_elf_take(struct unwinder *u, int fd)
 {
-	struct unwind_elves *elves = u->elves;
 	struct stat st;
-	Elf *elf;
 
 	if (fstat(fd, &st))
 		return NULL;
-	for (size_t i = 0; i < elves->v.n; i++) {
-		struct shared_elf *e = elves->v.v[i];
+	for (size_t i = 0; i < u->elves->v.n; i++)
+		if (same_file(u->elves->v.v[i], &st))
+			return shared_elf_ref(u, u->elves->v.v[i]);
+	return NULL;
+}
 
-		if (!same_file(e, &st))
-			continue;
-		if (VEC_RESERVE(u->taken, u->taken.n + 1) ||
-		    !(elf = elf_begin(-1, ELF_C_READ_MMAP, e->elf)))
-			return NULL;
-		e->users++;
-		u->taken.v[u->taken.n++] = e;
-		return elf;
-	}
+/* The same by device and inode (the process's maps say them), newest
+ * first: no file is opened. While the share maps the file its inode
+ * cannot go to another one, and a file changed in place is changed in the
+ * process's mapping too. */
+static Elf *shared_elf_by_id(struct unwinder *u, dev_t dev, ino_t ino)
+{
+	for (size_t i = u->elves->v.n; i-- > 0;)
+		if (u->elves->v.v[i]->dev == dev && u->elves->v.v[i]->ino == ino)
+			return shared_elf_ref(u, u->elves->v.v[i]);
 	return NULL;
 }
 
@@ -280,11 +296,20 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
 		    char **file_name, Elf **elfp)
 {
 	struct unwinder *u = *userdata;
+	const struct umod *m = NULL;
 	char path[PATH_MAX + 32];
 	int fd = -1;
 
+	for (size_t i = 0; u && i < u->mods.n && !m; i++)
+		if (u->mods.v[i].low == base)
+			m = &u->mods.v[i];
+	if (m && m->ino && u->elves && (*elfp = shared_elf_by_id(u, m->dev, m->ino))) {
+		*file_name = strdup(modname);
+		return -1;
+	}
 	if (u && modname[0] == '/') {
-		fd = open_mapped_module(u, base, file_name);
+		if (m)
+			fd = open_mapped_module(u, m, file_name);
 		if (fd < 0) {
 			snprintf(path, sizeof(path), "/proc/%d/root%s", (int)u->pid, modname);
 			fd = open_regular_named(path, file_name);
@@ -405,6 +430,75 @@ static int module_sig_cb(Dwfl_Module *m, void **userdata, const char *name, Dwar
 	return DWARF_CB_OK;
 }
 
+/* /proc/PID/maps into the Dwfl as libdwfl's dwfl_linux_proc_report reads
+ * it (the consecutive mappings of one file, anonymous ones between, are
+ * one module; the [vdso] is "[vdso: PID]", which libdwfl reads from the
+ * process's memory), through the tree's one parser of it
+ * (formats/procmaps.c), keeping each module's device, inode and first
+ * mapping (u->mods) for find_elf: a file another unwinder reads is then
+ * taken without opening anything, else its first mapping is opened by name
+ * in map_files. Under process churn that was a tenth of the recorder's CPU:
+ * libdwfl's own read of the maps, then a read of the whole map_files
+ * directory per module. 0, an errno, or -1 (a libdwfl error). */
+static int report_maps(Dwfl *dwfl, pid_t pid, struct umods *mods)
+{
+	char path[48], name[PATH_MAX + 16], *buf = NULL;
+	struct procmaps_entry *e = NULL;
+	size_t n = 0, len, i, j, last;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	err = read_path_all(path, 0, 64 << 20, &buf, &len);
+	if (!err)
+		err = procmaps_parse(buf, len, &e, &n);
+	free(buf);
+	if (err)
+		return -err;
+	if (mods)
+		mods->n = 0;
+	for (i = 0; i < n && !err; i++) {
+		const struct procmaps_entry *x = &e[i];
+		uint64_t high = x->end;
+		bool file = x->path[0] == '/' && (x->inode || x->dev_major || x->dev_minor);
+
+		if (!strcmp(x->path, "[vdso]")) {
+			snprintf(name, sizeof(name), "[vdso: %d]", (int)pid);
+			if (!dwfl_report_module(dwfl, name, x->start, x->end))
+				err = -1;
+			continue;
+		}
+		if (!file)
+			continue;
+		/* The group's last mapping: the lines between (anonymous, the
+		 * [vdso]) are the outer loop's still. */
+		for (j = i + 1, last = i; j < n; j++) {
+			const struct procmaps_entry *y = &e[j];
+
+			if (y->path[0] != '/' || (!y->inode && !y->dev_major && !y->dev_minor))
+				continue;
+			if (y->inode != x->inode || y->dev_major != x->dev_major ||
+			    y->dev_minor != x->dev_minor || strcmp(y->path, x->path))
+				break;
+			high = y->end;
+			last = j;
+		}
+		snprintf(name, sizeof(name), "%s%s", x->path, x->deleted ? " (deleted)" : "");
+		if (!dwfl_report_module(dwfl, name, x->start, high) ||
+		    (mods && VEC_PUSH(*mods, ((struct umod){x->start, x->end,
+							    makedev(x->dev_major, x->dev_minor),
+							    (ino_t)x->inode}))))
+			err = -1;
+		i = last;
+	}
+	procmaps_free(e, n);
+	return err;
+}
+
+int unwind_report_maps(Dwfl *dwfl, pid_t pid)
+{
+	return report_maps(dwfl, pid, NULL);
+}
+
 /* Reads /proc/PID/maps into the Dwfl; when the modules changed (dlopen,
  * dlclose: another may have taken a module's place), the caches go. Returns
  * 0, an errno or -1 (libdwfl error); *changed says whether they changed. */
@@ -417,7 +511,7 @@ static int report(struct unwinder *u, bool *changed)
 	 * module the read missed (report_again). */
 	u->reported_ns = now_ns(CLOCK_MONOTONIC);
 	dwfl_report_begin(u->dwfl);
-	err = dwfl_linux_proc_report(u->dwfl, u->pid);
+	err = report_maps(u->dwfl, u->pid, &u->mods);
 	dwfl_report_end(u->dwfl, NULL, NULL);
 	dwfl_getmodules(u->dwfl, module_sig_cb, &rc, 0);
 	*changed = u->report_changed = rc.sig != u->modules_sig;
@@ -499,6 +593,7 @@ struct unwinder *unwinder_new(pid_t pid, struct unwind_elves *elves)
 		dwfl_end(u->dwfl);
 		if (u->elves)
 			shared_elf_release(u);
+		VEC_FREE(u->mods);
 		free(u);
 		errno = err > 0 ? err : ESRCH; /* an errno, or -1: a libdwfl error */
 		return NULL;
@@ -529,6 +624,7 @@ void unwinder_free(struct unwinder *u)
 	if (u->arch)
 		elf_end(u->arch);
 	VEC_FREE(u->cfi);
+	VEC_FREE(u->mods);
 	idtab_free(&u->cfi_tab);
 	free(u);
 }

@@ -29,6 +29,13 @@ size_t unwind_elves_held(const struct unwind_elves *elves); /* files held now */
 struct unwinder *unwinder_new(pid_t pid, struct unwind_elves *elves);
 void unwinder_free(struct unwinder *u);
 
+/* The process's /proc/PID/maps as modules into dwfl, between the caller's
+ * dwfl_report_begin and _end, as libdwfl's dwfl_linux_proc_report reports
+ * them (the unwinders' own reader, through formats/procmaps.c; exposed for
+ * the test that compares the two). 0, an errno, or -1 (a libdwfl error). */
+struct Dwfl;
+int unwind_report_maps(struct Dwfl *dwfl, pid_t pid);
+
 /* regs[] of the functions below: the same order as bpf/events.h's UREG_*. */
 enum { UNWIND_IP, UNWIND_SP, UNWIND_BP };
 

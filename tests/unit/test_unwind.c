@@ -6,6 +6,7 @@
  * (__builtin_return_address). Also frameless leaves, PLT entries, short
  * copies, a library loaded after the unwinder was made, and the cost. */
 #include <dlfcn.h>
+#include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "bpf/cfi.h"
@@ -861,6 +863,72 @@ static int file_mappings(void)
 /* Two processes' unwinders reading the same files map them once: a server's
  * backends each mapped the same binary and libc again (~1 MiB of RSS per
  * unwinder under -a --off-cpu). A file stays while an unwinder reads it. */
+struct mods_seen {
+	char text[16384];
+	size_t len;
+};
+
+static int mod_line(Dwfl_Module *m, void **userdata, const char *name, Dwarf_Addr start, void *arg)
+{
+	struct mods_seen *ms = arg;
+	Dwarf_Addr end;
+
+	(void)userdata;
+	dwfl_module_info(m, NULL, NULL, &end, NULL, NULL, NULL, NULL);
+	if (ms->len < sizeof(ms->text))
+		ms->len +=
+		    snprintf(ms->text + ms->len, sizeof(ms->text) - ms->len, "%llx-%llx %s\n",
+			     (unsigned long long)start, (unsigned long long)end, name);
+	return DWARF_CB_OK;
+}
+
+/* The modules of pid as reported by report, one line each. */
+static int mods_of(pid_t pid, bool ours, struct mods_seen *ms)
+{
+	static const Dwfl_Callbacks cb = {.find_elf = dwfl_linux_proc_find_elf,
+					  .find_debuginfo = dwfl_standard_find_debuginfo};
+	Dwfl *d = dwfl_begin(&cb);
+	int err;
+
+	ms->len = 0;
+	if (!d)
+		return -1;
+	dwfl_report_begin(d);
+	err = ours ? unwind_report_maps(d, pid) : dwfl_linux_proc_report(d, pid);
+	dwfl_report_end(d, NULL, NULL);
+	dwfl_getmodules(d, mod_line, ms, 0);
+	dwfl_end(d);
+	return err;
+}
+
+/* The unwinders' reader of /proc/PID/maps (formats/procmaps.c) reports the
+ * modules libdwfl's own dwfl_linux_proc_report does: this process (libelf,
+ * libdw, the vdso...) and a sleep(1) of another layout. */
+static void test_report_maps(void)
+{
+	static struct mods_seen a, b;
+	pid_t pids[2] = {getpid(), fork()};
+
+	if (pids[1] == 0) {
+		execl("/bin/sleep", "sleep", "5", (char *)NULL);
+		_exit(127);
+	}
+	usleep(200000); /* exec'd, its libraries mapped */
+	for (int i = 0; i < 2; i++) {
+		CHECK(!mods_of(pids[i], false, &a));
+		CHECK(!mods_of(pids[i], true, &b));
+		CHECKF(a.len > 0 && a.len == b.len && !memcmp(a.text, b.text, a.len),
+		       "pid %d: libdwfl:\n%.*s\nours:\n%.*s", (int)pids[i], (int)a.len, a.text,
+		       (int)b.len, b.text);
+		CHECKF(strstr(b.text, "[vdso: ") && strstr(b.text, "libc.so"), "pid %d:\n%.*s",
+		       (int)pids[i], (int)b.len, b.text);
+	}
+	if (pids[1] > 0) {
+		kill(pids[1], SIGKILL);
+		waitpid(pids[1], NULL, 0);
+	}
+}
+
 static void test_shared_files(void)
 {
 	struct unwind_elves *elves = unwind_elves_new();
@@ -923,6 +991,7 @@ int main(void)
 	RUN_TEST(test_chain);
 	RUN_TEST(test_short_copies);
 	RUN_TEST(test_shared_files);
+	RUN_TEST(test_report_maps);
 	if (!__asan_init)
 		RUN_TEST(test_qsort);
 	else
