@@ -31,6 +31,18 @@ static inline int fmt_grow(void **p, size_t *cap, size_t want, size_t sz)
 	return 0;
 }
 
+/* Gives back an array's growth room: realloc to a smaller size keeps the
+ * data, and where it fails the room simply stays. */
+static inline void fmt_shrink(void **p, size_t *cap, size_t n, size_t sz)
+{
+	void *np;
+
+	if (n && n < *cap && (np = realloc(*p, n * sz))) {
+		*p = np;
+		*cap = n;
+	}
+}
+
 /* The growable array of the whole tree: VEC(T) v = {0}; VEC_PUSH(v, x)
  * returns 0 or -ENOMEM. A named one: struct foos { VEC_BODY(struct foo) }; */
 #define VEC_BODY(T)                                                                                \
@@ -42,6 +54,7 @@ static inline int fmt_grow(void **p, size_t *cap, size_t want, size_t sz)
 	}
 #define VEC_RESERVE(a, want) fmt_grow((void **)&(a).v, &(a).cap, (want), sizeof(*(a).v))
 #define VEC_PUSH(a, x)	     (VEC_RESERVE(a, (a).n + 1) ? -ENOMEM : ((a).v[(a).n++] = (x), 0))
+#define VEC_SHRINK(a)	     fmt_shrink((void **)&(a).v, &(a).cap, (a).n, sizeof(*(a).v))
 #define VEC_FREE(a)                                                                                \
 	do {                                                                                       \
 		free((a).v);                                                                       \

@@ -1393,15 +1393,9 @@ static int parse_ksyms(char *text)
 	if (!ksyms.n)	       /* ksyms.v is NULL with no text symbol; qsort wants a pointer */
 		return 0;
 	qsort(ksyms.v, ksyms.n, sizeof(*ksyms.v), cmp_ksym);
-	/* The growth room goes (realloc to a smaller size keeps the data). */
-	if ((p = realloc(ksyms.v, ksyms.n * sizeof(*ksyms.v)))) {
-		ksyms.v = (struct ksym *)p;
-		ksyms.cap = ksyms.n;
-	}
-	if ((p = realloc(ksym_names.v, ksym_names.n))) {
-		ksym_names.v = p;
-		ksym_names.cap = ksym_names.n;
-	}
+	/* Held for the whole run: the growth room goes. */
+	VEC_SHRINK(ksyms);
+	VEC_SHRINK(ksym_names);
 	return 0;
 }
 
