@@ -1015,7 +1015,9 @@ struct cfi_worker {
 	/* The caller's ops since its last cfi_worker_kick, its thread's alone:
 	 * handed over at once, with one wakeup. */
 	struct ops pending;
-	uint8_t hold; /* kicks an add waits in pending (cfi_worker_hold) */
+	uint8_t hold;	   /* kicks an add waits in pending (cfi_worker_hold) */
+	uint64_t woken_ns; /* the last wakeup (CLOCK_MONOTONIC) */
+	bool unwoken;	   /* ops handed over since (the caller's thread's) */
 	bool stop;
 	uint64_t cpu_ns; /* the thread's CPU time, set as it ends */
 };
@@ -1126,13 +1128,22 @@ void cfi_worker_queue(struct cfi_worker *w, pid_t pid, bool add)
 	ops_put(&w->pending, (struct op){.pid = pid, .add = add, .waits = add ? w->hold : 0});
 }
 
+/* Removes only free rows and ids: they wait for an add's wakeup, up to
+ * this long or this many. A wakeup of the worker cost 50-100 us of the
+ * drain's CPU here (futex, an IPI to the other CPU's idle task), and under
+ * churn most passes handed over only the removes of exited processes. */
+#define CFI_REMOVE_WAIT_NS (1000000000ULL)
+#define CFI_REMOVE_BATCH   256
+
 void cfi_worker_kick(struct cfi_worker *w)
 {
 	size_t i, kept = 0;
-	bool handed = false;
+	bool add = false;
+	uint64_t now;
 
-	if (!w || !w->pending.n)
+	if (!w || (!w->pending.n && !w->unwoken))
 		return;
+	now = now_ns(CLOCK_MONOTONIC);
 	pthread_mutex_lock(&w->lock);
 	for (i = 0; i < w->pending.n; i++) {
 		struct op op = w->pending.v[i];
@@ -1143,11 +1154,16 @@ void cfi_worker_kick(struct cfi_worker *w)
 			continue;
 		}
 		ops_put(&w->ops, op);
-		handed = true;
+		add |= op.add;
+		w->unwoken = true;
 	}
 	w->pending.n = kept;
-	if (handed)
+	if (w->unwoken &&
+	    (add || w->ops.n >= CFI_REMOVE_BATCH || now - w->woken_ns >= CFI_REMOVE_WAIT_NS)) {
 		pthread_cond_signal(&w->cond);
+		w->woken_ns = now;
+		w->unwoken = false;
+	}
 	pthread_mutex_unlock(&w->lock);
 }
 

@@ -96,8 +96,9 @@ struct cfi_worker;
 int cfi_worker_start(struct cfi_maps *m, struct cfi_worker **out);
 /* Queues an add (the process's maps were read) or a remove (it exited);
  * what is queued goes to the worker at the next cfi_worker_kick, with one
- * wakeup: the caller kicks once a pass over its events. Both from the
- * caller's one thread. */
+ * wakeup: the caller kicks once a pass over its events. Removes only wake
+ * it once a second (or 256 of them): they free table space, nothing waits
+ * for them. Both from the caller's one thread. */
 void cfi_worker_queue(struct cfi_worker *w, pid_t pid, bool add);
 void cfi_worker_kick(struct cfi_worker *w);
 /* Adds queued from now on wait this many kicks before they go to the

@@ -755,10 +755,20 @@ static void test_cfi_worker_hold(void)
 	CHECKF(!loaded_within(map_fd, b, 300, true), "loaded at the first kick");
 	cfi_worker_kick(w);
 	CHECKF(loaded_within(map_fd, b, 5000, true), "not loaded at the second kick");
-	/* Removed, added again and exited within the hold: never read. */
+	/* A remove alone waits for a second since the last wakeup (an add's,
+	 * a's again, just before), then a kick with nothing new wakes the
+	 * worker for it. */
+	cfi_worker_queue(w, a, true);
+	cfi_worker_kick(w);
+	cfi_worker_kick(w);
+	usleep(400000); /* a loaded again (tables built: milliseconds), the worker asleep */
 	cfi_worker_queue(w, b, false);
 	cfi_worker_kick(w);
+	CHECKF(loaded_within(map_fd, b, 300, false), "removed at once");
+	usleep(1000000);
+	cfi_worker_kick(w);
 	CHECKF(!loaded_within(map_fd, b, 5000, false), "still loaded after its remove");
+	/* Added again and exited within the hold: never read. */
 	cfi_worker_queue(w, b, true);
 	cfi_worker_kick(w);
 	cfi_worker_queue(w, b, false);
