@@ -353,7 +353,10 @@ static struct symfile *mapping_symbols(struct proc *p, struct mapping *m)
 	return m->sym;
 }
 
-static void proc_read_identity(struct proc *p)
+/* comm_known: p->comm is the leader's already (a sample of it, an exec):
+ * one read of /proc less per new process, most of them short-lived under
+ * -a. */
+static void proc_read_identity(struct proc *p, bool comm_known)
 {
 	char path[64], *comm;
 	struct stat st;
@@ -376,7 +379,7 @@ static void proc_read_identity(struct proc *p)
 		}
 	}
 	snprintf(path, sizeof(path), "/proc/%d/comm", p->pid);
-	if (!read_path_all(path, 0, 64, &comm, NULL)) {
+	if (!comm_known && !read_path_all(path, 0, 64, &comm, NULL)) {
 		proc_set_comm(p->comm, comm, strcspn(comm, "\n"));
 		free(comm);
 	}
@@ -414,7 +417,7 @@ struct proc *proc_get(struct procs *procs, pid_t pid, const char *comm)
 		free(p);
 		return NULL;
 	}
-	proc_read_identity(p);
+	proc_read_identity(p, comm != NULL);
 	read_maps(p);
 	/* Gone already: its exit event came before this first sight (a
 	 * sample the kernel took in do_exit, drained after the exit), and no
@@ -866,7 +869,8 @@ int proc_intern_record(struct procs *procs, const struct ev_sample *s, struct pr
 {
 	uint32_t st[2 + MAX_STACK_FRAMES], i, n = 0, id;
 	uint64_t upcs[MAX_USER_FRAMES], h = 0;
-	struct proc *p = *pp = proc_get(procs, s->hdr.pid, s->comm);
+	struct proc *p = *pp =
+	    proc_get(procs, s->hdr.pid, s->hdr.tid == s->hdr.pid ? s->comm : NULL);
 	struct raw_key rk;
 	bool cut;
 	int nu;
@@ -1082,7 +1086,7 @@ void proc_on_exec(struct procs *procs, pid_t pid, const char *comm)
 	p->raw_ips.n = 0;
 	p->image_frames = p->frames.n;
 	p->unmapped = 0;
-	proc_read_identity(p); /* a new program */
+	proc_read_identity(p, true); /* a new program; its comm the event's */
 	read_maps(p);
 	/* Read at the exec, the maps hold the program and its loader: the
 	 * loader maps the libraries next. Read again soon (procs_reread_stale),

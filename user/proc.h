@@ -240,6 +240,9 @@ int procs_add_names(struct procs *procs, const struct name_source *src);
 /* Whether a source names the process's frames by the time of each sample. */
 bool proc_named_by_time(const struct proc *p);
 
+/* The process pid, made and read (identity, maps) at its first sight.
+ * comm: its comm (its leader's) where the caller has it, else NULL: read
+ * from /proc. */
 struct proc *proc_get(struct procs *procs, pid_t pid, const char *comm);
 /* Stores a comm from outside (at most COMM_LEN bytes, up to a NUL) into a
  * comm field, sanitized: it reaches terminals and files. */

@@ -697,7 +697,7 @@ int usdt_on_event(struct usdt *u, struct procs *procs, const struct ev_hdr *h, s
 	}
 	p = &u->probes.v[e->probe];
 	p->fired++;
-	if (!(pr = proc_get(procs, h->pid, e->comm)))
+	if (!(pr = proc_get(procs, h->pid, h->tid == h->pid ? e->comm : NULL)))
 		return -ENOMEM;
 	id = p->func_id;
 	if (p->by_args)
