@@ -127,7 +127,8 @@ static char *sanitize_lines(char *text, size_t *len)
 	return out;
 }
 
-static int read_maps(struct proc *p)
+/* dir: proc_dir's, or -1 to open the maps by their path. */
+static int read_maps_in(struct proc *p, int dir)
 {
 	char path[64], *text;
 	struct procmaps_entry *ents = NULL;
@@ -136,7 +137,8 @@ static int read_maps(struct proc *p)
 
 	p->maps_read_ns = now_ns(CLOCK_MONOTONIC);
 	snprintf(path, sizeof(path), "/proc/%d/maps", p->pid);
-	err = read_path_all(path, 0, MAPS_MAX_BYTES, &text, &len);
+	err = read_path_all_at(dir >= 0 ? dir : AT_FDCWD, dir >= 0 ? "maps" : path, 0,
+			       MAPS_MAX_BYTES, &text, &len);
 	if (err) {
 		if (!p->maps_text)
 			p->gone = true;
@@ -199,6 +201,11 @@ static int read_maps(struct proc *p)
 			p->maps_read_queued = true;
 	}
 	return err;
+}
+
+static int read_maps(struct proc *p)
+{
+	return read_maps_in(p, -1);
 }
 
 static struct mapping *find_mapping(struct proc *p, uint64_t addr)
@@ -353,33 +360,40 @@ static struct symfile *mapping_symbols(struct proc *p, struct mapping *m)
 	return m->sym;
 }
 
-/* comm_known: p->comm is the leader's already (a sample of it, an exec):
- * one read of /proc less per new process, most of them short-lived under
- * -a. */
-static void proc_read_identity(struct proc *p, bool comm_known)
+/* The process's /proc directory (O_PATH), or -1: its files are then
+ * opened relative to it, each one path walk of /proc/PID less (procfs's
+ * slow lookup, per new process), and all of the same process. */
+static int proc_dir(pid_t pid)
 {
-	char path[64], *comm;
+	char path[32];
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* dir: proc_dir's. comm_known: p->comm is the leader's already (a sample
+ * of it, an exec): one read of /proc less per new process, most of them
+ * short-lived under -a. */
+static void proc_read_identity(struct proc *p, int dir, bool comm_known)
+{
+	char exe[PATH_MAX], *comm;
 	struct stat st;
+	ssize_t n;
 
-	snprintf(path, sizeof(path), "/proc/%d", p->pid);
-	if (!stat(path, &st))
+	if (dir < 0)
+		return; /* gone */
+	if (!fstat(dir, &st))
 		p->uid = st.st_uid;
-	snprintf(path, sizeof(path), "/proc/%d/exe", p->pid);
-	{
-		char exe[PATH_MAX];
-		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+	n = readlinkat(dir, "exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		char *clean = fmt_sanitize_dup(exe, n);
 
-		if (n > 0) {
-			char *clean = fmt_sanitize_dup(exe, n);
-
-			if (clean) {
-				free(p->exe);
-				p->exe = clean;
-			}
+		if (clean) {
+			free(p->exe);
+			p->exe = clean;
 		}
 	}
-	snprintf(path, sizeof(path), "/proc/%d/comm", p->pid);
-	if (!comm_known && !read_path_all(path, 0, 64, &comm, NULL)) {
+	if (!comm_known && !read_path_all_at(dir, "comm", 0, 64, &comm, NULL)) {
 		proc_set_comm(p->comm, comm, strcspn(comm, "\n"));
 		free(comm);
 	}
@@ -402,6 +416,7 @@ static void mark_exited(struct proc *p, uint64_t time_ns)
 struct proc *proc_get(struct procs *procs, pid_t pid, const char *comm)
 {
 	struct proc *p = proc_find(procs, pid);
+	int dir;
 
 	if (p)
 		return p;
@@ -417,8 +432,11 @@ struct proc *proc_get(struct procs *procs, pid_t pid, const char *comm)
 		free(p);
 		return NULL;
 	}
-	proc_read_identity(p, comm != NULL);
-	read_maps(p);
+	dir = proc_dir(pid);
+	proc_read_identity(p, dir, comm != NULL);
+	read_maps_in(p, dir);
+	if (dir >= 0)
+		close(dir);
 	/* Gone already: its exit event came before this first sight (a
 	 * sample the kernel took in do_exit, drained after the exit), and no
 	 * other will come. */
@@ -1086,8 +1104,14 @@ void proc_on_exec(struct procs *procs, pid_t pid, const char *comm)
 	p->raw_ips.n = 0;
 	p->image_frames = p->frames.n;
 	p->unmapped = 0;
-	proc_read_identity(p, true); /* a new program; its comm the event's */
-	read_maps(p);
+	{
+		int dir = proc_dir(pid);
+
+		proc_read_identity(p, dir, true); /* a new program; its comm the event's */
+		read_maps_in(p, dir);
+		if (dir >= 0)
+			close(dir);
+	}
 	/* Read at the exec, the maps hold the program and its loader: the
 	 * loader maps the libraries next. Read again soon (procs_reread_stale),
 	 * or what the libraries show (a CPython's libpython) waits for a sample

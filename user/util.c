@@ -115,7 +115,12 @@ int read_fd_all(int fd, size_t max, char **buf, size_t *len)
 
 int read_path_all(const char *path, int flags, size_t max, char **buf, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | flags), err;
+	return read_path_all_at(AT_FDCWD, path, flags, max, buf, len);
+}
+
+int read_path_all_at(int dirfd, const char *path, int flags, size_t max, char **buf, size_t *len)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | flags), err;
 
 	if (fd < 0)
 		return -errno;

@@ -32,6 +32,8 @@ void sanitize_append(char *dst, size_t cap, const char *s);
 int read_fd_all(int fd, size_t max, char **buf, size_t *len);
 /* The same for a path, opened with O_RDONLY|O_CLOEXEC (plus extra flags). */
 int read_path_all(const char *path, int flags, size_t max, char **buf, size_t *len);
+/* ... relative to the directory open at dirfd (AT_FDCWD: as above). */
+int read_path_all_at(int dirfd, const char *path, int flags, size_t max, char **buf, size_t *len);
 
 /* Opens a file that others may have planted (a FIFO would block the open or
  * the reads, a device would be read from): read-only, without blocking,
