@@ -12,7 +12,6 @@
  * - When the return address lies beyond the copied bytes, libdwfl ends the
  *   unwinding as if it had reached the root (return 0, pc undefined). A
  *   failed memory read in the last step tells the two apart. */
-#include <dirent.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 #include <errno.h>
@@ -440,6 +439,12 @@ static int module_sig_cb(Dwfl_Module *m, void **userdata, const char *name, Dwar
  * in map_files. Under process churn that was a tenth of the recorder's CPU:
  * libdwfl's own read of the maps, then a read of the whole map_files
  * directory per module. 0, an errno, or -1 (a libdwfl error). */
+/* A mapping of a file (libdwfl's test: a path, and an inode or device). */
+static bool file_mapping(const struct procmaps_entry *x)
+{
+	return x->path[0] == '/' && (x->inode || x->dev_major || x->dev_minor);
+}
+
 static int report_maps(Dwfl *dwfl, pid_t pid, struct umods *mods)
 {
 	char path[48], name[PATH_MAX + 16], *buf = NULL;
@@ -459,7 +464,6 @@ static int report_maps(Dwfl *dwfl, pid_t pid, struct umods *mods)
 	for (i = 0; i < n && !err; i++) {
 		const struct procmaps_entry *x = &e[i];
 		uint64_t high = x->end;
-		bool file = x->path[0] == '/' && (x->inode || x->dev_major || x->dev_minor);
 
 		if (!strcmp(x->path, "[vdso]")) {
 			snprintf(name, sizeof(name), "[vdso: %d]", (int)pid);
@@ -467,14 +471,14 @@ static int report_maps(Dwfl *dwfl, pid_t pid, struct umods *mods)
 				err = -1;
 			continue;
 		}
-		if (!file)
+		if (!file_mapping(x))
 			continue;
 		/* The group's last mapping: the lines between (anonymous, the
 		 * [vdso]) are the outer loop's still. */
 		for (j = i + 1, last = i; j < n; j++) {
 			const struct procmaps_entry *y = &e[j];
 
-			if (y->path[0] != '/' || (!y->inode && !y->dev_major && !y->dev_minor))
+			if (!file_mapping(y))
 				continue;
 			if (y->inode != x->inode || y->dev_major != x->dev_major ||
 			    y->dev_minor != x->dev_minor || strcmp(y->path, x->path))
