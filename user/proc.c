@@ -399,6 +399,17 @@ static void proc_read_identity(struct proc *p, int dir, bool comm_known)
 	}
 }
 
+/* Identity and maps, read relative to one proc_dir. */
+static void proc_read(struct proc *p, bool comm_known)
+{
+	int dir = proc_dir(p->pid);
+
+	proc_read_identity(p, dir, comm_known);
+	read_maps_in(p, dir);
+	if (dir >= 0)
+		close(dir);
+}
+
 void proc_set_comm(char dst[COMM_TEXT_LEN], const char *src, size_t n)
 {
 	/* A comm is at most COMM_LEN - 1 bytes: longer input is not one. */
@@ -416,7 +427,6 @@ static void mark_exited(struct proc *p, uint64_t time_ns)
 struct proc *proc_get(struct procs *procs, pid_t pid, const char *comm)
 {
 	struct proc *p = proc_find(procs, pid);
-	int dir;
 
 	if (p)
 		return p;
@@ -432,11 +442,7 @@ struct proc *proc_get(struct procs *procs, pid_t pid, const char *comm)
 		free(p);
 		return NULL;
 	}
-	dir = proc_dir(pid);
-	proc_read_identity(p, dir, comm != NULL);
-	read_maps_in(p, dir);
-	if (dir >= 0)
-		close(dir);
+	proc_read(p, comm != NULL);
 	/* Gone already: its exit event came before this first sight (a
 	 * sample the kernel took in do_exit, drained after the exit), and no
 	 * other will come. */
@@ -1104,14 +1110,7 @@ void proc_on_exec(struct procs *procs, pid_t pid, const char *comm)
 	p->raw_ips.n = 0;
 	p->image_frames = p->frames.n;
 	p->unmapped = 0;
-	{
-		int dir = proc_dir(pid);
-
-		proc_read_identity(p, dir, true); /* a new program; its comm the event's */
-		read_maps_in(p, dir);
-		if (dir >= 0)
-			close(dir);
-	}
+	proc_read(p, true); /* a new program; its comm the event's */
 	/* Read at the exec, the maps hold the program and its loader: the
 	 * loader maps the libraries next. Read again soon (procs_reread_stale),
 	 * or what the libraries show (a CPython's libpython) waits for a sample
