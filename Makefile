@@ -37,9 +37,11 @@ LDLIBS  := -lbpf -lelf -ldw -lz -liberty
 # Clang for BPF: CO-RE against the checked-in vmlinux.h.
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -I. $(WARN) -Wno-unused-parameter
 
-# bpf/python.bpf.c, the Python walk, has no skeleton of its own: libbpf's
+# bpf/python.bpf.c, the Python walk, and bpf/jvm.bpf.c, the HotSpot walk, have
+# no skeleton of their own: libbpf's
 # static linker joins it to the sampler (and to its unit test's program).
-BPF_SRC     := $(filter-out bpf/python.bpf.c,$(wildcard bpf/*.bpf.c))
+RUNTIME_BPF := bpf/python.bpf.c bpf/jvm.bpf.c
+BPF_SRC     := $(filter-out $(RUNTIME_BPF),$(wildcard bpf/*.bpf.c))
 BPF_OBJ     := $(patsubst bpf/%.bpf.c,$(OUT)/%.bpf.o,$(BPF_SRC))
 SKELS       := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRC))
 USER_SRC    := $(wildcard user/*.c)
@@ -58,14 +60,14 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 all: $(BIN) $(UNIT_BIN)
 
 BPF_HDRS := bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h bpf/python.h \
-	    bpf/python_maps.bpf.h bpf/uprobe_regs.bpf.h vmlinux/vmlinux.h
+	    bpf/python_maps.bpf.h bpf/jvm.h bpf/jvm_maps.bpf.h bpf/uprobe_regs.bpf.h vmlinux/vmlinux.h
 $(OUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS)
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-# The units joined to the Python walk: python.bpf.o first (the maps are
-# defined there, bpf/python_maps.bpf.h says why it matters).
-$(OUT)/sample.linked.o: $(OUT)/python.bpf.o $(OUT)/sample.bpf.o
+# The units joined to the runtimes' walks: python.bpf.o and jvm.bpf.o first
+# (their maps are defined there, bpf/python_maps.bpf.h says why it matters).
+$(OUT)/sample.linked.o: $(OUT)/python.bpf.o $(OUT)/jvm.bpf.o $(OUT)/sample.bpf.o
 	$(BPFTOOL) gen object $@ $^
 $(OUT)/sample.skel.h: $(OUT)/sample.linked.o
 	$(BPFTOOL) gen skeleton $< name sample_bpf > $@.tmp && mv $@.tmp $@

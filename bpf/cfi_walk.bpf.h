@@ -474,6 +474,51 @@ static __always_inline bool cfi_py_tramp(struct cfi_state *st, __u64 *cfa)
 	return true;
 }
 
+/* A frame in a JVM's code cache (jvm_procs), stepped by the HotSpot walk
+ * (bpf/jvm.bpf.c), which records it: JVM_STEP_OK with the caller's return
+ * address, sp and rbp in the state's jvm_ra, jvm_cfa and bp (not through
+ * pointers to the caller's stack: the walkers, their bpf_loop callback and
+ * the step share 512 bytes of it); JVM_STEP_NOT_JAVA where it is no JVM's
+ * code (the frame-pointer step then, as for any JIT code). */
+static __always_inline int cfi_jvm(struct cfi_state *st)
+{
+	__u32 slot = st->jvm_slot;
+	struct jvm_bpf_step *js;
+	int r;
+
+	if (!st->jvm) {
+		struct jvm_bpf_proc *p = bpf_map_lookup_elem(&jvm_procs, &st->tgid);
+
+		st->jvm = p ? 2 : 1;
+		if (p) {
+			st->jvm_lo = p->cc_lo;
+			st->jvm_hi = p->cc_hi;
+			/* The slot's frames are this walk's from here. */
+			if ((js = bpf_map_lookup_elem(&jvm_scratch, &slot))) {
+				js->n = 0;
+				js->truncated = 0;
+				js->tid = (__u32)bpf_get_current_pid_tgid();
+			}
+		}
+	}
+	if (st->jvm != 2 || st->pc < st->jvm_lo || st->pc >= st->jvm_hi ||
+	    !(js = bpf_map_lookup_elem(&jvm_scratch, &slot)))
+		return JVM_STEP_NOT_JAVA;
+	js->pc = st->pc;
+	js->sp = st->sp;
+	js->bp = st->bp;
+	js->r13 = st->r13;
+	js->leaf = st->n == 1;
+	js->index = st->n - 1;
+	r = jvm_unwind(slot);
+	if (r == JVM_STEP_OK) {
+		st->jvm_ra = js->pc;
+		st->jvm_cfa = js->sp;
+		st->bp = js->bp;
+	}
+	return r;
+}
+
 /* One frame: from the state's (pc, sp, bp) and lookup address to the
  * caller's, appending its return address to the ips. */
 static __always_inline int cfi_step(struct scratch *sc, const bool compat)
@@ -512,6 +557,18 @@ static __always_inline int cfi_step(struct scratch *sc, const bool compat)
 		count(r == CFI_LK_NOMAP		     ? STAT_CFI_FP_NOMAP
 		      : row.kind == CFI_ROW_FALLBACK ? STAT_CFI_FP_FALLBACK
 						     : STAT_CFI_FP_NONE);
+		if (r == CFI_LK_NOMAP) {
+			int j = cfi_jvm(st);
+
+			if (j == JVM_STEP_OK) {
+				ra = st->jvm_ra;
+				cfa = st->jvm_cfa;
+				addr = ra - 1;
+				goto step;
+			}
+			if (j == JVM_STEP_FAIL)
+				return CFI_DONE_TRUNC;
+		}
 		if (r == CFI_LK_NOMAP && cfi_py_tramp(st, &cfa)) {
 			if (cfi_read(sc, cfa - 8, &ra))
 				return CFI_DONE_TRUNC;
@@ -723,6 +780,8 @@ static __always_inline void cfi_begin(struct scratch *sc, __u32 tgid, __u32 nk, 
 	st->notable = st->nt_n = 0;
 	st->vma_done = 0;
 	st->py = 0;
+	st->jvm = 0;
+	st->jvm_slot = JVM_SLOT_SAMPLE;
 	st->m_start = st->m_end = 0;
 	{
 		__u32 ku = CFI_GEN_USER, kb = CFI_GEN_BPF;

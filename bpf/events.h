@@ -84,6 +84,9 @@ struct ev_hdr {
 /* The thread's Python frames (npython of them, bpf/python.bpf.c) are not
  * all there: deeper than PY_BPF_FRAMES, or a frame not readable. */
 #define SAMPLE_PY_TRUNC (1u << 12)
+/* The thread's Java frames (njvm of them, bpf/jvm.bpf.c) are not all
+ * there: more than JVM_BPF_FRAMES. */
+#define SAMPLE_JVM_TRUNC (1u << 13)
 
 /* User registers the unwinders need, x86_64. */
 enum { UREG_IP, UREG_SP, UREG_BP, UREG_NR };
@@ -102,10 +105,13 @@ struct ev_sample {
 	/* The sampled thread's Python frames, innermost first: two words
 	 * each (struct py_bpf_frame, bpf/python.h), after the user ips. */
 	__u16 npython;
-	__u16 pad[3];
+	/* Its Java frames (struct jvm_bpf_frame, bpf/jvm.h): two words each,
+	 * after the Python frames; each names one of the user ips. */
+	__u16 njvm;
+	__u16 pad[2];
 	__u64 uregs[UREG_NR]; /* zero for kernel threads */
 	/* nkernel kernel ips, nuser user ips, 2 * npython words of Python
-	 * frames, then stack_len bytes */
+	 * frames, 2 * njvm words of Java frames, then stack_len bytes */
 	__u64 ips[];
 };
 
@@ -113,7 +119,7 @@ struct ev_sample {
 /* Words of a sample record before its stack copy. */
 static inline size_t ev_sample_ips(const struct ev_sample *s)
 {
-	return (size_t)s->nkernel + s->nuser + 2 * (size_t)s->npython;
+	return (size_t)s->nkernel + s->nuser + 2 * (size_t)s->npython + 2 * (size_t)s->njvm;
 }
 #endif
 

@@ -166,6 +166,8 @@ static __always_inline __u64 offcpu_user_stack(void *ctx, struct task_struct *pr
 		 * DWARF copy where a table was missing. */
 		copied = copy_stack(sc, sp, OFFCPU_SIGWIN, compat);
 		cfi_begin(sc, s->hdr.pid, nk, copied);
+		sc->cfi.jvm_slot = JVM_SLOT_SWITCH;
+		sc->cfi.r13 = 0; /* a switch's leaf is never in Java code */
 		s->stack_len = copied;
 		count(STAT_OFFCPU_CFI);
 		cfi_end(sc, cfi_walk_loop(sc), false, compat);
@@ -214,6 +216,8 @@ static __always_inline int offcpu_send_stack(void *ctx, struct task_struct *prev
 	s->stack_len = 0;
 	s->stack_id = id;
 	s->npython = 0;
+	s->njvm = 0;
+	sc->cfi.jvm = 0;
 	sc->wake = 0;
 	s->uregs[UREG_IP] = k->ip;
 	s->uregs[UREG_SP] = k->sp;
@@ -244,6 +248,7 @@ static __always_inline int offcpu_send_stack(void *ctx, struct task_struct *prev
 		return -1;
 	if (npy > 0)
 		ips_len = py_append(s, ips_len, npy, PY_SLOT_SWITCH);
+	ips_len = jvm_append(sc, s, ips_len);
 	err = compat ? emit_compat(sc, ips_len, s->stack_len & 0xffff)
 		     : emit(sc, ips_len, s->stack_len & 0xffff);
 	return err ? -1 : 0;

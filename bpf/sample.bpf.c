@@ -10,6 +10,7 @@
 #include "bpf/maps.bpf.h"
 #include "bpf/cfi.h"
 #include "bpf/python_maps.bpf.h"
+#include "bpf/jvm_maps.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -87,12 +88,16 @@ struct {
 #define WIN_SZ	  PAGE_SZ
 
 /* A record's Python frames (bpf/python.bpf.c), after its ips. */
-#define PY_MAX	 (PY_BPF_FRAMES * sizeof(struct py_bpf_frame))
-#define HEAD_MAX (sizeof(struct ev_sample) + IPS_MAX + PY_MAX)
+#define PY_MAX (PY_BPF_FRAMES * sizeof(struct py_bpf_frame))
+/* ... and its Java frames (bpf/jvm.bpf.c), after those. */
+#define JVM_MAX	 (JVM_BPF_FRAMES * sizeof(struct jvm_bpf_frame))
+#define HEAD_MAX (sizeof(struct ev_sample) + IPS_MAX + PY_MAX + JVM_MAX)
 /* The compat sampler's user stacks: bpf_get_stack's MAX_FRAMES, or the CFI
  * walk's tail-call budget (bpf/cfi_walk.bpf.h: CFI_COMPAT_FRAMES). */
 #define COMPAT_USER_MAX 256
-#define PRE_MAX		(sizeof(struct ev_sample) + (MAX_FRAMES + COMPAT_USER_MAX) * sizeof(__u64) + PY_MAX)
+#define PRE_MAX                                                                                    \
+	(sizeof(struct ev_sample) + (MAX_FRAMES + COMPAT_USER_MAX) * sizeof(__u64) + PY_MAX +      \
+	 JVM_MAX)
 
 /* The CFI walk's state between its tail calls (bpf/cfi_walk.bpf.h). */
 struct cfi_state {
@@ -113,6 +118,11 @@ struct cfi_state {
 	__u64 gen;		      /* cfi_gen's at the walk's start: the caches' tag */
 	__u32 vma_done;		      /* bpf_find_vma was called (it works once) */
 	__u32 py;		      /* a CPython of py_procs: 0 not looked up, 1 no, 2 yes */
+	__u32 jvm;		      /* a JVM of jvm_procs: the same */
+	__u32 jvm_slot;		      /* the walk's jvm_scratch slot (JVM_SLOT_*) */
+	__u64 jvm_lo, jvm_hi;	      /* its code cache */
+	__u64 jvm_ra, jvm_cfa;	      /* the HotSpot step's caller (cfi_jvm) */
+	__u64 r13;		      /* the sample's (the interpreter's bytecode pointer) */
 	struct cfi_pcache pcache;     /* a new cfi_pcache value, built here */
 };
 
@@ -380,6 +390,35 @@ static __always_inline __u64 py_append(struct ev_sample *s, __u64 ips_len, __u64
 	return ips_len + len;
 }
 
+/* The Java frames the CFI walk recorded in jvm_scratch's slot (bpf/jvm.bpf.c),
+ * after the record's ips and Python frames (len bytes of them): the new
+ * length. Only this walk's (cfi.jvm, set at its first frame in a JVM's
+ * code cache, for this thread). */
+static __always_inline __u64 jvm_append(struct scratch *sc, struct ev_sample *s, __u64 len)
+{
+	__u32 slot = sc->cfi.jvm_slot;
+	struct jvm_bpf_step *js;
+	__u64 n, bytes;
+
+	s->njvm = 0;
+	if (sc->cfi.jvm != 2 || !(js = bpf_map_lookup_elem(&jvm_scratch, &slot)))
+		return len;
+	n = js->n;
+	if (!n || js->tid != s->hdr.tid)
+		return len;
+	if (n > JVM_BPF_FRAMES)
+		n = JVM_BPF_FRAMES;
+	bytes = n * sizeof(struct jvm_bpf_frame);
+	barrier_var(bytes);
+	if (bytes > JVM_MAX || len > IPS_MAX + PY_MAX)
+		return len;
+	bpf_probe_read_kernel((char *)s->ips + len, bytes, js->frames);
+	s->njvm = n;
+	if (js->truncated)
+		s->flags |= SAMPLE_JVM_TRUNC;
+	return len + bytes;
+}
+
 /* Sends the record built in the slot: nk kernel and nu user ips. */
 static __always_inline int send_sample(struct scratch *sc, __u64 nk, __u64 nu, const bool compat)
 {
@@ -397,6 +436,7 @@ static __always_inline int send_sample(struct scratch *sc, __u64 nk, __u64 nu, c
 	if (ips_len > IPS_MAX)
 		return 0; /* cannot happen: nk <= MAX_FRAMES, nu <= MAX_USER_STACK */
 	ips_len = py_append(s, ips_len, sc->npy, PY_SLOT_SAMPLE);
+	ips_len = jvm_append(sc, s, ips_len);
 	/* The mask only informs the verifier: stack_len <= MAX_STACK_COPY < 64 KiB. */
 	slen = s->stack_len & 0xffff;
 	if (compat ? emit_compat(sc, ips_len, slen) : emit(sc, ips_len, slen)) {
@@ -472,6 +512,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 	s->stack_id = 0;
 	sc->wake = 0;
 	sc->npy = 0;
+	sc->cfi.jvm = 0;
 	s->uregs[UREG_IP] = s->uregs[UREG_SP] = s->uregs[UREG_BP] = 0;
 
 	if (kernel_stacks && (s->flags & SAMPLE_IN_KERNEL)) {
@@ -522,11 +563,13 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 			s->uregs[UREG_IP] = PT_REGS_IP(&ctx->regs);
 			s->uregs[UREG_SP] = PT_REGS_SP(&ctx->regs);
 			s->uregs[UREG_BP] = PT_REGS_FP(&ctx->regs);
+			sc->cfi.r13 = ctx->regs.r13;
 			cs = *(volatile __u64 *)((char *)ctx + CTX_CS_OFF) & 0xffff;
 		} else if (BPF_CORE_READ(task, mm)) {
 			s->uregs[UREG_IP] = BPF_CORE_READ(ur, ip);
 			s->uregs[UREG_SP] = BPF_CORE_READ(ur, sp);
 			s->uregs[UREG_BP] = BPF_CORE_READ(ur, bp);
+			sc->cfi.r13 = BPF_CORE_READ(ur, r13);
 			/* cs is a u64 before 6.9, a u16 since: read its real size. */
 			cs = 0;
 			bpf_core_read(&cs, bpf_core_field_size(ur->cs), &ur->cs);

@@ -854,7 +854,8 @@ static uint32_t raw_find(struct proc *p, const struct ev_sample *s, struct raw_k
 	/* Kernel frames beyond MAX_FRAMES would sit between the two parts; a
 	 * stack cut at --max-stack ends in a frame its ips do not have; the
 	 * Python frames of a record make its stack too (a source's rewrite). */
-	if (k->nk != s->nkernel || (s->flags & (SAMPLE_DWARF | SAMPLE_MAX_STACK)) || s->npython) {
+	if (k->nk != s->nkernel || (s->flags & (SAMPLE_DWARF | SAMPLE_MAX_STACK)) || s->npython ||
+	    s->njvm) {
 		k->ips = NULL;
 		return UINT32_MAX;
 	}

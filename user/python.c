@@ -35,8 +35,10 @@ struct elf_syms {
 	bool bytes_main, frame_get_code, new_ref, have_version;
 };
 
-static void note_symbol(struct elf_syms *s, const char *name, uint64_t value, uint64_t size)
+static void note_symbol(void *ctx, const char *name, uint64_t value, uint64_t size)
 {
+	struct elf_syms *s = ctx;
+
 	/* Most names fail here: C++'s _Z..., and whatever is not _Py or Py. */
 	if (!((name[0] == '_' && name[1] == 'P') || (name[0] == 'P' && name[1] == 'y')))
 		return;
@@ -61,50 +63,6 @@ static void note_symbol(struct elf_syms *s, const char *name, uint64_t value, ui
 		s->frame_get_code = true;
 	} else if (!strcmp(name, "Py_NewRef")) {
 		s->new_ref = true;
-	}
-}
-
-/* The exported symbols only (.dynsym): CPython exports every one looked
- * for (PyAPI_DATA, PyAPI_FUNC; Debian links its static python3.11 with
- * -export-dynamic), and every binary of every process is read here under
- * -a, where scanning the .symtab of unstripped ones doubled the drain's
- * CPU. The symbols are read in place, names bounded by their string table. */
-static void scan_symbols(Elf *elf, struct elf_syms *s)
-{
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		Elf_Scn *strscn;
-		Elf_Data *d, *str;
-		GElf_Shdr sh;
-		size_t n;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM ||
-		    !(d = elf_getdata(scn, NULL)) || !(strscn = elf_getscn(elf, sh.sh_link)) ||
-		    !(str = elf_getdata(strscn, NULL)) || !str->d_buf || !str->d_size)
-			continue;
-		if (gelf_getclass(elf) == ELFCLASS64 && d->d_type == ELF_T_SYM) {
-			const Elf64_Sym *sym = d->d_buf;
-			const char *names = str->d_buf;
-
-			n = d->d_size / sizeof(*sym);
-			for (size_t i = 0; i < n; i++)
-				if (sym[i].st_shndx != SHN_UNDEF && str->d_size > 2 &&
-				    (size_t)sym[i].st_name < str->d_size - 2 &&
-				    memchr(names + sym[i].st_name, 0, str->d_size - sym[i].st_name))
-					note_symbol(s, names + sym[i].st_name, sym[i].st_value,
-						    sym[i].st_size);
-			continue;
-		}
-		n = sh.sh_entsize ? d->d_size / sh.sh_entsize : 0;
-		for (size_t i = 0; i < n; i++) {
-			GElf_Sym sym;
-			const char *name;
-
-			if (gelf_getsym(d, (int)i, &sym) && sym.st_shndx != SHN_UNDEF &&
-			    (name = elf_strptr(elf, sh.sh_link, sym.st_name)) && name[0])
-				note_symbol(s, name, sym.st_value, sym.st_size);
-		}
 	}
 }
 
@@ -308,7 +266,7 @@ int py_binary_read(int fd, const char *name, struct py_binary *b)
 		ret = -ENOENT;
 		goto out;
 	}
-	scan_symbols(elf, &s);
+	elf_scan_dynsym(elf, note_symbol, &s);
 	if (!s.runtime) {
 		ret = -ENOENT;
 		goto out;

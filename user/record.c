@@ -26,6 +26,8 @@
 #include "user/offcpu.h"
 #include "user/output.h"
 #include "user/proc.h"
+#include "user/jvm.h"
+#include "user/jvm_names.h"
 #include "user/python.h"
 #include "user/python_names.h"
 #include "user/record.h"
@@ -102,6 +104,10 @@ struct recorder {
 	 * source of names (user/python_names.c). */
 	struct python *python;
 	struct py_names *pynames;
+	/* The HotSpot JVMs among them (user/jvm.c), and their source of names
+	 * (user/jvm_names.c). */
+	struct jvm *jvm;
+	struct jvm_names *jvmnames;
 	/* --off-cpu (user/offcpu.c): its maps' sizes, the stacks and sums
 	 * drained, the waits; off without it. */
 	struct offcpu *offcpu;
@@ -497,6 +503,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		/* Before its new maps are read (they may be now): found again
 		 * in them. */
 		py_names_forget(r->pynames, h->pid);
+		jvm_names_forget(r->jvmnames, h->pid);
 		if (size >= sizeof(struct ev_task) && (!env.all || proc_find(&r->procs, h->pid)))
 			proc_on_exec(&r->procs, h->pid, ((const struct ev_task *)data)->comm);
 		break;
@@ -510,6 +517,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		proc_on_exit(&r->procs, h->pid, h->time_ns);
 		r->exits_untaken = true;
 		py_names_forget(r->pynames, h->pid);
+		jvm_names_forget(r->jvmnames, h->pid);
 		if (r->cfi_worker)
 			cfi_worker_queue(r->cfi_worker, h->pid, false);
 		if (p)
@@ -990,6 +998,23 @@ static int rec_load(struct recorder *r)
 		return -1;
 	if (r->target.child > 0 && add_targets(skel, &r->target.child, 1))
 		return -1;
+	err = jvm_new(&r->jvm);
+	if (!err)
+		err = jvm_names_new(&r->jvmnames, r->jvm, bpf_map__fd(skel->maps.jvm_procs));
+	if (err) {
+		err("JVM detection: %s", strerror(-err));
+		return -1;
+	}
+	/* Before Python's: a rewrite that expands a frame moves the frames
+	 * after it, and Python's finds its frames by address, the JVM's by
+	 * their index in the record. BPFTRACE_REC_NO_FEATURES=jvm: native
+	 * frames only (the benchmark's peer). */
+	if (!list_has(getenv("BPFTRACE_REC_NO_FEATURES"), "jvm")) {
+		struct name_source jvm_names;
+
+		jvm_names_source(r->jvmnames, &jvm_names);
+		procs_add_names(&r->procs, &jvm_names);
+	}
 	err = python_new(&r->python);
 	if (!err)
 		err = py_names_new(&r->pynames, r->python, bpf_map__fd(skel->maps.py_procs));
@@ -1003,7 +1028,7 @@ static int rec_load(struct recorder *r)
 		struct name_source py_names;
 
 		py_names_source(r->pynames, &py_names);
-		procs_add_names(&r->procs, &py_names); /* the second of PROCS_MAX_NAMES */
+		procs_add_names(&r->procs, &py_names); /* the third of PROCS_MAX_NAMES */
 	}
 	/* Maps of the targets as they are now, before any sample. */
 	for (i = 0; i < env.npids; i++)
@@ -1579,6 +1604,22 @@ static int rec_write(struct recorder *r)
 		ri->py_unnamed = ps.unnamed;
 		ri->py_leftover = ps.leftover;
 	}
+	{
+		uint64_t jv[JVM_STAT_NR];
+		struct jvm_names_stats js;
+
+		read_counters(bpf_map__fd(r->skel->maps.jvm_stats), jv, JVM_STAT_NR);
+		jvm_names_get_stats(r->jvmnames, &js);
+		ri->jvm_frames_walked = jv[JVM_STAT_FRAMES];
+		ri->jvm_no_blob = jv[JVM_STAT_NO_BLOB];
+		ri->jvm_bad_frame = jv[JVM_STAT_BAD_FRAME];
+		ri->jvm_read_fault = jv[JVM_STAT_READ_FAULT];
+		ri->jvm_truncated = jv[JVM_STAT_TRUNCATED];
+		ri->jvm_samples = js.samples;
+		ri->jvm_named = js.frames;
+		ri->jvm_inlined = js.inlined;
+		ri->jvm_unnamed = js.unnamed;
+	}
 	jit_load_all(&r->procs);
 	for (size_t i = 0; i < r->procs.v.n; i++)
 		proc_name_again(r->procs.v.v[i]);
@@ -1607,6 +1648,10 @@ static int rec_finish(struct recorder *r, int code)
 	r->usdt = NULL;
 	py_names_free(r->pynames);
 	r->pynames = NULL;
+	jvm_names_free(r->jvmnames);
+	r->jvmnames = NULL;
+	jvm_free(r->jvm);
+	r->jvm = NULL;
 	python_free(r->python);
 	r->python = NULL;
 	sample_bpf__destroy(r->skel);

@@ -76,6 +76,10 @@ struct run_info {
 	 * its frames (user/python_names.h); none: no CPython seen. */
 	uint64_t py_walked, py_no_tstate, py_fault, py_truncated;
 	uint64_t py_samples, py_merged, py_frames, py_unnamed, py_leftover;
+	/* The HotSpot walk (bpf/jvm.bpf.c, its jvm_stats) and what became of
+	 * its frames (user/jvm_names.c). */
+	uint64_t jvm_frames_walked, jvm_no_blob, jvm_bad_frame, jvm_read_fault, jvm_truncated;
+	uint64_t jvm_samples, jvm_named, jvm_inlined, jvm_unnamed;
 	const char *kernel;		 /* uname release */
 	const struct degraded *degraded; /* features this kernel lacks, and why */
 	bool system_wide;

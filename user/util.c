@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,4 +209,45 @@ int parse_size_bytes(const char *s, uint64_t *v)
 		return -EINVAL;
 	*v = x;
 	return 0;
+}
+
+void elf_scan_dynsym(Elf *elf,
+		     void (*fn)(void *ctx, const char *name, uint64_t value, uint64_t size),
+		     void *ctx)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Scn *strscn;
+		Elf_Data *d, *str;
+		GElf_Shdr sh;
+		size_t n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM ||
+		    !(d = elf_getdata(scn, NULL)) || !(strscn = elf_getscn(elf, sh.sh_link)) ||
+		    !(str = elf_getdata(strscn, NULL)) || !str->d_buf || !str->d_size)
+			continue;
+		if (gelf_getclass(elf) == ELFCLASS64 && d->d_type == ELF_T_SYM) {
+			const Elf64_Sym *sym = d->d_buf;
+			const char *names = str->d_buf;
+
+			n = d->d_size / sizeof(*sym);
+			for (size_t i = 0; i < n; i++)
+				if (sym[i].st_shndx != SHN_UNDEF && str->d_size > 2 &&
+				    (size_t)sym[i].st_name < str->d_size - 2 &&
+				    memchr(names + sym[i].st_name, 0, str->d_size - sym[i].st_name))
+					fn(ctx, names + sym[i].st_name, sym[i].st_value,
+					   sym[i].st_size);
+			continue;
+		}
+		n = sh.sh_entsize ? d->d_size / sh.sh_entsize : 0;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Sym sym;
+			const char *name;
+
+			if (gelf_getsym(d, (int)i, &sym) && sym.st_shndx != SHN_UNDEF &&
+			    (name = elf_strptr(elf, sh.sh_link, sym.st_name)) && name[0])
+				fn(ctx, name, sym.st_value, sym.st_size);
+		}
+	}
 }

@@ -52,4 +52,14 @@ const char *list_value(const char *list, const char *name);
  * 2^40: 0, or -EINVAL. */
 int parse_size_bytes(const char *s, uint64_t *v);
 
+/* The defined symbols of an ELF's .dynsym, each given to fn (name, link-time
+ * value, size): the exported symbols a runtime is recognized by (CPython's
+ * _PyRuntime, HotSpot's gHotSpotVMStructs). Names are bounded by their
+ * string table; the 64-bit symbols are read in place (no copy per symbol:
+ * every binary of every process is read under -a). */
+typedef struct Elf Elf;
+void elf_scan_dynsym(Elf *elf,
+		     void (*fn)(void *ctx, const char *name, uint64_t value, uint64_t size),
+		     void *ctx);
+
 #endif

@@ -179,6 +179,16 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 			ri->py_walked, ri->py_no_tstate, ri->py_fault, ri->py_truncated,
 			ri->py_samples, ri->py_merged, ri->py_frames, ri->py_unnamed,
 			ri->py_leftover);
+	if (ri->jvm_frames_walked || ri->jvm_no_blob || ri->jvm_bad_frame || ri->jvm_samples)
+		fprintf(f,
+			",\n  \"jvm\": {\"frames_walked\": %" PRIu64
+			", \"pcs_in_no_blob\": %" PRIu64 ", \"bad_frames\": %" PRIu64
+			", \"read_faults\": %" PRIu64 ", \"truncated\": %" PRIu64
+			", \"samples_with_frames\": %" PRIu64 ", \"frames_named\": %" PRIu64
+			", \"inlined_named\": %" PRIu64 ", \"frames_left_native\": %" PRIu64 "}",
+			ri->jvm_frames_walked, ri->jvm_no_blob, ri->jvm_bad_frame,
+			ri->jvm_read_fault, ri->jvm_truncated, ri->jvm_samples, ri->jvm_named,
+			ri->jvm_inlined, ri->jvm_unnamed);
 	if (ri->offcpu) {
 		struct offcpu_totals t;
 

@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The HotSpot frame walk in BPF (bpf/jvm.h says what it does), a compilation
+ * unit of its own, linked into the sampler by libbpf's static linker as the
+ * Python walk is (the Makefile).
+ *
+ * jvm_unwind, from the CFI walk (bpf/cfi_walk.bpf.h) at each frame whose pc
+ * lies in the code cache of a process in jvm_procs: one frame, its record
+ * appended to the slot, its caller's registers put back for the CFI walk to
+ * go on with. A global function: the verifier checks it once, on its own,
+ * whatever the walkers that call it. Only bounded loops: it loads on 5.10,
+ * as the compat walker that calls it. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#define JVM_EXTERN /* the definitions */
+#include "bpf/jvm_maps.bpf.h"
+
+static __always_inline void jvm_count(__u32 what)
+{
+	__u64 *v = bpf_map_lookup_elem(&jvm_stats, &what);
+
+	if (v)
+		*v += 1;
+}
+
+/* A field of the blob read into the slot; 0 when off is past the read. */
+static __always_inline __u64 blob_u64(const struct jvm_bpf_step *st, __u32 off)
+{
+	if (off > JVM_BLOB_READ - 8)
+		return 0;
+	return *(const __u64 *)&st->blob_buf[off];
+}
+
+static __always_inline __s32 blob_s32(const struct jvm_bpf_step *st, __u32 off)
+{
+	if (off > JVM_BLOB_READ - 4)
+		return 0;
+	return *(const __s32 *)&st->blob_buf[off];
+}
+
+/* The CodeBlob holding pc, by its heap's segment map (HotSpot's
+ * CodeHeap::find_blob): each segment's byte says how many segments back
+ * the block's first one is, in hops of at most 0xfe; 0xff marks a free
+ * segment. 0: none. */
+static __always_inline __u64 find_blob(const struct jvm_bpf_proc *p, __u64 pc)
+{
+	__u64 lo = 0, segmap = 0, seg;
+	__u8 tag = 0xff;
+	__u32 i;
+
+	for (i = 0; i < JVM_HEAPS; i++)
+		if (i < p->nheaps && pc >= p->heap[i].lo && pc < p->heap[i].hi) {
+			lo = p->heap[i].lo;
+			segmap = p->heap[i].segmap;
+			break;
+		}
+	if (!lo || !segmap || p->seg_shift > 16)
+		return 0;
+	seg = (pc - lo) >> p->seg_shift;
+	for (i = 0; i < JVM_SEGMAP_HOPS; i++) {
+		if (bpf_probe_read_user(&tag, 1, (void *)(segmap + seg)))
+			return 0;
+		if (tag == 0 || tag == 0xff || tag > seg)
+			break;
+		seg -= tag;
+	}
+	if (tag != 0)
+		return 0;
+	return lo + (seg << p->seg_shift) + p->block_size;
+}
+
+/* Whether a word is a pc in the code cache: a return address into Java
+ * code, a stub or the call stub. */
+static __always_inline bool in_cache(const struct jvm_bpf_proc *p, __u64 pc)
+{
+	return pc >= p->cc_lo && pc < p->cc_hi;
+}
+
+/* The interpreter's frame at rbp: its Method* and bytecode index, and its
+ * caller's registers. */
+static __always_inline int step_interp(const struct jvm_bpf_proc *p, struct jvm_bpf_step *st)
+{
+	/* fp[-10] .. fp[1]: the slots (frame_x86.hpp's, -8 .. -1), the saved
+	 * rbp and the return address. */
+	__u64 *w = st->w, fp = st->bp, cm = 0, bcp;
+	int im = p->if_method + 10, ib = p->if_bcp + 10, is = p->if_sender_sp + 10;
+
+	if (fp < st->sp || fp - st->sp > (1u << 20) || (fp & 7) || im < 0 || im > 9 || ib < 0 ||
+	    ib > 9 || is < 0 || is > 9)
+		return -1;
+	if (bpf_probe_read_user(w, 12 * 8, (void *)(fp - 80)))
+		return -2;
+	st->addr = w[im];
+	bcp = st->leaf ? st->r13 : w[ib];
+	if (bpf_probe_read_user(&cm, 8, (void *)(st->addr + p->m_const)))
+		return -2;
+	cm += p->cm_size; /* the bytecodes follow the ConstMethod */
+	if (st->leaf && (bcp < cm || bcp - cm >= 0xffff))
+		bcp = w[ib]; /* r13 not the bytecode pointer here: the slot's */
+	st->off = bcp >= cm && bcp - cm < 0xffff ? (__u32)(bcp - cm) : 0xffff;
+	st->cookie = (__u32)((cm - p->cm_size) >> 3);
+	/* The caller: its sp is this frame's sender sp (the unextended one,
+	 * from which a compiled caller's frame size counts). */
+	st->sp = w[is];
+	st->bp = w[10];
+	st->pc = w[11];
+	return 0;
+}
+
+/* A compiled frame whose pc is the sample's in its prologue or epilogue:
+ * the words pushed so far. Returns the bytes of frame on the stack above
+ * sp (8: the return address alone; 16: and the saved rbp), or 0 when the
+ * frame is whole. */
+static __always_inline __u32 leaf_partial(const struct jvm_bpf_proc *p, struct jvm_bpf_step *st)
+{
+	__s32 complete = blob_s32(st, p->cb_frame_complete);
+	__u8 *code = (__u8 *)st->w;
+
+	/* The prologue: stack banging, push rbp, sub rsp (HotSpot's
+	 * MacroAssembler::verified_entry); the last instruction is the sub. */
+	if (complete > 0 && st->pc < st->begin + (__u32)complete)
+		return st->pc >= st->begin + (__u32)complete - 4 ? 16 : 8;
+	/* The epilogue: add rsp; pop rbp; (a safepoint poll); ret. */
+	if (bpf_probe_read_user(code, 8, (void *)st->pc))
+		return 0;
+	if (code[0] == 0xc3) /* ret */
+		return 8;
+	if (code[0] == 0x5d) /* pop rbp */
+		return 16;
+	/* The return poll (C2): cmp rsp, [r15 + off]; ja stub; ret. */
+	if (code[0] == 0x49 && code[1] == 0x3b && code[2] == 0x67 && code[6] == 0xc3)
+		return 8;
+	return 0;
+}
+
+/* One frame of st's registers; see bpf/jvm_maps.bpf.h. Its values live in
+ * the slot (st->blob and on), not on the stack: it runs as the third frame
+ * of the sampler's walker, its bpf_loop callback and itself, which share
+ * the BPF stack's 512 bytes. */
+__noinline int jvm_unwind(__u32 slot)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, i;
+	const struct jvm_bpf_proc *p = bpf_map_lookup_elem(&jvm_procs, &tgid);
+	struct jvm_bpf_step *st = bpf_map_lookup_elem(&jvm_scratch, &slot);
+
+	if (!p || !st)
+		return JVM_STEP_NOT_JAVA;
+	if (!in_cache(p, st->pc))
+		return JVM_STEP_NOT_JAVA;
+	st->blob = find_blob(p, st->pc);
+	if (!st->blob) {
+		jvm_count(JVM_STAT_NO_BLOB);
+		return JVM_STEP_NOT_JAVA;
+	}
+	/* The header, read past its end where the blob is smaller (its code
+	 * follows it, in the same heap); near the heap's end, the fields of a
+	 * plain CodeBlob only. */
+	if (bpf_probe_read_user(st->blob_buf, JVM_BLOB_READ, (void *)st->blob) &&
+	    bpf_probe_read_user(st->blob_buf, 128, (void *)st->blob)) {
+		jvm_count(JVM_STAT_READ_FAULT);
+		return JVM_STEP_FAIL;
+	}
+	st->begin = blob_u64(st, p->cb_code_begin);
+	st->end = blob_u64(st, p->cb_code_end);
+	st->fsize = blob_s32(st, p->cb_frame_size);
+	st->name = 0;
+	if (st->pc < st->blob || st->pc >= st->end || st->begin > st->end || st->fsize < 0 ||
+	    st->fsize > (1 << 16) ||
+	    bpf_probe_read_user(&st->name, 4, (void *)blob_u64(st, p->cb_name))) {
+		jvm_count(JVM_STAT_NO_BLOB);
+		return JVM_STEP_NOT_JAVA;
+	}
+	st->addr = st->blob;
+	st->cookie = st->off = 0;
+	if (st->name == JVM_NAME_INTERP) {
+		int r = step_interp(p, st);
+
+		if (r) {
+			jvm_count(r == -2 ? JVM_STAT_READ_FAULT : JVM_STAT_BAD_FRAME);
+			return JVM_STEP_FAIL;
+		}
+		st->kind = JVM_KIND_INTERP;
+		goto record;
+	}
+	if (st->name == JVM_NAME_NMETHOD || st->name == JVM_NAME_NATIVE) {
+		st->kind = st->name == JVM_NAME_NATIVE ? JVM_KIND_NATIVE
+			   : st->leaf		       ? JVM_KIND_LEAF
+						       : JVM_KIND_COMPILED;
+		st->cookie = (__u32)blob_s32(st, p->nm_compile_id);
+		st->off = (__u32)(st->pc - st->begin);
+		/* A frame deoptimized under us returns to the deopt handler;
+		 * its own pc is kept at orig_pc_offset from its sp
+		 * (nmethod::get_original_pc). */
+		if (st->pc == blob_u64(st, p->nm_deopt) &&
+		    !bpf_probe_read_user(st->w, 8,
+					 (void *)(st->sp + blob_s32(st, p->nm_orig_pc))) &&
+		    st->w[0] >= st->begin && st->w[0] < st->end)
+			st->off = (__u32)(st->w[0] - st->begin);
+		st->partial = st->leaf ? leaf_partial(p, st) : 0;
+	} else {
+		st->kind = JVM_KIND_STUB;
+		/* vtable and itable stubs push nothing: the return address
+		 * is at sp. Others with no frame size keep rbp frames (the
+		 * call stub, StubRoutines' enter/leave). */
+		if (st->name == JVM_NAME_VTABLE || st->name == JVM_NAME_ITABLE)
+			st->partial = 8;
+		else if (!st->fsize)
+			st->partial = 0xffff; /* by rbp, below */
+		else
+			st->partial = st->leaf ? leaf_partial(p, st) : 0;
+	}
+	if (st->partial == 0xffff) {
+		if (st->bp < st->sp || (st->bp & 7) || st->bp - st->sp > (1u << 20) ||
+		    bpf_probe_read_user(st->w, 16, (void *)st->bp)) {
+			if (!st->leaf) {
+				jvm_count(JVM_STAT_BAD_FRAME);
+				return JVM_STEP_FAIL;
+			}
+			st->partial = 8; /* a leaf stub with no frame of its own */
+		} else {
+			st->sp = st->bp + 16;
+			st->bp = st->w[0];
+			st->pc = st->w[1];
+			goto record;
+		}
+	}
+	if (st->partial) {
+		if (bpf_probe_read_user(st->w, 16, (void *)st->sp)) {
+			jvm_count(JVM_STAT_READ_FAULT);
+			return JVM_STEP_FAIL;
+		}
+		if (st->partial == 16) {
+			st->bp = st->w[0];
+			st->pc = st->w[1];
+		} else {
+			st->pc = st->w[0];
+		}
+		st->sp += st->partial;
+		goto record;
+	}
+	/* A whole frame: frame_size words, the return address last and the
+	 * saved rbp below it; a return address not into the code cache is
+	 * looked for a few words on (code that pushed words past the frame
+	 * size, as async-profiler and the OpenTelemetry profiler search). */
+	st->sp += (__u64)st->fsize * 8;
+	if (bpf_probe_read_user(st->w, (JVM_RA_SEARCH + 2) * 8, (void *)(st->sp - 16))) {
+		jvm_count(JVM_STAT_READ_FAULT);
+		return JVM_STEP_FAIL;
+	}
+	for (i = 0; i <= JVM_RA_SEARCH; i++) {
+		if (in_cache(p, st->w[(i + 1) & 15]))
+			break;
+	}
+	if (i > JVM_RA_SEARCH) {
+		jvm_count(JVM_STAT_BAD_FRAME);
+		return JVM_STEP_FAIL;
+	}
+	st->pc = st->w[(i + 1) & 15];
+	st->bp = st->w[i & 15];
+	st->sp += (__u64)i * 8;
+record:
+	jvm_count(JVM_STAT_FRAMES);
+	i = st->n;
+	if (i >= JVM_BPF_FRAMES) {
+		st->truncated = 1;
+		jvm_count(JVM_STAT_TRUNCATED);
+		return JVM_STEP_OK;
+	}
+	st->frames[i & (JVM_BPF_FRAMES - 1)].addr =
+	    (st->addr & ((1ULL << 48) - 1)) | (__u64)(st->index & 0xffff) << 48;
+	st->frames[i & (JVM_BPF_FRAMES - 1)].info = JVM_FRAME_INFO(st->kind, st->cookie, st->off);
+	st->n = i + 1;
+	return JVM_STEP_OK;
+}

@@ -1,0 +1,131 @@
+/* The HotSpot (OpenJDK) frame walk: what user space (user/jvm.c) tells the
+ * BPF walk (bpf/jvm.bpf.c) of a JVM process, and what the walk records of
+ * each Java frame. Every offset comes from the JVM's own serviceability
+ * tables (gHotSpotVMStructs and its siblings, read from the running process
+ * by user/jvm.c through formats/jvm_tables.c), none is compiled in: a JVM
+ * of another version is walked or refused, naming what it lacks.
+ *
+ * Compiled Java code keeps no frame pointer (rbp is a general register
+ * unless -XX:+PreserveFramePointer), so frames in the code cache are
+ * stepped by what HotSpot knows of them, as its own frame::sender does:
+ * the CodeBlob of a pc is found through its CodeHeap's segment map, and
+ *   - an nmethod (compiled Java) is unwound by the blob's frame size (its
+ *     prologue and epilogue by the instructions there);
+ *   - the interpreter's frames by rbp, the Method* and bytecode pointer
+ *     read from their slots (the leaf's bytecode pointer from r13, where
+ *     the template interpreter keeps it while it runs);
+ *   - stubs, adapters and the call stub by their frame size or rbp, back
+ *     into the VM's native frames (JavaCalls::call_helper), which the CFI
+ *     walk goes on with. */
+#ifndef BPF_JVM_H
+#define BPF_JVM_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+#define JVM_HEAPS 4 /* CodeHeaps: non-nmethods, profiled, non-profiled (a segmented cache) */
+
+/* The first 4 bytes of a CodeBlob's _name (little-endian), which say what
+ * it is: HotSpot's names, as its own tools print them. */
+#define JVM_NAME_NMETHOD 0x74656d6e /* "nmethod" */
+#define JVM_NAME_NATIVE	 0x6974616e /* "native nmethod" */
+#define JVM_NAME_INTERP	 0x65746e49 /* "Interpreter" */
+#define JVM_NAME_VTABLE	 0x62617476 /* "vtable chunks" */
+#define JVM_NAME_ITABLE	 0x62617469 /* "itable stub" (hand-written ones) */
+
+struct jvm_bpf_proc {
+	struct {
+		__u64 lo, hi; /* the heap's reserved code: [lo, hi) */
+		__u64 segmap; /* its segment map: a byte a segment */
+	} heap[JVM_HEAPS];
+	__u64 cc_lo, cc_hi; /* the whole code cache (CodeCache::_low_bound, _high_bound) */
+	__u32 nheaps;
+	__u32 seg_shift;  /* log2 of the segment size (CodeHeap::_log2_segment_size) */
+	__u32 block_size; /* sizeof(HeapBlock): the blob follows its header */
+	/* CodeBlob */
+	__u16 cb_name, cb_size, cb_frame_complete, cb_frame_size, cb_code_begin, cb_code_end;
+	/* CompiledMethod / nmethod */
+	__u16 nm_method, nm_deopt, nm_orig_pc, nm_compile_id;
+	/* Method, ConstMethod */
+	__u16 m_const, cm_size; /* cm_size: sizeof(ConstMethod), where its bytecodes start */
+	/* The interpreter frame's slots, in words from rbp (frame_x86.hpp):
+	 * sender sp, Method*, bytecode pointer. */
+	__s16 if_sender_sp, if_method, if_bcp;
+	__u16 pad;
+};
+
+/* A Java frame as recorded, two words, after the sample's Python frames
+ * (bpf/events.h's njvm). */
+struct jvm_bpf_frame {
+	/* JVM_FRAME_ADDR: a Method* (interpreted) or the CodeBlob (compiled,
+	 * a stub); JVM_FRAME_INDEX: the user ip it names (0: the leaf). */
+	__u64 addr;
+	/* JVM_FRAME_KIND, JVM_FRAME_COOKIE: what the frame saw, for user
+	 * space to check that the object is still the one sampled (the
+	 * nmethod's compile id, the ConstMethod's address >> 3);
+	 * JVM_FRAME_OFF: the bytecode index, or the pc's offset in the code. */
+	__u64 info;
+};
+#define JVM_FRAME_ADDR(w)	((w) & ((1ULL << 48) - 1))
+#define JVM_FRAME_INDEX(w)	((__u32)((w) >> 48))
+#define JVM_FRAME_KIND(w)	((__u32)((w) >> 56))
+#define JVM_FRAME_COOKIE(w)	((__u32)((w) >> 32) & 0xffffff)
+#define JVM_FRAME_OFF(w)	((__u32)(w))
+#define JVM_FRAME_INFO(k, c, o) ((__u64)(k) << 56 | ((__u64)(c)&0xffffff) << 32 | (__u32)(o))
+
+enum jvm_frame_kind {
+	JVM_KIND_INTERP = 1,   /* addr: Method*; off: bci (0xffff: unknown) */
+	JVM_KIND_COMPILED = 2, /* addr: nmethod; off: pc - code begin; cookie: compile id */
+	JVM_KIND_LEAF = 3,     /* a compiled frame at the sample's pc (not a return address) */
+	JVM_KIND_NATIVE = 4,   /* a native method's wrapper; as COMPILED */
+	JVM_KIND_STUB = 5,     /* any other blob; addr: the blob, named by its _name */
+};
+
+/* Frames a sample records at most: a power of 2 (the index is masked). */
+#define JVM_BPF_FRAMES	1024
+#define JVM_SLOT_SAMPLE 0
+#define JVM_SLOT_SWITCH 1
+/* How far the segment map is followed back to a blob's first segment
+ * (HotSpot's own bound: a hop is at most 0xfe segments). */
+#define JVM_SEGMAP_HOPS 16
+/* Words above an nmethod's frame searched for its return address: x86
+ * compiled code may leave words beyond the frame size (as async-profiler
+ * and the OpenTelemetry profiler search). */
+#define JVM_RA_SEARCH 6
+#define JVM_BLOB_READ 320 /* bytes of a CodeBlob read: an nmethod's header fields */
+
+/* One step's state (a jvm_scratch slot): the frame's registers in, the
+ * caller's out. */
+struct jvm_bpf_step {
+	__u64 pc, sp, bp;
+	__u64 r13; /* the leaf's (the interpreter's bytecode pointer) */
+	__u32 tgid, tid;
+	__u32 index; /* the frame's user ip index */
+	__u32 leaf;  /* pc is the sample's, not a return address */
+	__u32 n;     /* frames recorded */
+	__u32 truncated;
+	struct jvm_bpf_frame frames[JVM_BPF_FRAMES];
+	__u8 blob_buf[JVM_BLOB_READ];
+	/* Words of stack read: here, not on the BPF stack, which the walkers
+	 * that call the step (and their bpf_loop callbacks) share. */
+	__u64 w[16];
+	/* The step's own values, for the same reason. */
+	__u64 blob, begin, end, addr;
+	__u32 name, kind, cookie, off, partial;
+	__s32 fsize;
+};
+
+enum jvm_bpf_stat {
+	JVM_STAT_FRAMES,     /* Java frames stepped */
+	JVM_STAT_NO_BLOB,    /* a pc in the code cache in no blob (free, or being made) */
+	JVM_STAT_BAD_FRAME,  /* a frame's registers or slots not sane: the walk stopped */
+	JVM_STAT_READ_FAULT, /* a read failed */
+	JVM_STAT_TRUNCATED,  /* more than JVM_BPF_FRAMES Java frames */
+	JVM_STAT_NR,
+};
+
+/* jvm_unwind's results. */
+enum { JVM_STEP_OK = 0, JVM_STEP_NOT_JAVA = 1, JVM_STEP_FAIL = 2 };
+
+#endif

@@ -1,0 +1,247 @@
+/* Java frames in the recorded stacks (user/jvm_names.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include "user/jvm_names.h"
+#include "user/jvm.h"
+#include "user/proc.h"
+#include "user/util.h"
+
+/* A Java frame's pc (SOURCE_PC_BASE and up, user/proc.h): its method (an
+ * index into the recording's table) and its line, tagged apart from the
+ * Python source's (user/python_names.c: 1 << 56). A method is its names
+ * and file, not a Method*: the same method in two JVMs is one, and an
+ * address reused by another method is another. */
+#define JVM_PC_TAG	 (SOURCE_PC_BASE | 2ULL << 56)
+#define JVM_PC_TAG_MASK	 (0xffULL << 56)
+#define JVM_LINE_BITS	 24
+#define JVM_PC(fn, line) (JVM_PC_TAG | (uint64_t)(fn) << JVM_LINE_BITS | (uint64_t)(line))
+#define JVM_FN_MAX	 (1u << 30)
+#define JVM_EXPAND_MAX	 64 /* Java frames one recorded frame stands for */
+
+struct jvm_fn {
+	char *name, *sig, *file;
+	int first_line;
+};
+
+struct jvm_pid {
+	pid_t pid;
+	struct jvm_proc *jp;
+};
+
+struct jvm_names {
+	struct jvm *j;
+	int procs_fd;
+	VEC(struct jvm_fn) fns;
+	struct idtab fn_tab;
+	VEC(struct jvm_pid) pids;
+	struct jvm_names_stats st;
+};
+
+int jvm_names_new(struct jvm_names **out, struct jvm *j, int procs_fd)
+{
+	struct jvm_names *jn = calloc(1, sizeof(*jn));
+
+	if (!jn)
+		return -ENOMEM;
+	jn->j = j;
+	jn->procs_fd = procs_fd;
+	*out = jn;
+	return 0;
+}
+
+void jvm_names_free(struct jvm_names *jn)
+{
+	if (!jn)
+		return;
+	for (size_t i = 0; i < jn->fns.n; i++) {
+		free(jn->fns.v[i].name);
+		free(jn->fns.v[i].sig);
+		free(jn->fns.v[i].file);
+	}
+	VEC_FREE(jn->fns);
+	idtab_free(&jn->fn_tab);
+	VEC_FREE(jn->pids);
+	free(jn);
+}
+
+void jvm_names_get_stats(const struct jvm_names *jn, struct jvm_names_stats *out)
+{
+	*out = jn ? jn->st : (struct jvm_names_stats){0};
+}
+
+/* Few JVMs a recording: a scan. */
+static struct jvm_pid *pid_find(const struct jvm_names *jn, pid_t pid)
+{
+	for (size_t i = 0; i < jn->pids.n; i++)
+		if (jn->pids.v[i].pid == pid)
+			return &jn->pids.v[i];
+	return NULL;
+}
+
+int jvm_names_walked(const struct jvm_names *jn, pid_t pid)
+{
+	return jn && pid_find(jn, pid);
+}
+
+void jvm_names_forget(struct jvm_names *jn, pid_t pid)
+{
+	struct jvm_pid *e;
+	__u32 key = (__u32)pid;
+
+	if (!jn || !(e = pid_find(jn, pid)))
+		return;
+	if (jn->procs_fd >= 0)
+		bpf_map_delete_elem(jn->procs_fd, &key);
+	jvm_forget(jn->j, pid);
+	*e = jn->pids.v[--jn->pids.n];
+}
+
+/* A process's maps were read: a JVM whose tables give the walk's layout
+ * goes into jvm_procs. One still starting (its code cache not made yet) is
+ * looked at again at its next maps. */
+static void source_maps_read(void *ctx, struct proc *p)
+{
+	struct jvm_names *jn = ctx;
+	struct jvm_proc *jp;
+	struct jvm_bpf_proc val;
+	struct jvm_pid e = {.pid = p->pid};
+	__u32 key = (__u32)p->pid;
+
+	if (!p->maps_text || pid_find(jn, p->pid) ||
+	    jvm_attach_maps(jn->j, p->pid, p->maps_text, strlen(p->maps_text), &jp))
+		return;
+	e.jp = jp;
+	jvm_proc_bpf(jp, &val);
+	if (jn->procs_fd >= 0 && bpf_map_update_elem(jn->procs_fd, &key, &val, BPF_ANY)) {
+		warn("process %d runs a JVM, but it could not be added to the BPF walk: %s; its "
+		     "Java frames are not named",
+		     (int)p->pid, strerror(errno));
+		jvm_forget(jn->j, p->pid);
+		return;
+	}
+	if (VEC_PUSH(jn->pids, e)) {
+		bpf_map_delete_elem(jn->procs_fd, &key);
+		jvm_forget(jn->j, p->pid);
+	}
+}
+
+static bool fn_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct jvm_fn *f = &((const struct jvm_names *)ctx)->fns.v[id];
+	const struct jvm_method *k = key;
+
+	return f->first_line == k->first_line && !strcmp(f->sig, k->sig) &&
+	       !strcmp(f->file ? f->file : "", k->file ? k->file : "");
+}
+
+/* The method's index in the table, or UINT32_MAX (ENOMEM, or full). */
+static uint32_t fn_intern(struct jvm_names *jn, const struct jvm_method *m)
+{
+	uint64_t h = hash_bytes(m->sig, strlen(m->sig)) ^
+		     hash_u64((m->file ? hash_bytes(m->file, strlen(m->file)) : 0) + m->first_line);
+	uint32_t id = idtab_find(&jn->fn_tab, h, fn_eq, jn, m);
+	struct jvm_fn f;
+
+	if (id != UINT32_MAX || jn->fns.n >= JVM_FN_MAX)
+		return id;
+	f = (struct jvm_fn){strdup(m->name), strdup(m->sig), m->file ? strdup(m->file) : NULL,
+			    m->first_line};
+	if (!f.name || !f.sig || (m->file && !f.file) || VEC_PUSH(jn->fns, f))
+		goto fail;
+	if (idtab_insert(&jn->fn_tab, h, (uint32_t)jn->fns.n - 1)) {
+		jn->fns.n--;
+		goto fail;
+	}
+	return (uint32_t)jn->fns.n - 1;
+fail:
+	free(f.name);
+	free(f.sig);
+	free(f.file);
+	return UINT32_MAX;
+}
+
+/* Each recorded frame's user ip (the frame's index in the record) is
+ * replaced by the Java frames it stands for, innermost first; a frame that
+ * names nothing now keeps its ip. The record's ips are the CFI walk's, in
+ * order: an index whose pc is not in the code cache (a stack unwound by
+ * DWARF from there on) is left alone. */
+static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s, uint64_t *pcs,
+			   int *n, int max)
+{
+	struct jvm_names *jn = ctx;
+	const __u64 *w = &s->ips[(size_t)s->nkernel + s->nuser + 2 * (size_t)s->npython];
+	uint64_t out[MAX_USER_STACK];
+	struct jvm_named named[JVM_EXPAND_MAX];
+	struct jvm_pid *e;
+	unsigned nj = s->njvm < JVM_BPF_FRAMES ? s->njvm : JVM_BPF_FRAMES, next = 0;
+	int m = 0;
+
+	if (!nj)
+		return;
+	jn->st.samples++;
+	jn->st.truncated += !!(s->flags & SAMPLE_JVM_TRUNC);
+	if (!(e = pid_find(jn, p->pid)))
+		return;
+	if (max > MAX_USER_STACK)
+		max = MAX_USER_STACK;
+	for (int i = 0; i < *n && m < max; i++) {
+		int k = 0;
+
+		/* The records are in the walk's order, innermost first. */
+		while (next < nj && JVM_FRAME_INDEX(w[2 * next]) < (unsigned)i)
+			next++;
+		if (next < nj && JVM_FRAME_INDEX(w[2 * next]) == (unsigned)i &&
+		    jvm_in_cache(e->jp, pcs[i])) {
+			k = jvm_frame_names(e->jp, JVM_FRAME_ADDR(w[2 * next]), w[2 * next + 1],
+					    named, JVM_EXPAND_MAX);
+			next++;
+			jn->st.unnamed += !k;
+			jn->st.frames += !!k;
+			jn->st.inlined += k > 1 ? (uint64_t)k - 1 : 0;
+		}
+		for (int j = 0; j < k && m < max; j++) {
+			uint32_t fn = fn_intern(jn, named[j].m);
+			int line = named[j].line;
+
+			if (fn == UINT32_MAX)
+				continue;
+			if (line < 0 || line >= 1 << JVM_LINE_BITS)
+				line = 0;
+			out[m++] = JVM_PC(fn, line);
+		}
+		if (!k)
+			out[m++] = pcs[i];
+	}
+	memcpy(pcs, out, (size_t)m * sizeof(*pcs));
+	*n = m;
+}
+
+static bool source_find(void *ctx, struct proc *p, uint64_t pc, uint64_t t, struct name_hit *hit)
+{
+	const struct jvm_names *jn = ctx;
+	uint64_t fn = (pc & ~JVM_PC_TAG_MASK) >> JVM_LINE_BITS;
+	const struct jvm_fn *f;
+
+	(void)p;
+	(void)t;
+	if ((pc & JVM_PC_TAG_MASK) != (JVM_PC_TAG & JVM_PC_TAG_MASK) || pc == TRUNCATED_PC ||
+	    fn >= jn->fns.n)
+		return false;
+	f = &jn->fns.v[fn];
+	*hit = (struct name_hit){.name = f->name,
+				 .system_name = f->sig,
+				 .file = f->file,
+				 .line = (int)(pc & ((1u << JVM_LINE_BITS) - 1)),
+				 .start_line = f->first_line};
+	return true;
+}
+
+void jvm_names_source(struct jvm_names *jn, struct name_source *out)
+{
+	*out = (struct name_source){.ctx = jn,
+				    .maps_read = source_maps_read,
+				    .find = source_find,
+				    .rewrite = source_rewrite};
+}
