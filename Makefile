@@ -312,7 +312,7 @@ WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/c
 	     $(OUT)/workloads/mixed $(OUT)/workloads/cxxalloc $(OUT)/workloads/waits \
 	     $(OUT)/workloads/cxxsplit $(OUT)/workloads/frees $(OUT)/workloads/gowork \
 	     $(OUT)/workloads/edges \
-	     $(OUT)/workloads/usdtwork
+	     $(OUT)/workloads/usdtwork $(OUT)/workloads/fakejvm
 # Go programs, each Go by its path (PATH's `go` is whichever the machine puts
 # first): Debian's 1.19 (golang-go, make deps), whose line table holds its
 # text start, and the newer one the machines have at /usr/local/go (1.26:
@@ -356,6 +356,10 @@ $(OUT)/workloads/gowork-go-new: tests/workloads/gowork.go
 	@mkdir -p $(@D)
 	GO111MODULE=off GOCACHE=$(abspath $(OUT))/go-cache $(GO_NEW) build -o $@ $<
 # USDT probes of its own (<sys/sdt.h>: systemtap-sdt-dev).
+# Exports its fake serviceability tables from .dynsym, as libjvm.so does.
+$(OUT)/workloads/fakejvm: tests/workloads/fakejvm.c
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -rdynamic -o $@ $<
 $(OUT)/workloads/usdtwork: tests/workloads/usdtwork.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $<

@@ -248,7 +248,7 @@ static __always_inline int offcpu_send_stack(void *ctx, struct task_struct *prev
 		return -1;
 	if (npy > 0)
 		ips_len = py_append(s, ips_len, npy, PY_SLOT_SWITCH);
-	ips_len = jvm_append(sc, s, ips_len);
+	ips_len = jvm_append(sc, s, ips_len, compat);
 	err = compat ? emit_compat(sc, ips_len, s->stack_len & 0xffff)
 		     : emit(sc, ips_len, s->stack_len & 0xffff);
 	return err ? -1 : 0;

@@ -95,9 +95,13 @@ struct {
 /* The compat sampler's user stacks: bpf_get_stack's MAX_FRAMES, or the CFI
  * walk's tail-call budget (bpf/cfi_walk.bpf.h: CFI_COMPAT_FRAMES). */
 #define COMPAT_USER_MAX 256
+/* The compat walker's Java frames: one a user frame of its 248
+ * (CFI_COMPAT_FRAMES). */
+#define JVM_COMPAT_FRAMES 248
+#define JVM_COMPAT_MAX	  (JVM_COMPAT_FRAMES * sizeof(struct jvm_bpf_frame))
 #define PRE_MAX                                                                                    \
 	(sizeof(struct ev_sample) + (MAX_FRAMES + COMPAT_USER_MAX) * sizeof(__u64) + PY_MAX +      \
-	 JVM_MAX)
+	 JVM_COMPAT_MAX)
 
 /* The CFI walk's state between its tail calls (bpf/cfi_walk.bpf.h). */
 struct cfi_state {
@@ -166,8 +170,12 @@ struct scratch {
 	__u64 win_lo, win_len, win_reads;
 	struct cfi_state cfi;
 	struct cfi_cache cc;
-	__u64 wake;		/* send the record with a wakeup (the drain's attention now) */
-	__u64 npy;		/* Python frames this sample's walk left in py_scratch */
+	__u64 wake; /* send the record with a wakeup (the drain's attention now) */
+	__u64 npy;  /* Python frames this sample's walk left in py_scratch */
+	/* Room for emit_compat's bounds on 5.10's verifier, which takes the
+	 * record's start in pre at its lowest and its length at its highest:
+	 * pre's Java frames count twice there. Never written. */
+	__u8 compat_slack[JVM_COMPAT_MAX];
 } __attribute__((aligned(64))); /* each CPU's slot starts a cache line */
 
 /* Mmapable only for the layout: such an array's values start page-aligned,
@@ -394,7 +402,8 @@ static __always_inline __u64 py_append(struct ev_sample *s, __u64 ips_len, __u64
  * after the record's ips and Python frames (len bytes of them): the new
  * length. Only this walk's (cfi.jvm, set at its first frame in a JVM's
  * code cache, for this thread). */
-static __always_inline __u64 jvm_append(struct scratch *sc, struct ev_sample *s, __u64 len)
+static __always_inline __u64 jvm_append(struct scratch *sc, struct ev_sample *s, __u64 len,
+					const bool compat)
 {
 	__u32 slot = sc->cfi.jvm_slot;
 	struct jvm_bpf_step *js;
@@ -408,6 +417,13 @@ static __always_inline __u64 jvm_append(struct scratch *sc, struct ev_sample *s,
 		return len;
 	if (n > JVM_BPF_FRAMES)
 		n = JVM_BPF_FRAMES;
+	/* The compat record is copied whole into pre (emit_compat), sized
+	 * for the compat walk's frames: its deepest stacks lose their
+	 * outermost Java frames' names, flagged. */
+	if (compat && n > JVM_COMPAT_FRAMES) {
+		n = JVM_COMPAT_FRAMES;
+		s->flags |= SAMPLE_JVM_TRUNC;
+	}
 	bytes = n * sizeof(struct jvm_bpf_frame);
 	barrier_var(bytes);
 	if (bytes > JVM_MAX || len > IPS_MAX + PY_MAX)
@@ -436,7 +452,7 @@ static __always_inline int send_sample(struct scratch *sc, __u64 nk, __u64 nu, c
 	if (ips_len > IPS_MAX)
 		return 0; /* cannot happen: nk <= MAX_FRAMES, nu <= MAX_USER_STACK */
 	ips_len = py_append(s, ips_len, sc->npy, PY_SLOT_SAMPLE);
-	ips_len = jvm_append(sc, s, ips_len);
+	ips_len = jvm_append(sc, s, ips_len, compat);
 	/* The mask only informs the verifier: stack_len <= MAX_STACK_COPY < 64 KiB. */
 	slen = s->stack_len & 0xffff;
 	if (compat ? emit_compat(sc, ips_len, slen) : emit(sc, ips_len, slen)) {

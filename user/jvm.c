@@ -460,12 +460,17 @@ static int layout_read(const struct jvm_tables *t, struct jvm_proc *p, char *err
 			snprintf(err, errlen, "no CodeCache::_heaps, _low_bound or _high_bound");
 			return -ENOTSUP;
 		}
-		if (rd_u64(p->pid, heaps_var, &arr) || rd_u64(p->pid, lo_var, &b->cc_lo) ||
-		    rd_u64(p->pid, hi_var, &b->cc_hi) || rd(p->pid, arr + ga_len, &len, 4) ||
-		    rd_u64(p->pid, arr + ga_data, &data) || len <= 0 || len > JVM_HEAPS ||
-		    b->cc_lo >= b->cc_hi) {
-			snprintf(err, errlen, "its code cache is not readable (not started yet?)");
+		/* Not made yet (a JVM starting): looked at again at its next
+		 * maps. */
+		if (!rd_u64(p->pid, heaps_var, &arr) &&
+		    (!arr || (!rd(p->pid, arr + ga_len, &len, 4) && !len)))
 			return -EAGAIN;
+		if (!arr || rd(p->pid, arr + ga_len, &len, 4) ||
+		    rd_u64(p->pid, lo_var, &b->cc_lo) || rd_u64(p->pid, hi_var, &b->cc_hi) ||
+		    rd_u64(p->pid, arr + ga_data, &data) || len < 0 || len > JVM_HEAPS ||
+		    b->cc_lo >= b->cc_hi) {
+			snprintf(err, errlen, "its code cache's bounds or heaps are not readable");
+			return -EINVAL;
 		}
 		for (int i = 0; i < len; i++) {
 			uint64_t heap = 0;
@@ -478,7 +483,7 @@ static int layout_read(const struct jvm_tables *t, struct jvm_proc *p, char *err
 			    rd(p->pid, heap + heap_log2, &log2, 4) || log2 < 4 || log2 > 16 ||
 			    (b->nheaps && (uint32_t)log2 != b->seg_shift)) {
 				snprintf(err, errlen, "its code heap %d is not readable", i);
-				return -EAGAIN;
+				return -EINVAL;
 			}
 			b->seg_shift = (uint32_t)log2;
 			b->nheaps++;
@@ -647,9 +652,21 @@ static const struct jvm_method_ent *method_get(struct jvm_proc *p, uint64_t addr
 		char dotted[JVM_SYM_MAX];
 		const char *slash = strrchr(cls, '/');
 
+		size_t keep;
+
 		for (size_t i = 0; i <= strlen(cls); i++)
 			dotted[i] = cls[i] == '/' ? '.' : cls[i];
-		snprintf(buf, sizeof(buf), "%s.%s", dotted, name);
+		/* A hidden class (a lambda's) is named after its address,
+		 * JSplit$$Lambda$1/0x0000000800c00a08 (shown with '+'): one name
+		 * for the lambda in every process, the address in the system
+		 * name only. */
+		keep = strlen(dotted);
+		for (const char *h = strstr(dotted, "$$"); h && *h; h++)
+			if ((h[0] == '.' || h[0] == '+') && h[1] == '0' && h[2] == 'x') {
+				keep = (size_t)(h - dotted);
+				break;
+			}
+		snprintf(buf, sizeof(buf), "%.*s.%s", (int)keep, dotted, name);
 		e->m.name = dup_sanitized(buf);
 		snprintf(buf, sizeof(buf), "%s.%s%s", dotted, name, sig);
 		e->m.sig = dup_sanitized(buf);

@@ -10,8 +10,7 @@ public class JSplit {
 
 	static long spin(long n) {
 		long x = 0;
-		for (long i = 0; i < n; i++)
-			x += i ^ (x >>> 3); // the hot line
+		for (long i = 0; i < n; i++) x += i ^ (x >>> 3); // LINE:hot
 		return x;
 	}
 
