@@ -321,6 +321,13 @@ WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/c
 GO119  ?= /usr/lib/go-1.19/bin/go
 GO_NEW ?= /usr/local/go/bin/go
 WORKLOADS += $(if $(wildcard $(GO_NEW)),$(OUT)/workloads/gowork-go-new)
+# The Java workload, where a JDK is installed (the test lab's): the kernel
+# matrix's guests, which see this tree, run it without compiling it under
+# the emulator.
+WORKLOADS += $(if $(shell command -v javac 2>/dev/null),$(OUT)/workloads/java/JSplit.class)
+$(OUT)/workloads/java/JSplit.class: tests/workloads/JSplit.java
+	@mkdir -p $(@D)
+	javac -d $(@D) $<
 workloads: $(WORKLOADS)
 all: workloads
 $(OUT)/workloads/libwork.so: tests/workloads/libwork.c tests/workloads/work.h

@@ -120,15 +120,19 @@ static __always_inline __u32 leaf_partial(const struct jvm_bpf_proc *p, struct j
 	 * MacroAssembler::verified_entry); the last instruction is the sub. */
 	if (complete > 0 && st->pc < st->begin + (__u32)complete)
 		return st->pc >= st->begin + (__u32)complete - 4 ? 16 : 8;
-	/* The epilogue: add rsp; pop rbp; (a safepoint poll); ret. */
-	if (bpf_probe_read_user(code, 8, (void *)st->pc))
+	/* The epilogue: add rsp, N; pop rbp; the return's safepoint poll
+	 * (C2: cmp rsp, [r15 + off]; ja stub; C1: a test of the polling
+	 * word); ret. code[8] is the byte at pc, code[0..7] the ones before. */
+	if (bpf_probe_read_user(code, 16, (void *)(st->pc - 8)))
 		return 0;
-	if (code[0] == 0xc3) /* ret */
+	if (code[8] == 0xc3) /* ret */
 		return 8;
-	if (code[0] == 0x5d) /* pop rbp */
+	if (code[8] == 0x5d) /* pop rbp */
 		return 16;
-	/* The return poll (C2): cmp rsp, [r15 + off]; ja stub; ret. */
-	if (code[0] == 0x49 && code[1] == 0x3b && code[2] == 0x67 && code[6] == 0xc3)
+	/* Past pop rbp: at the poll, or its jump (after a 4- or 7-byte cmp
+	 * of rsp with [r15 + off]). */
+	if (code[7] == 0x5d || (code[4] == 0x49 && code[5] == 0x3b && code[6] == 0x67) ||
+	    (code[1] == 0x49 && code[2] == 0x3b && code[3] == 0xa7))
 		return 8;
 	return 0;
 }

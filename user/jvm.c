@@ -66,7 +66,7 @@ struct jvm_bin {
 
 /* The layout the naming reads by (offsets from the tables). */
 struct jvm_layout {
-	uint32_t cb_name, cb_code_begin, cb_code_end;
+	uint32_t cb_name, cb_code_begin, cb_code_end, cb_frame_complete;
 	uint32_t cm_method, nm_compile_id, nm_scopes_data, nm_scopes_pcs, nm_deps, nm_metadata;
 	uint32_t m_const, c_constants, c_code_size, c_name_index, c_sig_index, c_flags, c_size;
 	uint32_t cp_holder, cp_source_file, cp_size, k_name, sym_length, sym_body;
@@ -86,6 +86,7 @@ struct jvm_nmethod_ent {
 	uint32_t compile_id;
 	uint32_t kind_stub; /* a stub: m only */
 	uint64_t method, begin;
+	int32_t complete; /* CodeBlob::_frame_complete_offset */
 	uint8_t *pcs, *scopes;
 	size_t npcs, nscopes;
 	uint64_t *meta;
@@ -93,9 +94,18 @@ struct jvm_nmethod_ent {
 	struct jvm_method stub; /* a stub's name */
 };
 
+/* Where the code cache's state is: read when the process is first seen, and
+ * again while the JVM is still starting (not made yet). */
+struct jvm_cc_vars {
+	uint64_t heaps, lo, hi; /* CodeCache's statics */
+	uint32_t ga_len, ga_data, heap_mem, heap_segmap, heap_log2, vs_lo, vs_hi;
+};
+
 struct jvm_proc {
 	pid_t pid;
-	char version[64];
+	bool ready; /* its code cache read: in the walk */
+	char path[256], version[64];
+	struct jvm_cc_vars cc;
 	struct jvm_layout l;
 	struct jvm_bpf_proc bpf;
 	VEC(struct jvm_method_ent *) methods;
@@ -346,12 +356,12 @@ static int layout_read(const struct jvm_tables *t, struct jvm_proc *p, char *err
 {
 	struct jvm_layout *l = &p->l;
 	struct jvm_bpf_proc *b = &p->bpf;
-	uint32_t cb_size, cb_fc, cb_fs, deopt, orig_pc, pcd_pc, pcd_scope, heap_mem, heap_segmap,
-	    heap_log2, vs_lo, vs_hi, ga_len, ga_data;
+	uint32_t cb_size, cb_fs, deopt, orig_pc, pcd_pc, pcd_scope;
+	struct jvm_cc_vars *cc = &p->cc;
 	const struct need needs[] = {
 	    {"CodeBlob", "_name", &l->cb_name},
 	    {"CodeBlob", "_size", &cb_size},
-	    {"CodeBlob", "_frame_complete_offset", &cb_fc},
+	    {"CodeBlob", "_frame_complete_offset", &l->cb_frame_complete},
 	    {"CodeBlob", "_frame_size", &cb_fs},
 	    {"CodeBlob", "_code_begin", &l->cb_code_begin},
 	    {"CodeBlob", "_code_end", &l->cb_code_end},
@@ -376,13 +386,13 @@ static int layout_read(const struct jvm_tables *t, struct jvm_proc *p, char *err
 	    {"Symbol", "_body", &l->sym_body},
 	    {"PcDesc", "_pc_offset", &pcd_pc},
 	    {"PcDesc", "_scope_decode_offset", &pcd_scope},
-	    {"CodeHeap", "_memory", &heap_mem},
-	    {"CodeHeap", "_segmap", &heap_segmap},
-	    {"CodeHeap", "_log2_segment_size", &heap_log2},
-	    {"VirtualSpace", "_low_boundary", &vs_lo},
-	    {"VirtualSpace", "_high_boundary", &vs_hi},
-	    {"GrowableArrayBase", "_len", &ga_len},
-	    {"GrowableArray<int>", "_data", &ga_data},
+	    {"CodeHeap", "_memory", &cc->heap_mem},
+	    {"CodeHeap", "_segmap", &cc->heap_segmap},
+	    {"CodeHeap", "_log2_segment_size", &cc->heap_log2},
+	    {"VirtualSpace", "_low_boundary", &cc->vs_lo},
+	    {"VirtualSpace", "_high_boundary", &cc->vs_hi},
+	    {"GrowableArrayBase", "_len", &cc->ga_len},
+	    {"GrowableArray<int>", "_data", &cc->ga_data},
 	};
 	const char *types[] = {"ConstMethod", "ConstantPool", "HeapBlock", "PcDesc"};
 	int64_t sizes[4];
@@ -418,7 +428,7 @@ static int layout_read(const struct jvm_tables *t, struct jvm_proc *p, char *err
 	b->if_bcp = (int16_t)(last_sp - 6);
 	b->cb_name = (uint16_t)l->cb_name;
 	b->cb_size = (uint16_t)cb_size;
-	b->cb_frame_complete = (uint16_t)cb_fc;
+	b->cb_frame_complete = (uint16_t)l->cb_frame_complete;
 	b->cb_frame_size = (uint16_t)cb_fs;
 	b->cb_code_begin = (uint16_t)l->cb_code_begin;
 	b->cb_code_end = (uint16_t)l->cb_code_end;
@@ -449,45 +459,12 @@ static int layout_read(const struct jvm_tables *t, struct jvm_proc *p, char *err
 				return -ENOTSUP;
 			}
 	}
-	{
-		uint64_t heaps_var = jvm_static_address(t, "CodeCache", "_heaps"),
-			 lo_var = jvm_static_address(t, "CodeCache", "_low_bound"),
-			 hi_var = jvm_static_address(t, "CodeCache", "_high_bound"), arr = 0,
-			 data = 0;
-		int32_t len = 0;
-
-		if (!heaps_var || !lo_var || !hi_var) {
-			snprintf(err, errlen, "no CodeCache::_heaps, _low_bound or _high_bound");
-			return -ENOTSUP;
-		}
-		/* Not made yet (a JVM starting): looked at again at its next
-		 * maps. */
-		if (!rd_u64(p->pid, heaps_var, &arr) &&
-		    (!arr || (!rd(p->pid, arr + ga_len, &len, 4) && !len)))
-			return -EAGAIN;
-		if (!arr || rd(p->pid, arr + ga_len, &len, 4) ||
-		    rd_u64(p->pid, lo_var, &b->cc_lo) || rd_u64(p->pid, hi_var, &b->cc_hi) ||
-		    rd_u64(p->pid, arr + ga_data, &data) || len < 0 || len > JVM_HEAPS ||
-		    b->cc_lo >= b->cc_hi) {
-			snprintf(err, errlen, "its code cache's bounds or heaps are not readable");
-			return -EINVAL;
-		}
-		for (int i = 0; i < len; i++) {
-			uint64_t heap = 0;
-			int32_t log2 = 0;
-
-			if (rd_u64(p->pid, data + 8 * (uint64_t)i, &heap) ||
-			    rd_u64(p->pid, heap + heap_mem + vs_lo, &b->heap[i].lo) ||
-			    rd_u64(p->pid, heap + heap_mem + vs_hi, &b->heap[i].hi) ||
-			    rd_u64(p->pid, heap + heap_segmap + vs_lo, &b->heap[i].segmap) ||
-			    rd(p->pid, heap + heap_log2, &log2, 4) || log2 < 4 || log2 > 16 ||
-			    (b->nheaps && (uint32_t)log2 != b->seg_shift)) {
-				snprintf(err, errlen, "its code heap %d is not readable", i);
-				return -EINVAL;
-			}
-			b->seg_shift = (uint32_t)log2;
-			b->nheaps++;
-		}
+	cc->heaps = jvm_static_address(t, "CodeCache", "_heaps");
+	cc->lo = jvm_static_address(t, "CodeCache", "_low_bound");
+	cc->hi = jvm_static_address(t, "CodeCache", "_high_bound");
+	if (!cc->heaps || !cc->lo || !cc->hi) {
+		snprintf(err, errlen, "no CodeCache::_heaps, _low_bound or _high_bound");
+		return -ENOTSUP;
 	}
 	{
 		uint64_t rel = jvm_static_address(t, "Abstract_VM_Version", "_s_vm_release"), s = 0;
@@ -500,6 +477,53 @@ static int layout_read(const struct jvm_tables *t, struct jvm_proc *p, char *err
 	return 0;
 }
 
+/* The code cache's bounds and heaps, into the walk's layout: 0; -EAGAIN
+ * while the JVM has not made it yet; -EINVAL (err says what) when what is
+ * there is not one. */
+static int cache_read(struct jvm_proc *p, char *err, size_t errlen)
+{
+	const struct jvm_cc_vars *cc = &p->cc;
+	struct jvm_bpf_proc *b = &p->bpf;
+	uint64_t arr = 0, data = 0;
+	int32_t len = 0;
+
+	if (!rd_u64(p->pid, cc->heaps, &arr) &&
+	    (!arr || (!rd(p->pid, arr + cc->ga_len, &len, 4) && !len)))
+		return -EAGAIN;
+	if (!arr || rd(p->pid, arr + cc->ga_len, &len, 4) || rd_u64(p->pid, cc->lo, &b->cc_lo) ||
+	    rd_u64(p->pid, cc->hi, &b->cc_hi) || rd_u64(p->pid, arr + cc->ga_data, &data) ||
+	    len < 0 || len > JVM_HEAPS || b->cc_lo >= b->cc_hi) {
+		snprintf(err, errlen, "its code cache's bounds or heaps are not readable");
+		return -EINVAL;
+	}
+	b->nheaps = 0;
+	for (int i = 0; i < len; i++) {
+		uint64_t heap = 0;
+		int32_t log2 = 0;
+
+		if (rd_u64(p->pid, data + 8 * (uint64_t)i, &heap) ||
+		    rd_u64(p->pid, heap + cc->heap_mem + cc->vs_lo, &b->heap[i].lo) ||
+		    rd_u64(p->pid, heap + cc->heap_mem + cc->vs_hi, &b->heap[i].hi) ||
+		    rd_u64(p->pid, heap + cc->heap_segmap + cc->vs_lo, &b->heap[i].segmap) ||
+		    rd(p->pid, heap + cc->heap_log2, &log2, 4) || log2 < 4 || log2 > 16 ||
+		    (b->nheaps && (uint32_t)log2 != b->seg_shift) ||
+		    b->heap[i].lo >= b->heap[i].hi) {
+			snprintf(err, errlen, "its code heap %d is not readable", i);
+			return -EINVAL;
+		}
+		b->seg_shift = (uint32_t)log2;
+		b->nheaps++;
+	}
+	return 0;
+}
+
+static void refuse(struct jvm_proc *p, const char *err)
+{
+	warn("process %d runs a JVM (%s) whose frames cannot be walked: %s; they are named as JIT "
+	     "code (jcmd %d Compiler.perfmap names compiled methods)",
+	     (int)p->pid, p->path, err, (int)p->pid);
+}
+
 int jvm_attach_maps(struct jvm *j, pid_t pid, const char *maps_text, size_t len,
 		    struct jvm_proc **out)
 {
@@ -507,11 +531,26 @@ int jvm_attach_maps(struct jvm *j, pid_t pid, const char *maps_text, size_t len,
 	size_t nmaps = 0;
 	int ret;
 
-	for (size_t i = 0; i < j->procs.n; i++)
-		if (j->procs.v[i]->pid == pid) {
-			*out = j->procs.v[i];
-			return 0;
+	for (size_t i = 0; i < j->procs.n; i++) {
+		struct jvm_proc *p = j->procs.v[i];
+		char err[160] = "";
+
+		if (p->pid != pid)
+			continue;
+		/* Still starting when first seen: its code cache now. */
+		if (!p->ready && (ret = cache_read(p, err, sizeof(err)))) {
+			if (ret != -EAGAIN) {
+				refuse(p, err);
+				proc_free(p);
+				j->procs.v[i] = j->procs.v[--j->procs.n];
+				return -ENOTSUP;
+			}
+			return -EAGAIN;
 		}
+		p->ready = true;
+		*out = p;
+		return 0;
+	}
 	ret = procmaps_parse(maps_text, len, &maps, &nmaps);
 	if (ret)
 		return ret;
@@ -542,29 +581,31 @@ int jvm_attach_maps(struct jvm *j, pid_t pid, const char *maps_text, size_t len,
 			break;
 		}
 		p->pid = pid;
+		snprintf(p->path, sizeof(p->path), "%s", m->path);
 		ret = jvm_tables_read(&t, tables_rd, tables_sym, &c, err, sizeof(err));
 		if (!ret)
 			ret = layout_read(t, p, err, sizeof(err));
 		jvm_tables_free(t);
-		if (ret) {
-			/* Not started yet: tried again at its next maps. */
-			if (ret != -EAGAIN && !b->warned) {
-				b->warned = true;
-				warn(
-				    "process %d runs a JVM (%s) whose frames cannot be walked: %s; "
-				    "they are named as JIT code (jcmd %d Compiler.perfmap names "
-				    "compiled methods)",
-				    (int)pid, m->path, err, (int)pid);
-			}
+		if (!ret)
+			ret = cache_read(p, err, sizeof(err));
+		if (ret && ret != -EAGAIN) {
+			if (!b->warned) /* once per libjvm */
+				refuse(p, err);
+			b->warned = true;
 			proc_free(p);
-			ret = ret == -EAGAIN ? -EAGAIN : -ENOTSUP;
+			ret = -ENOTSUP;
 			break;
 		}
+		/* Still starting (-EAGAIN): kept, its tables read, for the
+		 * code cache to be read again. */
+		p->ready = !ret;
 		if (VEC_PUSH(j->procs, p)) {
 			proc_free(p);
 			ret = -ENOMEM;
 			break;
 		}
+		if (ret)
+			break;
 		*out = p;
 		debug("process %d runs the JVM %s (%s), %u code heaps", (int)pid, p->version,
 		      m->path, p->bpf.nheaps);
@@ -615,6 +656,10 @@ static bool method_eq(const void *ctx, uint32_t id, const void *key)
 	return ((const struct jvm_proc *)ctx)->methods.v[id]->addr == *(const uint64_t *)key;
 }
 
+/* Any ConstMethod: a method an nmethod holds, which the nmethod's compile
+ * id vouches for (its metadata names the methods it was compiled from). */
+#define COOKIE_ANY UINT32_MAX
+
 /* The method at addr, read when not known or when its ConstMethod is not
  * the one the sample saw (cookie: its address >> 3, 24 bits). */
 static const struct jvm_method_ent *method_get(struct jvm_proc *p, uint64_t addr, uint32_t cookie)
@@ -628,12 +673,12 @@ static const struct jvm_method_ent *method_get(struct jvm_proc *p, uint64_t addr
 
 	if (id != UINT32_MAX) {
 		e = p->methods.v[id];
-		if ((uint32_t)(e->cm >> 3) % (1u << 24) == cookie)
+		if (cookie == COOKIE_ANY || (uint32_t)(e->cm >> 3) % (1u << 24) == cookie)
 			return e;
 	}
 	/* Read now, and checked against the sample's ConstMethod. */
 	if (rd_u64(p->pid, addr + p->l.m_const, &cm) ||
-	    (uint32_t)(cm >> 3) % (1u << 24) != cookie ||
+	    (cookie != COOKIE_ANY && (uint32_t)(cm >> 3) % (1u << 24) != cookie) ||
 	    rd_u64(p->pid, cm + p->l.c_constants, &cp) ||
 	    rd(p->pid, cm + p->l.c_name_index, &ni, 2) ||
 	    rd(p->pid, cm + p->l.c_sig_index, &si, 2) ||
@@ -779,6 +824,7 @@ static const struct jvm_nmethod_ent *nm_get(struct jvm_proc *p, uint64_t addr, u
 		    (uint32_t)cid % (1u << 24) != cookie ||
 		    rd_u64(p->pid, addr + p->l.cm_method, &e->method) ||
 		    rd_u64(p->pid, addr + p->l.cb_code_begin, &e->begin) ||
+		    rd(p->pid, addr + p->l.cb_frame_complete, &e->complete, 4) ||
 		    rd_u64(p->pid, addr + p->l.nm_scopes_data, &data) ||
 		    rd(p->pid, addr + p->l.nm_scopes_pcs, &o_pcs, 4) ||
 		    rd(p->pid, addr + p->l.nm_deps, &o_deps, 4) ||
@@ -853,40 +899,29 @@ int jvm_frame_names(struct jvm_proc *p, uint64_t addr, uint64_t info, struct jvm
 	if (!(nm = nm_get(p, addr, kind, cookie)))
 		return 0;
 	/* The scopes at the pc: a return address has a PcDesc of its own (the
-	 * call's); a sampled pc takes the next one, as HotSpot's
-	 * approximate lookup. */
+	 * call's); a sampled pc takes the next one, as HotSpot's approximate
+	 * lookup (pc_desc_near), but in the prologue, where no inlined method
+	 * has begun and the next one would name one. */
 	k = 0;
-	if (kind != JVM_KIND_NATIVE && !jvm_pcdesc_find(nm->pcs, nm->npcs, &p->l.pcdesc,
-							(int32_t)off, kind != JVM_KIND_LEAF, &pd))
+	if (kind != JVM_KIND_NATIVE && !(kind == JVM_KIND_LEAF && (int64_t)off < nm->complete) &&
+	    !jvm_pcdesc_find(nm->pcs, nm->npcs, &p->l.pcdesc, (int32_t)off, kind != JVM_KIND_LEAF,
+			     &pd))
 		k = jvm_scopes_chain(nm->scopes, nm->nscopes, pd.scope_decode_offset, sc,
 				     JVM_INLINE_MAX);
 	for (int i = 0; i < k && n < max; i++) {
 		int mi = sc[i].metadata_index;
 		uint64_t m;
-		uint32_t ck;
 
 		if (mi <= 0 || (size_t)mi > nm->nmeta)
 			break;
 		m = nm->meta[mi - 1];
-		/* The ConstMethod of a method the nmethod holds: read, not seen by
-		 * the walk (the nmethod's compile id vouches for it). */
-		{
-			uint64_t cm = 0;
-
-			if (rd_u64(p->pid, m + p->l.m_const, &cm))
-				break;
-			ck = (uint32_t)(cm >> 3) % (1u << 24);
-		}
-		if (!(me = method_get(p, m, ck)))
+		if (!(me = method_get(p, m, COOKIE_ANY)))
 			break;
 		out[n++] = (struct jvm_named){
 		    &me->m, sc[i].bci >= 0 ? method_line(me, (uint32_t)sc[i].bci) : 0};
 	}
 	if (n == 0) { /* no scopes (a native wrapper, a pc with none): the method alone */
-		uint64_t cm = 0;
-
-		if (rd_u64(p->pid, nm->method + p->l.m_const, &cm) ||
-		    !(me = method_get(p, nm->method, (uint32_t)(cm >> 3) % (1u << 24))))
+		if (!(me = method_get(p, nm->method, COOKIE_ANY)))
 			return 0;
 		out[n++] = (struct jvm_named){&me->m, 0};
 	}

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <bpf/bpf.h>
 #include "user/jvm_names.h"
 #include "user/jvm.h"
@@ -30,12 +31,22 @@ struct jvm_pid {
 	struct jvm_proc *jp;
 };
 
+/* A JVM still starting (its code cache not made when its maps were read):
+ * looked at again at its samples, every JVM_RETRY_NS, for as long as it
+ * runs; its Java frames meanwhile are named as JIT code. */
+#define JVM_RETRY_NS (50 * 1000 * 1000ULL)
+struct jvm_pending {
+	pid_t pid;
+	uint64_t next_ns;
+};
+
 struct jvm_names {
 	struct jvm *j;
 	int procs_fd;
 	VEC(struct jvm_fn) fns;
 	struct idtab fn_tab;
 	VEC(struct jvm_pid) pids;
+	VEC(struct jvm_pending) pending;
 	struct jvm_names_stats st;
 };
 
@@ -63,6 +74,7 @@ void jvm_names_free(struct jvm_names *jn)
 	VEC_FREE(jn->fns);
 	idtab_free(&jn->fn_tab);
 	VEC_FREE(jn->pids);
+	VEC_FREE(jn->pending);
 	free(jn);
 }
 
@@ -85,11 +97,30 @@ int jvm_names_walked(const struct jvm_names *jn, pid_t pid)
 	return jn && pid_find(jn, pid);
 }
 
+/* The pending entry of pid, or NULL. */
+static struct jvm_pending *pending_find(struct jvm_names *jn, pid_t pid)
+{
+	for (size_t i = 0; i < jn->pending.n; i++)
+		if (jn->pending.v[i].pid == pid)
+			return &jn->pending.v[i];
+	return NULL;
+}
+
+static void pending_drop(struct jvm_names *jn, pid_t pid)
+{
+	struct jvm_pending *q = pending_find(jn, pid);
+
+	if (q)
+		*q = jn->pending.v[--jn->pending.n];
+}
+
 void jvm_names_forget(struct jvm_names *jn, pid_t pid)
 {
 	struct jvm_pid *e;
 	__u32 key = (__u32)pid;
 
+	if (jn)
+		pending_drop(jn, pid);
 	if (!jn || !(e = pid_find(jn, pid)))
 		return;
 	if (jn->procs_fd >= 0)
@@ -108,9 +139,22 @@ static void source_maps_read(void *ctx, struct proc *p)
 	struct jvm_bpf_proc val;
 	struct jvm_pid e = {.pid = p->pid};
 	__u32 key = (__u32)p->pid;
+	int err;
 
-	if (!p->maps_text || pid_find(jn, p->pid) ||
-	    jvm_attach_maps(jn->j, p->pid, p->maps_text, strlen(p->maps_text), &jp))
+	if (!p->maps_text || pid_find(jn, p->pid))
+		return;
+	err = jvm_attach_maps(jn->j, p->pid, p->maps_text, strlen(p->maps_text), &jp);
+	if (err == -EAGAIN) {
+		struct jvm_pending q = {p->pid, now_ns(CLOCK_MONOTONIC) + JVM_RETRY_NS}, *o;
+
+		if ((o = pending_find(jn, p->pid)))
+			o->next_ns = q.next_ns;
+		else if (VEC_PUSH(jn->pending, q))
+			return; /* ENOMEM: named as JIT code */
+		return;
+	}
+	pending_drop(jn, p->pid);
+	if (err)
 		return;
 	e.jp = jp;
 	jvm_proc_bpf(jp, &val);
@@ -125,6 +169,19 @@ static void source_maps_read(void *ctx, struct proc *p)
 		bpf_map_delete_elem(jn->procs_fd, &key);
 		jvm_forget(jn->j, p->pid);
 	}
+}
+
+/* A sample of a JVM still starting: looked at again when it is time. */
+static void source_leaf(void *ctx, struct proc *p, const struct frame *leaf)
+{
+	struct jvm_names *jn = ctx;
+	struct jvm_pending *q;
+
+	(void)leaf;
+	if (!jn->pending.n || !(q = pending_find(jn, p->pid)) ||
+	    now_ns(CLOCK_MONOTONIC) < q->next_ns)
+		return;
+	source_maps_read(jn, p);
 }
 
 static bool fn_eq(const void *ctx, uint32_t id, const void *key)
@@ -198,6 +255,12 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 					    named, JVM_EXPAND_MAX);
 			next++;
 			jn->st.unnamed += !k;
+			if (!k)
+				debug(
+				    "process %d: a Java frame not named (kind %u at %#llx, %#llx)",
+				    (int)p->pid, JVM_FRAME_KIND(w[2 * next + 1]),
+				    (unsigned long long)JVM_FRAME_ADDR(w[2 * next]),
+				    (unsigned long long)w[2 * next + 1]);
 			jn->st.frames += !!k;
 			jn->st.inlined += k > 1 ? (uint64_t)k - 1 : 0;
 		}
@@ -243,5 +306,6 @@ void jvm_names_source(struct jvm_names *jn, struct name_source *out)
 	*out = (struct name_source){.ctx = jn,
 				    .maps_read = source_maps_read,
 				    .find = source_find,
-				    .rewrite = source_rewrite};
+				    .rewrite = source_rewrite,
+				    .leaf = source_leaf};
 }

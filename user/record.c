@@ -1482,10 +1482,16 @@ static void rec_stop(struct recorder *r)
 		info("every -p target has exited; recording stopped");
 	if (r->stop == STOP_ERROR)
 		stop_sig = SIGTERM;
+	/* The last samples drained while the command still runs: a runtime's
+	 * frames (the JVM's methods, CPython's code objects) are named from
+	 * its memory as they are drained, which is gone once it exits. */
+	if (r->rb && r->started) {
+		r->yield_ns = UINT64_MAX;
+		ring_buffer__consume(r->rb);
+	}
 	stop_command(r);
 	if (!r->rb || !r->started)
 		return;
-	r->yield_ns = UINT64_MAX;
 	ring_buffer__consume(r->rb);
 	/* The drain is over: its ring buffer's mappings (twice its size in
 	 * RSS) go now, and the unwinders once the sleepers' stacks are in

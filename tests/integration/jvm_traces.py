@@ -3,43 +3,91 @@ test_jvm.sh checks, over ALL the samples of the threads named (weighted by
 their count):
 
 split PID: of tests/workloads/JSplit.java's threads split-0 and split-1:
-  "n=N java=PCT six=PCT three=PCT one=PCT inl=PCT": the share with a Java
-  frame (a frame the HotSpot walk named: a system name with a signature),
+  "n=N java=PCT main=PCT six=PCT three=PCT one=PCT inl=PCT": the share of
+  split-1's samples with a Java frame (a frame the HotSpot walk named: a
+  system name with a signature; split-1 is a thread Java started, each of
+  its samples is in Java code or under it), the same of split-0's (the
+  main thread: the VM's start-up before any Java code is in it too),
   six's, three's and one's cumulative shares of the samples under any of
   them, and of the samples in spin, the share named under six, three or one
   with JSplit.java lines (spin is inlined into them once C2 compiles them).
 deep PID ROOTS: of thread deep: "n=N java=PCT whole=PCT": the share with a
   Java frame, and of the samples in deepLeaf, those with 200 deep frames
   under it and a root (one of ROOTS, comma-separated) at the end.
-top PID THREAD N: the N methods with the largest inclusive share of the
-  samples of THREAD that carry a Java frame, "NAME PCT" a line (the peer's
-  side is jfr_top.py's).
+park PID: of an --off-cpu recording of JSplit park, threads park-0 and
+  park-1: "ms=MS java=PCT six=PCT three=PCT one=PCT": their off-CPU time,
+  the share under a Java frame, and parkSix's, parkThree's and parkOne's
+  shares of the time under the three.
+jfrcmp JFR_TEXT JFR_THREAD RAW PID COMM: the peer, JDK Flight Recorder's
+  `jfr print --events jdk.ExecutionSample` of the same run, against this
+  recording's `pprof -raw` (RAW): the samples of one thread (JFR_THREAD by
+  its Java name, COMM by its comm here) whose innermost user frame is Java
+  (what JFR's execution samples are: threads running Java code), each
+  stack's innermost 64 Java frames (JFR's stack depth); the 8 methods JFR
+  finds in the most samples, each one's share of the samples here and
+  there: "ok ..." when all are within 3 points, else "differ ...".
 """
 import re
 import sys
 
 
-def parse(text):
-    """[(count, [(name, file, line, sysname)] leaf first, labels)]."""
-    locs, samples, part, last = {}, [], None, None
+def parse(text, value="samples"):
+    """[(weight, [(name, file, line, sysname, addr)] leaf first, labels)]:
+    weight, the sample's value of that type."""
+    locs, samples, part, last, col = {}, [], None, None, 0
     for ln in text.splitlines():
         if ln.startswith(("Samples:", "Locations", "Mappings")):
             part = ln.split()[0].rstrip(":")
             continue
         if part == "Samples":
-            m = re.match(r"\s+(\d+)\s+\d+:((?: \d+)*)\s*$", ln)
+            if "/" in ln and not re.search(r"\d:", ln):
+                types = [t.split("/")[0] for t in ln.split()]
+                col = types.index(value) if value in types else 0
+                continue
+            m = re.match(r"\s+((?:\d+\s+)*\d+):((?: \d+)*)\s*$", ln)
             if m:
-                last = [int(m.group(1)), [int(x) for x in m.group(2).split()], {}]
+                last = [int(m.group(1).split()[col]), [int(x) for x in m.group(2).split()], {}]
                 samples.append(last)
                 continue
             for k, v in re.findall(r"(\w+):\[([^\]]*)\]", ln):
                 if last:
                     last[2][k] = v.split()[0] if k != "comm" else v
         elif part == "Locations":
-            m = re.match(r"\s+(\d+): 0x[0-9a-f]+ (?:M=\d+ )?(.*?) (\S*):(-?\d+) s=\d+(?:\((.*)\))?$", ln)
+            m = re.match(r"\s+(\d+): 0x([0-9a-f]+) (?:M=\d+ )?(.*?) (\S*):(-?\d+) s=\d+(?:\((.*)\))?$", ln)
             if m:
-                locs[int(m.group(1))] = (m.group(2), m.group(3), int(m.group(4)), m.group(5) or "")
-    return [(w, [locs.get(i, ("?", "", 0, "")) for i in ids], lab) for w, ids, lab in samples]
+                locs[int(m.group(1))] = (m.group(3), m.group(4), int(m.group(5)), m.group(6) or "",
+                                         int(m.group(2), 16))
+    return [(w, [locs.get(i, ("?", "", 0, "", 0)) for i in ids], lab) for w, ids, lab in samples]
+
+
+def kernel(f):
+    return f[4] >= 0xffff800000000000
+
+
+def jfr_stacks(path, thread):
+    """The Java frames (method names, innermost first) of each execution
+    sample of thread in `jfr print` output."""
+    out, cur, th, inside = [], None, None, False
+    for ln in open(path, errors="replace"):
+        s = ln.strip()
+        if s.startswith("jdk.ExecutionSample"):
+            cur, th, inside = [], None, False
+        elif s.startswith("sampledThread = "):
+            m = re.match(r'sampledThread = "(.*)" \(', s)
+            th = m.group(1) if m else None
+        elif s.startswith("stackTrace = ["):
+            inside = True
+        elif inside and s == "]":
+            inside = False
+        elif inside and cur is not None and s not in ("...",):
+            m = re.match(r"(.+?)\(", s)
+            if m:
+                cur.append(m.group(1))
+        elif s == "}" and cur is not None:
+            if th == thread and cur:
+                out.append(cur)
+            cur = None
+    return out
 
 
 def is_java(f):
@@ -51,13 +99,57 @@ def pct(a, b):
     return 100.0 * a / b if b else 0.0
 
 
+def jfrcmp(jfr_text, jfr_thread, raw, pid, comm):
+    theirs = [s[:64] for s in jfr_stacks(jfr_text, jfr_thread)]
+    ours = []
+    for w, fr, lab in parse(open(raw).read()):
+        if lab.get("pid") != pid or lab.get("comm") != comm:
+            continue
+        user = [f for f in fr if not kernel(f)]
+        if not user or not is_java(user[0]):
+            continue
+        ours.append((w, [f[0] for f in user if is_java(f)][:64]))
+    nt, no = len(theirs), sum(w for w, _ in ours)
+    if nt < 100 or no < 100:
+        return "differ: too few samples (jfr %d, ours %d)" % (nt, no)
+    inc = {}
+    for s in theirs:
+        for name in set(s):
+            if "$$Lambda" not in name:
+                inc[name] = inc.get(name, 0) + 1
+    top = sorted(inc.items(), key=lambda x: -x[1])[:8]
+    rows, ok = [], True
+    for name, c in top:
+        a = pct(c, nt)
+        b = pct(sum(w for w, s in ours if name in s), no)
+        ok = ok and abs(a - b) <= 3
+        rows.append("%s jfr=%.1f ours=%.1f" % (name, a, b))
+    return ("ok " if ok else "differ ") + "(jfr %d samples, ours %d) " % (nt, no) + "; ".join(rows)
+
+
+def parse_off(pid):
+    rows = parse(sys.stdin.read(), value="offcpu")  # in ns
+    return [r for r in rows if r[2].get("pid") == pid]
+
+
 def main():
-    mode, pid = sys.argv[1], sys.argv[2]
-    rows = [r for r in parse(sys.stdin.read()) if r[2].get("pid") == pid]
+    mode = sys.argv[1]
+    if mode == "jfrcmp":
+        print(jfrcmp(*sys.argv[2:7]))
+        return
+    pid = sys.argv[2]
+    if mode == "park":
+        rows = []
+    else:
+        rows = [r for r in parse(sys.stdin.read()) if r[2].get("pid") == pid]
     if mode == "split":
         rows = [r for r in rows if r[2].get("comm") in ("split-0", "split-1")]
         n = sum(w for w, _, _ in rows)
-        java = sum(w for w, fr, _ in rows if any(is_java(f) for f in fr))
+        share = {}
+        for thread in ("split-0", "split-1"):
+            t = [(w, fr) for w, fr, lab in rows if lab.get("comm") == thread]
+            share[thread] = pct(sum(w for w, fr in t if any(is_java(f) for f in fr)),
+                                sum(w for w, _ in t))
         cum = {k: 0 for k in ("six", "three", "one")}
         spin = inl = 0
         for w, fr, _ in rows:
@@ -71,8 +163,8 @@ def main():
                         fr[0][1] == fr[1][1] == "JSplit.java" and fr[0][2] > 0 and fr[1][2] > 0):
                     inl += w
         under = sum(cum.values())
-        print("n=%d java=%.2f six=%.2f three=%.2f one=%.2f inl=%.2f" % (
-            n, pct(java, n), pct(cum["six"], under), pct(cum["three"], under), pct(cum["one"], under),
+        print("n=%d java=%.2f main=%.2f six=%.2f three=%.2f one=%.2f inl=%.2f" % (
+            n, share["split-1"], share["split-0"], pct(cum["six"], under), pct(cum["three"], under), pct(cum["one"], under),
             pct(inl, spin)))
     elif mode == "deep":
         roots = set(sys.argv[3].split(","))
@@ -91,16 +183,20 @@ def main():
                 print("deep: %d frames, ends %s" % (names.count("JSplit.deep"), names[-3:]),
                       file=sys.stderr)
         print("n=%d java=%.2f whole=%.2f" % (n, pct(java, n), pct(whole, leaf)))
-    elif mode == "top":
-        thread, k = sys.argv[3], int(sys.argv[4])
-        rows = [r for r in rows if r[2].get("comm") == thread and any(is_java(f) for f in r[1])]
+    elif mode == "park":
+        rows = [r for r in parse_off(pid) if r[2].get("comm") in ("park-0", "park-1")]
         n = sum(w for w, _, _ in rows)
-        inc = {}
+        java = sum(w for w, fr, _ in rows if any(is_java(f) for f in fr))
+        cum = {k: 0 for k in ("parkSix", "parkThree", "parkOne")}
         for w, fr, _ in rows:
-            for name in {f[0] for f in fr if is_java(f)}:
-                inc[name] = inc.get(name, 0) + w
-        for name, v in sorted(inc.items(), key=lambda x: -x[1])[:k]:
-            print("%s %.2f" % (name, pct(v, n)))
+            names = [f[0] for f in fr]
+            for k in cum:
+                if "JSplit." + k in names:
+                    cum[k] += w
+        under = sum(cum.values())
+        print("ms=%.0f java=%.2f six=%.2f three=%.2f one=%.2f" % (
+            n / 1e6, pct(java, n), pct(cum["parkSix"], under), pct(cum["parkThree"], under),
+            pct(cum["parkOne"], under)))
 
 
 if __name__ == "__main__":

@@ -480,5 +480,26 @@ c_python_offcpu() {
 }
 check python_offcpu
 
+# Java frames walked in BPF (bpf/jvm.bpf.c, linked into the sampler): a JVM
+# started with no flag running JSplit (six, three and one calling one loop
+# 6:3:1), its methods named from its own tables, interpreted or compiled as
+# the emulator's pace makes them; six's share of the samples under the
+# three (loose: TCG).
+c_jvm_frames() {
+	local t=jvm_frames cls=$ROOT/build/workloads/java a
+	command -v java > /dev/null || { skip $t "no java"; return; }
+	[ -e "$cls/JSplit.class" ] || { skip $t "$cls/JSplit.class not built (make, with javac)"; return; }
+	rec $t -F 99 -d 25 -- java -cp "$cls" JSplit 20
+	"$PPROF" -top -cum -nodecount=200 "$TMP/$t/profile.pb.gz" > "$TMP/$t.top" 2>&1
+	a=$(awk '$NF ~ /^JSplit\.(six|three|one)$/ { sub("%", "", $5); s[$NF] = $5 }
+		END { t = s["JSplit.six"] + s["JSplit.three"] + s["JSplit.one"];
+			if (t) printf "%.1f", 100 * s["JSplit.six"] / t }' "$TMP/$t.top")
+	if within "${a:-0}" 60 15; then pass $t; else
+		fail $t "JSplit.six ${a:-not named}% of the samples under six, three and one (want 60 +-15)"
+		sed -n 1,15p "$TMP/$t.top"
+	fi
+}
+check jvm_frames
+
 echo "KTEST DONE $npass $nfail"
 [ $nfail = 0 ]

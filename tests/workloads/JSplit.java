@@ -4,7 +4,10 @@
 //     and one(), which call the same loop spin() for 6:3:1 of the work;
 //   - thread "deep" recurses 200 levels through deep() to deepLeaf();
 // once warm, C2 compiles them and inlines spin() into its callers.
-// Usage: java JSplit SECONDS
+// In mode park, threads park-0 and park-1 call parkSix(), parkThree() and
+// parkOne(), which park 6, 3 and 1 ms (LockSupport.parkNanos): 6:3:1 of
+// their off-CPU time.
+// Usage: java JSplit SECONDS [split|park]
 public class JSplit {
 	static volatile long sink;
 
@@ -14,12 +17,20 @@ public class JSplit {
 		return x;
 	}
 
+	// Calls of one size: C2 compiles the loop alike in each caller it is
+	// inlined into, so that the work is 6:3:1 in time as in iterations.
 	static long six() {
-		return spin(60000);
+		long s = 0;
+		for (int k = 0; k < 6; k++)
+			s += spin(10000);
+		return s;
 	}
 
 	static long three() {
-		return spin(30000);
+		long s = 0;
+		for (int k = 0; k < 3; k++)
+			s += spin(10000);
+		return s;
 	}
 
 	static long one() {
@@ -39,8 +50,39 @@ public class JSplit {
 		return deep(d - 1) + d;
 	}
 
+	static void parkSix() {
+		java.util.concurrent.locks.LockSupport.parkNanos(6000000);
+	}
+
+	static void parkThree() {
+		java.util.concurrent.locks.LockSupport.parkNanos(3000000);
+	}
+
+	static void parkOne() {
+		java.util.concurrent.locks.LockSupport.parkNanos(1000000);
+	}
+
+	static void park(long end) throws Exception {
+		Runnable parker = () -> {
+			while (System.currentTimeMillis() < end) {
+				parkSix();
+				parkThree();
+				parkOne();
+			}
+		};
+		Thread other = new Thread(parker, "park-1");
+		Thread.currentThread().setName("park-0");
+		other.start();
+		parker.run();
+		other.join();
+	}
+
 	public static void main(String[] args) throws Exception {
 		long end = System.currentTimeMillis() + 1000L * Long.parseLong(args.length > 0 ? args[0] : "10");
+		if (args.length > 1 && args[1].equals("park")) {
+			park(end);
+			return;
+		}
 		Runnable split = () -> {
 			long s = 0;
 			while (System.currentTimeMillis() < end) {

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Java frames named in place (issue 31): a JVM started with no flag, its
+# frames walked in BPF by HotSpot's own rules (bpf/jvm.bpf.c) and named from
+# its own tables (user/jvm.c), read back by pprof over ALL the samples of
+# the threads checked (tests/integration/jvm_traces.py):
+#   tests/workloads/JSplit.java: threads split-0 and split-1 calling six(),
+#   three() and one() (one loop, spin(), 6:3:1), thread deep recursing 200
+#   levels; recorded with -p once warm (compiled, spin inlined), with -- from
+#   its start (interpreted, then compiled) and under -Xint:
+#     split: >= 95 % of split-1's samples carry a Java frame (and of split-0's,
+#       the main thread, recorded once warm); six,
+#       three and one within 3 points of 60/30/10 (cumulative); >= 95 % of
+#       spin's samples named under its caller with JSplit.java lines (the
+#       inlined frames of the nmethod's scopes);
+#     deep: >= 95 % of deepLeaf's samples under all 200 deep frames, down to
+#       the thread's root;
+#     list: `pprof -list JSplit.spin` shows the hot loop's line with samples;
+#   jvm_gperf: google-pprof names JSplit.six (cpu-PID.prof with names-PID.so);
+#   jvm_offcpu: --off-cpu of JSplit park (threads parked by
+#     LockSupport.parkNanos in parkSix, parkThree and parkOne, 6:3:1 ms):
+#     >= 95 % of their off-CPU time under a Java frame, the three within 3
+#     points of 60/30/10 of the time under them;
+#   jvm_jfr: against the JVM's own profiler in the same run: javac compiling
+#     a generated source tree, recorded by bpftrace-rec -p and by JFR
+#     (jcmd JFR.start, jfr print --events jdk.ExecutionSample): the main
+#     thread's top methods' inclusive shares within 3 points of JFR's;
+#   jvm_hostile_*: tests/workloads/fakejvm poses as a libjvm with hostile
+#     tables: one line saying the JVM cannot be walked, its frames named
+#     natively (fake_spin), exit 0, no hang.
+source "$(dirname "$0")/lib.sh"
+
+MODES=(pid cmd xint)
+ALL=()
+for m in "${MODES[@]}"; do ALL+=("jvm_${m}_split" "jvm_${m}_deep"); done
+ALL+=(jvm_pid_list jvm_gperf jvm_offcpu jvm_jfr)
+HOSTILE=(stride noterm unterm missing heaps)
+for h in "${HOSTILE[@]}"; do ALL+=("jvm_hostile_$h"); done
+require_bpf "${ALL[@]}"
+if ! command -v javac > /dev/null || ! command -v jcmd > /dev/null || ! command -v jfr > /dev/null; then
+	for t in "${ALL[@]}"; do require_tool javac "$t"; done
+	exit 0
+fi
+
+CLS=$TMP/java
+mkdir -p "$CLS"
+javac -d "$CLS" "$ROOT/tests/workloads/JSplit.java" || { for t in "${ALL[@]}"; do fail "$t" "javac failed"; done; exit 0; }
+HOT=$(grep -n 'LINE:hot' "$ROOT/tests/workloads/JSplit.java" | cut -d: -f1)
+ROOTS=start_thread,__clone3,clone3,clone,_start
+
+# 3 points, or three standard errors of a share where the machine's load
+# left few samples.
+tol() { python3 -c 'import math, sys; p, n = float(sys.argv[1]) / 100, max(int(sys.argv[2]), 1); print("%.1f" % max(3.0, 300 * math.sqrt(p * (1 - p) / n)))' "$1" "$2"; }
+# checks MODE DIR PID: the split and deep checks over the recording.
+checks() {
+	local m=$1 dir=$2 pid=$3 r n java main six three one inl whole
+	"$PPROF" -raw "$dir/profile.pb.gz" > "$dir.raw" 2>/dev/null
+	r=$(python3 "$ROOT/tests/integration/jvm_traces.py" split "$pid" < "$dir.raw")
+	read -r n java main six three one inl <<<"$(sed 's/[a-z]*=//g' <<<"$r")"
+	# The main thread runs the VM's start-up before any Java code: all
+	# of its samples carry a Java frame only when recorded once warm.
+	if [ "$m" != pid ]; then main=100; fi
+	if at_least "${n:-0}" 50 && at_least "${java:-0}" 95 && at_least "${main:-0}" 95 &&
+		within "${six:-0}" 60 "$(tol 60 "$n")" &&
+		within "${three:-0}" 30 "$(tol 30 "$n")" && within "${one:-0}" 10 "$(tol 10 "$n")" &&
+		{ [ "$m" = xint ] || at_least "${inl:-0}" 95; }; then
+		pass "jvm_${m}_split"
+	else
+		fail "jvm_${m}_split" "$r (want n >= 50, java >= 95, main >= 95 (-p), 60/30/10 +-$(tol 60 "${n:-1}"), inl >= 95)"
+		"$PPROF" -top -nodecount=12 "$dir/profile.pb.gz" 2>&1 | tail -12 >&2
+	fi
+	r=$(python3 "$ROOT/tests/integration/jvm_traces.py" deep "$pid" "$ROOTS" < "$dir.raw" 2> "$dir.deep")
+	read -r n java whole <<<"$(sed 's/[a-z]*=//g' <<<"$r")"
+	if at_least "${n:-0}" 20 && at_least "${java:-0}" 95 && at_least "${whole:-0}" 95; then
+		pass "jvm_${m}_deep"
+	else
+		fail "jvm_${m}_deep" "$r (want n >= 20, java >= 95, whole >= 95)"
+		sort "$dir.deep" | uniq -c | sort -rn | head -3 >&2
+	fi
+}
+
+# -p of a JVM already running and warm: C2 has compiled the loop and
+# inlined spin into six, three and one.
+java -cp "$CLS" JSplit 30 > /dev/null 2>&1 &
+jp=$!
+sleep 4
+"$REC" -F 499 -d 3 -p "$jp" -o "$TMP/pid" > /dev/null 2> "$TMP/pid.err"
+checks pid "$TMP/pid" "$jp"
+t=jvm_pid_list
+hot=$("$PPROF" -list '^JSplit.spin$' -source_path "$ROOT/tests/workloads" "$TMP/pid/profile.pb.gz" 2>/dev/null |
+	awk -v l="$HOT" '$3 == l":" && $0 ~ /LINE:hot/ { print $1 }')
+if [ -n "$hot" ] && [ "$hot" != . ]; then pass $t; else
+	fail $t "no samples at JSplit.java:$HOT in pprof -list JSplit.spin"
+	"$PPROF" -list '^JSplit.spin$' -source_path "$ROOT/tests/workloads" "$TMP/pid/profile.pb.gz" 2>&1 | head -12 >&2
+fi
+t=jvm_gperf
+g=$(google-pprof --text --cum "$(readlink -f "$(command -v java)")" "$TMP/pid/cpu-$jp.prof" 2>/dev/null)
+a=$(awk '$NF == "JSplit.six" { sub("%", "", $5); print $5 }' <<<"$g")
+b=$(awk '$NF == "JSplit.three" { sub("%", "", $5); print $5 }' <<<"$g")
+if [ -n "$a" ] && [ -n "$b" ] && within "$(python3 -c "print(100 * $a / ($a + $b))")" 66.7 5; then
+	pass $t
+else
+	fail $t "JSplit.six ${a:-none}% JSplit.three ${b:-none}% cumulative (want 2:1 +-5 points)"
+	head -12 <<<"$g" >&2
+fi
+kill $jp 2> /dev/null
+wait $jp 2> /dev/null
+
+# From its start: interpreted first, compiled as it warms.
+"$REC" -F 499 -d 8 -o "$TMP/cmd" -- java -cp "$CLS" JSplit 6 > /dev/null 2> "$TMP/cmd.err"
+checks cmd "$TMP/cmd" "$(python3 -c 'import json, sys; print(max(json.load(open(sys.argv[1]))["processes"], key=lambda p: p["samples"])["pid"])' "$TMP/cmd/summary.json")"
+
+# The interpreter alone: every frame is the interpreter's.
+"$REC" -F 499 -d 8 -o "$TMP/xint" -- java -Xint -cp "$CLS" JSplit 5 > /dev/null 2> "$TMP/xint.err"
+checks xint "$TMP/xint" "$(python3 -c 'import json, sys; print(max(json.load(open(sys.argv[1]))["processes"], key=lambda p: p["samples"])["pid"])' "$TMP/xint/summary.json")"
+
+# Off-CPU: the parked threads' Java frames.
+t=jvm_offcpu
+java -cp "$CLS" JSplit 30 park > /dev/null 2>&1 &
+jp=$!
+sleep 2
+"$REC" --off-cpu -F 49 -d 3 -p "$jp" -o "$TMP/off" > /dev/null 2> "$TMP/off.err"
+kill $jp 2> /dev/null
+wait $jp 2> /dev/null
+r=$("$PPROF" -raw "$TMP/off/profile.pb.gz" 2>/dev/null |
+	python3 "$ROOT/tests/integration/jvm_traces.py" park "$jp")
+read -r ms java six three one <<<"$(sed 's/[a-z]*=//g' <<<"$r")"
+if at_least "${ms:-0}" 1000 && at_least "${java:-0}" 95 && within "${six:-0}" 60 3 &&
+	within "${three:-0}" 30 3 && within "${one:-0}" 10 3; then pass $t; else
+	fail $t "$r (want ms >= 1000, java >= 95, 60/30/10 +-3)"
+fi
+
+# Against JFR, in the same run: javac compiling a generated tree of
+# classes (a real program's own mix of methods), its main thread.
+t=jvm_jfr
+src=$TMP/jfr-src
+mkdir -p "$src/out"
+python3 - "$src" <<'EOF'
+import os, sys
+d = sys.argv[1]
+for i in range(400):
+    with open(os.path.join(d, "C%d.java" % i), "w") as f:
+        f.write("public class C%d {\n" % i)
+        for j in range(30):
+            f.write("  public static int m%d(int x) { int s = x; for (int k = 0; k < %d; k++) "
+                    "{ s += (k * %d) ^ (s >>> 3); if (s %% 7 == %d) s -= C%d.m%d(k); } "
+                    "return s; }\n" % (j, j + 3, i + j, j % 7, (i + 1) % 400, (j + 1) % 30))
+        f.write("}\n")
+EOF
+# One JVM compiling again and again (javac's main in a loop would start a
+# JVM each time): com.sun.tools.javac.Main from a small driver.
+cat > "$TMP/JfrLoop.java" <<'EOF'
+public class JfrLoop {
+	public static void main(String[] a) throws Exception {
+		long end = System.currentTimeMillis() + 1000L * Long.parseLong(a[0]);
+		String[] args = new String[a.length];
+		args[0] = "-d";
+		System.arraycopy(a, 1, args, 1, a.length - 1);
+		while (System.currentTimeMillis() < end)
+			com.sun.tools.javac.Main.compile(args);
+	}
+}
+EOF
+if javac -d "$CLS" --add-exports jdk.compiler/com.sun.tools.javac=ALL-UNNAMED "$TMP/JfrLoop.java" 2> "$TMP/jfr.err"; then
+	java --add-exports jdk.compiler/com.sun.tools.javac=ALL-UNNAMED -cp "$CLS" JfrLoop 40 "$src/out" "$src"/*.java > /dev/null 2>&1 &
+	jp=$!
+	sleep 8
+	jcmd "$jp" JFR.start name=rec settings=profile filename="$TMP/jfr.jfr" > /dev/null 2>&1
+	"$REC" -F 199 -d 12 -p "$jp" -o "$TMP/jfr" > /dev/null 2> "$TMP/jfr.err"
+	jcmd "$jp" JFR.stop name=rec > /dev/null 2>&1
+	kill $jp 2> /dev/null
+	wait $jp 2> /dev/null
+	jfr print --stack-depth 64 --events jdk.ExecutionSample "$TMP/jfr.jfr" > "$TMP/jfr.txt" 2>&1
+	"$PPROF" -raw "$TMP/jfr/profile.pb.gz" > "$TMP/jfr.raw" 2>/dev/null
+	r=$(python3 "$ROOT/tests/integration/jvm_traces.py" jfrcmp "$TMP/jfr.txt" main "$TMP/jfr.raw" "$jp" java)
+	if [[ $r == ok* ]]; then pass $t; else fail $t "$r"; fi
+else
+	fail $t "the JFR driver did not compile: $(head -3 "$TMP/jfr.err")"
+fi
+
+# Hostile tables: refused with one line, named natively, no hang.
+make -s -C "$ROOT" "$BPFTRACE_REC_BUILD/workloads/fakejvm" > /dev/null 2>&1
+for h in "${HOSTILE[@]}"; do
+	t=jvm_hostile_$h
+	timeout 30 "$REC" -F 199 -d 1.5 -o "$TMP/fake-$h" -- "$ROOT/$BPFTRACE_REC_BUILD/workloads/fakejvm" "$h" 1 \
+		> /dev/null 2> "$TMP/fake-$h.err"
+	rc=$?
+	n=$(grep -c "runs a JVM .* whose frames cannot be walked" "$TMP/fake-$h.err")
+	a=$("$PPROF" -top -nodecount=5 "$TMP/fake-$h/profile.pb.gz" 2>/dev/null | awk '$NF == "fake_spin" { sub("%", "", $2); print $2 }')
+	if [ "$rc" = 0 ] && [ "$n" = 1 ] && at_least "${a:-0}" 80; then pass $t; else
+		fail $t "exit $rc, $n refusal lines, fake_spin ${a:-not named}% flat (want 0, 1, >= 80)"
+		head -5 "$TMP/fake-$h.err" >&2
+	fi
+done
