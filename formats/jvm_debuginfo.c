@@ -193,11 +193,13 @@ int jvm_scopes_chain(const uint8_t *data, size_t len, int decode_offset, struct 
 
 	if (off == SERIALIZED_NULL)
 		return 0;
+	if (!data)
+		return -EINVAL;
 	while (off != SERIALIZED_NULL) {
 		const uint8_t *p, *end = data + len;
 		uint32_t sender, method, bci, skip;
 
-		if (!data || off < 0 || (uint64_t)off >= len)
+		if (off < 0 || (uint64_t)off >= len)
 			return -EINVAL;
 		if (n >= max)
 			return -E2BIG;

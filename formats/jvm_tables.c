@@ -299,8 +299,9 @@ int jvm_tables_read(struct jvm_tables **out, jvm_read_fn rd, jvm_sym_fn sym, voi
 		return ret;
 	}
 	for (int tab = 0; tab < TAB_N; tab++)
-		qsort_r(r.t->tab[tab].v, r.t->tab[tab].n, sizeof(struct jvm_entry), cmp_entry,
-			r.t->arena.p);
+		if (r.t->tab[tab].n > 1) /* an empty table has no array to give qsort */
+			qsort_r(r.t->tab[tab].v, r.t->tab[tab].n, sizeof(struct jvm_entry),
+				cmp_entry, r.t->arena.p);
 	*out = r.t;
 	return 0;
 }
