@@ -1,0 +1,242 @@
+"""Test vectors of HotSpot's compressed debug data, from a live JVM.
+
+Run by scripts/gen-jvm-vectors.sh: JVM_PID is a JSplit run with
+-XX:CompileCommand=print,JSplit::six, whose printout (HotSpot's own
+decode of six()'s C2 nmethod: its scope chains) is in PRINT, and the
+class file is CLASS. Reads from /proc/JVM_PID/mem, through the JVM's
+vmStructs (found as libjvm exports them):
+- every JSplit method's compressed line number table (after its bytecodes
+  in ConstMethod), decoded here and checked against `javap -l`: the pairs
+  must be the LineNumberTable's, in its order;
+- six()'s C2 nmethod: its PcDesc array, scopes data and the methods its
+  metadata names; each PcDesc's scope chain, decoded here, where every
+  chain HotSpot printed must appear, and spin() inlined into six() at the
+  invokestatic's bci that `javap -c` gives.
+A disagreement stops the script rather than writing a vector. Writes the
+vectors (format: tests/unit/test_jvm_debuginfo.c) to stdout.
+"""
+import re
+import struct
+import subprocess
+import sys
+
+pid, print_path, class_path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+mem = open(f"/proc/{pid}/mem", "rb")
+
+
+def rd(a, n):
+    mem.seek(a)
+    return mem.read(n)
+
+
+def u64(a):
+    return struct.unpack("<Q", rd(a, 8))[0]
+
+
+def i32(a):
+    return struct.unpack("<i", rd(a, 4))[0]
+
+
+def u16(a):
+    return struct.unpack("<H", rd(a, 2))[0]
+
+
+def cstr(a):
+    b = rd(a, 256)
+    return b[: b.index(0)].decode()
+
+
+# vmStructs, as libjvm exports them.
+lib = base = None
+for line in open(f"/proc/{pid}/maps"):
+    f = line.split()
+    if len(f) >= 6 and f[5].endswith("/libjvm.so") and f[2] == "00000000":
+        lib, base = f[5], int(f[0].split("-")[0], 16)
+        break
+syms = {}
+for line in subprocess.check_output(["nm", "-D", lib]).decode().splitlines():
+    f = line.split()
+    if len(f) == 3 and f[2].startswith("gHotSpot"):
+        syms[f[2].split("@")[0]] = base + int(f[0], 16)
+
+
+def var(name):
+    return u64(syms[name])
+
+
+def table(kind, fields):
+    a, stride = var(f"gHotSpotVM{kind}s"), var(f"gHotSpotVM{kind}EntryArrayStride")
+    offs = [var(f"gHotSpotVM{kind}Entry{f}Offset") for f in fields]
+    while u64(a + offs[0]):
+        yield [a + o for o in offs]
+        a += stride
+
+
+OFF, TSIZE, ICONST = {}, {}, {}
+for tn, fn, off in table("Struct", ["TypeName", "FieldName", "Offset"]):
+    OFF[cstr(u64(tn)) + "::" + cstr(u64(fn))] = u64(off)
+for tn, sz in table("Type", ["TypeName", "Size"]):
+    TSIZE[cstr(u64(tn))] = u64(sz)
+for n, v in [(a, b) for a, b in table("IntConstant", ["Name", "Value"])]:
+    ICONST[cstr(u64(n))] = i32(v)
+
+
+def symbol(a):
+    return rd(a + OFF["Symbol::_body"], u16(a + OFF["Symbol::_length"])).decode()
+
+
+def method_name(m):
+    """'Class.name' of a Method*."""
+    cm = u64(m + OFF["Method::_constMethod"])
+    cp = u64(cm + OFF["ConstMethod::_constants"])
+    holder = u64(cp + OFF["ConstantPool::_pool_holder"])
+    idx = u16(cm + OFF["ConstMethod::_name_index"])
+    name = symbol(u64(cp + TSIZE["ConstantPool"] + 8 * idx))
+    return symbol(u64(holder + OFF["Klass::_name"])) + "." + name
+
+
+# The decoders, written from compressedStream.hpp and method.cpp.
+def read_int(b, p):
+    s = 0
+    for i in range(5):
+        c = b[p]
+        p += 1
+        s += c << (6 * i)
+        if c < 192 or i == 4:
+            return s & 0xFFFFFFFF, p
+
+
+def read_signed(b, p):
+    v, p = read_int(b, p)
+    return (v >> 1) ^ -(v & 1), p
+
+
+def lnt_pairs(b):
+    p, bci, line, pairs = 0, 0, 0, []
+    while b[p]:
+        c = b[p]
+        p += 1
+        if c == 0xFF:
+            d, p = read_signed(b, p)
+            bci += d
+            d, p = read_signed(b, p)
+            line += d
+        else:
+            bci += c >> 3
+            line += c & 7
+        pairs.append((bci, line))
+    return pairs, p + 1
+
+
+def line_of(pairs, bci):
+    best_bci, best = 0, -1
+    for b, l in pairs:
+        if b == bci:
+            return l
+        if bci > b >= best_bci:
+            best_bci, best = b, l
+    return best
+
+
+# javap's LineNumberTables and six()'s invokestatic of spin.
+javap = subprocess.check_output(["javap", "-c", "-l", "-p", class_path]).decode()
+jpairs, cur, call_bci = {}, None, None
+for line in javap.splitlines():
+    m = re.match(r"\s+(?:[\w.$<>\[\]]+\s+)*([\w$<>]+)\(.*\)(?: throws [\w.$, ]+)?;$", line)
+    if m:
+        cur = "<init>" if m.group(1) == "JSplit" else m.group(1)
+        continue
+    if re.match(r"\s+static \{\};$", line):
+        cur = "<clinit>"
+        continue
+    m = re.match(r"\s+line (\d+): (\d+)$", line)
+    if m and cur:
+        jpairs.setdefault(cur, []).append((int(m.group(2)), int(m.group(1))))
+    m = re.match(r"\s+(\d+): invokestatic .*// Method spin:", line)
+    if m and cur == "six":
+        call_bci = int(m.group(1))
+assert call_bci is not None, "javap shows no call of spin in six"
+
+print("# HotSpot's compressed debug data from a live JVM, and the answers.")
+print("# Generated by scripts/gen-jvm-vectors.sh; do not edit.")
+print("# " + open(f"/proc/{pid}/cmdline").read().split("\0")[0] + " " + lib)
+
+# Line tables: every method of six()'s class.
+nm = None
+text = open(print_path).read()
+blocks = re.findall(r"Compiled method \(c2\).*?JSplit::six.*?total in heap\s+\[(0x[0-9a-f]+),", text, re.S)
+assert blocks, "no C2 nmethod of six() printed"
+nm = int(blocks[-1], 16)
+six = u64(nm + OFF["CompiledMethod::_method"])
+klass = u64(u64(u64(six + OFF["Method::_constMethod"]) + OFF["ConstMethod::_constants"]) + OFF["ConstantPool::_pool_holder"])
+methods = u64(klass + OFF["InstanceKlass::_methods"])
+has_lnt = ICONST["ConstMethod::_has_linenumber_table"]
+nlnt = 0
+for i in range(i32(methods)):
+    m = u64(methods + OFF["Array<Method*>::_data"] + 8 * i)
+    name = method_name(m).split(".", 1)[1]
+    cm = u64(m + OFF["Method::_constMethod"])
+    code_size = u16(cm + OFF["ConstMethod::_code_size"])
+    if not u16(cm + OFF["ConstMethod::_flags"]) & has_lnt:
+        continue
+    raw = rd(cm + TSIZE["ConstMethod"] + code_size, 512)
+    pairs, n = lnt_pairs(raw)
+    want = jpairs.get(name)
+    assert pairs == want, f"{name}: decoded {pairs}, javap {want}"
+    print(f"lnt JSplit.{name} {code_size} {raw[:n].hex()}")
+    print("pairs " + " ".join(f"{b}:{l}" for b, l in pairs))
+    print("lines " + " ".join(str(line_of(pairs, b)) for b in range(code_size)))
+    nlnt += 1
+assert nlnt >= 6, f"only {nlnt} line tables"
+
+# six()'s C2 nmethod.
+scopes_begin = u64(nm + OFF["CompiledMethod::_scopes_data_begin"])
+pcs_begin = nm + i32(nm + OFF["nmethod::_scopes_pcs_offset"])
+pcs_end = nm + i32(nm + OFF["nmethod::_dependencies_offset"])
+meta_begin = nm + i32(nm + OFF["nmethod::_metadata_offset"])
+pcs, scopes = rd(pcs_begin, pcs_end - pcs_begin), rd(scopes_begin, pcs_begin - scopes_begin)
+meta = [u64(meta_begin + 8 * i) for i in range((scopes_begin - meta_begin) // 8)]
+psize = TSIZE["PcDesc"]
+lay = [OFF["PcDesc::" + f] for f in ["_pc_offset", "_scope_decode_offset", "_obj_decode_offset", "_flags"]]
+names = {}
+
+
+def chain(off):
+    out = []
+    while off:
+        sender, p = read_int(scopes, off)
+        midx, p = read_int(scopes, p)
+        bci, p = read_int(scopes, p)
+        if midx not in names:
+            names[midx] = method_name(meta[midx - 1]) if midx else "-"
+        out.append((names[midx], bci - 1))
+        off = sender
+    return out
+
+
+chains = []
+for r in range(0, len(pcs), psize):
+    pc, so = (struct.unpack_from("<i", pcs, r + lay[k])[0] for k in (0, 1))
+    chains.append((pc, so, chain(so)))
+
+# HotSpot's printout: each block of "; - Class::method@bci" lines a chain.
+printed, cur = set(), []
+c2 = text[text.rindex("Compiled method (c2)"):]
+for line in c2.splitlines():
+    m = re.search(r"; - (?:\(reexecute\) )?(\w+)::([\w$<>]+)@(-?\d+)", line)
+    if m:
+        cur.append((m.group(1) + "." + m.group(2), int(m.group(3))))
+    elif cur:
+        printed.add(tuple(cur))
+        cur = []
+decoded = {tuple(c) for _, _, c in chains if c}
+assert printed and printed <= decoded, f"printed {printed}, decoded {decoded}"
+inl = [c for c in decoded if len(c) == 2 and c[0][0] == "JSplit.spin" and c[1] == ("JSplit.six", call_bci)]
+assert inl, f"no chain of spin() inlined into six()@{call_bci}: {decoded}"
+
+print(f"nmethod JSplit.six pcdesc {psize} " + " ".join(map(str, lay)))
+print("metadata " + " ".join(names.get(i + 1, "?") for i in range(len(meta))))
+print("pcs " + pcs.hex())
+print("scopes " + scopes.hex())
+for pc, so, c in chains:
+    print(f"chain {pc} {so} " + " ".join(f"{n}@{b}" for n, b in c))
