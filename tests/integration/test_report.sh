@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # bpftrace-rec report: a recording read with nothing but this tool (Debian
 # packages no pprof). Its top matches pprof's on the same file; its errors
-# are one line naming the input and the reason.
+# are one line naming the input and the reason; and a machine without
+# pprof is told to run it: every command printed at the end exists there
+# and is in summary.json.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(report_errors report_split_like_pprof report_per_process)
+ALL=(report_errors report_split_like_pprof report_per_process report_named_without_pprof
+	printed_all_in_summary)
 
 # --- errors: one line naming the input and the reason, exit 1 -------------------
 # (no BPF: the binary alone)
@@ -83,3 +86,49 @@ if grep -qE "^ .*%  +$a  split$" "$TMP/two.report" && grep -qE "^ .*%  +$b  spli
 else
 	fail $t "$(head -c 600 "$TMP/two.report"; echo; head -c 300 "$TMP/two.pid")"
 fi
+
+# --- no pprof: the list names bpftrace-rec report, all of it in summary.json ----
+# The binary copied alone (no tools/pprof beside it), on a PATH without pprof.
+BARE=/usr/sbin:/usr/bin:/sbin:/bin
+mkdir -p "$TMP/bin" && cp "$REC" "$TMP/bin/bpftrace-rec"
+printed() { sed -n '/; files:$/,$ { /; files:$/d; s/^  //p }' "$1"; }
+# The commands summary.json lists, "open" and "open_also", a line each.
+listed() { python3 -c 'import json, sys
+for f in json.load(open(sys.argv[1]))["files"]:
+    print(f["open"])
+    for c in f.get("open_also", []):
+        print(c)' "$1"; }
+t=report_named_without_pprof
+(cd "$TMP" && PATH=$BARE "$TMP/bin/bpftrace-rec" --off-cpu -F 499 -o np -- "$WL/split" 1 > /dev/null 2> np.err)
+(cd "$TMP" && PATH=$TMP/bin:$BARE bpftrace-rec -F 499 -o np2 -- "$WL/split" 0.5 > /dev/null 2> np2.err)
+printed "$TMP/np.err" > "$TMP/np.cmds"
+bad=
+grep -qx "$TMP/bin/bpftrace-rec report np" "$TMP/np.cmds" || bad+=" [no '$TMP/bin/bpftrace-rec report np']"
+grep -qx "bpftrace-rec report np2" <(printed "$TMP/np2.err") || bad+=" [no 'bpftrace-rec report np2' where it is on PATH]"
+grep -qE "(^|/)pprof " "$TMP/np.cmds" && bad+=" [names pprof: $(grep -E '(^|/)pprof ' "$TMP/np.cmds" | head -1)]"
+# It runs as printed, and shows the waits too.
+c=$(grep " report np$" "$TMP/np.cmds")
+(cd "$TMP" && PATH=$BARE bash -c "$c" > np.report 2>&1) || bad+=" [fails: $c]"
+grep -q ' func_six ' "$TMP/np.report" && grep -q '^== offcpu: np/profile.pb.gz$' "$TMP/np.report" &&
+	grep -q '^== wall: np/profile.pb.gz$' "$TMP/np.report" || bad+=" [no func_six, offcpu or wall in the report]"
+cmp -s "$TMP/np.cmds" <(listed "$TMP/np/summary.json") || bad+=" [printed != summary.json's: $(diff "$TMP/np.cmds" <(listed "$TMP/np/summary.json") | head -4 | tr '\n' ' ')]"
+if [ -z "$bad" ]; then pass $t; else fail $t "$bad"; cat "$TMP/np.cmds" >&2; fi
+
+# --- with pprof: --off-cpu's views are printed and in summary.json --------------
+t=printed_all_in_summary
+(cd "$TMP" && "$REC" --off-cpu -F 499 -o wp -- "$WL/split" 0.5 > /dev/null 2> wp.err)
+printed "$TMP/wp.err" > "$TMP/wp.cmds"
+pp=$(dirname "$REC")/tools/pprof
+if [ -x "$pp" ]; then pp=$(cd "$(dirname "$pp")" && pwd)/pprof; fi
+bad=
+cmp -s "$TMP/wp.cmds" <(listed "$TMP/wp/summary.json") || bad+=" [printed != summary.json's: $(diff "$TMP/wp.cmds" <(listed "$TMP/wp/summary.json") | head -4 | tr '\n' ' ')]"
+if command -v pprof > /dev/null || [ -x "$pp" ]; then
+	# Each view by the pprof that is there (not a bare "pprof" where none is on PATH).
+	v=$(grep -c -- "-sample_index=\(offcpu\|wall\) -top wp/profile.pb.gz$" "$TMP/wp.cmds")
+	[ "$v" = 2 ] || bad+=" [$v views of the waits]"
+	while IFS= read -r c; do
+		(cd "$TMP" && bash -c "$c" > one.out 2>&1) && grep -q ' func_six$\|do_nanosleep\|futex' "$TMP/one.out" ||
+			bad+=" [fails: $c]"
+	done < <(grep -- "-sample_index=" "$TMP/wp.cmds")
+fi
+if [ -z "$bad" ]; then pass $t; else fail $t "$bad"; cat "$TMP/wp.cmds" >&2; fi
