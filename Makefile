@@ -55,8 +55,8 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 # Keep the BPF objects: bpftool reads them, and rebuilding them is not free.
 .SECONDARY:
 
-.PHONY: all clean install uninstall man docs deb demo test unit-tests deps format format-check workloads \
-	bench-helpers fuzz test-kernels
+.PHONY: all clean install uninstall man docs deb demo test unit-tests deps test-deps format format-check workloads \
+	bench-helpers fuzz fuzz-run test-kernels
 all: $(BIN) $(UNIT_BIN)
 
 BPF_HDRS := bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h bpf/python.h \
@@ -250,8 +250,13 @@ deb:
 	lintian --fail-on error $(DEB_DIR)/*.changes
 	@ls $(DEB_DIR)/*.deb
 
+# What building, running and reading need (the README's table); the test
+# lab (servers, peers, qemu, JIT runtimes, Chromium, packaging tools) is
+# test-deps', which make test installs. scripts/install-deps.sh says more.
 deps:
 	bash scripts/install-deps.sh
+test-deps:
+	bash scripts/install-deps.sh --test
 
 # Install what is missing, build, record the bundled demo, print its top functions.
 demo: deps
@@ -260,7 +265,7 @@ demo: deps
 
 # Every test; the last line is "N passed, N failed". With SANITIZE=1, of the
 # sanitizer build (tests/run.sh then fails on any sanitizer report).
-test: deps
+test: test-deps
 	$(MAKE) all
 	BPFTRACE_REC_BUILD=$(OUT) BPFTRACE_REC=$(BIN) SANITIZE=$(SANITIZE) bash tests/run.sh
 
@@ -284,12 +289,15 @@ $(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
 
 FUZZ_SECONDS ?= 30
-fuzz: $(FUZZ_BIN) workloads
+fuzz: test-deps
+	$(MAKE) fuzz-run
+fuzz-run: $(FUZZ_BIN) workloads
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh $(FUZZ_BIN)
 
 # The guest suite (tests/kernels/guest-suite.sh) on the host kernel and in
 # qemu on Debian's 5.10, 6.1 and 6.12 kernels; KERNELS="6.1" picks some.
-test-kernels: all
+test-kernels: test-deps
+	$(MAKE) all
 	bash scripts/test-kernels.sh
 
 FORMAT_SRC = bpf/*.c bpf/*.h user/*.c user/*.h formats/*.c formats/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c \

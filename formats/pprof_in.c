@@ -4,6 +4,7 @@
 #include <string.h>
 #include "formats/pprof_in.h"
 #include "formats/protobuf.h"
+#include <zlib.h>
 
 void pprof_in_free(struct pprof_in *in)
 {
@@ -20,6 +21,67 @@ void pprof_in_free(struct pprof_in *in)
 	idtab_free(&in->map_ix);
 	idtab_free(&in->loc_ix);
 	idtab_free(&in->fn_ix);
+}
+
+int pprof_in_gunzip(const void *gz, size_t n, size_t max, struct fmt_buf *out)
+{
+	const unsigned char *p = gz;
+	z_stream z = {0};
+	int zr = Z_OK, err = 0;
+
+	if (n < 2 || p[0] != 0x1f || p[1] != 0x8b)
+		return -EBADMSG;
+	/* 16 + 15: gzip only, not zlib or raw deflate. */
+	if (inflateInit2(&z, 16 + 15) != Z_OK)
+		return -ENOMEM;
+	z.next_in = (unsigned char *)p;
+	while (!err) {
+		size_t room;
+
+		/* zlib counts in uInt: the input is fed at most 1 GiB at a time. */
+		if (!z.avail_in) {
+			size_t left = n - (size_t)(z.next_in - p);
+
+			z.avail_in = left > (1u << 30) ? 1u << 30 : (uInt)left;
+		}
+		if (zr == Z_STREAM_END) {
+			/* Another member, or the end: anything else is not gzip. */
+			if (!z.avail_in)
+				break;
+			if (z.avail_in < 2 || z.next_in[0] != 0x1f || z.next_in[1] != 0x8b) {
+				err = -EILSEQ;
+				break;
+			}
+			if (inflateReset(&z) != Z_OK) {
+				err = -ENOMEM;
+				break;
+			}
+		}
+		if (out->n >= max) {
+			err = -EFBIG;
+			break;
+		}
+		room = max - out->n < 65536 ? max - out->n : 65536;
+		if (fmt_grow((void **)&out->p, &out->cap, out->n + room, 1)) {
+			err = -ENOMEM;
+			break;
+		}
+		z.next_out = out->p + out->n;
+		z.avail_out = (uInt)room;
+		zr = inflate(&z, Z_NO_FLUSH);
+		out->n += room - z.avail_out;
+		if (zr == Z_MEM_ERROR)
+			err = -ENOMEM;
+		else if (zr == Z_DATA_ERROR || zr == Z_NEED_DICT || zr == Z_STREAM_ERROR)
+			err = -EILSEQ;
+		/* No progress with all the input given: it ended mid-stream. */
+		else if (zr == Z_BUF_ERROR && !z.avail_in && z.next_in == p + n)
+			err = -ENODATA;
+		else if (zr != Z_STREAM_END && !z.avail_in && z.next_in == p + n && z.avail_out)
+			err = -ENODATA;
+	}
+	inflateEnd(&z);
+	return err;
 }
 
 int pprof_in_vtype(const struct pb_field *f, struct pvtype *t)

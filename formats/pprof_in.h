@@ -1,8 +1,9 @@
 /* A pprof profile.proto read in place (uncompressed: formats/pprof.c's,
  * the model every file of a run is written from): its tables as they are,
  * each index checked, for the encoders that turn it into what a receiver
- * takes (formats/otlp.c, formats/pyroscope.c). Strings point into the
- * bytes read, which must outlive it. Plain C, no BPF. */
+ * takes (formats/otlp.c, formats/pyroscope.c) and for the report
+ * (formats/report.c). Strings point into the bytes read, which must outlive
+ * it. Plain C, no BPF. */
 #ifndef FORMATS_PPROF_IN_H
 #define FORMATS_PPROF_IN_H
 
@@ -66,6 +67,13 @@ struct pprof_in {
  * types), -ENOMEM. in (zeroed before) is to be freed either way. */
 int pprof_in_read(const void *pb, size_t n, struct pprof_in *in);
 void pprof_in_free(struct pprof_in *in);
+/* profile.pb.gz as it is on disk: a gzip stream (one member or several, as
+ * Go's reader takes them) inflated into out, appended. 0; -EBADMSG when gz
+ * is not gzip (no magic); -EILSEQ when its data is corrupt (a bad header,
+ * deflate data or checksum, bytes after the last member that are not one);
+ * -ENODATA when the stream ends early (a truncated file); -EFBIG when it
+ * would inflate past max bytes (a bomb); -ENOMEM. */
+int pprof_in_gunzip(const void *gz, size_t n, size_t max, struct fmt_buf *out);
 /* A ValueType message (type, unit: string indices, unchecked), as OTLP's
  * is too. 0 or -EINVAL. */
 int pprof_in_vtype(const struct pb_field *f, struct pvtype *t);

@@ -15,7 +15,7 @@ SPIN=build/workloads/spin
 DEEP=build/workloads/deep
 [ "$(id -u)" = 0 ] || { echo "bench-bpf: run as root" >&2; exit 1; }
 [ -x bpftrace-rec ] && [ -x $SPIN ] && [ -x $DEEP ] || { echo "bench-bpf: make && make workloads first" >&2; exit 1; }
-command -v bpftrace > /dev/null || { echo "bench-bpf: bpftrace not found (make deps)" >&2; exit 1; }
+command -v bpftrace > /dev/null || { echo "bench-bpf: bpftrace not found (make test-deps)" >&2; exit 1; }
 source scripts/lib.sh
 bpf_stats_begin
 

@@ -17,7 +17,7 @@ HZ=999
 [ "$(id -u)" = 0 ] || { echo "bench-gaps: run as root" >&2; exit 1; }
 [ -x $GAPS ] && [ -x bpftrace-rec ] || { echo "bench-gaps: make && make bench-helpers first" >&2; exit 1; }
 for t in bpftrace perf; do
-	command -v $t > /dev/null || { echo "bench-gaps: $t not found (make deps)" >&2; exit 1; }
+	command -v $t > /dev/null || { echo "bench-gaps: $t not found (make test-deps)" >&2; exit 1; }
 done
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"; jobs -p | xargs -r kill 2>/dev/null' EXIT

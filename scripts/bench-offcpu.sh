@@ -13,7 +13,7 @@
 # recording the benchmark alone (-- CMD, with the per-wait events of the
 # XRay timelines). Prints medians, ratios and what was lost.
 # Usage: bash scripts/bench-offcpu.sh   (as root, after make; needs linux-perf,
-# bpftrace and bpfcc-tools: make deps); `bash scripts/bench-offcpu.sh server`
+# bpftrace and bpfcc-tools: make test-deps); `bash scripts/bench-offcpu.sh server`
 # for the cost at server scale against libbpf-tools' offcputime, `... python`
 # for the Python walk's (below).
 set -eu
@@ -22,8 +22,8 @@ ROUNDS=${ROUNDS:-5}
 LOOPS=${LOOPS:-100000}
 [ "$(id -u)" = 0 ] || { echo "bench-offcpu: run as root" >&2; exit 1; }
 [ -x bpftrace-rec ] || { echo "bench-offcpu: make first" >&2; exit 1; }
-command -v perf > /dev/null || { echo "bench-offcpu: perf not found (make deps)" >&2; exit 1; }
-command -v bpftrace > /dev/null || { echo "bench-offcpu: bpftrace not found (make deps)" >&2; exit 1; }
+command -v perf > /dev/null || { echo "bench-offcpu: perf not found (make test-deps)" >&2; exit 1; }
+command -v bpftrace > /dev/null || { echo "bench-offcpu: bpftrace not found (make test-deps)" >&2; exit 1; }
 # bpftrace's tracepoints need tracefs (not mounted on some machines).
 if [ ! -e /sys/kernel/tracing/events/sched/sched_switch ]; then
 	mount -t tracefs nodev /sys/kernel/tracing ||
@@ -43,7 +43,7 @@ if [ -n "$OFFCPUTIME" ]; then
 	fi
 	rm -f /tmp/bench-offcpu-bcc.err
 else
-	echo "bench-offcpu: offcputime-bpfcc not found (make deps): measuring without it" >&2
+	echo "bench-offcpu: offcputime-bpfcc not found (make test-deps): measuring without it" >&2
 fi
 source scripts/lib.sh
 bpf_stats_begin
@@ -120,7 +120,7 @@ fi
 # RSS. Targets (issue 22): at most 2x offcputime's CPU, RSS under 64 MiB.
 if [ "${1:-}" = server ]; then
 	SECS=${SECS:-10}
-	command -v offcputime > /dev/null || { echo "bench-offcpu: offcputime not found (libbpf-tools: make deps)" >&2; exit 1; }
+	command -v offcputime > /dev/null || { echo "bench-offcpu: offcputime not found (libbpf-tools: make test-deps)" >&2; exit 1; }
 	PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	pg=$TMP/pg

@@ -51,7 +51,7 @@ DEEP=build/workloads/deep
 PPROF=${PPROF:-tools/pprof}
 [ "$(id -u)" = 0 ] || { echo "bench-unwind: run as root" >&2; exit 1; }
 [ -x "$REC" ] && [ -x $DEEP ] || { echo "bench-unwind: make && make workloads first" >&2; exit 1; }
-command -v bpftrace > /dev/null || { echo "bench-unwind: bpftrace not found (make deps)" >&2; exit 1; }
+command -v bpftrace > /dev/null || { echo "bench-unwind: bpftrace not found (make test-deps)" >&2; exit 1; }
 source scripts/lib.sh
 bpf_stats_begin
 head -c 48000000 /dev/urandom > "$TMP/rnd"

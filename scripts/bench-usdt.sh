@@ -11,7 +11,7 @@
 # tool's programs' run_time_ns / run_cnt, kernel.bpf_stats_enabled) and the
 # tool's own CPU time over the run (utime + stime). Prints medians.
 # Usage: bash scripts/bench-usdt.sh   (as root, after make; needs postgresql
-# and bpftrace: make deps)
+# and bpftrace: make test-deps)
 set -eu
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}
@@ -22,8 +22,8 @@ PGBIN=/usr/lib/postgresql/15/bin
 [ "$(id -u)" = 0 ] || { echo "bench-usdt: run as root" >&2; exit 1; }
 [ -x bpftrace-rec ] || { echo "bench-usdt: make first" >&2; exit 1; }
 [ -x $PGBIN/postgres ] && command -v pgbench > /dev/null ||
-	{ echo "bench-usdt: PostgreSQL 15 not found (make deps)" >&2; exit 1; }
-command -v bpftrace > /dev/null || { echo "bench-usdt: bpftrace not found (make deps)" >&2; exit 1; }
+	{ echo "bench-usdt: PostgreSQL 15 not found (make test-deps)" >&2; exit 1; }
+command -v bpftrace > /dev/null || { echo "bench-usdt: bpftrace not found (make test-deps)" >&2; exit 1; }
 source scripts/lib.sh
 bpf_stats_begin
 

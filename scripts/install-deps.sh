@@ -1,59 +1,112 @@
 #!/usr/bin/env bash
-# Install the Debian 12 packages bpftrace-rec needs to build, test and benchmark.
-# Idempotent: installs only what is missing, and runs `apt-get update` only then.
-# Also builds the standalone pprof (offline, from Debian's Go sources) into tools/.
+# Installs the Debian 12 packages bpftrace-rec needs, by purpose:
+#   install-deps.sh         (make deps) building, running and reading a
+#                           recording: the compiler and libraries, the
+#                           readers, and the standalone pprof built into tools/;
+#   install-deps.sh --test  (make test-deps, which make test calls) the test
+#                           lab on top: the servers, load generators and peer
+#                           tools the tests run, qemu and its kernels' tools,
+#                           the JIT runtimes, Chromium, the packaging tools.
+# Idempotent: installs only what is missing, and runs `apt-get update` only
+# then. The lab's servers (PostgreSQL, Redis, nginx) are never left running or
+# enabled as system services: the tests start their own, on loopback.
 set -euo pipefail
 
-PKGS=(
-  make pkg-config clang llvm gcc libc6-dev binutils libclang-rt-14-dev
+# What `make`, `make install` and reading a recording need; the README's
+# table says why each is there.
+DEPS=(
+  make pkg-config gcc g++ libc6-dev binutils clang llvm
   libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev libiberty-dev
-  # make format / format-check: the repo's .clang-format
-  clang-format
-  # --push: HTTP and TLS (certificates verified) by Debian's libcurl with
-  # OpenSSL, not a client of our own (user/push.c)
+  # --push: Debian's libcurl with OpenSSL, loaded with dlopen (user/push.c)
   libcurl4-openssl-dev
-  # pprof -svg, -pdf and the graph view of pprof -http run graphviz's dot
-  graphviz
-  linux-perf bpftrace google-perftools
-  # scripts/bench-offcpu.sh: bcc's offcputime, the peer of --off-cpu
-  bpfcc-tools
-  time
-  # JIT runtimes for test_jit.sh and test_jitguide.sh (node; java and javac 17)
-  nodejs openjdk-17-jdk-headless
-  # tests/integration/test_flame.sh: flamegraph.html loaded in headless Chromium
-  chromium
-  golang-go golang-github-google-pprof-dev
+  # make's test workloads: <sys/sdt.h> (usdtwork.c), Go 1.19 (gowork.go,
+  # and tools/pprof below, from Debian's pprof sources)
+  systemtap-sdt-dev golang-go golang-github-google-pprof-dev
   golang-github-ianlancetaylor-demangle-dev golang-github-chzyer-readline-dev
-  # make test-kernels: Debian's kernels booted in qemu from a busybox initramfs
-  qemu-system-x86 busybox-static cpio xz-utils zstd
-  # Real servers the integration tests start on loopback and record
-  # (whole stacks under -t, off-CPU at server scale): with their own load
-  # generators (pgbench comes with postgresql, redis-benchmark with redis-tools)
-  postgresql redis-server redis-tools nginx-light wrk
-  # libbpf-tools' offcputime (CO-RE: runs without kernel headers, where bcc's
-  # offcputime-bpfcc cannot): the peer test_servers.sh and
-  # scripts/bench-offcpu.sh compare --off-cpu's totals and cost with
-  libbpf-tools
-  # <sys/sdt.h>: tests/workloads/usdtwork.c's own USDT probes (-t usdt:, and the
-  # kernel matrix's USDT pair)
-  systemtap-sdt-dev
-  # make deb: Debian's own packaging tools, lintian, and the man page's source
-  dpkg-dev debhelper fakeroot lintian scdoc
+  # make install's man page
+  scdoc
+  # the readers: google-pprof (cpu-PID.prof); llvm above has llvm-xray;
+  # graphviz's dot draws pprof -svg and pprof -http's graph
+  google-perftools graphviz
 )
 
+# The test lab: what tests/, make test-kernels, make fuzz, make deb and the
+# benchmarks run, none of which a user of the tool needs.
+TEST_DEPS=(
+  # make format-check; the sanitizer build and make fuzz (compiler-rt)
+  clang-format libclang-rt-14-dev
+  # peers the tests and benchmarks compare with; /usr/bin/time measures
+  linux-perf bpftrace bpfcc-tools libbpf-tools time
+  # JIT runtimes (test_jit.sh, test_jitguide.sh) and flamegraph.html's browser
+  nodejs openjdk-17-jdk-headless chromium
+  # make test-kernels: Debian's kernels booted in qemu from a busybox initramfs
+  qemu-system-x86 busybox-static cpio xz-utils zstd
+  # servers the tests start on loopback and record, with their load
+  # generators (pgbench comes with postgresql, redis-benchmark with redis-tools)
+  postgresql redis-server redis-tools nginx-light wrk
+  # make deb: Debian's packaging tools and lintian
+  dpkg-dev debhelper fakeroot lintian
+  # the tests' scripts and test_docs's ./myprog (OpenSSL's SSL_read)
+  python3 libssl-dev
+)
+# The lab's servers as Debian packages them: system services it starts on
+# install and at boot.
+LAB_SERVICES=(postgresql redis-server nginx)
+
+test=
+[ "${1:-}" = --test ] && test=1
+pkgs=("${DEPS[@]}")
+[ -n "$test" ] && pkgs+=("${TEST_DEPS[@]}")
+
 missing=()
-for p in "${PKGS[@]}"; do
+for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+
+# policy-rc.d (Debian's invoke-rc.d and deb-systemd-invoke ask it) exiting
+# 101 keeps the servers from starting as they are installed; one that is
+# already there (a container's) is left as it is.
+policy=/usr/sbin/policy-rc.d
+own_policy=
+restore_policy() { [ -z "$own_policy" ] || rm -f "$policy"; }
+trap restore_policy EXIT
+
 if ((${#missing[@]})); then
   if [ "$(id -u)" != 0 ]; then
     echo "install-deps: missing packages (${missing[*]}); run as root to install them" >&2
     exit 1
   fi
+  if [ -n "$test" ] && [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# scripts/install-deps.sh --test: no service starts while it installs\nexit 101\n' > "$policy"
+    chmod 0755 "$policy"
+    own_policy=1
+  fi
   echo "install-deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+restore_policy
+own_policy=
+
+# The lab's servers, however they were installed: stopped and not enabled at
+# boot. Only their system instances: a test's own server (its directory,
+# its port) is not a service.
+if [ -n "$test" ] && [ "$(id -u)" = 0 ]; then
+  for s in "${LAB_SERVICES[@]}"; do
+    [ -e "/etc/init.d/$s" ] || [ -e "/lib/systemd/system/$s.service" ] || continue
+    if [ -d /run/systemd/system ]; then
+      systemctl disable --now "$s.service" >/dev/null 2>&1 || true
+      [ "$s" != postgresql ] || systemctl stop 'postgresql@*.service' >/dev/null 2>&1 || true
+    else
+      # No systemd (a container): the init script's own status and stop,
+      # which act on the service's pid file and clusters alone.
+      if [ -x "/etc/init.d/$s" ] && "/etc/init.d/$s" status >/dev/null 2>&1; then
+        "/etc/init.d/$s" stop >/dev/null 2>&1 || true
+      fi
+      update-rc.d "$s" disable >/dev/null 2>&1 || true
+    fi
+  done
 fi
 
 # The standalone pprof: `go tool pprof` 1.19 names legacy-profile frames only
@@ -68,4 +121,4 @@ if [ ! -x "$here/tools/pprof" ]; then
   (cd /tmp && GOPATH=/usr/share/gocode GO111MODULE=off GOCACHE="${GOCACHE:-/tmp/go-cache}" \
     /usr/lib/go-1.19/bin/go build -o "$here/tools/pprof" github.com/google/pprof)
 fi
-echo "install-deps: ok"
+echo "install-deps: ok${test:+ (with the test lab)}"

@@ -17,7 +17,7 @@
 # sees the host's / read-only over virtio-9p under a tmpfs overlay, so it runs
 # this tree's build and the host's tools (pprof, llvm-xray, node) at their
 # host paths. Needs qemu-system-x86, busybox-static, xz-utils, zstd and cpio
-# (scripts/install-deps.sh).
+# (make test-deps: scripts/install-deps.sh --test).
 #
 # Environment: KERNELS (default "host 5.10 6.1 6.12": a series picks the
 # newest linux-image-amd64 of that series in bullseye, bookworm, their
@@ -53,7 +53,7 @@ needs() {
 	# The static one: the initramfs has no libraries.
 	dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'install ok installed' ||
 		missing="$missing busybox-static"
-	[ -z "$missing" ] || die "missing:$missing (make deps installs them)"
+	[ -z "$missing" ] || die "missing:$missing (make test-deps installs them)"
 }
 
 # --- kernels from Debian's archive ---------------------------------------------

@@ -8,6 +8,7 @@
 #include "bpf/events.h"
 #include "user/continuous.h"
 #include "user/record.h"
+#include "user/report.h"
 #include "user/target.h"
 #include "user/util.h"
 
@@ -25,7 +26,7 @@ static const char doc[] =
     "  bpftrace-rec -- ./bench         # run ./bench, record it to its end\n"
     "  bpftrace-rec -t 'parse_*' -p 1234  # also trace every call of parse_*\n"
     "Files go to ./bpftrace-rec.out (an earlier recording there moves to old/);\n"
-    "the end of the run prints the command that opens each. See man bpftrace-rec.\n";
+    "bpftrace-rec report [DIR] prints their top functions. See man bpftrace-rec.\n";
 
 static const char args_doc[] = "[-- COMMAND [ARGS...]]";
 
@@ -359,6 +360,10 @@ int main(int argc, char **argv)
 	 * tool on a live box must not, unless asked with BPFTRACE_REC_DEBUGINFOD=1. */
 	if (!getenv("BPFTRACE_REC_DEBUGINFOD"))
 		unsetenv("DEBUGINFOD_URLS");
+	/* A subcommand, as perf's: "bpftrace-rec -- report" still runs a
+	 * command named report. */
+	if (argc > 1 && !strcmp(argv[1], "report"))
+		return report_main(argc - 1, argv + 1);
 	env.argc = argc;
 	env.argv = argv;
 	err = argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, NULL);

@@ -28,8 +28,37 @@ const struct written *outdir_written(size_t *n)
 	return written.v;
 }
 
+int outdir_written_also(const char *name, const char *cmd)
+{
+	struct written *w = NULL;
+	char **more, *c;
+	size_t i;
+
+	for (i = written.n; i-- > 0 && !w;)
+		if (!strcmp(written.v[i].name, name))
+			w = &written.v[i];
+	if (!w)
+		return -ENOENT;
+	if (!(c = strdup(cmd)))
+		return -ENOMEM;
+	if (!(more = realloc(w->also, (w->nalso + 1) * sizeof(*more)))) {
+		free(c);
+		return -ENOMEM;
+	}
+	more[w->nalso++] = c;
+	w->also = more;
+	return 0;
+}
+
 void outdir_written_free(void)
 {
+	size_t i, j;
+
+	for (i = 0; i < written.n; i++) {
+		for (j = 0; j < written.v[i].nalso; j++)
+			free(written.v[i].also[j]);
+		free(written.v[i].also);
+	}
 	VEC_FREE(written);
 }
 

@@ -54,8 +54,15 @@ struct written {
 	char name[64];
 	char open_cmd[PATH_MAX + 128];
 	pid_t pid;
+	/* More commands that open it (--off-cpu's views of profile.pb.gz),
+	 * malloc'd: printed at the end and in summary.json as the first. */
+	char **also;
+	size_t nalso;
 };
 const struct written *outdir_written(size_t *n);
+/* Adds a command to the file of this name written last. 0, -ENOENT (no
+ * such file written), -ENOMEM. */
+int outdir_written_also(const char *name, const char *cmd);
 void outdir_written_free(void);
 
 /* Keeps the first error of several writes: OUT_FIRST(first, call). */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "user/offcpu.h"
 #include "user/outdir.h"
 #include "user/output.h"
@@ -155,11 +156,33 @@ static char *on_path(const char *name)
 	return xstrdup(name);
 }
 
+/* How to run this binary again: "bpftrace-rec" when that is what PATH
+ * finds, else its path (./bpftrace-rec of the tree, a build elsewhere).
+ * NULL when /proc/self/exe cannot be read. */
+static char *self_command(void)
+{
+	char exe[PATH_MAX], *found = NULL;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	struct stat a, b;
+	bool same;
+
+	if (n <= 0)
+		return NULL;
+	exe[n] = 0;
+	if (target_resolve_cmd("bpftrace-rec", &found))
+		return xstrdup(exe);
+	same = !stat(found, &a) && !stat("/proc/self/exe", &b) && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+	free(found);
+	return xstrdup(same ? "bpftrace-rec" : exe);
+}
+
 void output_readers_find(struct readers *rd)
 {
 	rd->pprof = on_path("pprof");
 	if (!rd->pprof)
 		rd->pprof = pprof_beside_binary();
+	rd->self = self_command();
 	rd->google_pprof = on_path("google-pprof");
 	rd->llvm_xray = on_path("llvm-xray");
 	rd->flamegraph = on_path("flamegraph.pl");
@@ -170,6 +193,7 @@ void output_readers_find(struct readers *rd)
 void output_readers_free(struct readers *rd)
 {
 	free(rd->pprof);
+	free(rd->self);
 	free(rd->google_pprof);
 	free(rd->llvm_xray);
 	free(rd->flamegraph);
@@ -221,14 +245,13 @@ int output_write(const struct run_info *ri)
 		info("%" PRIu64 " samples (%" PRIu64 " lost) in %.1fs%s; files:", ri->samples,
 		     ri->lost, ri->duration_ns / 1e9, deg);
 		written = outdir_written(&nwritten);
+		/* summary.json's commands, each as listed there. */
 		for (i = 0; i < nwritten; i++) {
+			size_t j;
+
 			fprintf(stderr, "  %s\n", written[i].open_cmd); /* paths we chose */
-			/* The waits' views of the same file. */
-			if (ri->offcpu && !strcmp(written[i].name, "profile.pb.gz"))
-				fprintf(stderr,
-					"  pprof -sample_index=offcpu -top %s/profile.pb.gz\n"
-					"  pprof -sample_index=wall -top %s/profile.pb.gz\n",
-					ri->outdir, ri->outdir);
+			for (j = 0; j < written[i].nalso; j++)
+				fprintf(stderr, "  %s\n", written[i].also[j]);
 		}
 	}
 	outdir_written_free();

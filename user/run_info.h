@@ -25,6 +25,7 @@ struct sinks;
  * works as printed. */
 struct readers {
 	char *pprof;	    /* pprof, else tools/pprof next to this binary (make deps) */
+	char *self;	    /* this binary, for "bpftrace-rec report DIR" where no pprof is */
 	char *google_pprof; /* google-pprof (Debian's google-perftools) */
 	char *llvm_xray;
 	char *flamegraph; /* flamegraph.pl */

@@ -318,15 +318,31 @@ static int fill_pprof(void *ctx, FILE *out, int fd)
 	return err;
 }
 
+/* The commands that open it: pprof's where there is one; else this
+ * tool's own report, which shows every sample type at once (Debian
+ * packages no pprof). */
 int write_profile(const struct run_info *ri, struct pprof_fold *pf)
 {
+	static const char *const views[] = {"offcpu", "wall"};
 	struct profile_ctx pc = {ri, pf};
-	char cmd[PATH_MAX + 64];
+	char cmd[2 * PATH_MAX + 64];
+	size_t i;
+	int err;
 
 	if (ri->readers.pprof)
 		snprintf(cmd, sizeof(cmd), "%s -top %s/profile.pb.gz", ri->readers.pprof,
 			 ri->outdir);
+	else if (ri->readers.self)
+		snprintf(cmd, sizeof(cmd), "%s report %s", ri->readers.self, ri->outdir);
 	else
 		snprintf(cmd, sizeof(cmd), "%s/profile.pb.gz", ri->outdir);
-	return outdir_emit(ri->out, "profile.pb.gz", 0, cmd, fill_pprof, &pc);
+	err = outdir_emit(ri->out, "profile.pb.gz", 0, cmd, fill_pprof, &pc);
+	/* The waits' views of the same file. */
+	for (i = 0; !err && ri->offcpu && ri->readers.pprof && i < 2; i++) {
+		snprintf(cmd, sizeof(cmd), "%s -sample_index=%s -top %s/profile.pb.gz",
+			 ri->readers.pprof, views[i], ri->outdir);
+		if (outdir_written_also("profile.pb.gz", cmd))
+			warn("out of memory: the command '%s' is not listed", cmd);
+	}
+	return err;
 }

@@ -75,6 +75,7 @@ struct summary_ctx {
 	const struct run_info *ri;
 	FILE *rows;
 	long rows_end;
+	const char *cmd; /* its own */
 };
 
 /* -t: each function probed with its calls (entries), most called first,
@@ -278,17 +279,32 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 			fprintf(f, ", \"pid\": %d", written[i].pid);
 		fprintf(f, ", \"open\": ");
 		json_str(f, written[i].open_cmd);
+		if (written[i].nalso) {
+			size_t j;
+
+			fprintf(f, ", \"open_also\": [");
+			for (j = 0; j < written[i].nalso; j++) {
+				fputs(j ? ", " : "", f);
+				json_str(f, written[i].also[j]);
+			}
+			fputc(']', f);
+		}
 		fputc('}', f);
 	}
-	fprintf(f, "\n  ]\n}\n");
+	/* Itself last, as it is listed at the end: every command printed is
+	 * here. */
+	fprintf(f, "%s\n    {\"file\": \"summary.json\", \"open\": ", nwritten ? "," : "");
+	json_str(f, sc->cmd);
+	fprintf(f, "}\n  ]\n}\n");
 	return 0;
 }
 
 int write_summary(const struct run_info *ri, FILE *rows, long rows_end)
 {
-	struct summary_ctx sc = {ri, rows, rows_end};
+	struct summary_ctx sc = {ri, rows, rows_end, NULL};
 	char cmd[PATH_MAX + 64];
 
 	snprintf(cmd, sizeof(cmd), "cat %s/summary.json", ri->outdir);
+	sc.cmd = cmd;
 	return outdir_emit(ri->out, "summary.json", 0, cmd, fill_summary, &sc);
 }

@@ -41,7 +41,7 @@ require_bpf() { # TESTNAME...: exits the script after skipping them all
 }
 require_tool() { # TOOL TESTNAME: 0 if present, else skip (fail in CI)
 	command -v "$1" >/dev/null 2>&1 && return 0
-	if [ "${CI:-}" = true ]; then fail "$2" "$1 missing in CI"; else skip "$2" "$1 not installed (make deps)"; fi
+	if [ "${CI:-}" = true ]; then fail "$2" "$1 missing in CI"; else skip "$2" "$1 not installed (make test-deps)"; fi
 	return 1
 }
 

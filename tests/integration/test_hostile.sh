@@ -11,7 +11,7 @@ ALL=(hostile_perfmap_sparse_10g hostile_perfmap_sparse_hole hostile_names_pprof
 require_bpf "${ALL[@]}"
 TIME=/usr/bin/time
 if [ ! -x $TIME ]; then
-	for t in "${ALL[@]}"; do skip "$t" "/usr/bin/time missing (make deps)"; done
+	for t in "${ALL[@]}"; do skip "$t" "/usr/bin/time missing (make test-deps)"; done
 	exit 0
 fi
 

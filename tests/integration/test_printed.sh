@@ -33,15 +33,16 @@ while IFS= read -r c; do
 		fi
 		case "$c" in
 		*"-top out/profile.pb.gz") grep -q ' func_six$' "$TMP/one.out" || bad+=" [no func_six in: $c]" ;;
+		*" report out") grep -q ' func_six ' "$TMP/one.out" || bad+=" [no func_six in: $c]" ;;
 		"llvm-xray account "*xray-trace-*) grep -q ' func_six$' "$TMP/one.out" || bad+=" [no func_six in: $c]" ;;
 		esac
 		;;
 	esac
 done < "$TMP/cmds"
 # pprof is found beside the binary (./bpftrace-rec and tools/pprof); the
-# sanitizer build's (build-san/) has none there and lists the file alone.
-want="out/profile.pb.gz"
-[ -x "$(dirname "$REC")/tools/pprof" ] && want="$(cd "$(dirname "$REC")" && pwd)/tools/pprof -top $want"
+# sanitizer build's (build-san/) has none there and names its own report.
+want="$REC report out"
+[ -x "$(dirname "$REC")/tools/pprof" ] && want="$(cd "$(dirname "$REC")" && pwd)/tools/pprof -top out/profile.pb.gz"
 grep -qx "$want" "$TMP/cmds" || bad+=" [no line '$want']"
 grep -qx "out/stacks.folded" "$TMP/cmds" || bad+=" [stacks.folded not listed by its path]"
 n=$(wc -l < "$TMP/cmds")

@@ -43,7 +43,7 @@ for tool in redis-server redis-benchmark redis-cli llvm-xray; do
 done
 if [ $redis_ok = 0 ]; then
 	for t in probe_redis_main probe_redis_counts; do
-		if [ "${CI:-}" = true ]; then fail $t "redis-server, redis-benchmark, redis-cli or llvm-xray missing in CI"; else skip $t "redis-server, redis-benchmark, redis-cli or llvm-xray missing (make deps)"; fi
+		if [ "${CI:-}" = true ]; then fail $t "redis-server, redis-benchmark, redis-cli or llvm-xray missing in CI"; else skip $t "redis-server, redis-benchmark, redis-cli or llvm-xray missing (make test-deps)"; fi
 	done
 else
 	port=$((20000 + $$ % 20000))

@@ -13,7 +13,7 @@ require_tool llvm-xray usdt_pg_transactions || exit 0
 PGBIN=/usr/lib/postgresql/15/bin
 if [ ! -x $PGBIN/postgres ] || ! command -v pgbench > /dev/null || ! id postgres > /dev/null 2>&1; then
 	for t in "${ALL[@]}"; do
-		if [ "${CI:-}" = true ]; then fail $t "PostgreSQL 15 missing in CI"; else skip $t "PostgreSQL 15 not installed (make deps)"; fi
+		if [ "${CI:-}" = true ]; then fail $t "PostgreSQL 15 missing in CI"; else skip $t "PostgreSQL 15 not installed (make test-deps)"; fi
 	done
 	exit 0
 fi
