@@ -264,10 +264,13 @@ struct probed {
 };
 static VEC(struct probed) probed;
 
-/* How many processes other than ours and the targets map the file's code:
- * not those that map it only to read it (a profiler's symbol tables, as
- * libelf maps them), which never run into the probes. */
-static size_t others_mapping(const struct stat *file, const pid_t *pids, int npids)
+/* How many processes other than ours and those recorded map the file's
+ * code: not those that map it only to read it (a profiler's symbol tables,
+ * as libelf maps them), which never run into the probes. Recorded: in the
+ * BPF targets (targets_fd), which hold the -p targets and, followed under
+ * inheritance, their descendants (nginx's workers, PostgreSQL's backends),
+ * not the -p pids alone. */
+static size_t others_mapping(const struct stat *file, int targets_fd)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *de;
@@ -279,13 +282,11 @@ static size_t others_mapping(const struct stat *file, const pid_t *pids, int npi
 		size_t n = 0, i, len;
 		long pid = strtol(de->d_name, &end, 10);
 		bool maps = false;
-		int k;
+		__u32 key = (__u32)pid;
+		__u8 one;
 
-		if (*end || pid <= 0 || pid == getpid())
-			continue;
-		for (k = 0; k < npids && pids[k] != pid; k++)
-			;
-		if (k < npids)
+		if (*end || pid <= 0 || pid > INT_MAX || pid == getpid() ||
+		    !bpf_map_lookup_elem(targets_fd, &key, &one))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
 		if (read_path_all(path, 0, 64 << 20, &text, &len))
@@ -308,7 +309,7 @@ static size_t others_mapping(const struct stat *file, const pid_t *pids, int npi
 /* path: the file opened and probed; name: the file's path as every output
  * names it (path's own but for /proc/PID/exe, see exe_name). */
 static int attach_one(struct trace_bpf *skel, const char *path, const char *name, const char *glob,
-		      const pid_t *pids, int npids, struct trace_links *out)
+		      struct trace_links *out)
 {
 	struct matches m = {.links = out, .glob = glob, .path = name};
 	struct probed pr = {.glob = glob};
@@ -363,7 +364,7 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *name
 	/* A uprobe is on the file, not on a process: every process that runs
 	 * the function takes the probe's trap (libc's write in every server
 	 * on the machine), though only the targets' calls are recorded. */
-	if (first && (others = others_mapping(&st, pids, npids)))
+	if (first && (others = others_mapping(&st, bpf_map__fd(skel->maps.targets))))
 		warn("-t %s: %s is mapped by %zu other process%s: uprobes are per file, so "
 		     "their calls of the probed functions are slowed too (not recorded)",
 		     glob, name, others, others == 1 ? "" : "es");
@@ -495,7 +496,7 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 				err("-t %s: library %s not found", specs[i], obj);
 				return -ENOENT;
 			}
-			err = attach_one(skel, path, path, glob, pids, npids, out);
+			err = attach_one(skel, path, path, glob, out);
 			free(path);
 			if (err == -ENOMEM)
 				err("-t %s: out of memory", specs[i]);
@@ -519,7 +520,7 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 				err("-t %s: %s is not mapped in pid %d", specs[i], obj, pids[j]);
 				return -ENOENT;
 			}
-			err = attach_one(skel, path, name ? name : path, glob, pids, npids, out);
+			err = attach_one(skel, path, name ? name : path, glob, out);
 			free(path);
 			free(name);
 			if (err == -ENOMEM)
