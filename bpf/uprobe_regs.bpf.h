@@ -145,6 +145,7 @@ static __always_inline void uprobe_regs_at(struct task_struct *task, __u64 *regs
 {
 	struct uprobe_task *ut = uprobe_view(task, v, compat);
 	__u64 ip = regs[UREG_IP], sp = regs[UREG_SP], xol = 0, vaddr = 0, st = 0, ra = 0, w = 0;
+	__u64 wa[2];
 	struct mm_struct *mm;
 	__u8 c = 0;
 	bool int3_tramp = false;
@@ -209,6 +210,22 @@ static __always_inline void uprobe_regs_at(struct task_struct *task, __u64 *regs
 	mm = compat ? BPF_CORE_READ(task, mm) : task->mm;
 	if (!mm || !(mm_flags_word(mm) & (1ULL << MMF_HAS_UPROBES_BIT)))
 		return;
+	/* The probed instruction emulated (arch_uprobe_skip_sstep), caught
+	 * between its push and its new ip: push_emulate_op's `push %rbp`
+	 * (or another register) has moved sp down a word and written it,
+	 * ip still at the probed address (its int3); branch_emulate_op's
+	 * call has pushed its return address, ip one past the call. Taken
+	 * as they are, the walk read the pushed word as the return address
+	 * (setCommand <- [unknown]). Told by the entry's return slot, one
+	 * word above sp, which the uretprobe hijacked before the emulation
+	 * (the trampoline there, not at sp): the entry's registers are those
+	 * with sp back on that slot. */
+	if (v->tramp && !bpf_probe_read_user(wa, sizeof(wa), (void *)sp) && wa[0] != v->tramp &&
+	    wa[1] == v->tramp &&
+	    (wa[0] == ip || (!bpf_probe_read_user(&c, 1, (void *)ip) && c == 0xcc))) {
+		regs[UREG_SP] = sp + 8;
+		return;
+	}
 	if (bpf_probe_read_user(&c, 1, (void *)(ip - 1)) || c != 0xcc)
 		return;
 	/* One past the int3 also after the kernel emulated a one-byte push

@@ -264,10 +264,13 @@ struct probed {
 };
 static VEC(struct probed) probed;
 
-/* How many processes other than ours and the targets map the file's code:
- * not those that map it only to read it (a profiler's symbol tables, as
- * libelf maps them), which never run into the probes. */
-static size_t others_mapping(const struct stat *file, const pid_t *pids, int npids)
+/* How many processes other than ours and those recorded map the file's
+ * code: not those that map it only to read it (a profiler's symbol tables,
+ * as libelf maps them), which never run into the probes. Recorded: in the
+ * BPF targets (targets_fd), which hold the -p targets and, followed under
+ * inheritance, their descendants (nginx's workers, PostgreSQL's backends),
+ * not the -p pids alone. */
+static size_t others_mapping(const struct stat *file, int targets_fd)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *de;
@@ -279,13 +282,11 @@ static size_t others_mapping(const struct stat *file, const pid_t *pids, int npi
 		size_t n = 0, i, len;
 		long pid = strtol(de->d_name, &end, 10);
 		bool maps = false;
-		int k;
+		__u32 key = (__u32)pid;
+		__u8 one;
 
-		if (*end || pid <= 0 || pid == getpid())
-			continue;
-		for (k = 0; k < npids && pids[k] != pid; k++)
-			;
-		if (k < npids)
+		if (*end || pid <= 0 || pid > INT_MAX || pid == getpid() ||
+		    !bpf_map_lookup_elem(targets_fd, &key, &one))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
 		if (read_path_all(path, 0, 64 << 20, &text, &len))
@@ -305,10 +306,12 @@ static size_t others_mapping(const struct stat *file, const pid_t *pids, int npi
 	return others;
 }
 
-static int attach_one(struct trace_bpf *skel, const char *path, const char *glob, const pid_t *pids,
-		      int npids, struct trace_links *out)
+/* path: the file opened and probed; name: the file's path as every output
+ * names it (path's own but for /proc/PID/exe, see exe_name). */
+static int attach_one(struct trace_bpf *skel, const char *path, const char *name, const char *glob,
+		      struct trace_links *out)
 {
-	struct matches m = {.links = out, .glob = glob, .path = path};
+	struct matches m = {.links = out, .glob = glob, .path = name};
 	struct probed pr = {.glob = glob};
 	struct stat st;
 	bool first = true; /* the file's first pattern */
@@ -350,27 +353,21 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *glob
 	if (err)
 		goto out;
 	if (!m.matched) {
-		err("-t %s: no function matches in %s", glob, path);
+		err("-t %s: no function matches in %s", glob, name);
 		err = -ENOENT;
 		goto out;
 	}
 	if (!m.offsets.n) {
-		debug("-t %s: its functions in %s are traced already", glob, path);
+		debug("-t %s: its functions in %s are traced already", glob, name);
 		goto out;
 	}
 	/* A uprobe is on the file, not on a process: every process that runs
 	 * the function takes the probe's trap (libc's write in every server
 	 * on the machine), though only the targets' calls are recorded. */
-	if (first && (others = others_mapping(&st, pids, npids))) {
-		char exe[PATH_MAX];
-		ssize_t k = readlink(path, exe, sizeof(exe) - 1); /* /proc/PID/exe's file */
-
-		if (k > 0)
-			exe[k] = 0;
+	if (first && (others = others_mapping(&st, bpf_map__fd(skel->maps.targets))))
 		warn("-t %s: %s is mapped by %zu other process%s: uprobes are per file, so "
 		     "their calls of the probed functions are slowed too (not recorded)",
-		     glob, k > 0 ? exe : path, others, others == 1 ? "" : "es");
-	}
+		     glob, name, others, others == 1 ? "" : "es");
 	if (out->multi != 0 && !out->by_ip) {
 		int e = uprobe_multi_link(bpf_program__fd(skel->progs.on_entry_multi), path,
 					  m.offsets.v, m.cookies.v, m.offsets.n, false);
@@ -456,6 +453,23 @@ out:
 
 static int cmp_fn(const void *a, const void *b);
 
+/* The file a process runs, by the path /proc/PID/exe links to: the link's
+ * own name, "exe", would name the program in the list at the end,
+ * summary.json and the XRay map. A replaced file's " (deleted)" is left
+ * out, as /proc/PID/maps's paths are read. The link itself if unreadable. */
+static char *exe_name(const char *link)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink(link, buf, sizeof(buf) - 1);
+
+	if (n <= 0)
+		return xstrdup(link);
+	buf[n] = 0;
+	if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
+		buf[n - 10] = 0;
+	return xstrdup(buf);
+}
+
 int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const pid_t *pids,
 		 int npids, const char *exe, struct trace_links *out)
 {
@@ -482,7 +496,7 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 				err("-t %s: library %s not found", specs[i], obj);
 				return -ENOENT;
 			}
-			err = attach_one(skel, path, glob, pids, npids, out);
+			err = attach_one(skel, path, path, glob, out);
 			free(path);
 			if (err == -ENOMEM)
 				err("-t %s: out of memory", specs[i]);
@@ -491,20 +505,24 @@ int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const p
 			continue;
 		}
 		for (j = 0; j < npids; j++) {
-			char buf[64], *path;
+			char buf[64], *path, *name = NULL;
 
 			if (*obj) {
 				path = target_probe_object(obj, pids[j], NULL);
 			} else {
+				/* Opened through the link: a container's path is
+				 * not this host's. */
 				snprintf(buf, sizeof(buf), "/proc/%d/exe", pids[j]);
 				path = xstrdup(buf);
+				name = exe_name(buf);
 			}
 			if (!path) {
 				err("-t %s: %s is not mapped in pid %d", specs[i], obj, pids[j]);
 				return -ENOENT;
 			}
-			err = attach_one(skel, path, glob, pids, npids, out);
+			err = attach_one(skel, path, name ? name : path, glob, out);
 			free(path);
+			free(name);
 			if (err == -ENOMEM)
 				err("-t %s: out of memory", specs[i]);
 			if (err)

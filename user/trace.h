@@ -55,7 +55,8 @@ uint32_t trace_func_at(const struct trace_links *l, uint64_t dev, uint64_t ino, 
 /* Resolves every SPEC ("GLOB" in the main executable, "OBJ:GLOB" in a
  * library, OBJ a path or a file-name prefix such as libssl.so.3) for the
  * given processes (or, with exe, a command not started yet, pids its
- * process) and attaches, warning when other processes map a file probed.
+ * process) and attaches, warning when processes not recorded (in no BPF
+ * target) map a file probed.
  * Function ids come from xray_func_id(). 0, or -errno after reporting. */
 int trace_attach(struct trace_bpf *skel, char *const *specs, int nspecs, const pid_t *pids,
 		 int npids, const char *exe, struct trace_links *out);

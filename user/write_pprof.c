@@ -30,6 +30,14 @@ static uint64_t frame_location(struct pprof *pp, const struct frame *f, const ch
 			       .start_line = start_line};
 	uint64_t mapping = 0;
 
+	/* A name source's function (Python's <module>, <lambda>) has no system
+	 * name. Written as its name too, it is one that pprof's reader takes
+	 * for demangled C++, cutting the <...> out of it: <module> whole, a
+	 * blank name (-top's <unknown>). An empty one says there is none, and
+	 * the reader keeps the name. */
+	if (f->kind == FRAME_USER && !f->map && f->pc >= SOURCE_PC_BASE && f->pc != TRUNCATED_PC &&
+	    !system_name)
+		l.system_name = "";
 	if (f->kind == FRAME_KERNEL) {
 		if (!*kmap)
 			*kmap = kernel_mapping(pp);

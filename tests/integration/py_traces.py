@@ -38,7 +38,7 @@ PY_NAMES = {"func_six", "func_three", "func_one", "split", "recurse", "Worker.me
 def traces(text, pid, lines=False, mapped=False, value="cpu"):
     """(weight, [frames leaf first]) of the samples of pid, from `pprof
     -raw`: its names as the profile holds them (pprof's other reports
-    shorten names, and drop <module> and <lambda> as C++ template
+    shorten names, cutting out what they take for C++ template
     arguments). weight: the sample's value of that type."""
     locs, samples, part = {}, [], None
     last, col = None, None
@@ -60,8 +60,9 @@ def traces(text, pid, lines=False, mapped=False, value="cpu"):
                 last[2] = m.group(1)
         elif part == "Locations":
             # "ID: ADDR M=N NAME FILE:LINE s=START(SYSTEM_NAME)": pprof
-            # shows a shortened name (<module> as "") and the profile's
-            # own in parentheses.
+            # shows a shortened name and, where it differs, the system
+            # name in parentheses (empty for Python's functions, which
+            # have none: the name is then the profile's own).
             m = re.match(r"\s+(\d+): 0x[0-9a-f]+ (M=\d+ )?(.*?) ((?:<[^>]*>|\S*):-?\d+) s=\d+(?:\((.*)\))?$", ln)
             if m:
                 locs[int(m.group(1))] = (m.group(5) or m.group(3), m.group(4), bool(m.group(2)))

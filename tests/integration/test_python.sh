@@ -11,7 +11,8 @@
 #   shapes: a 300-deep recursion reaching <module>, a method (Worker.method
 #     from 3.11, its co_qualname), a generator, a lambda, a thread's
 #     target, and deflate under compress_loop with only native frames
-#     between them;
+#     between them; <module> and <lambda> named in `pprof -top` and
+#     `-traces` (no <unknown> row);
 #   churn (hostile): code objects freed and their addresses reused by
 #     others while sampled (drained after): no frame named after the wrong
 #     one (f_N under the line of N's parity), the recording whole;
@@ -44,7 +45,7 @@ for py in "${PYS[@]}"; do
 	v=$(basename "$py")
 	[[ $py == /usr/* ]] && v=debian-$v
 	ALL+=("python_cmd_$v" "python_pid_$v" "python_list_$v" "python_gperf_$v" "python_shapes_$v"
-		"python_churn_$v" "python_offcpu_$v")
+		"python_module_$v" "python_churn_$v" "python_offcpu_$v")
 done
 # The cross-check is the normal pass's (CI's time). The sanitizer build
 # loads the CFI tables later, and more of a -p recording's first samples
@@ -91,7 +92,7 @@ for py in "${PYS[@]}"; do
 	[[ $py == /usr/* ]] && v=debian-$v
 	if [ ! -x "$py" ]; then
 		for t in python_cmd_$v python_pid_$v python_list_$v python_gperf_$v python_shapes_$v \
-			python_churn_$v python_offcpu_$v; do
+			python_module_$v python_churn_$v python_offcpu_$v; do
 			if [ "${CI:-}" = true ]; then fail $t "$py missing in CI"; else skip $t "$py missing"; fi
 		done
 		continue
@@ -134,8 +135,20 @@ for py in "${PYS[@]}"; do
 			python3 "$ROOT/tests/integration/py_traces.py" shapes "$wpid" $((minor >= 11)))
 		if [ "$found" = "deflate generator lambda method recursion target" ]; then pass $t; else
 			fail $t "found: $found"; fi
+		# As a person reads them, through pprof's own views: the
+		# module's code and a lambda were blank names there, pprof
+		# cutting <...> out of a name it takes for demangled C++
+		# (-top's <unknown>), where the folded stacks said <module>.
+		t=python_module_$v
+		top=$("$PPROF" -top -nodecount=100000 "$TMP/shapes-$v/profile.pb.gz" 2>/dev/null)
+		mods=$("$PPROF" -traces "$TMP/shapes-$v/profile.pb.gz" 2>/dev/null | awk '$NF == "<module>"' | wc -l)
+		blank=$(awk '$NF == "<unknown>"' <<<"$top" | wc -l)
+		if [ "$blank" = 0 ] && [ "$mods" -gt 0 ] && awk '$NF == "<module>"' <<<"$top" | grep -q . &&
+			awk '$NF == "<lambda>"' <<<"$top" | grep -q .; then pass $t; else
+			fail $t "$blank <unknown> rows in pprof -top, $mods <module> frames in -traces"; fi
 	else
-		fail $t "$py did not start"
+		fail "python_shapes_$v" "$py did not start"
+		fail "python_module_$v" "$py did not start"
 	fi
 	stop
 

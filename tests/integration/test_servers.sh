@@ -6,12 +6,13 @@
 # this test's own, started and stopped here.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(follow_nginx_workers follow_nginx_no_inherit follow_postgres_all offcpu_postgres_vs_offcputime)
+ALL=(follow_nginx_workers follow_nginx_no_inherit trace_nginx_master follow_postgres_all
+	offcpu_postgres_vs_offcputime)
 # The 60 s comparison with offcputime is left to the normal pass: what it
 # proves is what the kernel side counts, and the sanitizer pass's
 # test_offcpu drives the same user-space code (CI's time: ~80 s).
 PROOF=1
-[ "${SANITIZE:-}" = 1 ] && PROOF= && ALL=("${ALL[@]:0:3}")
+[ "${SANITIZE:-}" = 1 ] && PROOF= && ALL=("${ALL[@]:0:4}")
 require_bpf "${ALL[@]}"
 
 # The pids of PID's children.
@@ -44,7 +45,7 @@ EOF
 	master=$(cat "$TMP/ngx/nginx.pid" 2>/dev/null)
 	sleep 0.3
 	workers=$(children "$master")
-	wrk -t1 -c4 -d8s "http://127.0.0.1:$port/" >"$TMP/ngx/wrk.out" 2>&1 &
+	wrk -t1 -c4 -d12s "http://127.0.0.1:$port/" >"$TMP/ngx/wrk.out" 2>&1 &
 	wrkpid=$!
 	sleep 0.5
 	# Before, -p of the master recorded 0 samples while wrk ran: its
@@ -74,6 +75,22 @@ EOF
 	else
 		fail $t "rows: ${r//$'\n'/; }"
 		cat "$TMP/n2.err" >&2
+	fi
+	# -t a function of the workers, by the master's pid: the file was
+	# said to be "mapped by 2 other processes ... (not recorded)", its
+	# own workers, followed and recorded; and it was named "exe" (the
+	# list at the end, summary.json's object).
+	t=trace_nginx_master
+	"$REC" -p "$master" -t ngx_http_process_request -d 2 -F 99 -o "$TMP/n3" 2>"$TMP/n3.err"
+	obj=$(python3 -c 'import json,sys
+for f in json.load(open(sys.argv[1]))["traced_functions"]: print(f["object"], f["calls"])' \
+		"$TMP/n3/summary.json" 2>/dev/null)
+	if ! grep -q "mapped by" "$TMP/n3.err" && [ "${obj% *}" = nginx ] && at_least "${obj#* }" 100 &&
+		grep -q 'ngx_http_process_request  *[0-9]* calls  (nginx)$' "$TMP/n3.err"; then
+		pass $t
+	else
+		fail $t "object and calls: ${obj:-none}; $(grep -o 'mapped by [0-9]* other process[es]*' "$TMP/n3.err")"
+		grep -E 'warning|calls' "$TMP/n3.err" >&2
 	fi
 	kill "$wrkpid" 2>/dev/null
 	wait "$wrkpid" 2>/dev/null

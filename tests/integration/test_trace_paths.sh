@@ -5,8 +5,8 @@
 # resolves it (by device and inode), so a symlink names its target.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(trace_path_empty_entry trace_obj_command trace_obj_symlink trace_counts_listed trace_shared_warning
-	trace_alloc_failure)
+ALL=(trace_path_empty_entry trace_obj_command trace_obj_symlink trace_pid_program_named
+	trace_counts_listed trace_shared_warning trace_alloc_failure)
 require_bpf "${ALL[@]}"
 
 # calls ROUNDS: mid runs 2*ROUNDS times (tests/workloads/calls.c).
@@ -47,6 +47,25 @@ kill $pid 2>/dev/null; wait $pid 2>/dev/null
 n=$(traced "$TMP/sl/summary.json")
 if [ $st = 0 ] && [ "$n" -gt 0 ]; then pass $t; else
 	fail $t "exit $st, $n calls traced"; head -3 "$TMP/sl.err" >&2; fi
+
+# -p with a function of the main program: the program is opened through
+# /proc/PID/exe, and that link's name ("exe") named it in the list at the
+# end, summary.json's object and the XRay map's source (llvm-xray's
+# "exe:0:0: mid"). Named by its file everywhere now. A copy without debug
+# info, so that the XRay map's source is the file's name, not calls.c's.
+t=trace_pid_program_named
+objcopy --strip-debug "$WL/calls" "$TMP/bin/h21named"
+"$TMP/bin/h21named" 0 & pid=$!
+sleep 0.2
+"$REC" -d 0.5 -o "$TMP/pn" -t mid -p $pid >/dev/null 2>"$TMP/pn.err"
+st=$?
+kill $pid 2>/dev/null; wait $pid 2>/dev/null
+obj=$(python3 -c 'import json,sys; print(*sorted({f["object"] for f in json.load(open(sys.argv[1]))["traced_functions"]}))' \
+	"$TMP/pn/summary.json" 2>/dev/null)
+acc=$(llvm-xray account -m "$TMP/pn/xray-$pid.map" "$TMP/pn/xray-trace-$pid.fdr" 2>&1 | awk '$NF == "mid" { print $(NF - 1) }')
+if [ $st = 0 ] && [ "$obj" = h21named ] && [ "$acc" = h21named:0:0: ] &&
+	grep -q 'mid  *[0-9]* calls  (h21named)$' "$TMP/pn.err"; then pass $t; else
+	fail $t "exit $st; object: $obj; llvm-xray: $acc (want h21named)"; grep -- ' calls ' "$TMP/pn.err" >&2; fi
 
 # Each function traced is listed at the end with its calls, and one never
 # called is flagged: edges calls each phase's function once, and
