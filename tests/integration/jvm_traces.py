@@ -25,7 +25,8 @@ jfrcmp JFR_TEXT JFR_THREAD RAW PID COMM: the peer, JDK Flight Recorder's
   (what JFR's execution samples are: threads running Java code), each
   stack's innermost 64 Java frames (JFR's stack depth); the 8 methods JFR
   finds in the most samples, each one's share of the samples here and
-  there: "ok ..." when all are within 3 points, else "differ ...".
+  there: "ok ..." when all are within 3 points (or three standard errors
+  of the difference, where the samples are few), else "differ ...".
 """
 import re
 import sys
@@ -122,8 +123,10 @@ def jfrcmp(jfr_text, jfr_thread, raw, pid, comm):
     for name, c in top:
         a = pct(c, nt)
         b = pct(sum(w for w, s in ours if name in s), no)
-        ok = ok and abs(a - b) <= 3
-        rows.append("%s jfr=%.1f ours=%.1f" % (name, a, b))
+        p = (a + b) / 200
+        tol = max(3.0, 300 * (p * (1 - p) * (1.0 / nt + 1.0 / no)) ** 0.5)
+        ok = ok and abs(a - b) <= tol
+        rows.append("%s jfr=%.1f ours=%.1f (+-%.1f)" % (name, a, b, tol))
     return ("ok " if ok else "differ ") + "(jfr %d samples, ours %d) " % (nt, no) + "; ".join(rows)
 
 

@@ -7,7 +7,9 @@
 // In mode park, threads park-0 and park-1 call parkSix(), parkThree() and
 // parkOne(), which park 6, 3 and 1 ms (LockSupport.parkNanos): 6:3:1 of
 // their off-CPU time.
-// Usage: java JSplit SECONDS [split|park]
+// In mode stack, one thread spins DEPTH Java frames deep (stack(), then
+// spin()), for the walk's benchmark (scripts/bench-jvm.sh).
+// Usage: java JSplit SECONDS [split|park|stack [DEPTH]]
 public class JSplit {
 	static volatile long sink;
 
@@ -77,10 +79,26 @@ public class JSplit {
 		other.join();
 	}
 
+	static long stack(int d, long end) {
+		if (d > 1)
+			return stack(d - 1, end) + 1;
+		long s = 0;
+		while (System.currentTimeMillis() < end)
+			s += spin(10000);
+		return s;
+	}
+
 	public static void main(String[] args) throws Exception {
 		long end = System.currentTimeMillis() + 1000L * Long.parseLong(args.length > 0 ? args[0] : "10");
 		if (args.length > 1 && args[1].equals("park")) {
 			park(end);
+			return;
+		}
+		if (args.length > 1 && args[1].equals("stack")) {
+			// Below main (and the launcher's frames): DEPTH - 1 stack()
+			// frames and spin, whose loop C2 compiles in place (OSR) or
+			// inlines; main's interpreted frame roots them.
+			sink = stack(args.length > 2 ? Integer.parseInt(args[2]) - 1 : 49, end);
 			return;
 		}
 		Runnable split = () -> {
