@@ -27,11 +27,12 @@ javac -d "$TMP" tests/workloads/JSplit.java
 measure() {
 	local name=$1 pid
 	shift
-	java -cp "$TMP" JSplit $((SECONDS_ + 6)) stack "$DEPTH" > /dev/null 2>&1 &
+	java -cp "$TMP" JSplit 600 stack "$DEPTH" > /dev/null 2>&1 &
 	pid=$!
 	sleep 4 # warm: C2 has compiled the loop
 	env "$@" ./bpftrace-rec -F 999 -d "$SECONDS_" -p $pid -o "$TMP/$name" > /dev/null 2>&1
-	kill $pid; wait $pid 2> /dev/null || true
+	kill $pid 2> /dev/null || true
+	wait $pid 2> /dev/null || true
 	python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]))
