@@ -15,9 +15,13 @@
 #define JVM_EXTERN /* the definitions */
 #include "bpf/jvm_maps.bpf.h"
 
-static __always_inline void jvm_count(__u32 what)
+/* The counter's key in the slot, not on the stack (jvm_unwind's below). */
+static __always_inline void jvm_count(struct jvm_bpf_step *st, __u32 what)
 {
-	__u64 *v = bpf_map_lookup_elem(&jvm_stats, &what);
+	__u64 *v;
+
+	st->stat = what;
+	v = bpf_map_lookup_elem(&jvm_stats, &st->stat);
 
 	if (v)
 		*v += 1;
@@ -42,21 +46,21 @@ static __always_inline __s32 blob_s32(const struct jvm_bpf_step *st, __u32 off)
  * CodeHeap::find_blob): each segment's byte says how many segments back
  * the block's first one is, in hops of at most 0xfe; 0xff marks a free
  * segment. 0: none. */
-static __always_inline __u64 find_blob(const struct jvm_bpf_proc *p, __u64 pc)
+static __always_inline __u64 find_blob(const struct jvm_bpf_step *st, __u64 pc)
 {
 	__u64 lo = 0, segmap = 0, seg;
 	__u8 tag = 0xff;
 	__u32 i;
 
 	for (i = 0; i < JVM_HEAPS; i++)
-		if (i < p->nheaps && pc >= p->heap[i].lo && pc < p->heap[i].hi) {
-			lo = p->heap[i].lo;
-			segmap = p->heap[i].segmap;
+		if (i < st->pr.nheaps && pc >= st->pr.heap[i].lo && pc < st->pr.heap[i].hi) {
+			lo = st->pr.heap[i].lo;
+			segmap = st->pr.heap[i].segmap;
 			break;
 		}
-	if (!lo || !segmap || p->seg_shift > 16)
+	if (!lo || !segmap || st->pr.seg_shift > 16)
 		return 0;
-	seg = (pc - lo) >> p->seg_shift;
+	seg = (pc - lo) >> st->pr.seg_shift;
 	for (i = 0; i < JVM_SEGMAP_HOPS; i++) {
 		if (bpf_probe_read_user(&tag, 1, (void *)(segmap + seg)))
 			return 0;
@@ -66,24 +70,24 @@ static __always_inline __u64 find_blob(const struct jvm_bpf_proc *p, __u64 pc)
 	}
 	if (tag != 0)
 		return 0;
-	return lo + (seg << p->seg_shift) + p->block_size;
+	return lo + (seg << st->pr.seg_shift) + st->pr.block_size;
 }
 
 /* Whether a word is a pc in the code cache: a return address into Java
  * code, a stub or the call stub. */
-static __always_inline bool in_cache(const struct jvm_bpf_proc *p, __u64 pc)
+static __always_inline bool in_cache(const struct jvm_bpf_step *st, __u64 pc)
 {
-	return pc >= p->cc_lo && pc < p->cc_hi;
+	return pc >= st->pr.cc_lo && pc < st->pr.cc_hi;
 }
 
 /* The interpreter's frame at rbp: its Method* and bytecode index, and its
  * caller's registers. */
-static __always_inline int step_interp(const struct jvm_bpf_proc *p, struct jvm_bpf_step *st)
+static __always_inline int step_interp(struct jvm_bpf_step *st)
 {
 	/* fp[-10] .. fp[1]: the slots (frame_x86.hpp's, -8 .. -1), the saved
 	 * rbp and the return address. */
 	__u64 *w = st->w, fp = st->bp, cm = 0, bcp;
-	int im = p->if_method + 10, ib = p->if_bcp + 10, is = p->if_sender_sp + 10;
+	int im = st->pr.if_method + 10, ib = st->pr.if_bcp + 10, is = st->pr.if_sender_sp + 10;
 
 	if (fp < st->sp || fp - st->sp > (1u << 20) || (fp & 7) || im < 0 || im > 9 || ib < 0 ||
 	    ib > 9 || is < 0 || is > 9)
@@ -92,13 +96,13 @@ static __always_inline int step_interp(const struct jvm_bpf_proc *p, struct jvm_
 		return -2;
 	st->addr = w[im];
 	bcp = st->leaf ? st->r13 : w[ib];
-	if (bpf_probe_read_user(&cm, 8, (void *)(st->addr + p->m_const)))
+	if (bpf_probe_read_user(&cm, 8, (void *)(st->addr + st->pr.m_const)))
 		return -2;
-	cm += p->cm_size; /* the bytecodes follow the ConstMethod */
+	cm += st->pr.cm_size; /* the bytecodes follow the ConstMethod */
 	if (st->leaf && (bcp < cm || bcp - cm >= 0xffff))
 		bcp = w[ib]; /* r13 not the bytecode pointer here: the slot's */
 	st->off = bcp >= cm && bcp - cm < 0xffff ? (__u32)(bcp - cm) : 0xffff;
-	st->cookie = (__u32)((cm - p->cm_size) >> 3);
+	st->cookie = (__u32)((cm - st->pr.cm_size) >> 3);
 	/* The caller: its sp is this frame's sender sp (the unextended one,
 	 * from which a compiled caller's frame size counts). */
 	st->sp = w[is];
@@ -111,9 +115,9 @@ static __always_inline int step_interp(const struct jvm_bpf_proc *p, struct jvm_
  * the words pushed so far. Returns the bytes of frame on the stack above
  * sp (8: the return address alone; 16: and the saved rbp), or 0 when the
  * frame is whole. */
-static __always_inline __u32 leaf_partial(const struct jvm_bpf_proc *p, struct jvm_bpf_step *st)
+static __always_inline __u32 leaf_partial(struct jvm_bpf_step *st)
 {
-	__s32 complete = blob_s32(st, p->cb_frame_complete);
+	__s32 complete = st->complete;
 	__u8 *code = (__u8 *)st->w;
 
 	/* The prologue: stack banging, push rbp, sub rsp (HotSpot's
@@ -137,23 +141,13 @@ static __always_inline __u32 leaf_partial(const struct jvm_bpf_proc *p, struct j
 	return 0;
 }
 
-/* One frame of st's registers; see bpf/jvm_maps.bpf.h. Its values live in
- * the slot (st->blob and on), not on the stack: it runs as the third frame
- * of the sampler's walker, its bpf_loop callback and itself, which share
- * the BPF stack's 512 bytes. */
-__noinline int jvm_unwind(__u32 slot)
+/* The blob at st's pc and the fields the step takes of it, into st: 0, or
+ * a jvm_unwind result. */
+static __always_inline int blob_read(struct jvm_bpf_step *st)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32, i;
-	const struct jvm_bpf_proc *p = bpf_map_lookup_elem(&jvm_procs, &tgid);
-	struct jvm_bpf_step *st = bpf_map_lookup_elem(&jvm_scratch, &slot);
-
-	if (!p || !st)
-		return JVM_STEP_NOT_JAVA;
-	if (!in_cache(p, st->pc))
-		return JVM_STEP_NOT_JAVA;
-	st->blob = find_blob(p, st->pc);
+	st->blob = find_blob(st, st->pc);
 	if (!st->blob) {
-		jvm_count(JVM_STAT_NO_BLOB);
+		jvm_count(st, JVM_STAT_NO_BLOB);
 		return JVM_STEP_NOT_JAVA;
 	}
 	/* The header, read past its end where the blob is smaller (its code
@@ -161,26 +155,98 @@ __noinline int jvm_unwind(__u32 slot)
 	 * plain CodeBlob only. */
 	if (bpf_probe_read_user(st->blob_buf, JVM_BLOB_READ, (void *)st->blob) &&
 	    bpf_probe_read_user(st->blob_buf, 128, (void *)st->blob)) {
-		jvm_count(JVM_STAT_READ_FAULT);
+		jvm_count(st, JVM_STAT_READ_FAULT);
 		return JVM_STEP_FAIL;
 	}
-	st->begin = blob_u64(st, p->cb_code_begin);
-	st->end = blob_u64(st, p->cb_code_end);
-	st->fsize = blob_s32(st, p->cb_frame_size);
+	st->begin = blob_u64(st, st->pr.cb_code_begin);
+	st->end = blob_u64(st, st->pr.cb_code_end);
+	st->fsize = blob_s32(st, st->pr.cb_frame_size);
+	st->complete = blob_s32(st, st->pr.cb_frame_complete);
 	st->name = 0;
 	if (st->pc < st->blob || st->pc >= st->end || st->begin > st->end || st->fsize < 0 ||
 	    st->fsize > (1 << 16) ||
-	    bpf_probe_read_user(&st->name, 4, (void *)blob_u64(st, p->cb_name))) {
-		jvm_count(JVM_STAT_NO_BLOB);
+	    bpf_probe_read_user(&st->name, 4, (void *)blob_u64(st, st->pr.cb_name))) {
+		jvm_count(st, JVM_STAT_NO_BLOB);
 		return JVM_STEP_NOT_JAVA;
+	}
+	/* An nmethod's: a native wrapper's or a stub's are not read. */
+	st->deopt = st->compile_id = st->orig_pc = 0;
+	if (st->name == JVM_NAME_NMETHOD || st->name == JVM_NAME_NATIVE) {
+		st->deopt = blob_u64(st, st->pr.nm_deopt);
+		st->orig_pc = blob_s32(st, st->pr.nm_orig_pc);
+		st->compile_id = blob_s32(st, st->pr.nm_compile_id);
+	}
+	return 0;
+}
+
+/* One frame of st's registers; see bpf/jvm_maps.bpf.h. Its values live in
+ * the slot (st->blob and on), not on the stack: it runs as the third frame
+ * of the sampler's walker, its bpf_loop callback and itself, which share
+ * the BPF stack's 512 bytes. */
+__noinline int jvm_unwind(__u32 slot)
+{
+	struct jvm_bpf_step *st = bpf_map_lookup_elem(&jvm_scratch, &slot);
+	const struct jvm_bpf_proc *p;
+	__u32 i;
+
+	if (!st)
+		return JVM_STEP_NOT_JAVA;
+	/* The key in the slot (the caller's tgid): the stack is short here. */
+	st->tgid = bpf_get_current_pid_tgid() >> 32;
+	p = bpf_map_lookup_elem(&jvm_procs, &st->tgid);
+	if (!p)
+		return JVM_STEP_NOT_JAVA;
+	/* Copied into the slot: one pointer (st) stays live across the
+	 * helpers' calls, where two spilled past the stack's room. */
+	st->pr = *p;
+	if (!in_cache(st, st->pc))
+		return JVM_STEP_NOT_JAVA;
+	st->now = bpf_ktime_get_ns();
+	{
+		struct jvm_bcache_ent *c =
+		    &st->bcache[((st->pc * 0x9e3779b97f4a7c15ULL) >> (64 - JVM_BCACHE_BITS)) &
+				((1 << JVM_BCACHE_BITS) - 1)];
+
+		if (c->pc == st->pc && c->tgid == st->tgid && st->now - c->t < JVM_BCACHE_NS) {
+			st->blob = c->blob;
+			st->begin = c->begin;
+			st->end = c->end;
+			st->deopt = c->deopt;
+			st->name = c->name;
+			st->fsize = c->fsize;
+			st->complete = c->complete;
+			st->orig_pc = c->orig_pc;
+			st->compile_id = c->cookie;
+		} else {
+			int r = blob_read(st);
+
+			if (r)
+				return r;
+			/* Found again: the read may have spilled the pointer. */
+			c = &st->bcache[((st->pc * 0x9e3779b97f4a7c15ULL) >>
+					 (64 - JVM_BCACHE_BITS)) &
+					((1 << JVM_BCACHE_BITS) - 1)];
+			c->pc = st->pc;
+			c->t = st->now;
+			c->tgid = st->tgid;
+			c->blob = st->blob;
+			c->begin = st->begin;
+			c->end = st->end;
+			c->deopt = st->deopt;
+			c->name = st->name;
+			c->fsize = st->fsize;
+			c->complete = st->complete;
+			c->orig_pc = st->orig_pc;
+			c->cookie = st->compile_id;
+		}
 	}
 	st->addr = st->blob;
 	st->cookie = st->off = 0;
 	if (st->name == JVM_NAME_INTERP) {
-		int r = step_interp(p, st);
+		int r = step_interp(st);
 
 		if (r) {
-			jvm_count(r == -2 ? JVM_STAT_READ_FAULT : JVM_STAT_BAD_FRAME);
+			jvm_count(st, r == -2 ? JVM_STAT_READ_FAULT : JVM_STAT_BAD_FRAME);
 			return JVM_STEP_FAIL;
 		}
 		st->kind = JVM_KIND_INTERP;
@@ -190,17 +256,16 @@ __noinline int jvm_unwind(__u32 slot)
 		st->kind = st->name == JVM_NAME_NATIVE ? JVM_KIND_NATIVE
 			   : st->leaf		       ? JVM_KIND_LEAF
 						       : JVM_KIND_COMPILED;
-		st->cookie = (__u32)blob_s32(st, p->nm_compile_id);
+		st->cookie = (__u32)st->compile_id;
 		st->off = (__u32)(st->pc - st->begin);
 		/* A frame deoptimized under us returns to the deopt handler;
 		 * its own pc is kept at orig_pc_offset from its sp
 		 * (nmethod::get_original_pc). */
-		if (st->pc == blob_u64(st, p->nm_deopt) &&
-		    !bpf_probe_read_user(st->w, 8,
-					 (void *)(st->sp + blob_s32(st, p->nm_orig_pc))) &&
+		if (st->pc == st->deopt &&
+		    !bpf_probe_read_user(st->w, 8, (void *)(st->sp + st->orig_pc)) &&
 		    st->w[0] >= st->begin && st->w[0] < st->end)
 			st->off = (__u32)(st->w[0] - st->begin);
-		st->partial = st->leaf ? leaf_partial(p, st) : 0;
+		st->partial = st->leaf ? leaf_partial(st) : 0;
 	} else {
 		st->kind = JVM_KIND_STUB;
 		/* vtable and itable stubs push nothing: the return address
@@ -211,13 +276,13 @@ __noinline int jvm_unwind(__u32 slot)
 		else if (!st->fsize)
 			st->partial = 0xffff; /* by rbp, below */
 		else
-			st->partial = st->leaf ? leaf_partial(p, st) : 0;
+			st->partial = st->leaf ? leaf_partial(st) : 0;
 	}
 	if (st->partial == 0xffff) {
 		if (st->bp < st->sp || (st->bp & 7) || st->bp - st->sp > (1u << 20) ||
 		    bpf_probe_read_user(st->w, 16, (void *)st->bp)) {
 			if (!st->leaf) {
-				jvm_count(JVM_STAT_BAD_FRAME);
+				jvm_count(st, JVM_STAT_BAD_FRAME);
 				return JVM_STEP_FAIL;
 			}
 			st->partial = 8; /* a leaf stub with no frame of its own */
@@ -230,7 +295,7 @@ __noinline int jvm_unwind(__u32 slot)
 	}
 	if (st->partial) {
 		if (bpf_probe_read_user(st->w, 16, (void *)st->sp)) {
-			jvm_count(JVM_STAT_READ_FAULT);
+			jvm_count(st, JVM_STAT_READ_FAULT);
 			return JVM_STEP_FAIL;
 		}
 		if (st->partial == 16) {
@@ -248,26 +313,26 @@ __noinline int jvm_unwind(__u32 slot)
 	 * size, as async-profiler and the OpenTelemetry profiler search). */
 	st->sp += (__u64)st->fsize * 8;
 	if (bpf_probe_read_user(st->w, (JVM_RA_SEARCH + 2) * 8, (void *)(st->sp - 16))) {
-		jvm_count(JVM_STAT_READ_FAULT);
+		jvm_count(st, JVM_STAT_READ_FAULT);
 		return JVM_STEP_FAIL;
 	}
 	for (i = 0; i <= JVM_RA_SEARCH; i++) {
-		if (in_cache(p, st->w[(i + 1) & 15]))
+		if (in_cache(st, st->w[(i + 1) & 15]))
 			break;
 	}
 	if (i > JVM_RA_SEARCH) {
-		jvm_count(JVM_STAT_BAD_FRAME);
+		jvm_count(st, JVM_STAT_BAD_FRAME);
 		return JVM_STEP_FAIL;
 	}
 	st->pc = st->w[(i + 1) & 15];
 	st->bp = st->w[i & 15];
 	st->sp += (__u64)i * 8;
 record:
-	jvm_count(JVM_STAT_FRAMES);
+	jvm_count(st, JVM_STAT_FRAMES);
 	i = st->n;
 	if (i >= JVM_BPF_FRAMES) {
 		st->truncated = 1;
-		jvm_count(JVM_STAT_TRUNCATED);
+		jvm_count(st, JVM_STAT_TRUNCATED);
 		return JVM_STEP_OK;
 	}
 	st->frames[i & (JVM_BPF_FRAMES - 1)].addr =

@@ -95,6 +95,23 @@ enum jvm_frame_kind {
 #define JVM_RA_SEARCH 6
 #define JVM_BLOB_READ 320 /* bytes of a CodeBlob read: an nmethod's header fields */
 
+/* Blobs found, kept per CPU across frames and samples (struct
+ * jvm_bpf_step's bcache), by the pc they were found for: a recursion's
+ * frames and a loop's call sites return through the same pcs, and each is
+ * then a lookup here, not a segment map walk and two reads. An entry is
+ * taken for JVM_BCACHE_NS after it was read: a blob freed and its memory
+ * reused by another within that time is stepped by the old one's frame
+ * size, which can cut or garble that stack (its names are checked again in
+ * user space: never a wrong name). */
+#define JVM_BCACHE_BITS 6
+#define JVM_BCACHE_NS	(20 * 1000 * 1000ULL)
+struct jvm_bcache_ent {
+	__u64 pc, t;		       /* the pc it was found for, and when (0: empty) */
+	__u64 blob, begin, end, deopt; /* the CodeBlob, its code, an nmethod's deopt handler */
+	__u32 tgid, name;	       /* the process; its _name's first 4 bytes */
+	__s32 fsize, complete, orig_pc, cookie; /* frame size, frame complete, nmethod's */
+};
+
 /* One step's state (a jvm_scratch slot): the frame's registers in, the
  * caller's out. */
 struct jvm_bpf_step {
@@ -111,9 +128,13 @@ struct jvm_bpf_step {
 	 * that call the step (and their bpf_loop callbacks) share. */
 	__u64 w[16];
 	/* The step's own values, for the same reason. */
-	__u64 blob, begin, end, addr;
+	__u64 blob, begin, end, addr, deopt;
 	__u32 name, kind, cookie, off, partial;
-	__s32 fsize;
+	__s32 fsize, complete, orig_pc, compile_id;
+	struct jvm_bpf_proc pr; /* the process's, copied at each step */
+	__u64 now;		/* the step's time, for bcache */
+	__u32 stat;		/* jvm_stats' key */
+	struct jvm_bcache_ent bcache[1 << JVM_BCACHE_BITS];
 };
 
 enum jvm_bpf_stat {

@@ -26,10 +26,32 @@ struct jvm_fn {
 	int first_line;
 };
 
+/* A recorded frame named before, by its two words (the object, its
+ * cookie, its offset): its pcs, pool[off, off + n). The cookie was checked
+ * against the process when it was first named; the same words later are
+ * the same object, named without reading the process or hashing names
+ * again (a 50-deep Java stack cost ~5 us of the drain a sample without). */
+struct jvm_memo {
+	uint64_t addr, info;
+	uint32_t off, n;
+};
+#define JVM_MEMO_MAX (1u << 16) /* entries; then it starts over */
+#define JVM_POOL_MAX (1u << 20) /* pcs */
+
 struct jvm_pid {
 	pid_t pid;
 	struct jvm_proc *jp;
+	VEC(struct jvm_memo) memo;
+	struct idtab memo_tab;
+	VEC(uint64_t) pool;
 };
+
+static void pid_clear(struct jvm_pid *e)
+{
+	VEC_FREE(e->memo);
+	idtab_free(&e->memo_tab);
+	VEC_FREE(e->pool);
+}
 
 /* A JVM still starting (its code cache not made when its maps were read):
  * looked at again at its samples, every JVM_RETRY_NS, for as long as it
@@ -73,6 +95,8 @@ void jvm_names_free(struct jvm_names *jn)
 	}
 	VEC_FREE(jn->fns);
 	idtab_free(&jn->fn_tab);
+	for (size_t i = 0; i < jn->pids.n; i++)
+		pid_clear(&jn->pids.v[i]);
 	VEC_FREE(jn->pids);
 	VEC_FREE(jn->pending);
 	free(jn);
@@ -126,6 +150,7 @@ void jvm_names_forget(struct jvm_names *jn, pid_t pid)
 	if (jn->procs_fd >= 0)
 		bpf_map_delete_elem(jn->procs_fd, &key);
 	jvm_forget(jn->j, pid);
+	pid_clear(e);
 	*e = jn->pids.v[--jn->pids.n];
 }
 
@@ -219,6 +244,60 @@ fail:
 	return UINT32_MAX;
 }
 
+static bool memo_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct jvm_memo *m = &((const struct jvm_pid *)ctx)->memo.v[id], *k = key;
+
+	return m->addr == k->addr && m->info == k->info;
+}
+
+/* The pcs of the recorded frame (addr, info), into out (at most max): their
+ * number, 0 when it names nothing now. */
+static int frame_pcs(struct jvm_names *jn, struct jvm_pid *e, uint64_t addr, uint64_t info,
+		     uint64_t *out, int max)
+{
+	struct jvm_memo k = {addr, info, 0, 0};
+	uint64_t h = hash_u64(addr ^ hash_u64(info));
+	uint32_t id = idtab_find(&e->memo_tab, h, memo_eq, e, &k);
+	struct jvm_named named[JVM_EXPAND_MAX];
+	int n, m = 0;
+
+	if (id != UINT32_MAX) {
+		const struct jvm_memo *f = &e->memo.v[id];
+
+		m = (int)f->n < max ? (int)f->n : max;
+		memcpy(out, &e->pool.v[f->off], (size_t)m * sizeof(*out));
+		jn->st.inlined += f->n > 1 ? f->n - 1 : 0;
+		return m;
+	}
+	n = jvm_frame_names(e->jp, addr, info, named, JVM_EXPAND_MAX);
+	for (int j = 0; j < n && m < max; j++) {
+		uint32_t fn = fn_intern(jn, named[j].m);
+		int line = named[j].line;
+
+		if (fn == UINT32_MAX)
+			continue;
+		if (line < 0 || line >= 1 << JVM_LINE_BITS)
+			line = 0;
+		out[m++] = JVM_PC(fn, line);
+	}
+	jn->st.inlined += m > 1 ? (uint64_t)m - 1 : 0;
+	if (!m)
+		return 0;
+	if (e->memo.n >= JVM_MEMO_MAX || e->pool.n + (size_t)m > JVM_POOL_MAX) {
+		e->memo.n = e->pool.n = 0;
+		idtab_clear(&e->memo_tab);
+	}
+	k.off = (uint32_t)e->pool.n;
+	k.n = (uint32_t)m;
+	for (int j = 0; j < m; j++)
+		if (VEC_PUSH(e->pool, out[j]))
+			return m; /* ENOMEM: named, not remembered */
+	if (!VEC_PUSH(e->memo, k) && idtab_insert(&e->memo_tab, h, (uint32_t)e->memo.n - 1))
+		e->memo.n--;
+	return m;
+}
+
 /* Each recorded frame's user ip (the frame's index in the record) is
  * replaced by the Java frames it stands for, innermost first; a frame that
  * names nothing now keeps its ip. The record's ips are the CFI walk's, in
@@ -230,7 +309,6 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 	struct jvm_names *jn = ctx;
 	const __u64 *w = &s->ips[(size_t)s->nkernel + s->nuser + 2 * (size_t)s->npython];
 	uint64_t out[MAX_USER_STACK];
-	struct jvm_named named[JVM_EXPAND_MAX];
 	struct jvm_pid *e;
 	unsigned nj = s->njvm < JVM_BPF_FRAMES ? s->njvm : JVM_BPF_FRAMES, next = 0;
 	int m = 0;
@@ -251,28 +329,18 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 			next++;
 		if (next < nj && JVM_FRAME_INDEX(w[2 * next]) == (unsigned)i &&
 		    jvm_in_cache(e->jp, pcs[i])) {
-			k = jvm_frame_names(e->jp, JVM_FRAME_ADDR(w[2 * next]), w[2 * next + 1],
-					    named, JVM_EXPAND_MAX);
-			next++;
-			jn->st.unnamed += !k;
+			k = frame_pcs(jn, e, JVM_FRAME_ADDR(w[2 * next]), w[2 * next + 1], &out[m],
+				      max - m);
 			if (!k)
 				debug(
 				    "process %d: a Java frame not named (kind %u at %#llx, %#llx)",
 				    (int)p->pid, JVM_FRAME_KIND(w[2 * next + 1]),
 				    (unsigned long long)JVM_FRAME_ADDR(w[2 * next]),
 				    (unsigned long long)w[2 * next + 1]);
+			next++;
+			jn->st.unnamed += !k;
 			jn->st.frames += !!k;
-			jn->st.inlined += k > 1 ? (uint64_t)k - 1 : 0;
-		}
-		for (int j = 0; j < k && m < max; j++) {
-			uint32_t fn = fn_intern(jn, named[j].m);
-			int line = named[j].line;
-
-			if (fn == UINT32_MAX)
-				continue;
-			if (line < 0 || line >= 1 << JVM_LINE_BITS)
-				line = 0;
-			out[m++] = JVM_PC(fn, line);
+			m += k;
 		}
 		if (!k)
 			out[m++] = pcs[i];
