@@ -320,7 +320,7 @@ WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/c
 	     $(OUT)/workloads/mixed $(OUT)/workloads/cxxalloc $(OUT)/workloads/waits \
 	     $(OUT)/workloads/cxxsplit $(OUT)/workloads/frees $(OUT)/workloads/gowork \
 	     $(OUT)/workloads/edges \
-	     $(OUT)/workloads/usdtwork $(OUT)/workloads/fakejvm
+	     $(OUT)/workloads/usdtwork $(OUT)/workloads/fakejvm $(OUT)/workloads/fakev8
 # Go programs, each Go by its path (PATH's `go` is whichever the machine puts
 # first): Debian's 1.19 (golang-go, make deps), whose line table holds its
 # text start, and the newer one the machines have at /usr/local/go (1.26:
@@ -373,6 +373,10 @@ $(OUT)/workloads/gowork-go-new: tests/workloads/gowork.go
 # USDT probes of its own (<sys/sdt.h>: systemtap-sdt-dev).
 # Exports its fake serviceability tables from .dynsym, as libjvm.so does.
 $(OUT)/workloads/fakejvm: tests/workloads/fakejvm.c
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -rdynamic -o $@ $<
+# Exports fake V8 postmortem metadata from .dynsym, as node does.
+$(OUT)/workloads/fakev8: tests/workloads/fakev8.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -rdynamic -o $@ $<
 $(OUT)/workloads/usdtwork: tests/workloads/usdtwork.c

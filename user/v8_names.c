@@ -1,7 +1,10 @@
 /* JavaScript frames in the recorded stacks (user/v8_names.h). */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include "user/proc.h"
 #include "user/util.h"
@@ -100,6 +103,29 @@ void v8_names_forget(struct v8_names *vn, pid_t pid)
 	*e = vn->pids.v[--vn->pids.n];
 }
 
+/* Whether node was started to write a perf map or a jitdump (--perf-prof,
+ * --perf-basic-prof...): its frames are named from those (user/jit.c),
+ * which the user asked for and which carry lines. */
+static bool writes_perf_map(pid_t pid)
+{
+	char path[64], *buf = NULL;
+	size_t len = 0;
+	bool yes = false;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
+	if (!access(path, F_OK))
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	if (read_path_all(path, O_RDONLY, 1 << 16, &buf, &len))
+		return false;
+	for (size_t i = 0; i < len; i += strlen(buf + i) + 1)
+		if (!strncmp(buf + i, "--perf-prof", 11) ||
+		    !strncmp(buf + i, "--perf-basic-prof", 17))
+			yes = true;
+	free(buf);
+	return yes;
+}
+
 /* A process's maps were read: a V8 whose metadata gives the step's layout
  * goes into v8_procs. Its code needs no maps of its own (bpf/v8.h): one
  * look is enough. */
@@ -118,6 +144,13 @@ static void source_maps_read(void *ctx, struct proc *p)
 		if (vn->refused.v[i] == p->pid)
 			return;
 	err = v8_attach_maps(vn->v, p->pid, p->maps_text, strlen(p->maps_text), &vp);
+	if (!err && writes_perf_map(p->pid)) {
+		debug("process %d runs V8 and writes a perf map: its JavaScript frames are named "
+		      "from it",
+		      (int)p->pid);
+		v8_forget(vn->v, p->pid);
+		err = -EEXIST;
+	}
 	if (err) {
 		VEC_PUSH(vn->refused, p->pid); /* ENOMEM: looked at again */
 		return;
