@@ -40,7 +40,7 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -I. $(WARN) -
 # bpf/python.bpf.c, the Python walk, and bpf/jvm.bpf.c, the HotSpot walk, have
 # no skeleton of their own: libbpf's
 # static linker joins it to the sampler (and to its unit test's program).
-RUNTIME_BPF := bpf/python.bpf.c bpf/jvm.bpf.c
+RUNTIME_BPF := bpf/python.bpf.c bpf/jvm.bpf.c bpf/v8.bpf.c
 BPF_SRC     := $(filter-out $(RUNTIME_BPF),$(wildcard bpf/*.bpf.c))
 BPF_OBJ     := $(patsubst bpf/%.bpf.c,$(OUT)/%.bpf.o,$(BPF_SRC))
 SKELS       := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRC))
@@ -60,14 +60,14 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 all: $(BIN) $(UNIT_BIN)
 
 BPF_HDRS := bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h bpf/python.h \
-	    bpf/python_maps.bpf.h bpf/jvm.h bpf/jvm_maps.bpf.h bpf/uprobe_regs.bpf.h vmlinux/vmlinux.h
+	    bpf/python_maps.bpf.h bpf/jvm.h bpf/jvm_maps.bpf.h bpf/v8.h bpf/v8_maps.bpf.h bpf/uprobe_regs.bpf.h vmlinux/vmlinux.h
 $(OUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS)
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-# The units joined to the runtimes' walks: python.bpf.o and jvm.bpf.o first
+# The units joined to the runtimes' walks: python.bpf.o, jvm.bpf.o and v8.bpf.o first
 # (their maps are defined there, bpf/python_maps.bpf.h says why it matters).
-$(OUT)/sample.linked.o: $(OUT)/python.bpf.o $(OUT)/jvm.bpf.o $(OUT)/sample.bpf.o
+$(OUT)/sample.linked.o: $(OUT)/python.bpf.o $(OUT)/jvm.bpf.o $(OUT)/v8.bpf.o $(OUT)/sample.bpf.o
 	$(BPFTOOL) gen object $@ $^
 $(OUT)/sample.skel.h: $(OUT)/sample.linked.o
 	$(BPFTOOL) gen skeleton $< name sample_bpf > $@.tmp && mv $@.tmp $@
@@ -320,7 +320,7 @@ WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/c
 	     $(OUT)/workloads/mixed $(OUT)/workloads/cxxalloc $(OUT)/workloads/waits \
 	     $(OUT)/workloads/cxxsplit $(OUT)/workloads/frees $(OUT)/workloads/gowork \
 	     $(OUT)/workloads/edges \
-	     $(OUT)/workloads/usdtwork $(OUT)/workloads/fakejvm
+	     $(OUT)/workloads/usdtwork $(OUT)/workloads/fakejvm $(OUT)/workloads/fakev8
 # Go programs, each Go by its path (PATH's `go` is whichever the machine puts
 # first): Debian's 1.19 (golang-go, make deps), whose line table holds its
 # text start, and the newer one the machines have at /usr/local/go (1.26:
@@ -373,6 +373,10 @@ $(OUT)/workloads/gowork-go-new: tests/workloads/gowork.go
 # USDT probes of its own (<sys/sdt.h>: systemtap-sdt-dev).
 # Exports its fake serviceability tables from .dynsym, as libjvm.so does.
 $(OUT)/workloads/fakejvm: tests/workloads/fakejvm.c
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -rdynamic -o $@ $<
+# Exports fake V8 postmortem metadata from .dynsym, as node does.
+$(OUT)/workloads/fakev8: tests/workloads/fakev8.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -rdynamic -o $@ $<
 $(OUT)/workloads/usdtwork: tests/workloads/usdtwork.c

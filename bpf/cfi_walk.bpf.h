@@ -519,6 +519,40 @@ static __always_inline int cfi_jvm(struct cfi_state *st)
 	return r;
 }
 
+/* A frame whose pc is V8's code (anonymous memory, or the embedded
+ * builtins) in a process of v8_procs: recorded by the V8 step
+ * (bpf/v8.bpf.c) when it is a JavaScript frame. The walk itself goes on by
+ * the frame-pointer step: V8 keeps rbp frames. Its slot is the JVM walk's
+ * (JVM_SLOT_*): one per walker. */
+static __always_inline void cfi_v8(struct cfi_state *st)
+{
+	__u32 slot = st->jvm_slot;
+	struct v8_bpf_step *vs;
+
+	if (!st->v8) {
+		struct v8_bpf_proc *p = bpf_map_lookup_elem(&v8_procs, &st->tgid);
+
+		st->v8 = p ? 2 : 1;
+		if (p) {
+			st->v8_lo = p->emb_lo;
+			st->v8_hi = p->emb_hi;
+			/* The slot's frames are this walk's from here. */
+			if ((vs = bpf_map_lookup_elem(&v8_scratch, &slot))) {
+				vs->n = 0;
+				vs->truncated = 0;
+				vs->tid = (__u32)bpf_get_current_pid_tgid();
+			}
+		}
+	}
+	if (st->v8 != 2 || (!st->v8_anon && (st->pc < st->v8_lo || st->pc >= st->v8_hi)) ||
+	    !(vs = bpf_map_lookup_elem(&v8_scratch, &slot)))
+		return;
+	vs->pc = st->pc;
+	vs->bp = st->bp;
+	vs->index = st->n - 1;
+	v8_record(slot);
+}
+
 /* One frame: from the state's (pc, sp, bp) and lookup address to the
  * caller's, appending its return address to the ips. */
 static __always_inline int cfi_step(struct scratch *sc, const bool compat)
@@ -532,6 +566,8 @@ static __always_inline int cfi_step(struct scratch *sc, const bool compat)
 	if (st->n >= max_stack)
 		return CFI_DONE_LIMIT;
 	r = cfi_lookup(sc, st->addr, &row, compat);
+	/* In no mapping with a table: JIT code, for the V8 step (cfi_v8). */
+	st->v8_anon = r == CFI_LK_NOMAP;
 	/* No table: the stack is copied for DWARF at the end, and the walk
 	 * goes on by frame pointers, which user space takes when DWARF cannot
 	 * unwind the copy (a short-lived process gone before its maps were
@@ -569,6 +605,7 @@ static __always_inline int cfi_step(struct scratch *sc, const bool compat)
 			if (j == JVM_STEP_FAIL)
 				return CFI_DONE_TRUNC;
 		}
+		cfi_v8(st);
 		if (r == CFI_LK_NOMAP && cfi_py_tramp(st, &cfa)) {
 			if (cfi_read(sc, cfa - 8, &ra))
 				return CFI_DONE_TRUNC;
@@ -781,6 +818,7 @@ static __always_inline void cfi_begin(struct scratch *sc, __u32 tgid, __u32 nk, 
 	st->vma_done = 0;
 	st->py = 0;
 	st->jvm = 0;
+	st->v8 = 0;
 	st->jvm_slot = JVM_SLOT_SAMPLE;
 	st->m_start = st->m_end = 0;
 	{

@@ -87,6 +87,9 @@ struct ev_hdr {
 /* The thread's Java frames (njvm of them, bpf/jvm.bpf.c) are not all
  * there: more than JVM_BPF_FRAMES. */
 #define SAMPLE_JVM_TRUNC (1u << 13)
+/* Its JavaScript frames (nv8 of them, bpf/v8.bpf.c) are not all there:
+ * more than V8_BPF_FRAMES. */
+#define SAMPLE_V8_TRUNC (1u << 14)
 
 /* User registers the unwinders need, x86_64. */
 enum { UREG_IP, UREG_SP, UREG_BP, UREG_NR };
@@ -108,10 +111,14 @@ struct ev_sample {
 	/* Its Java frames (struct jvm_bpf_frame, bpf/jvm.h): two words each,
 	 * after the Python frames; each names one of the user ips. */
 	__u16 njvm;
-	__u16 pad[2];
+	/* Its JavaScript frames (struct v8_bpf_frame, bpf/v8.h): two words
+	 * each, after the Java frames; each names one of the user ips. */
+	__u16 nv8;
+	__u16 pad;
 	__u64 uregs[UREG_NR]; /* zero for kernel threads */
 	/* nkernel kernel ips, nuser user ips, 2 * npython words of Python
-	 * frames, 2 * njvm words of Java frames, then stack_len bytes */
+	 * frames, 2 * njvm words of Java frames, 2 * nv8 words of JavaScript
+	 * frames, then stack_len bytes */
 	__u64 ips[];
 };
 
@@ -119,7 +126,8 @@ struct ev_sample {
 /* Words of a sample record before its stack copy. */
 static inline size_t ev_sample_ips(const struct ev_sample *s)
 {
-	return (size_t)s->nkernel + s->nuser + 2 * (size_t)s->npython + 2 * (size_t)s->njvm;
+	return (size_t)s->nkernel + s->nuser + 2 * (size_t)s->npython + 2 * (size_t)s->njvm +
+	       2 * (size_t)s->nv8;
 }
 #endif
 

@@ -217,7 +217,9 @@ static __always_inline int offcpu_send_stack(void *ctx, struct task_struct *prev
 	s->stack_id = id;
 	s->npython = 0;
 	s->njvm = 0;
+	s->nv8 = 0;
 	sc->cfi.jvm = 0;
+	sc->cfi.v8 = 0;
 	sc->wake = 0;
 	s->uregs[UREG_IP] = k->ip;
 	s->uregs[UREG_SP] = k->sp;
@@ -249,6 +251,7 @@ static __always_inline int offcpu_send_stack(void *ctx, struct task_struct *prev
 	if (npy > 0)
 		ips_len = py_append(s, ips_len, npy, PY_SLOT_SWITCH);
 	ips_len = jvm_append(sc, s, ips_len, compat);
+	ips_len = v8_append(sc, s, ips_len, compat);
 	err = compat ? emit_compat(sc, ips_len, s->stack_len & 0xffff)
 		     : emit(sc, ips_len, s->stack_len & 0xffff);
 	return err ? -1 : 0;

@@ -11,6 +11,7 @@
 #include "bpf/cfi.h"
 #include "bpf/python_maps.bpf.h"
 #include "bpf/jvm_maps.bpf.h"
+#include "bpf/v8_maps.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -91,7 +92,9 @@ struct {
 #define PY_MAX (PY_BPF_FRAMES * sizeof(struct py_bpf_frame))
 /* ... and its Java frames (bpf/jvm.bpf.c), after those. */
 #define JVM_MAX	 (JVM_BPF_FRAMES * sizeof(struct jvm_bpf_frame))
-#define HEAD_MAX (sizeof(struct ev_sample) + IPS_MAX + PY_MAX + JVM_MAX)
+/* ... and its JavaScript frames (bpf/v8.bpf.c), after those. */
+#define V8_MAX	 (V8_BPF_FRAMES * sizeof(struct v8_bpf_frame))
+#define HEAD_MAX (sizeof(struct ev_sample) + IPS_MAX + PY_MAX + JVM_MAX + V8_MAX)
 /* The compat sampler's user stacks: bpf_get_stack's MAX_FRAMES, or the CFI
  * walk's tail-call budget (bpf/cfi_walk.bpf.h: CFI_COMPAT_FRAMES). */
 #define COMPAT_USER_MAX 256
@@ -99,9 +102,13 @@ struct {
  * (CFI_COMPAT_FRAMES). */
 #define JVM_COMPAT_FRAMES 248
 #define JVM_COMPAT_MAX	  (JVM_COMPAT_FRAMES * sizeof(struct jvm_bpf_frame))
+/* Its JavaScript frames: the same (a process runs a JVM or V8, not both,
+ * but the bounds hold for both areas). */
+#define V8_COMPAT_FRAMES 248
+#define V8_COMPAT_MAX	 (V8_COMPAT_FRAMES * sizeof(struct v8_bpf_frame))
 #define PRE_MAX                                                                                    \
 	(sizeof(struct ev_sample) + (MAX_FRAMES + COMPAT_USER_MAX) * sizeof(__u64) + PY_MAX +      \
-	 JVM_COMPAT_MAX)
+	 JVM_COMPAT_MAX + V8_COMPAT_MAX)
 
 /* The CFI walk's state between its tail calls (bpf/cfi_walk.bpf.h). */
 struct cfi_state {
@@ -126,6 +133,9 @@ struct cfi_state {
 	__u32 jvm_slot;		      /* the walk's jvm_scratch slot (JVM_SLOT_*) */
 	__u64 jvm_lo, jvm_hi;	      /* its code cache */
 	__u64 jvm_ra, jvm_cfa;	      /* the HotSpot step's caller (cfi_jvm) */
+	__u32 v8;		      /* a V8 of v8_procs: as py and jvm */
+	__u32 v8_anon;		      /* the frame's pc is in no mapping with a table */
+	__u64 v8_lo, v8_hi;	      /* its embedded builtins */
 	__u64 r13;		      /* the sample's (the interpreter's bytecode pointer) */
 	struct cfi_pcache pcache;     /* a new cfi_pcache value, built here */
 };
@@ -175,7 +185,7 @@ struct scratch {
 	/* Room for emit_compat's bounds on 5.10's verifier, which takes the
 	 * record's start in pre at its lowest and its length at its highest:
 	 * pre's Java frames count twice there. Never written. */
-	__u8 compat_slack[JVM_COMPAT_MAX];
+	__u8 compat_slack[JVM_COMPAT_MAX + V8_COMPAT_MAX];
 } __attribute__((aligned(64))); /* each CPU's slot starts a cache line */
 
 /* Mmapable only for the layout: such an array's values start page-aligned,
@@ -435,6 +445,39 @@ static __always_inline __u64 jvm_append(struct scratch *sc, struct ev_sample *s,
 	return len + bytes;
 }
 
+/* The JavaScript frames the CFI walk recorded in v8_scratch's slot
+ * (bpf/v8.bpf.c), after the record's Java frames (len bytes of ips and
+ * frames before): the new length. As jvm_append. */
+static __always_inline __u64 v8_append(struct scratch *sc, struct ev_sample *s, __u64 len,
+				       const bool compat)
+{
+	__u32 slot = sc->cfi.jvm_slot;
+	struct v8_bpf_step *vs;
+	__u64 n, bytes;
+
+	s->nv8 = 0;
+	if (sc->cfi.v8 != 2 || !(vs = bpf_map_lookup_elem(&v8_scratch, &slot)))
+		return len;
+	n = vs->n;
+	if (!n || vs->tid != s->hdr.tid)
+		return len;
+	if (n > V8_BPF_FRAMES)
+		n = V8_BPF_FRAMES;
+	if (compat && n > V8_COMPAT_FRAMES) {
+		n = V8_COMPAT_FRAMES;
+		s->flags |= SAMPLE_V8_TRUNC;
+	}
+	bytes = n * sizeof(struct v8_bpf_frame);
+	barrier_var(bytes);
+	if (bytes > V8_MAX || len > IPS_MAX + PY_MAX + JVM_MAX)
+		return len;
+	bpf_probe_read_kernel((char *)s->ips + len, bytes, vs->frames);
+	s->nv8 = n;
+	if (vs->truncated)
+		s->flags |= SAMPLE_V8_TRUNC;
+	return len + bytes;
+}
+
 /* Sends the record built in the slot: nk kernel and nu user ips. */
 static __always_inline int send_sample(struct scratch *sc, __u64 nk, __u64 nu, const bool compat)
 {
@@ -453,6 +496,7 @@ static __always_inline int send_sample(struct scratch *sc, __u64 nk, __u64 nu, c
 		return 0; /* cannot happen: nk <= MAX_FRAMES, nu <= MAX_USER_STACK */
 	ips_len = py_append(s, ips_len, sc->npy, PY_SLOT_SAMPLE);
 	ips_len = jvm_append(sc, s, ips_len, compat);
+	ips_len = v8_append(sc, s, ips_len, compat);
 	/* The mask only informs the verifier: stack_len <= MAX_STACK_COPY < 64 KiB. */
 	slen = s->stack_len & 0xffff;
 	if (compat ? emit_compat(sc, ips_len, slen) : emit(sc, ips_len, slen)) {
@@ -529,6 +573,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 	sc->wake = 0;
 	sc->npy = 0;
 	sc->cfi.jvm = 0;
+	sc->cfi.v8 = 0;
 	s->uregs[UREG_IP] = s->uregs[UREG_SP] = s->uregs[UREG_BP] = 0;
 
 	if (kernel_stacks && (s->flags & SAMPLE_IN_KERNEL)) {

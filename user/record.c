@@ -28,6 +28,8 @@
 #include "user/proc.h"
 #include "user/jvm.h"
 #include "user/jvm_names.h"
+#include "user/v8.h"
+#include "user/v8_names.h"
 #include "user/python.h"
 #include "user/python_names.h"
 #include "user/record.h"
@@ -108,6 +110,10 @@ struct recorder {
 	 * (user/jvm_names.c). */
 	struct jvm *jvm;
 	struct jvm_names *jvmnames;
+	/* The V8 processes (user/v8.c), and their source of names
+	 * (user/v8_names.c). */
+	struct v8 *v8;
+	struct v8_names *v8names;
 	/* --off-cpu (user/offcpu.c): its maps' sizes, the stacks and sums
 	 * drained, the waits; off without it. */
 	struct offcpu *offcpu;
@@ -504,6 +510,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		 * in them. */
 		py_names_forget(r->pynames, h->pid);
 		jvm_names_forget(r->jvmnames, h->pid);
+		v8_names_forget(r->v8names, h->pid);
 		if (size >= sizeof(struct ev_task) && (!env.all || proc_find(&r->procs, h->pid)))
 			proc_on_exec(&r->procs, h->pid, ((const struct ev_task *)data)->comm);
 		break;
@@ -518,6 +525,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		r->exits_untaken = true;
 		py_names_forget(r->pynames, h->pid);
 		jvm_names_forget(r->jvmnames, h->pid);
+		v8_names_forget(r->v8names, h->pid);
 		if (r->cfi_worker)
 			cfi_worker_queue(r->cfi_worker, h->pid, false);
 		if (p)
@@ -1014,6 +1022,21 @@ static int rec_load(struct recorder *r)
 
 		jvm_names_source(r->jvmnames, &jvm_names);
 		procs_add_names(&r->procs, &jvm_names);
+	}
+	err = v8_new(&r->v8);
+	if (!err)
+		err = v8_names_new(&r->v8names, r->v8, bpf_map__fd(skel->maps.v8_procs));
+	if (err) {
+		err("V8 detection: %s", strerror(-err));
+		return -1;
+	}
+	/* As the JVM's, by index, before Python's. BPFTRACE_REC_NO_FEATURES=v8:
+	 * native frames only. */
+	if (!list_has(getenv("BPFTRACE_REC_NO_FEATURES"), "v8")) {
+		struct name_source v8_names;
+
+		v8_names_source(r->v8names, &v8_names);
+		procs_add_names(&r->procs, &v8_names);
 	}
 	err = python_new(&r->python);
 	if (!err)
@@ -1626,6 +1649,20 @@ static int rec_write(struct recorder *r)
 		ri->jvm_inlined = js.inlined;
 		ri->jvm_unnamed = js.unnamed;
 	}
+	{
+		uint64_t vc[V8_STAT_NR];
+		struct v8_names_stats vs;
+
+		read_counters(bpf_map__fd(r->skel->maps.v8_stats), vc, V8_STAT_NR);
+		v8_names_get_stats(r->v8names, &vs);
+		ri->v8_frames_recorded = vc[V8_STAT_FRAMES];
+		ri->v8_not_js = vc[V8_STAT_NOT_JS];
+		ri->v8_read_fault = vc[V8_STAT_READ_FAULT];
+		ri->v8_truncated = vc[V8_STAT_TRUNCATED];
+		ri->v8_samples = vs.samples;
+		ri->v8_named = vs.frames;
+		ri->v8_unnamed = vs.unnamed;
+	}
 	jit_load_all(&r->procs);
 	for (size_t i = 0; i < r->procs.v.n; i++)
 		proc_name_again(r->procs.v.v[i]);
@@ -1656,6 +1693,10 @@ static int rec_finish(struct recorder *r, int code)
 	r->pynames = NULL;
 	jvm_names_free(r->jvmnames);
 	r->jvmnames = NULL;
+	v8_names_free(r->v8names);
+	r->v8names = NULL;
+	v8_free(r->v8);
+	r->v8 = NULL;
 	jvm_free(r->jvm);
 	r->jvm = NULL;
 	python_free(r->python);

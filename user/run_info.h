@@ -81,6 +81,10 @@ struct run_info {
 	 * its frames (user/jvm_names.c). */
 	uint64_t jvm_frames_walked, jvm_no_blob, jvm_bad_frame, jvm_read_fault, jvm_truncated;
 	uint64_t jvm_samples, jvm_named, jvm_inlined, jvm_unnamed;
+	/* The V8 step (bpf/v8.bpf.c, its v8_stats) and what became of its
+	 * frames (user/v8_names.c). */
+	uint64_t v8_frames_recorded, v8_not_js, v8_read_fault, v8_truncated;
+	uint64_t v8_samples, v8_named, v8_unnamed;
 	const char *kernel;		 /* uname release */
 	const struct degraded *degraded; /* features this kernel lacks, and why */
 	bool system_wide;

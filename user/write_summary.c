@@ -190,6 +190,14 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 			ri->jvm_frames_walked, ri->jvm_no_blob, ri->jvm_bad_frame,
 			ri->jvm_read_fault, ri->jvm_truncated, ri->jvm_samples, ri->jvm_named,
 			ri->jvm_inlined, ri->jvm_unnamed);
+	if (ri->v8_frames_recorded || ri->v8_not_js || ri->v8_samples)
+		fprintf(f,
+			",\n  \"v8\": {\"frames_recorded\": %" PRIu64
+			", \"frames_not_js\": %" PRIu64 ", \"read_faults\": %" PRIu64
+			", \"truncated\": %" PRIu64 ", \"samples_with_frames\": %" PRIu64
+			", \"frames_named\": %" PRIu64 ", \"frames_left_native\": %" PRIu64 "}",
+			ri->v8_frames_recorded, ri->v8_not_js, ri->v8_read_fault, ri->v8_truncated,
+			ri->v8_samples, ri->v8_named, ri->v8_unnamed);
 	if (ri->offcpu) {
 		struct offcpu_totals t;
 

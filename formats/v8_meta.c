@@ -1,0 +1,110 @@
+/* V8's postmortem metadata (formats/v8_meta.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "formats/v8_meta.h"
+
+/* What each constant is: where it goes, and its range. */
+enum kind { K_U32, K_FP, K_IDX, K_SMI_SHIFT, K_NEG_MASK };
+
+static const struct field {
+	const char *name;
+	size_t off; /* in struct v8_layout */
+	enum kind k;
+} fields[] = {
+#define S(f) offsetof(struct v8_layout, str.f)
+#define L(f) offsetof(struct v8_layout, f)
+    {"class_HeapObject__map__Map", S(map), K_U32},
+    {"class_Map__instance_type__uint16_t", S(map_type), K_U32},
+    {"class_String__length__int32_t", S(length), K_U32},
+    {"class_SeqOneByteString__chars__char", S(seq1_data), K_U32},
+    {"class_SeqTwoByteString__chars__char", S(seq2_data), K_U32},
+    {"class_ConsString__first__String", S(cons_first), K_U32},
+    {"class_ConsString__second__String", S(cons_second), K_U32},
+    {"class_SlicedString__parent__String", S(sliced_parent), K_U32},
+    {"class_SlicedString__offset__SMI", S(sliced_offset), K_U32},
+    {"class_ThinString__actual__String", S(thin_actual), K_U32},
+    {"FirstNonstringType", S(first_nonstring), K_U32},
+    {"StringRepresentationMask", S(repr_mask), K_U32},
+    {"StringEncodingMask", S(enc_mask), K_U32},
+    {"OneByteStringTag", S(one_byte_tag), K_U32},
+    {"SeqStringTag", S(seq_tag), K_U32},
+    {"ConsStringTag", S(cons_tag), K_U32},
+    {"SlicedStringTag", S(sliced_tag), K_U32},
+    {"ThinStringTag", S(thin_tag), K_U32},
+    {"HeapObjectTag", S(heap_tag), K_U32},
+    {"HeapObjectTagMask", S(heap_tag_mask), K_U32},
+    {"SmiShiftSize", S(smi_shift), K_SMI_SHIFT},
+    {"off_fp_function", L(fp_function), K_FP},
+    {"off_fp_context", L(fp_context), K_FP},
+    {"off_fp_bytecode_array", L(fp_bc_array), K_FP},
+    {"off_fp_bytecode_offset", L(fp_bc_offset), K_FP},
+    {"class_JSFunction__shared__SharedFunctionInfo", L(jsf_shared), K_U32},
+    {"class_SharedFunctionInfo__name_or_scope_info__Object", L(sfi_name_or_scope), K_U32},
+    {"class_SharedFunctionInfo__function_data__Object", L(sfi_data), K_U32},
+    {"class_SharedFunctionInfo__script_or_debug_info__HeapObject", L(sfi_script), K_U32},
+    {"class_Script__name__Object", L(script_name), K_U32},
+    {"type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE", L(type_sfi), K_U32},
+    {"type_Script__SCRIPT_TYPE", L(type_script), K_U32},
+    {"type_ScopeInfo__SCOPE_INFO_TYPE", L(type_scope_info), K_U32},
+    {"scopeinfo_idx_first_vars", L(scope_first_vars), K_IDX},
+    {"scopeinfo_idx_ncontextlocals", L(scope_ncontextlocals), K_IDX},
+#undef S
+#undef L
+};
+#define NFIELDS (sizeof(fields) / sizeof(fields[0]))
+
+const char *v8_meta_name(size_t i)
+{
+	return i < NFIELDS ? fields[i].name : NULL;
+}
+
+int v8_meta_layout(v8_meta_get get, void *ctx, struct v8_layout *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < NFIELDS; i++) {
+		const struct field *f = &fields[i];
+		int32_t v;
+		int ok;
+
+		if (get(ctx, f->name, &v)) {
+			snprintf(err, errlen, "its V8 metadata has no v8dbg_%s", f->name);
+			return -ENOTSUP;
+		}
+		switch (f->k) {
+		case K_U32: /* offsets within an object's first KiB; tags, masks, types */
+			ok = v >= 0 && v < 0x10000;
+			break;
+		case K_FP: /* a slot below rbp the BPF step reads (bpf/v8.h) */
+			ok = v < 0 && v >= -64 && !(v & 7);
+			break;
+		case K_IDX:
+			ok = v >= 0 && v < 64;
+			break;
+		case K_SMI_SHIFT: /* 31 (64-bit Smis) or 0 (31-bit): the value's shift is one more
+				   */
+			ok = v == 31 || v == 0;
+			v += 1;
+			break;
+		default:
+			ok = 0;
+		}
+		if (!ok) {
+			snprintf(err, errlen, "its v8dbg_%s (%d) is not one this tool reads",
+				 f->name, (int)v);
+			return -ENOTSUP;
+		}
+		if (f->k == K_FP || f->k == K_IDX)
+			memcpy((char *)out + f->off, &v, sizeof(v));
+		else
+			memcpy((char *)out + f->off, &(uint32_t){(uint32_t)v}, sizeof(uint32_t));
+	}
+	/* 8-byte tagged values only: pointer compression (4-byte slots) is
+	 * not read by this tool. */
+	if (out->str.smi_shift != 32) {
+		snprintf(err, errlen,
+			 "it is built with pointer compression, which is not read here");
+		return -ENOTSUP;
+	}
+	return 0;
+}

@@ -1,0 +1,35 @@
+/* V8's postmortem metadata: the v8dbg_* int constants a node binary (or a
+ * libnode.so) exports, as debuggers read them (llnode, mdb_v8), turned
+ * into the layout the frame step and the naming read by. Pure C over a
+ * lookup callback: user/v8.c reads the values from the binary. */
+#ifndef FORMATS_V8_META_H
+#define FORMATS_V8_META_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "formats/v8_string.h"
+
+struct v8_layout {
+	struct v8_string_layout str;
+	/* The frame's slots, in bytes from rbp. */
+	int32_t fp_function, fp_context, fp_bc_array, fp_bc_offset;
+	uint32_t jsf_shared;				  /* JSFunction::shared */
+	uint32_t sfi_name_or_scope, sfi_data, sfi_script; /* SharedFunctionInfo */
+	uint32_t script_name;				  /* Script::name */
+	uint32_t type_sfi, type_script, type_scope_info;  /* instance types */
+	int32_t scope_first_vars, scope_ncontextlocals;	  /* ScopeInfo's slot indices */
+};
+
+/* Looks up the constant v8dbg_NAME (name without the prefix): 0 and *v, or
+ * -ENOENT. */
+typedef int (*v8_meta_get)(void *ctx, const char *name, int32_t *v);
+
+/* The layout from the constants: 0, or -ENOTSUP with err naming the first
+ * constant missing or out of range. */
+int v8_meta_layout(v8_meta_get get, void *ctx, struct v8_layout *out, char *err, size_t errlen);
+
+/* The i-th name v8_meta_layout asks for (for user/v8.c's scan of the
+ * binary), or NULL past the last. */
+const char *v8_meta_name(size_t i);
+
+#endif

@@ -1,0 +1,448 @@
+/* V8 in the recorded processes (user/v8.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "formats/procmaps.h"
+#include "formats/v8_meta.h"
+#include "user/util.h"
+#include "user/v8.h"
+
+#define V8_NAME_MAX   512  /* bytes of a function's or a script's name */
+#define V8_CACHE_BITS 12   /* functions remembered per process, direct-mapped by address */
+#define V8_LOCALS_MAX 4096 /* a ScopeInfo's context locals, at most */
+/* A ScopeInfo keeps its context locals' names inline below this many
+ * (V8's kScopeInfoMaxInlinedLocalNamesSize), else in one hash table. */
+#define V8_INLINE_LOCALS 75
+#define V8_NMETA	 64
+
+/* The exported functions that say where the embedded builtins are. */
+#define SYM_BLOB_CODE "_ZN2v88internal23DefaultEmbeddedBlobCodeEv"
+#define SYM_BLOB_SIZE "_ZN2v88internal27DefaultEmbeddedBlobCodeSizeEv"
+
+/* A file read once per recording, by device and inode. */
+struct v8_bin {
+	uint64_t dev, ino;
+	int ret;	/* 0: exports V8's metadata; -ENOENT: not; -errno */
+	unsigned nsyms; /* v8dbg_* symbols */
+	bool have[V8_NMETA];
+	int32_t val[V8_NMETA];
+	uint64_t emb_lo, emb_size; /* link-time address of the builtins, or 0 */
+	struct {
+		uint64_t vaddr, offset;
+	} loads[8];
+	int nloads;
+	bool warned;
+};
+
+struct v8_fn_ent {
+	uint64_t sfi, data; /* the SharedFunctionInfo, and its function_data when read */
+	char *name, *file;
+};
+
+struct v8_proc {
+	pid_t pid;
+	char path[256];
+	struct v8_layout l;
+	struct v8_bpf_proc bpf;
+	struct v8_fn_ent cache[1u << V8_CACHE_BITS];
+};
+
+struct v8 {
+	VEC(struct v8_bin) bins;
+	VEC(struct v8_proc *) procs;
+};
+
+int v8_new(struct v8 **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
+
+static void proc_free(struct v8_proc *p)
+{
+	for (size_t i = 0; i < (1u << V8_CACHE_BITS); i++) {
+		free(p->cache[i].name);
+		free(p->cache[i].file);
+	}
+	free(p);
+}
+
+void v8_free(struct v8 *v)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < v->procs.n; i++)
+		proc_free(v->procs.v[i]);
+	VEC_FREE(v->procs);
+	VEC_FREE(v->bins);
+	free(v);
+}
+
+void v8_forget(struct v8 *v, pid_t pid)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < v->procs.n; i++)
+		if (v->procs.v[i]->pid == pid) {
+			proc_free(v->procs.v[i]);
+			v->procs.v[i] = v->procs.v[--v->procs.n];
+			return;
+		}
+}
+
+void v8_proc_bpf(const struct v8_proc *p, struct v8_bpf_proc *out)
+{
+	*out = p->bpf;
+}
+
+/* ---- The binary ---- */
+
+struct scan {
+	struct v8_bin *b;
+	uint64_t addr[V8_NMETA];
+	uint64_t blob_code, blob_size;
+};
+
+static void note_symbol(void *ctx, const char *name, uint64_t value, uint64_t size)
+{
+	struct scan *s = ctx;
+	const char *n;
+
+	(void)size;
+	if (!strcmp(name, SYM_BLOB_CODE))
+		s->blob_code = value;
+	else if (!strcmp(name, SYM_BLOB_SIZE))
+		s->blob_size = value;
+	if (strncmp(name, "v8dbg_", 6))
+		return;
+	s->b->nsyms++;
+	for (size_t i = 0; i < V8_NMETA && (n = v8_meta_name(i)); i++)
+		if (!strcmp(name + 6, n))
+			s->addr[i] = value;
+}
+
+/* len bytes at the link-time address a, from the file: 0, or -ENOENT (not
+ * in a segment); bytes past a segment's file size (.bss) read as 0. */
+static int file_read(int fd, Elf *elf, size_t nph, uint64_t a, void *buf, size_t len)
+{
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || a < ph.p_vaddr ||
+		    a + len > ph.p_vaddr + ph.p_memsz)
+			continue;
+		memset(buf, 0, len);
+		if (a + len <= ph.p_vaddr + ph.p_filesz)
+			return pread(fd, buf, len, (off_t)(ph.p_offset + a - ph.p_vaddr)) ==
+				       (ssize_t)len
+				   ? 0
+				   : -EIO;
+		return a >= ph.p_vaddr + ph.p_filesz ? 0 : -EIO;
+	}
+	return -ENOENT;
+}
+
+/* The address or value an exported one-instruction function returns:
+ * mov eax, imm32; lea rax, [rip + d]; mov eax, [rip + d] (then ret). 0
+ * when it is none of those. */
+static uint64_t decode_ret(int fd, Elf *elf, size_t nph, uint64_t fn)
+{
+	uint8_t c[8];
+	int32_t d;
+	uint32_t v;
+
+	if (!fn || file_read(fd, elf, nph, fn, c, sizeof(c)))
+		return 0;
+	if (c[0] == 0xb8 && c[5] == 0xc3) {
+		memcpy(&v, c + 1, 4);
+		return v;
+	}
+	if (c[0] == 0x48 && c[1] == 0x8d && c[2] == 0x05 && c[7] == 0xc3) {
+		memcpy(&d, c + 3, 4);
+		return fn + 7 + (int64_t)d;
+	}
+	if (c[0] == 0x8b && c[1] == 0x05 && c[6] == 0xc3) {
+		memcpy(&d, c + 2, 4);
+		if (file_read(fd, elf, nph, fn + 6 + (int64_t)d, &v, 4))
+			return 0;
+		return v;
+	}
+	return 0;
+}
+
+static void bin_read(int fd, struct v8_bin *b)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	struct scan s = {.b = b};
+	size_t n = 0;
+
+	b->ret = -ENOENT;
+	if (!elf)
+		return;
+	if (elf_kind(elf) == ELF_K_ELF && !elf_getphdrnum(elf, &n)) {
+		elf_scan_dynsym(elf, note_symbol, &s);
+		for (size_t i = 0; i < n && b->nloads < 8; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
+				b->loads[b->nloads].vaddr = ph.p_vaddr;
+				b->loads[b->nloads].offset = ph.p_offset;
+				b->nloads++;
+			}
+		}
+		if (b->nsyms) {
+			b->ret = 0;
+			for (size_t i = 0; i < V8_NMETA; i++)
+				b->have[i] =
+				    s.addr[i] && !file_read(fd, elf, n, s.addr[i], &b->val[i], 4);
+			b->emb_lo = decode_ret(fd, elf, n, s.blob_code);
+			b->emb_size = decode_ret(fd, elf, n, s.blob_size);
+			if (!b->emb_lo || !b->emb_size || b->emb_size > (1u << 30))
+				b->emb_lo = b->emb_size = 0;
+		}
+	}
+	elf_end(elf);
+}
+
+static struct v8_bin *bin_of(struct v8 *v, pid_t pid, const struct procmaps_entry *m)
+{
+	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
+	struct v8_bin e = {.dev = dev, .ino = m->inode};
+	char path[64];
+	int fd;
+
+	/* Few binaries a recording: a scan. */
+	for (size_t i = 0; i < v->bins.n; i++)
+		if (v->bins.v[i].dev == dev && v->bins.v[i].ino == m->inode)
+			return &v->bins.v[i];
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m->start,
+		 m->end);
+	fd = open_regular(path, 0);
+	if (fd < 0)
+		return NULL;
+	bin_read(fd, &e);
+	close(fd);
+	if (VEC_PUSH(v->bins, e))
+		return NULL;
+	return &v->bins.v[v->bins.n - 1];
+}
+
+static int meta_get(void *ctx, const char *name, int32_t *val)
+{
+	const struct v8_bin *b = ctx;
+	const char *n;
+
+	for (size_t i = 0; i < V8_NMETA && (n = v8_meta_name(i)); i++)
+		if (!strcmp(n, name)) {
+			if (!b->have[i])
+				return -ENOENT;
+			*val = b->val[i];
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* ---- Reading the process ---- */
+
+static int rd(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	const struct v8_proc *p = ctx;
+	struct iovec l = {buf, len}, r = {(void *)(uintptr_t)addr, len};
+
+	if (!addr || addr + len < addr)
+		return -EFAULT;
+	return process_vm_readv(p->pid, &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/* The tagged field at off of the object at the tagged pointer obj. */
+static int field(const struct v8_proc *p, uint64_t obj, uint32_t off, uint64_t *v)
+{
+	return rd((void *)p, obj - p->l.str.heap_tag + off, v, 8);
+}
+
+int v8_attach_maps(struct v8 *v, pid_t pid, const char *maps_text, size_t len, struct v8_proc **out)
+{
+	struct procmaps_entry *maps = NULL;
+	size_t nmaps = 0;
+	int ret;
+
+	for (size_t i = 0; i < v->procs.n; i++)
+		if (v->procs.v[i]->pid == pid) {
+			*out = v->procs.v[i];
+			return 0;
+		}
+	ret = procmaps_parse(maps_text, len, &maps, &nmaps);
+	if (ret)
+		return ret;
+	ret = -ENOENT;
+	for (size_t i = 0; i < nmaps && ret == -ENOENT; i++) {
+		const struct procmaps_entry *m = &maps[i];
+		struct v8_bin *b;
+		struct v8_proc *p;
+		char err[160] = "";
+		uint64_t bias;
+		int k;
+
+		if (!m->inode || !m->path || m->path[0] != '/' || !(b = bin_of(v, pid, m)) ||
+		    b->ret)
+			continue;
+		for (k = 0; k < b->nloads; k++)
+			if (b->loads[k].offset >= m->offset &&
+			    b->loads[k].offset - m->offset < 4096)
+				break;
+		if (k == b->nloads)
+			continue;
+		bias = m->start - m->offset + b->loads[k].offset - b->loads[k].vaddr;
+		if (!(p = calloc(1, sizeof(*p)))) {
+			ret = -ENOMEM;
+			break;
+		}
+		p->pid = pid;
+		snprintf(p->path, sizeof(p->path), "%s", m->path);
+		if (v8_meta_layout(meta_get, b, &p->l, err, sizeof(err))) {
+			if (!b->warned) /* once per binary */
+				warn("process %d runs V8 (%s) whose frames cannot be walked: %s; "
+				     "they are named as JIT code (node --perf-basic-prof names "
+				     "them)",
+				     (int)pid, p->path, err);
+			b->warned = true;
+			proc_free(p);
+			ret = -ENOTSUP;
+			break;
+		}
+		p->bpf = (struct v8_bpf_proc){
+		    .emb_lo = b->emb_lo ? b->emb_lo + bias : 0,
+		    .emb_hi = b->emb_lo ? b->emb_lo + bias + b->emb_size : 0,
+		    .fp_function = (__s16)p->l.fp_function,
+		    .fp_context = (__s16)p->l.fp_context,
+		    .fp_bc_array = (__s16)p->l.fp_bc_array,
+		    .fp_bc_offset = (__s16)p->l.fp_bc_offset,
+		    .jsf_shared = (__u16)p->l.jsf_shared,
+		    .sfi_data = (__u16)p->l.sfi_data,
+		    .heap_tag = (__u8)p->l.str.heap_tag,
+		    .heap_tag_mask = (__u8)p->l.str.heap_tag_mask,
+		    .smi_shift = (__u8)p->l.str.smi_shift,
+		};
+		if (VEC_PUSH(v->procs, p)) {
+			proc_free(p);
+			ret = -ENOMEM;
+			break;
+		}
+		*out = p;
+		ret = 0;
+		debug("process %d runs V8 (%s), builtins at %#llx-%#llx", (int)pid, m->path,
+		      (unsigned long long)p->bpf.emb_lo, (unsigned long long)p->bpf.emb_hi);
+	}
+	procmaps_free(maps, nmaps);
+	return ret;
+}
+
+/* ---- Names ---- */
+
+static int type_of(const struct v8_proc *p, uint64_t obj, uint16_t *t)
+{
+	return v8_instance_type(&p->l.str, rd, (void *)p, obj, t);
+}
+
+/* A string's text into out, or "" when obj is no string. */
+static void str_or_empty(const struct v8_proc *p, uint64_t obj, char *out, size_t size)
+{
+	uint16_t t;
+
+	out[0] = 0;
+	if (!type_of(p, obj, &t) && t < p->l.str.first_nonstring)
+		v8_string_read(&p->l.str, rd, (void *)p, obj, out, size, NULL);
+}
+
+/* A compiled function's name, from its ScopeInfo: the first string after
+ * the context locals' names and infos (the function variable's name, or
+ * the inferred name V8 gives an anonymous function: "Holder.nmethod" for
+ * one assigned there). */
+static void scope_name(const struct v8_proc *p, uint64_t si, char *out, size_t size)
+{
+	uint64_t w, base = si - p->l.str.heap_tag + 8; /* slots follow the map */
+	int64_t n;
+	uint64_t first;
+
+	out[0] = 0;
+	if (rd((void *)p, base + 8 * (uint64_t)p->l.scope_ncontextlocals, &w, 8) || (w & 1))
+		return;
+	n = (int64_t)w >> p->l.str.smi_shift;
+	if (n < 0 || n > V8_LOCALS_MAX)
+		return;
+	first = (uint64_t)p->l.scope_first_vars + (uint64_t)(n < V8_INLINE_LOCALS ? n : 1) +
+		(uint64_t)n;
+	for (uint64_t i = 0; i < 3 && !out[0]; i++) {
+		if (rd((void *)p, base + 8 * (first + i), &w, 8))
+			return;
+		if ((w & p->l.str.heap_tag_mask) == p->l.str.heap_tag)
+			str_or_empty(p, w, out, size);
+	}
+}
+
+static int read_names(const struct v8_proc *p, uint64_t sfi, char *name, char *file)
+{
+	uint64_t nos, script, sname;
+	uint16_t t;
+
+	name[0] = file[0] = 0;
+	if (field(p, sfi, p->l.sfi_name_or_scope, &nos))
+		return -EFAULT;
+	if ((nos & p->l.str.heap_tag_mask) == p->l.str.heap_tag && !type_of(p, nos, &t)) {
+		if (t < p->l.str.first_nonstring)
+			str_or_empty(p, nos, name, V8_NAME_MAX);
+		else if (t == p->l.type_scope_info)
+			scope_name(p, nos, name, V8_NAME_MAX);
+	}
+	if (!field(p, sfi, p->l.sfi_script, &script) &&
+	    (script & p->l.str.heap_tag_mask) == p->l.str.heap_tag && !type_of(p, script, &t) &&
+	    t == p->l.type_script && !field(p, script, p->l.script_name, &sname))
+		str_or_empty(p, sname, file, V8_NAME_MAX);
+	return 0;
+}
+
+int v8_frame_function(struct v8_proc *p, uint64_t addr, uint64_t info, struct v8_function *out)
+{
+	struct v8_fn_ent *e = &p->cache[hash_u64(addr) & ((1u << V8_CACHE_BITS) - 1)];
+	char name[V8_NAME_MAX], file[V8_NAME_MAX];
+	uint64_t data;
+	uint16_t t;
+	int r;
+
+	/* The object is a SharedFunctionInfo still, and the one sampled: the
+	 * same function_data as the step read. */
+	if ((r = type_of(p, addr, &t)))
+		return r;
+	if (t != p->l.type_sfi)
+		return -ESTALE;
+	if ((r = field(p, addr, p->l.sfi_data, &data)))
+		return r;
+	if (V8_COOKIE(data) != V8_FRAME_COOKIE(info))
+		return -ESTALE;
+	if (e->sfi != addr || e->data != data) {
+		if ((r = read_names(p, addr, name, file)))
+			return r;
+		free(e->name);
+		free(e->file);
+		e->sfi = e->data = 0;
+		e->name = strdup(name[0] ? name : "<anonymous>");
+		e->file = file[0] ? strdup(file) : NULL;
+		if (!e->name || (file[0] && !e->file)) {
+			free(e->name);
+			free(e->file);
+			e->name = e->file = NULL;
+			return -ENOMEM;
+		}
+		e->sfi = addr;
+		e->data = data;
+	}
+	out->name = e->name;
+	out->file = e->file;
+	return 0;
+}
