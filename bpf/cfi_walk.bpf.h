@@ -493,11 +493,16 @@ static __always_inline int cfi_jvm(struct cfi_state *st)
 		if (p) {
 			st->jvm_lo = p->cc_lo;
 			st->jvm_hi = p->cc_hi;
-			/* The slot's frames are this walk's from here. */
+			/* The slot's frames, layout, time and stack window
+			 * are this walk's from here. */
 			if ((js = bpf_map_lookup_elem(&jvm_scratch, &slot))) {
 				js->n = 0;
 				js->truncated = 0;
 				js->tid = (__u32)bpf_get_current_pid_tgid();
+				js->pr = *p;
+				js->pr_tgid = st->tgid;
+				js->now = bpf_ktime_get_ns();
+				js->win_len = 0;
 			}
 		}
 	}

@@ -73,6 +73,33 @@ static __always_inline __u64 find_blob(const struct jvm_bpf_step *st, __u64 pc)
 	return lo + (seg << st->pr.seg_shift) + st->pr.block_size;
 }
 
+/* len bytes of stack at addr into st->w, through the window (struct
+ * jvm_bpf_step's win): 0, or -1 when not readable. len is a constant of
+ * the caller's, at most 128. */
+static __always_inline int stack_rd(struct jvm_bpf_step *st, __u64 addr, __u32 len)
+{
+	__u64 off = addr - st->win_lo, n;
+
+	if (addr < st->win_lo || off + len > st->win_len) {
+		n = 4096 - (addr & 4095);
+		if (n < len) /* across a page: alone (the next may be unmapped) */
+			return bpf_probe_read_user(st->w, len, (void *)addr) ? -1 : 0;
+		barrier_var(n);
+		n = ((n - 1) & 4095) + 1;
+		if (bpf_probe_read_user(st->win, n, (void *)addr)) {
+			st->win_len = 0;
+			return -1;
+		}
+		st->win_lo = addr;
+		st->win_len = (__u32)n;
+		off = 0;
+	}
+	barrier_var(off);
+	if (off > 4096 - len)
+		return -1;
+	return bpf_probe_read_kernel(st->w, len, &st->win[off]) ? -1 : 0;
+}
+
 /* Whether a word is a pc in the code cache: a return address into Java
  * code, a stub or the call stub. */
 static __always_inline bool in_cache(const struct jvm_bpf_step *st, __u64 pc)
@@ -92,7 +119,7 @@ static __always_inline int step_interp(struct jvm_bpf_step *st)
 	if (fp < st->sp || fp - st->sp > (1u << 20) || (fp & 7) || im < 0 || im > 9 || ib < 0 ||
 	    ib > 9 || is < 0 || is > 9)
 		return -1;
-	if (bpf_probe_read_user(w, 12 * 8, (void *)(fp - 80)))
+	if (stack_rd(st, fp - 80, 12 * 8))
 		return -2;
 	st->addr = w[im];
 	bcp = st->leaf ? st->r13 : w[ib];
@@ -191,17 +218,20 @@ __noinline int jvm_unwind(__u32 slot)
 
 	if (!st)
 		return JVM_STEP_NOT_JAVA;
-	/* The key in the slot (the caller's tgid): the stack is short here. */
+	/* The process's layout, copied into the slot at the walk's first
+	 * Java frame (cfi_jvm), and its key there: one pointer (st) stays live
+	 * across the helpers' calls, where two spilled past the stack's
+	 * room. */
 	st->tgid = bpf_get_current_pid_tgid() >> 32;
-	p = bpf_map_lookup_elem(&jvm_procs, &st->tgid);
-	if (!p)
-		return JVM_STEP_NOT_JAVA;
-	/* Copied into the slot: one pointer (st) stays live across the
-	 * helpers' calls, where two spilled past the stack's room. */
-	st->pr = *p;
+	if (st->pr_tgid != st->tgid) {
+		p = bpf_map_lookup_elem(&jvm_procs, &st->tgid);
+		if (!p)
+			return JVM_STEP_NOT_JAVA;
+		st->pr = *p;
+		st->pr_tgid = st->tgid;
+	}
 	if (!in_cache(st, st->pc))
 		return JVM_STEP_NOT_JAVA;
-	st->now = bpf_ktime_get_ns();
 	{
 		struct jvm_bcache_ent *c =
 		    &st->bcache[((st->pc * 0x9e3779b97f4a7c15ULL) >> (64 - JVM_BCACHE_BITS)) &
@@ -280,7 +310,7 @@ __noinline int jvm_unwind(__u32 slot)
 	}
 	if (st->partial == 0xffff) {
 		if (st->bp < st->sp || (st->bp & 7) || st->bp - st->sp > (1u << 20) ||
-		    bpf_probe_read_user(st->w, 16, (void *)st->bp)) {
+		    stack_rd(st, st->bp, 16)) {
 			if (!st->leaf) {
 				jvm_count(st, JVM_STAT_BAD_FRAME);
 				return JVM_STEP_FAIL;
@@ -294,7 +324,7 @@ __noinline int jvm_unwind(__u32 slot)
 		}
 	}
 	if (st->partial) {
-		if (bpf_probe_read_user(st->w, 16, (void *)st->sp)) {
+		if (stack_rd(st, st->sp, 16)) {
 			jvm_count(st, JVM_STAT_READ_FAULT);
 			return JVM_STEP_FAIL;
 		}
@@ -312,7 +342,7 @@ __noinline int jvm_unwind(__u32 slot)
 	 * looked for a few words on (code that pushed words past the frame
 	 * size, as async-profiler and the OpenTelemetry profiler search). */
 	st->sp += (__u64)st->fsize * 8;
-	if (bpf_probe_read_user(st->w, (JVM_RA_SEARCH + 2) * 8, (void *)(st->sp - 16))) {
+	if (stack_rd(st, st->sp - 16, (JVM_RA_SEARCH + 2) * 8)) {
 		jvm_count(st, JVM_STAT_READ_FAULT);
 		return JVM_STEP_FAIL;
 	}

@@ -131,9 +131,17 @@ struct jvm_bpf_step {
 	__u64 blob, begin, end, addr, deopt;
 	__u32 name, kind, cookie, off, partial;
 	__s32 fsize, complete, orig_pc, compile_id;
-	struct jvm_bpf_proc pr; /* the process's, copied at each step */
-	__u64 now;		/* the step's time, for bcache */
-	__u32 stat;		/* jvm_stats' key */
+	struct jvm_bpf_proc pr; /* the process's, copied at the walk's first Java frame */
+	__u32 pr_tgid;		/* whose pr is */
+	__u64 now;		/* the walk's start, for bcache */
+	/* Stack read beyond the words asked for, to the end of their page:
+	 * the frames above are read from here (the walk goes up the stack),
+	 * one read a page, not one a frame. [win_lo, win_lo + win_len), reset
+	 * at each walk's first Java frame. */
+	__u64 win_lo;
+	__u32 win_len;
+	__u8 win[4096];
+	__u32 stat; /* jvm_stats' key */
 	struct jvm_bcache_ent bcache[1 << JVM_BCACHE_BITS];
 };
 
