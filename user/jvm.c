@@ -343,6 +343,23 @@ static uint64_t tables_sym(void *ctx, const char *name)
 	return 0;
 }
 
+/* Whether the JVM has filled in its tables' layout: the entries' strides
+ * and offsets are zero (.bss) until its start-up sets them
+ * (VMStructs::init), and a JVM read before then is still starting, not
+ * one to refuse. One whose layout is set but bad is refused. */
+static bool tables_ready(struct rd_ctx *c)
+{
+	for (size_t i = 0; i < NSYMS; i++) {
+		uint64_t a = tables_sym(c, table_syms[i]), v = 0;
+
+		/* The tables' own pointers (initialized data) say nothing. */
+		if (strstr(table_syms[i], "Offset") || strstr(table_syms[i], "Stride"))
+			if (a && !rd_u64(c->pid, a, &v) && v)
+				return true;
+	}
+	return false;
+}
+
 /* ---- The layout ---- */
 
 struct need {
@@ -582,7 +599,9 @@ int jvm_attach_maps(struct jvm *j, pid_t pid, const char *maps_text, size_t len,
 		}
 		p->pid = pid;
 		snprintf(p->path, sizeof(p->path), "%s", m->path);
-		ret = jvm_tables_read(&t, tables_rd, tables_sym, &c, err, sizeof(err));
+		ret = tables_ready(&c)
+			  ? jvm_tables_read(&t, tables_rd, tables_sym, &c, err, sizeof(err))
+			  : -EAGAIN;
 		if (!ret)
 			ret = layout_read(t, p, err, sizeof(err));
 		jvm_tables_free(t);

@@ -494,7 +494,12 @@ c_jvm_frames() {
 	a=$(awk '$NF ~ /^JSplit\.(six|three|one)$/ { sub("%", "", $5); s[$NF] = $5 }
 		END { t = s["JSplit.six"] + s["JSplit.three"] + s["JSplit.one"];
 			if (t) printf "%.1f", 100 * s["JSplit.six"] / t }' "$TMP/$t.top")
-	if within "${a:-0}" 60 15; then pass $t; else
+	# Under the emulator its maps are read while the JVM is still starting
+	# (its tables' layout not set yet): that JVM is read again, not refused
+	# (6.12's guest said "stride 0" before user/jvm.c's tables_ready).
+	if grep -q "cannot be walked" "$TMP/$t.err"; then
+		fail $t "a JVM still starting refused: $(grep "cannot be walked" "$TMP/$t.err" | head -1)"
+	elif within "${a:-0}" 60 15; then pass $t; else
 		fail $t "JSplit.six ${a:-not named}% of the samples under six, three and one (want 60 +-15)"
 		sed -n 1,15p "$TMP/$t.top"
 	fi
