@@ -55,6 +55,8 @@ enum {
 	OPT_WINDOW,
 	OPT_RETAIN,
 	OPT_SPOOL_MAX,
+	OPT_HEAP,
+	OPT_HEAP_RATE,
 };
 
 /* Groups: the common options (1), what else to record (2), how (3),
@@ -67,6 +69,7 @@ static const struct argp_option opts[] = {
     {"freq", 'F', "HZ", 0, "Samples per second per CPU (default 99)", 1},
     {"output", 'o', "DIR", 0, "Output directory (default ./bpftrace-rec.out)", 1},
     {"off-cpu", OPT_OFF_CPU, NULL, 0, "Also record where threads wait off the CPU", 1},
+    {"heap", OPT_HEAP, NULL, 0, "Also record a heap profile (malloc and free), heap.pb.gz", 1},
     {"trace", 't', "[OBJ:]GLOB", 0,
      "Trace these calls exactly: 'parse_*', 'libssl.so.3:SSL_*', 'usdt:postgres:query__*'", 1},
     {"quiet", 'q', NULL, 0, "No status line or summary on stderr", 1},
@@ -74,6 +77,8 @@ static const struct argp_option opts[] = {
 
     {NULL, 0, NULL, 0, "What else to record:", 2},
     {"off-cpu-min", OPT_OFF_CPU_MIN, "USEC", 0, "With --off-cpu, leave out shorter waits", 2},
+    {"heap-rate", OPT_HEAP_RATE, "BYTES", 0,
+     "With --heap, sample an allocation every BYTES on average (default 524288)", 2},
     {"trace-args", OPT_TRACE_ARGS, "N", 0, "With -t, record N integer arguments (at most 6)", 2},
     {"jitdump", OPT_JITDUMP, "PATH", 0, "Name JIT frames from this perf jitdump file too", 2},
     {"idle", OPT_IDLE, NULL, 0, "With -a, keep samples of idle CPUs", 2},
@@ -252,6 +257,12 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 	case OPT_MAX_STACK:
 		env.max_stack = parse_long(arg, "--max-stack", 1, MAX_USER_STACK, st);
 		break;
+	case OPT_HEAP:
+		env.heap = true;
+		break;
+	case OPT_HEAP_RATE:
+		env.heap_rate = (uint64_t)parse_long(arg, "--heap-rate", 1, 1L << 40, st);
+		break;
 	case OPT_OFF_CPU:
 		env.off_cpu = true;
 		break;
@@ -330,6 +341,11 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 				       "process's XRay files");
 		if ((env.off_cpu_min_us || env.off_cpu_entries) && !env.off_cpu)
 			argp_error(st, "--off-cpu-min and --off-cpu-entries need --off-cpu");
+		if (env.heap_rate && !env.heap)
+			argp_error(st, "--heap-rate needs --heap");
+		if (env.heap && env.all && !env.per_process)
+			argp_error(st, "--heap with -a needs -P: the allocations are followed per "
+				       "process");
 		if ((env.push_headers || env.service_name) && !env.npush)
 			argp_error(st, "--push-headers and --service-name need --push");
 		if ((env.retain_count || env.retain_age_s || env.retain_bytes) && !env.window_s)
