@@ -69,7 +69,7 @@ static const struct argp_option opts[] = {
     {"freq", 'F', "HZ", 0, "Samples per second per CPU (default 99)", 1},
     {"output", 'o', "DIR", 0, "Output directory (default ./bpftrace-rec.out)", 1},
     {"off-cpu", OPT_OFF_CPU, NULL, 0, "Also record where threads wait off the CPU", 1},
-    {"heap", OPT_HEAP, NULL, 0, "Also record a heap profile (malloc and free), heap.pb.gz", 1},
+    {"heap", OPT_HEAP, NULL, 0, "Also write heap.pb.gz (malloc in use)", 1},
     {"trace", 't', "[OBJ:]GLOB", 0,
      "Trace these calls exactly: 'parse_*', 'libssl.so.3:SSL_*', 'usdt:postgres:query__*'", 1},
     {"quiet", 'q', NULL, 0, "No status line or summary on stderr", 1},
@@ -77,8 +77,6 @@ static const struct argp_option opts[] = {
 
     {NULL, 0, NULL, 0, "What else to record:", 2},
     {"off-cpu-min", OPT_OFF_CPU_MIN, "USEC", 0, "With --off-cpu, leave out shorter waits", 2},
-    {"heap-rate", OPT_HEAP_RATE, "BYTES", 0,
-     "With --heap, sample an allocation every BYTES on average (default 524288)", 2},
     {"trace-args", OPT_TRACE_ARGS, "N", 0, "With -t, record N integer arguments (at most 6)", 2},
     {"jitdump", OPT_JITDUMP, "PATH", 0, "Name JIT frames from this perf jitdump file too", 2},
     {"idle", OPT_IDLE, NULL, 0, "With -a, keep samples of idle CPUs", 2},
@@ -89,7 +87,7 @@ static const struct argp_option opts[] = {
 
     {NULL, 0, NULL, 0, "How:", 3},
     {"call-graph", OPT_CALL_GRAPH, "cfi|fp|dwarf[,SIZE]", 0,
-     "User stack walk (default cfi: .eh_frame tables in BPF)", 3},
+     "User stack walk (default cfi: .eh_frame in BPF)", 3},
     {"unwind-mib", OPT_UNWIND_MIB, "MIB", 0, "Kernel memory for the cfi tables (default 64)", 3},
     {"event", OPT_EVENT, "EVENT", 0, "cycles or cpu-clock (default: cycles if there)", 3},
     {"max-stack", OPT_MAX_STACK, "N", 0, "User frames walked at most (default 1024)", 3},
@@ -111,6 +109,7 @@ static const struct argp_option opts[] = {
     /* Sizing, in the man page only: --help keeps to one screen. */
     {"retain", OPT_RETAIN, "count=N,age=S,size=B", OPTION_HIDDEN, "--window's kept on disk", 2},
     {"spool-max", OPT_SPOOL_MAX, "BYTES", OPTION_HIDDEN, "--push's spool bound", 2},
+    {"heap-rate", OPT_HEAP_RATE, "BYTES", OPTION_HIDDEN, "--heap's mean bytes a sample", 2},
     /* Sizing, in the man page only: --help keeps to one screen. */
     {"off-cpu-entries", OPT_OFF_CPU_ENTRIES, "N", OPTION_HIDDEN, "Off-CPU sums' map entries", 2},
     {0},
