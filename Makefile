@@ -33,7 +33,7 @@ ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) 
 # (libcurl4-openssl-dev); libcurl4 runs it.
 # libiberty: cplus_demangle, which demangles Rust (legacy and v0) as well as
 # C++; __cxa_demangle leaves the legacy hash and fails on v0.
-LDLIBS  := -lbpf -lelf -ldw -lz -liberty
+LDLIBS  := -lbpf -lelf -ldw -lz -liberty -lm
 # Clang for BPF: CO-RE against the checked-in vmlinux.h.
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -I. $(WARN) -Wno-unused-parameter
 
@@ -60,7 +60,8 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 all: $(BIN) $(UNIT_BIN)
 
 BPF_HDRS := bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h bpf/python.h \
-	    bpf/python_maps.bpf.h bpf/jvm.h bpf/jvm_maps.bpf.h bpf/v8.h bpf/v8_maps.bpf.h bpf/uprobe_regs.bpf.h vmlinux/vmlinux.h
+	    bpf/python_maps.bpf.h bpf/jvm.h bpf/jvm_maps.bpf.h bpf/v8.h bpf/v8_maps.bpf.h \
+	    bpf/uprobe_regs.bpf.h bpf/heap_sample.h vmlinux/vmlinux.h
 $(OUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS)
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
@@ -320,7 +321,8 @@ WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/c
 	     $(OUT)/workloads/mixed $(OUT)/workloads/cxxalloc $(OUT)/workloads/waits \
 	     $(OUT)/workloads/cxxsplit $(OUT)/workloads/frees $(OUT)/workloads/gowork \
 	     $(OUT)/workloads/edges \
-	     $(OUT)/workloads/usdtwork $(OUT)/workloads/fakejvm $(OUT)/workloads/fakev8
+	     $(OUT)/workloads/usdtwork $(OUT)/workloads/fakejvm $(OUT)/workloads/fakev8 \
+	     $(OUT)/workloads/heapsplit
 # Go programs, each Go by its path (PATH's `go` is whichever the machine puts
 # first): Debian's 1.19 (golang-go, make deps), whose line table holds its
 # text start, and the newer one the machines have at /usr/local/go (1.26:
@@ -406,6 +408,10 @@ $(OUT)/workloads/mixed: tests/workloads/mixed.c $(OUT)/workloads/libwork.so
 $(OUT)/workloads/cxxalloc: tests/workloads/cxxalloc.cc
 	@mkdir -p $(@D)
 	g++ -O2 -g -fno-omit-frame-pointer -Wall -Werror -o $@ $<
+# --heap's (tests/integration/test_heap.sh): glibc's malloc, -O1 as the rest.
+$(OUT)/workloads/heapsplit: tests/workloads/heapsplit.c
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -o $@ $<
 $(OUT)/workloads/waits: tests/workloads/waits.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $< -pthread

@@ -39,6 +39,8 @@ enum ev_type {
 	/* -t usdt:... (bpf/usdt.bpf.c): */
 	EV_USDT = 10,	  /* struct ev_usdt: a USDT probe fired */
 	EV_USDT_STR = 11, /* struct ev_usdt_str: a string argument, first seen */
+	/* --heap (bpf/heap.bpf.c): */
+	EV_HEAP_ALLOC = 12, /* struct ev_heap: a sampled allocation and its stack */
 };
 
 struct ev_hdr {
@@ -354,6 +356,60 @@ enum stat_idx {
 	STAT_USDT_STRS,	     /* strings read and sent */
 	STAT_USDT_STR_FAULT, /* string arguments that could not be read */
 	STAT_NR,
+};
+
+/* --heap (bpf/heap.bpf.c, user/heap.c): the allocator's functions, each
+ * probe's BPF cookie. */
+enum heap_func {
+	HEAP_MALLOC,
+	HEAP_CALLOC,
+	HEAP_REALLOC,
+	HEAP_REALLOCARRAY,
+	HEAP_FREE,
+	HEAP_POSIX_MEMALIGN,
+	HEAP_ALIGNED_ALLOC,
+	HEAP_MEMALIGN,
+	HEAP_VALLOC,
+	HEAP_NFUNC,
+};
+
+/* A sampled allocation: what it asked for, where it lies, and its stack as
+ * a sample's record carries one (s: its own header a copy; no kernel
+ * frames; the user stack copied from the caller's registers just after the
+ * allocator returned, for DWARF unwinding). seq names it in heap_live. */
+struct ev_heap {
+	struct ev_hdr hdr;
+	__u64 addr, size;
+	__u64 seq;
+	__u32 func; /* enum heap_func */
+	__u32 pad;
+	struct ev_sample s;
+};
+
+/* heap_live: the sampled allocations not freed yet, by process and address. */
+struct heap_live_key {
+	__u32 tgid, pad;
+	__u64 addr;
+};
+struct heap_live_val {
+	__u64 seq, size;
+};
+
+/* heap_stats, a per-CPU array of its own (the sampler's stats stay as they
+ * are without --heap). */
+enum heap_stat {
+	HEAP_STAT_CALLS,     /* allocation calls of recorded processes */
+	HEAP_STAT_BYTES,     /* ... the bytes they asked for */
+	HEAP_STAT_SAMPLED,   /* ... taken by the byte sampling */
+	HEAP_STAT_SENT,	     /* ... and sent with their stacks */
+	HEAP_STAT_LOST,	     /* ... that the ring buffer could not take */
+	HEAP_STAT_LIVE_FULL, /* ... sent, but not followed to their free: heap_live full */
+	HEAP_STAT_FAILED,    /* calls that returned no memory */
+	HEAP_STAT_FREES,     /* free() calls (and reallocs' old blocks) */
+	HEAP_STAT_FREED,     /* ... of sampled allocations, taken out of heap_live */
+	HEAP_STAT_NESTED,    /* allocator calls inside another (reallocarray's realloc) */
+	HEAP_STAT_NO_ENTRY,  /* returns whose entry was not seen (probes attached mid-call) */
+	HEAP_STAT_NR,
 };
 
 #endif

@@ -57,8 +57,13 @@ struct label {
 struct sample {
 	size_t loc0, lab0; /* into sample_locs, sample_labels */
 	uint32_t nlocs, nlabels;
-	int64_t count;
-	int64_t off_ns, off_count; /* pprof_add_offcpu */
+	union {
+		struct {
+			int64_t count;
+			int64_t off_ns, off_count; /* pprof_add_offcpu */
+		};
+		int64_t heap[4]; /* pprof_add_heap's values */
+	};
 };
 
 /* Mappings, locations and samples: those kept to the end, or a scope's.
@@ -80,7 +85,9 @@ struct table {
 
 struct pprof {
 	int64_t period, time_nanos, duration_nanos;
-	bool offcpu; /* pprof_enable_offcpu: three more sample types */
+	bool offcpu;		/* pprof_enable_offcpu: three more sample types */
+	bool heap;		/* pprof_enable_heap: the four of a heap profile instead */
+	VEC(uint32_t) comments; /* string indices */
 	VEC(char *) strings;
 	VEC(struct function) functions;
 	struct idtab str_ix, fn_ix;
@@ -158,6 +165,7 @@ void pprof_free(struct pprof *p)
 		free(p->strings.v[i]);
 	free(p->strings.v);
 	free(p->functions.v);
+	VEC_FREE(p->comments);
 	idtab_free(&p->str_ix);
 	idtab_free(&p->fn_ix);
 	table_free(&p->keep);
@@ -329,9 +337,8 @@ void pprof_enable_offcpu(struct pprof *p)
 	p->offcpu = true;
 }
 
-static int add_sample(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_t count,
-		      int64_t off_ns, int64_t off_count, const struct pprof_label *labels,
-		      size_t nlabels)
+static int add_sample(struct pprof *p, const uint64_t *locs, size_t nlocs, const int64_t v[4],
+		      const struct pprof_label *labels, size_t nlabels)
 {
 	struct table *t = p->in_scope ? &p->scope : &p->keep;
 	struct label lab[16];
@@ -358,18 +365,15 @@ static int add_sample(struct pprof *p, const uint64_t *locs, size_t nlocs, int64
 		h = mix(h, locs[i]);
 	id = (uint32_t)(idtab_find(&t->sample_ix, h, sample_eq, t, &k) + 1);
 	if (id) {
-		t->samples.v[id - 1].count += count;
-		t->samples.v[id - 1].off_ns += off_ns;
-		t->samples.v[id - 1].off_count += off_count;
+		for (i = 0; i < 4; i++)
+			t->samples.v[id - 1].heap[i] += v[i];
 		return 0;
 	}
 	s.loc0 = t->sample_locs.n;
 	s.lab0 = t->sample_labels.n;
 	s.nlocs = nlocs;
 	s.nlabels = nlabels;
-	s.count = count;
-	s.off_ns = off_ns;
-	s.off_count = off_count;
+	memcpy(s.heap, v, sizeof(s.heap));
 	for (i = 0; i < nlocs; i++)
 		if (VEC_PUSH(t->sample_locs, locs[i]))
 			return -ENOMEM;
@@ -384,15 +388,44 @@ static int add_sample(struct pprof *p, const uint64_t *locs, size_t nlocs, int64
 int pprof_add_sample(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_t count,
 		     const struct pprof_label *labels, size_t nlabels)
 {
-	return add_sample(p, locs, nlocs, count, 0, 0, labels, nlabels);
+	int64_t v[4] = {count};
+
+	if (p->heap)
+		return -EINVAL;
+	return add_sample(p, locs, nlocs, v, labels, nlabels);
 }
 
 int pprof_add_offcpu(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_t ns, int64_t count,
 		     const struct pprof_label *labels, size_t nlabels)
 {
+	int64_t v[4] = {0, ns, count};
+
 	if (!p->offcpu)
 		return -EINVAL;
-	return add_sample(p, locs, nlocs, 0, ns, count, labels, nlabels);
+	return add_sample(p, locs, nlocs, v, labels, nlabels);
+}
+
+void pprof_enable_heap(struct pprof *p, int64_t rate)
+{
+	p->heap = true;
+	p->period = rate;
+}
+
+int pprof_add_heap(struct pprof *p, const uint64_t *locs, size_t nlocs, const int64_t v[4],
+		   const struct pprof_label *labels, size_t nlabels)
+{
+	if (!p->heap)
+		return -EINVAL;
+	return add_sample(p, locs, nlocs, v, labels, nlabels);
+}
+
+int pprof_add_comment(struct pprof *p, const char *text)
+{
+	uint32_t id = intern(p, text);
+
+	if (id == UINT32_MAX || VEC_PUSH(p->comments, id))
+		return -ENOMEM;
+	return 0;
 }
 
 size_t pprof_nsamples(const struct pprof *p)
@@ -420,7 +453,10 @@ static void encode_samples(const struct pprof *p, const struct table *t, struct 
 				 (uint64_t)s->off_count, cpu + (uint64_t)s->off_ns};
 
 		pb_packed(sub, 1, locs_of(t, s), s->nlocs, sub2);
-		pb_packed(sub, 2, v, p->offcpu ? 5 : 2, sub2);
+		if (p->heap)
+			pb_packed(sub, 2, (const uint64_t *)s->heap, 4, sub2);
+		else
+			pb_packed(sub, 2, v, p->offcpu ? 5 : 2, sub2);
 		for (j = 0; j < s->nlabels; j++) {
 			const struct label *l = &t->sample_labels.v[s->lab0 + j];
 
@@ -484,9 +520,19 @@ static int encode(struct pprof *p, struct fmt_buf *b)
 	struct fmt_buf sub = {0}, sub2 = {0};
 	size_t i;
 
-	put_value_type(b, 1, p, "samples", "count", &sub);
-	put_value_type(b, 1, p, "cpu", "nanoseconds", &sub);
-	if (p->offcpu) {
+	if (p->heap) {
+		/* Go's heap profile: pprof -sample_index picks a view by these
+		 * names, and shows inuse_space first. */
+		put_value_type(b, 1, p, "alloc_objects", "count", &sub);
+		put_value_type(b, 1, p, "alloc_space", "bytes", &sub);
+		put_value_type(b, 1, p, "inuse_objects", "count", &sub);
+		put_value_type(b, 1, p, "inuse_space", "bytes", &sub);
+		intern(p, "space"); /* the period type's, below the strings */
+	} else {
+		put_value_type(b, 1, p, "samples", "count", &sub);
+		put_value_type(b, 1, p, "cpu", "nanoseconds", &sub);
+	}
+	if (p->offcpu && !p->heap) {
 		put_value_type(b, 1, p, "offcpu", "nanoseconds", &sub);
 		put_value_type(b, 1, p, "offcpu_waits", "count", &sub);
 		put_value_type(b, 1, p, "wall", "nanoseconds", &sub);
@@ -511,11 +557,18 @@ static int encode(struct pprof *p, struct fmt_buf *b)
 		pb_len(b, 6, p->strings.v[i], strlen(p->strings.v[i]));
 	pb_uint(b, 9, (uint64_t)p->time_nanos);
 	pb_uint(b, 10, (uint64_t)p->duration_nanos);
-	put_value_type(b, 11, p, "cpu", "nanoseconds", &sub);
+	if (p->heap)
+		put_value_type(b, 11, p, "space", "bytes", &sub);
+	else
+		put_value_type(b, 11, p, "cpu", "nanoseconds", &sub);
 	pb_uint(b, 12, (uint64_t)p->period);
+	for (i = 0; i < p->comments.n; i++)
+		pb_uint(b, 13, p->comments.v[i]);
 	/* pprof shows the last sample type unless default_sample_type names
 	 * one: the CPU view stays the default. Interned above with the types. */
-	if (p->offcpu)
+	if (p->heap)
+		pb_uint(b, 14, intern(p, "inuse_space"));
+	else if (p->offcpu)
 		pb_uint(b, 14, intern(p, "cpu"));
 	free(sub.p);
 	free(sub2.p);

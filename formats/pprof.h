@@ -42,6 +42,21 @@ void pprof_enable_offcpu(struct pprof *p);
 int pprof_add_offcpu(struct pprof *p, const uint64_t *locs, size_t nlocs, int64_t ns, int64_t count,
 		     const struct pprof_label *labels, size_t nlabels);
 
+/* A heap profile, as Go's: the sample types become [alloc_objects/count,
+ * alloc_space/bytes, inuse_objects/count, inuse_space/bytes], inuse_space
+ * the default, and the period type space/bytes with period rate (the
+ * sampling's mean bytes). Before any sample; pprof_add_sample and
+ * pprof_add_offcpu then fail with -EINVAL. */
+void pprof_enable_heap(struct pprof *p, int64_t rate);
+/* Adds v (the four values, unsampled) to the sample of these locations and
+ * labels, merged as pprof_add_sample's. 0, -ENOMEM, or -EINVAL without
+ * pprof_enable_heap. */
+int pprof_add_heap(struct pprof *p, const uint64_t *locs, size_t nlocs, const int64_t v[4],
+		   const struct pprof_label *labels, size_t nlabels);
+/* A line of the profile's comments (pprof -comments shows them). 0 or
+ * -ENOMEM. */
+int pprof_add_comment(struct pprof *p, const char *text);
+
 /* Returns the mapping id (>= 1), or 0 on allocation failure. Identical
  * (start, limit, offset, file) mappings get the same id. has_functions tells
  * pprof the names are final and it must not re-symbolize. */

@@ -55,6 +55,8 @@ enum {
 	OPT_WINDOW,
 	OPT_RETAIN,
 	OPT_SPOOL_MAX,
+	OPT_HEAP,
+	OPT_HEAP_RATE,
 };
 
 /* Groups: the common options (1), what else to record (2), how (3),
@@ -67,6 +69,7 @@ static const struct argp_option opts[] = {
     {"freq", 'F', "HZ", 0, "Samples per second per CPU (default 99)", 1},
     {"output", 'o', "DIR", 0, "Output directory (default ./bpftrace-rec.out)", 1},
     {"off-cpu", OPT_OFF_CPU, NULL, 0, "Also record where threads wait off the CPU", 1},
+    {"heap", OPT_HEAP, NULL, 0, "Also write heap.pb.gz (malloc in use)", 1},
     {"trace", 't', "[OBJ:]GLOB", 0,
      "Trace these calls exactly: 'parse_*', 'libssl.so.3:SSL_*', 'usdt:postgres:query__*'", 1},
     {"quiet", 'q', NULL, 0, "No status line or summary on stderr", 1},
@@ -84,7 +87,7 @@ static const struct argp_option opts[] = {
 
     {NULL, 0, NULL, 0, "How:", 3},
     {"call-graph", OPT_CALL_GRAPH, "cfi|fp|dwarf[,SIZE]", 0,
-     "User stack walk (default cfi: .eh_frame tables in BPF)", 3},
+     "User stack walk (default cfi: .eh_frame in BPF)", 3},
     {"unwind-mib", OPT_UNWIND_MIB, "MIB", 0, "Kernel memory for the cfi tables (default 64)", 3},
     {"event", OPT_EVENT, "EVENT", 0, "cycles or cpu-clock (default: cycles if there)", 3},
     {"max-stack", OPT_MAX_STACK, "N", 0, "User frames walked at most (default 1024)", 3},
@@ -106,6 +109,7 @@ static const struct argp_option opts[] = {
     /* Sizing, in the man page only: --help keeps to one screen. */
     {"retain", OPT_RETAIN, "count=N,age=S,size=B", OPTION_HIDDEN, "--window's kept on disk", 2},
     {"spool-max", OPT_SPOOL_MAX, "BYTES", OPTION_HIDDEN, "--push's spool bound", 2},
+    {"heap-rate", OPT_HEAP_RATE, "BYTES", OPTION_HIDDEN, "--heap's mean bytes a sample", 2},
     /* Sizing, in the man page only: --help keeps to one screen. */
     {"off-cpu-entries", OPT_OFF_CPU_ENTRIES, "N", OPTION_HIDDEN, "Off-CPU sums' map entries", 2},
     {0},
@@ -252,6 +256,12 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 	case OPT_MAX_STACK:
 		env.max_stack = parse_long(arg, "--max-stack", 1, MAX_USER_STACK, st);
 		break;
+	case OPT_HEAP:
+		env.heap = true;
+		break;
+	case OPT_HEAP_RATE:
+		env.heap_rate = (uint64_t)parse_long(arg, "--heap-rate", 1, 1L << 40, st);
+		break;
 	case OPT_OFF_CPU:
 		env.off_cpu = true;
 		break;
@@ -330,6 +340,11 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 				       "process's XRay files");
 		if ((env.off_cpu_min_us || env.off_cpu_entries) && !env.off_cpu)
 			argp_error(st, "--off-cpu-min and --off-cpu-entries need --off-cpu");
+		if (env.heap_rate && !env.heap)
+			argp_error(st, "--heap-rate needs --heap");
+		if (env.heap && env.all && !env.per_process)
+			argp_error(st, "--heap with -a needs -P: the allocations are followed per "
+				       "process");
 		if ((env.push_headers || env.service_name) && !env.npush)
 			argp_error(st, "--push-headers and --service-name need --push");
 		if ((env.retain_count || env.retain_age_s || env.retain_bytes) && !env.window_s)

@@ -22,6 +22,7 @@
 #include "sample.skel.h"
 #include "trace.skel.h"
 #include "user/features.h"
+#include "user/heap.h"
 #include "user/jit.h"
 #include "user/offcpu.h"
 #include "user/output.h"
@@ -54,8 +55,15 @@ struct env env = {
     .stack_copy = 8192,
     .unwind_mib = 64,
     .max_stack = MAX_STACK_DEFAULT,
+    .heap_rate = 0, /* --heap-rate; 0: HEAP_RATE_DEFAULT */
     .xray_version = 5,
 };
+
+/* --heap's mean bytes between samples, as tcmalloc's and Go's. */
+#define HEAP_RATE_DEFAULT (512 * 1024)
+/* Sampled blocks followed to their free at most: 256 Ki of them, 128 GiB
+ * in use at the default rate; one more is counted and dropped. */
+#define HEAP_LIVE_MAX (1u << 18)
 
 /* Set by the signal handler only: the signal that stops the recording, and
  * SIGUSR1's snapshot request. */
@@ -117,6 +125,7 @@ struct recorder {
 	/* --off-cpu (user/offcpu.c): its maps' sizes, the stacks and sums
 	 * drained, the waits; off without it. */
 	struct offcpu *offcpu;
+	struct heap *heap; /* --heap (user/heap.c), or NULL */
 	/* The files the DWARF unwinders read, mapped once for all of them
 	 * (procs.elves borrows it). */
 	struct unwind_elves *elves;
@@ -501,6 +510,13 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		break;
 	case EV_OFFCPU:
 		if (size >= sizeof(struct ev_offcpu) && offcpu_on_wait(r->offcpu, data))
+			return -ENOMEM;
+		break;
+	case EV_HEAP_ALLOC:
+		if (!r->heap ||
+		    (r->target.child > 0 && h->pid == (__u32)r->target.child && !r->child_execd))
+			return 0;
+		if (heap_on_record(r->heap, &r->procs, data, size))
 			return -ENOMEM;
 		break;
 	case EV_EXEC:
@@ -1075,6 +1091,17 @@ static int rec_load(struct recorder *r)
 		if (!r->tracer)
 			return -1;
 	}
+	if (env.heap &&
+	    heap_new(&(struct heap_cfg){.rate = env.heap_rate ? env.heap_rate : HEAP_RATE_DEFAULT,
+					.stack_copy = env.stack_copy,
+					.live_max = HEAP_LIVE_MAX,
+					.all = env.all,
+					.cookies = r->feat.attach_cookie,
+					.events_fd = bpf_map__fd(skel->maps.events),
+					.targets_fd = bpf_map__fd(skel->maps.targets),
+					.ncpus = libbpf_num_possible_cpus()},
+		     &r->heap))
+		return -1;
 	if (env.nusdts && usdt_new(&(struct usdt_cfg){.specs = env.usdts,
 						      .nspecs = env.nusdts,
 						      .trace_args = env.trace_args,
@@ -1111,6 +1138,15 @@ static int rec_attach(struct recorder *r)
 		info("tracing %d function%s (%s)", r->tlinks.nfuncs,
 		     r->tlinks.nfuncs == 1 ? "" : "s",
 		     r->tlinks.multi == 1 ? "uprobe_multi" : "one uprobe each");
+	}
+	if (r->heap) {
+		/* The command's libc as its program will map it. */
+		const char *exe = r->target.child > 0 ? r->target.path : NULL;
+
+		if (heap_attach(r->heap, exe ? &r->target.child : env.pids, exe ? 1 : env.npids,
+				exe))
+			return -1;
+		ri->heap = r->heap;
 	}
 	if (r->usdt) {
 		/* The very file the command runs, as for -t above. */
@@ -1248,6 +1284,10 @@ static int rec_window(struct recorder *r, uint64_t now, bool last)
 	if (offcpu_window_take(r->offcpu, &r->procs))
 		warn("--off-cpu: out of memory: window %" PRIu64 "'s waits are incomplete",
 		     r->win.index);
+	/* In use at the close (at the last, rec_stop read it). */
+	if (r->heap && !last && heap_collect(r->heap))
+		warn("--heap: out of memory: window %" PRIu64 "'s in-use view is incomplete",
+		     r->win.index);
 	jit_load_all(&r->procs);
 	for (size_t i = 0; i < r->procs.v.n; i++)
 		proc_name_again(r->procs.v.v[i]);
@@ -1270,8 +1310,12 @@ static int rec_window(struct recorder *r, uint64_t now, bool last)
 	      (now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
 	/* The next window starts empty. */
 	offcpu_window_end(r->offcpu);
+	if (r->heap)
+		heap_window_end(r->heap);
+	/* Stacks kept for the waits' sums and the blocks still in use, which
+	 * name them by index. */
 	for (size_t i = 0; i < r->procs.v.n; i++)
-		proc_window_reset(r->procs.v.v[i], offcpu_on(r->offcpu));
+		proc_window_reset(r->procs.v.v[i], offcpu_on(r->offcpu) || r->heap);
 	r->procs.max_stack_cut = 0;
 	/* Taken as exited now: freed at the next close, as if its exit came. */
 	procs_sweep_gone(&r->procs, now);
@@ -1482,6 +1526,7 @@ static void rec_stop(struct recorder *r)
 	/* Entry probes first: no call starts after the stop. */
 	trace_detach(&r->tlinks);
 	usdt_detach(r->usdt);
+	heap_detach(r->heap);
 	detach_sampler(r->links, r->nlinks);
 	if (r->skel) {
 		struct bpf_prog_info pi = {0};
@@ -1528,6 +1573,10 @@ static void rec_stop(struct recorder *r)
 	read_lost_by_pid(&r->procs, r->skel, r->cont);
 	if (offcpu_collect(r->offcpu, &r->procs, r->skel))
 		warn("--off-cpu: out of memory reading the waits");
+	/* After the last records: every block in heap_live has its stack. */
+	if (r->heap && heap_collect(r->heap))
+		warn("--heap: out of memory reading the blocks in use");
+	heap_report(r->heap);
 	procs_trim_unwinders(&r->procs, 0, 0);
 	if (env.npids)
 		warn_idle_targets(r);
@@ -1689,6 +1738,8 @@ static int rec_finish(struct recorder *r, int code)
 	r->cfi = NULL;
 	usdt_free(r->usdt);
 	r->usdt = NULL;
+	heap_free(r->heap);
+	r->heap = NULL;
 	py_names_free(r->pynames);
 	r->pynames = NULL;
 	jvm_names_free(r->jvmnames);

@@ -41,6 +41,8 @@ struct env {
 	bool off_cpu;		  /* --off-cpu (user/offcpu.c) */
 	long off_cpu_min_us;	  /* --off-cpu-min */
 	uint32_t off_cpu_entries; /* --off-cpu-entries */
+	bool heap;		  /* --heap (user/heap.c) */
+	uint64_t heap_rate;	  /* --heap-rate: mean bytes between samples */
 	/* --push DEST (user/push.h: PUSH_MAX of them), --push-headers FILE,
 	 * --service-name NAME */
 	const char *push[8];

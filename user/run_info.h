@@ -17,6 +17,7 @@ struct degraded;
 struct outdir;
 struct fold;
 struct offcpu;
+struct heap;
 struct sinks;
 
 /* The readers the commands printed at the end name, each the command to
@@ -90,6 +91,8 @@ struct run_info {
 	bool system_wide;
 	/* --off-cpu's waits (user/offcpu.h), or NULL when none were recorded. */
 	const struct offcpu *offcpu;
+	/* --heap's allocations (user/heap.h), or NULL without it. */
+	const struct heap *heap;
 	bool per_process;	/* cpu-PID.prof and the XRay files of each process */
 	const char *outdir;	/* the path, for the commands that open the files */
 	struct readers readers; /* ... and the readers they name */

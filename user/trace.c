@@ -22,8 +22,7 @@
 
 /* Debian 12's libbpf 1.1 and its uapi headers predate uprobe_multi (Linux
  * 6.6); the kernel has it, so the link is created with the raw syscall. */
-#define ATTACH_TRACE_UPROBE_MULTI 48
-#define UPROBE_MULTI_RETURN	  1u
+#define UPROBE_MULTI_RETURN 1u
 
 struct link_create_uprobe_multi {
 	__u32 prog_fd;
@@ -40,8 +39,8 @@ struct link_create_uprobe_multi {
 	__u32 pad[7]; /* the rest of union bpf_attr's link_create, zeroed */
 };
 
-static int uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offsets,
-			     const uint64_t *cookies, size_t n, bool ret)
+int uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offsets,
+		      const uint64_t *cookies, size_t n, bool ret, pid_t pid)
 {
 	struct link_create_uprobe_multi a;
 	int fd;
@@ -54,6 +53,7 @@ static int uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offs
 	a.cookies = (uintptr_t)cookies;
 	a.cnt = n;
 	a.umflags = ret ? UPROBE_MULTI_RETURN : 0;
+	a.pid = pid > 0 ? (__u32)pid : 0;
 	fd = syscall(SYS_bpf, BPF_LINK_CREATE, &a, sizeof(a));
 	return fd < 0 ? -errno : fd;
 }
@@ -370,10 +370,10 @@ static int attach_one(struct trace_bpf *skel, const char *path, const char *name
 		     glob, name, others, others == 1 ? "" : "es");
 	if (out->multi != 0 && !out->by_ip) {
 		int e = uprobe_multi_link(bpf_program__fd(skel->progs.on_entry_multi), path,
-					  m.offsets.v, m.cookies.v, m.offsets.n, false);
+					  m.offsets.v, m.cookies.v, m.offsets.n, false, 0);
 		int r = e >= 0
 			    ? uprobe_multi_link(bpf_program__fd(skel->progs.on_return_multi), path,
-						m.offsets.v, m.cookies.v, m.offsets.n, true)
+						m.offsets.v, m.cookies.v, m.offsets.n, true, 0)
 			    : e;
 
 		if (e >= 0 && r >= 0) {

@@ -5,6 +5,8 @@
 #define USER_TRACE_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct trace_bpf;
@@ -47,6 +49,15 @@ struct traced_fn {
 
 /* Before load: the uprobe programs' attach types; loads them only if needed,
  * the variant with BPF cookies where the kernel has them (else by_ip). */
+/* A uprobe_multi link of prog_fd on the functions at offsets of path (each
+ * with its cookie); return probes when ret; only in process pid when > 0,
+ * whose breakpoints are then written into that process alone. The link's
+ * fd, or -errno (-EINVAL and the like where the kernel has none: 6.6). */
+int uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offsets,
+		      const uint64_t *cookies, size_t n, bool ret, pid_t pid);
+/* The attach type uprobe_multi programs are loaded with. */
+#define ATTACH_TRACE_UPROBE_MULTI 48
+
 void trace_prepare(struct trace_bpf *t, bool uprobes, bool cookies, struct trace_links *l);
 /* Without cookies: the XRay id of the function probed at offset off of the
  * file (by inode: dev is not compared, see cmp_fn); 0 if none. */

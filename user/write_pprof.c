@@ -79,8 +79,8 @@ struct pprof_fold {
 /* A sample's frames as locations, leaf first, into locs; with their source
  * lines when lines is set. loc_of keeps each frame's location by id (0:
  * not made yet). The number of them, or -ENOMEM. */
-static int stack_locs(struct pprof *pp, struct proc *p, const struct sample *s, uint64_t *loc_of,
-		      uint64_t *locs, uint64_t *kmap, bool lines)
+int pprof_stack_locs(struct pprof *pp, struct proc *p, const struct sample *s, uint64_t *loc_of,
+		     uint64_t *locs, uint64_t *kmap, bool lines)
 {
 	struct frame_iter it;
 	int n = 0;
@@ -135,7 +135,7 @@ static int add_offcpu(struct pprof *pp, const struct offcpu *oc, struct proc *p,
 		 * of its views (-top's rows, -tags), and the wait's time
 		 * would then be missing from them. */
 		if (s[j].stack < p->stack_off.n) {
-			nl = stack_locs(pp, p, &smp, loc_of, locs, kmap, lines);
+			nl = pprof_stack_locs(pp, p, &smp, loc_of, locs, kmap, lines);
 		} else {
 			struct pprof_line l = {.function = "[off-cpu] stack not recorded"};
 
@@ -172,7 +172,7 @@ static int add_proc(struct pprof *pp, const struct offcpu *oc, struct proc *p, u
 		    {.key = "cpu", .num = s->cpu, .num_unit = "cpu"},
 		};
 
-		n = stack_locs(pp, p, s, loc_of, locs, kmap, lines);
+		n = pprof_stack_locs(pp, p, s, loc_of, locs, kmap, lines);
 		err = n < 0 ? n : pprof_add_sample(pp, locs, n, s->count, labels, 4);
 	}
 	if (!err && oc)

@@ -19,6 +19,19 @@ struct pprof_fold *pprof_fold_new(const struct run_info *ri, int spill_fd);
 int pprof_fold_add(struct pprof_fold *pf, struct proc *p);
 void pprof_fold_free(struct pprof_fold *pf);
 int write_profile(const struct run_info *ri, struct pprof_fold *pf);
+/* A sample's frames as pprof locations, leaf first, into locs (room for
+ * MAX_STACK_FRAMES), as profile.pb.gz names them; with source lines when
+ * lines is set. loc_of keeps each frame's location by its id (0: not made
+ * yet; room for the process's frames); kmap the kernel's mapping (0: not
+ * made yet). The number of them, or -ENOMEM. */
+struct pprof;
+struct sample;
+int pprof_stack_locs(struct pprof *pp, struct proc *p, const struct sample *s, uint64_t *loc_of,
+		     uint64_t *locs, uint64_t *kmap, bool lines);
+
+/* heap.pb.gz (write_heap.c), with --heap: the sampled allocations of
+ * ri->heap, unsampled, as a Go heap profile. */
+int write_heap(const struct run_info *ri);
 
 /* stacks.folded and flamegraph.html (write_flame.c): every process's
  * samples merged into one tree of frames, named as profile.pb.gz names them,

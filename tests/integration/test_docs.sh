@@ -139,6 +139,8 @@ for b in "$TMP"/block.*; do
 		grep -q "opened waits/flamegraph-offcpu.html" "$TMP/opened" || bad+=" [$n: no offcpu and wall views, or flamegraph-offcpu.html not opened]" ;;
 	*"-p $pid -d 10"*) grep -q ' func_six$' "$b.out" && grep -q "opened bpftrace-rec.out/flamegraph.html" "$TMP/opened" ||
 		bad+=" [$n: no func_six in pprof -top, or flamegraph.html not opened]" ;;
+	*"--heap"*) grep -q '^Type: inuse_space$' "$b.out" && grep -q '^Type: alloc_space$' "$b.out" ||
+		bad+=" [$n: heap.pb.gz's inuse_space and alloc_space views]" ;;
 	*"-a -d 5"*) grep -q "^ pid: Total" "$b.out" && grep -qE "split" "$b.out" || bad+=" [$n: pprof -tags: no pid label or no split]" ;;
 	*"-t 'parse_*'"*) grep -qE "myprog.c:[0-9]+:0: parse_header$" "$b.out" && grep -qE "myprog.c:[0-9]+:0: parse_body$" "$b.out" &&
 		python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["traceEvents"]; assert any(x.get("name")=="parse_body" for x in e)' "$sb/trace.json" ||
@@ -150,4 +152,4 @@ for b in "$TMP"/block.*; do
 done
 kill $pid 2> /dev/null
 wait $pid 2> /dev/null
-if [ -z "$bad" ] && [ "$n" = 6 ]; then pass $t; else fail $t "$n blocks:$bad"; fi
+if [ -z "$bad" ] && [ "$n" = 7 ]; then pass $t; else fail $t "$n blocks:$bad"; fi

@@ -177,6 +177,47 @@ static void test_offcpu(void)
 	pprof_free(p);
 }
 
+/* A heap profile: Go's four sample types, inuse_space the default view,
+ * values merged per stack, the comments shown by pprof. */
+static void test_heap(void)
+{
+	struct pprof *p = pprof_new(0, 1700000000000000000LL, 2000000000LL);
+	uint64_t m = pprof_mapping(p, 0x400000, 0x500000, 0, "/bin/prog", NULL, true);
+	struct pprof_line la = {"alloc_fn", NULL, NULL, 0, 0}, lk = {"keep_fn", NULL, NULL, 0, 0};
+	uint64_t a = pprof_location(p, m, 0x401000, &la, 1),
+		 k = pprof_location(p, m, 0x402000, &lk, 1);
+	struct pprof_label lab[1] = {{"pid", NULL, 1, "pid"}};
+	int64_t va[4] = {10, 6000, 0, 0}, vk[4] = {4, 4000, 2, 2000};
+	char *path, *out;
+
+	pprof_enable_heap(p, 524288);
+	CHECK(pprof_add_sample(p, &a, 1, 1, lab, 1) == -EINVAL); /* a CPU sample: no */
+	CHECK(pprof_add_heap(p, &a, 1, va, lab, 1) == 0);
+	CHECK(pprof_add_heap(p, &k, 1, vk, lab, 1) == 0);
+	CHECK(pprof_add_heap(p, &k, 1, vk, lab, 1) == 0); /* merged */
+	CHECK(pprof_add_comment(p, "sampled every 524288 bytes") == 0);
+	CHECK(pprof_nsamples(p) == 2);
+	path = write_profile(p, "heap.pb.gz");
+	out = run_cmd("%s -top -unit=B %s 2>&1", pprof_bin, path);
+	CHECKF(strstr(out, "Type: inuse_space\n") && strstr(out, "4000B") &&
+		   strstr(out, "keep_fn") && strstr(out, "sampled every 524288 bytes"),
+	       "%s", out);
+	free(out);
+	out = run_cmd("%s -sample_index=alloc_space -top -unit=B %s 2>&1", pprof_bin, path);
+	CHECKF(strstr(out, "Total samples = 14000B") && strstr(out, "6000B"), "%s", out);
+	free(out);
+	out = run_cmd("%s -sample_index=alloc_objects -top %s 2>&1", pprof_bin, path);
+	CHECKF(strstr(out, "Total samples = 18"), "%s", out);
+	free(out);
+	out = run_cmd("%s -raw %s 2>&1", pprof_bin, path);
+	CHECKF(strstr(out, "alloc_objects/count alloc_space/bytes inuse_objects/count "
+			   "inuse_space/bytes") &&
+		   strstr(out, "Period: 524288") && strstr(out, "PeriodType: space bytes"),
+	       "%s", out);
+	free(out);
+	pprof_free(p);
+}
+
 /* 200 frames round-trip; two JIT functions at one address stay apart. */
 static void test_deep_and_reuse(void)
 {
@@ -298,11 +339,13 @@ int main(void)
 		RUN_TEST(test_deep_and_reuse);
 		RUN_TEST(test_scopes);
 		RUN_TEST(test_offcpu);
+		RUN_TEST(test_heap);
 	} else {
 		SKIP_TEST(test_real_pprof, "tools/pprof not built (make deps)");
 		SKIP_TEST(test_deep_and_reuse, "tools/pprof not built (make deps)");
 		SKIP_TEST(test_scopes, "tools/pprof not built (make deps)");
 		SKIP_TEST(test_offcpu, "tools/pprof not built (make deps)");
+		SKIP_TEST(test_heap, "tools/pprof not built (make deps)");
 	}
 	{
 		char cmd[300];

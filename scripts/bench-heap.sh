@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# --heap's cost (issue 36): heapsplit's work (tests/workloads/heapsplit.c,
+# ROUNDS rounds of 25,600 malloc/calloc/free calls of 16 B to 1 MiB, ~2.7 GB)
+# alone, under `bpftrace-rec --heap` at the default rate (512 KiB), and
+# under heaptrack (LD_PRELOAD, every call), paired in one run: the three
+# take turns, REPS times, and the medians of the work's own time (printed by
+# the workload, so the recorder's start is not in it) are compared.
+#   bash scripts/bench-heap.sh [REPS [ROUNDS]]
+set -u
+cd "$(dirname "$0")/.."
+REPS=${1:-5}
+ROUNDS=${2:-10}
+WL=build/workloads/heapsplit
+T=$(mktemp -d /tmp/bench-heap.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+work() { awk '$1 == "work_ms" { print $2 }'; }
+for i in $(seq "$REPS"); do
+	"$WL" "$ROUNDS" 2>/dev/null | work >>"$T/none"
+	./bpftrace-rec -q --heap -o "$T/rec" -- "$WL" "$ROUNDS" 2>/dev/null | work >>"$T/heap"
+	heaptrack -o "$T/ht.$i" "$WL" "$ROUNDS" 2>/dev/null | work >>"$T/heaptrack"
+done
+med() { sort -n "$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+n=$(med "$T/none")
+printf "%-22s %10s %9s\n" run "work ms" slowdown
+for k in none heap heaptrack; do
+	m=$(med "$T/$k")
+	printf "%-22s %10.1f %8.2fx\n" "$k" "$m" "$(awk -v a="$m" -v b="$n" 'BEGIN { print a / b }')"
+done
+echo "(median of $REPS paired runs, $ROUNDS rounds; kernel $(uname -r), $(nproc) CPUs)"
