@@ -255,7 +255,7 @@ static __always_inline int heap_return(struct pt_regs *ctx)
 	e->s.dwarf_at = 0;
 	e->s.stack_id = 0;
 	e->s.npython = e->s.njvm = 0;
-	e->s.pad[0] = e->s.pad[1] = 0;
+	e->s.nv8 = e->s.pad = 0;
 	/* After the return: the caller's registers, its ip just past the
 	 * call (the kernel put the real return address back before the
 	 * return programs run). */
