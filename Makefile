@@ -37,14 +37,14 @@ LDLIBS  := -lbpf -lelf -ldw -lz -liberty -lm
 # Clang for BPF: CO-RE against the checked-in vmlinux.h.
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -I. $(WARN) -Wno-unused-parameter
 
-# bpf/python.bpf.c, the Python walk, and bpf/jvm.bpf.c, the HotSpot walk, have
+# bpf/runtime/python.bpf.c, the Python walk, and bpf/runtime/jvm.bpf.c, the HotSpot walk, have
 # no skeleton of their own: libbpf's
 # static linker joins it to the sampler (and to its unit test's program).
-RUNTIME_BPF := bpf/python.bpf.c bpf/jvm.bpf.c bpf/v8.bpf.c
+RUNTIME_BPF := $(wildcard bpf/runtime/*.bpf.c)
 BPF_SRC     := $(filter-out $(RUNTIME_BPF),$(wildcard bpf/*.bpf.c))
 BPF_OBJ     := $(patsubst bpf/%.bpf.c,$(OUT)/%.bpf.o,$(BPF_SRC))
 SKELS       := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRC))
-USER_SRC    := $(wildcard user/*.c)
+USER_SRC    := $(wildcard user/*.c user/runtime/*.c)
 USER_OBJ    := $(patsubst %.c,$(OUT)/%.o,$(USER_SRC))
 FORMATS_SRC := $(wildcard formats/*.c)
 FORMATS_OBJ := $(patsubst %.c,$(OUT)/%.o,$(FORMATS_SRC))
@@ -59,23 +59,23 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 	bench-helpers fuzz fuzz-run test-kernels
 all: $(BIN) $(UNIT_BIN)
 
-BPF_HDRS := bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h bpf/python.h \
-	    bpf/python_maps.bpf.h bpf/jvm.h bpf/jvm_maps.bpf.h bpf/v8.h bpf/v8_maps.bpf.h \
+BPF_HDRS := bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h bpf/runtime/python.h \
+	    bpf/runtime/python_maps.bpf.h bpf/runtime/jvm.h bpf/runtime/jvm_maps.bpf.h bpf/runtime/v8.h bpf/runtime/v8_maps.bpf.h \
 	    bpf/uprobe_regs.bpf.h bpf/heap_sample.h vmlinux/vmlinux.h
 $(OUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS)
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 # The units joined to the runtimes' walks: python.bpf.o, jvm.bpf.o and v8.bpf.o first
-# (their maps are defined there, bpf/python_maps.bpf.h says why it matters).
-$(OUT)/sample.linked.o: $(OUT)/python.bpf.o $(OUT)/jvm.bpf.o $(OUT)/v8.bpf.o $(OUT)/sample.bpf.o
+# (their maps are defined there, bpf/runtime/python_maps.bpf.h says why it matters).
+$(OUT)/sample.linked.o: $(OUT)/runtime/python.bpf.o $(OUT)/runtime/jvm.bpf.o $(OUT)/runtime/v8.bpf.o $(OUT)/sample.bpf.o
 	$(BPFTOOL) gen object $@ $^
 $(OUT)/sample.skel.h: $(OUT)/sample.linked.o
 	$(BPFTOOL) gen skeleton $< name sample_bpf > $@.tmp && mv $@.tmp $@
 $(OUT)/python_test.bpf.o: tests/unit/python_test.bpf.c $(BPF_HDRS)
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
-$(OUT)/python_test.linked.o: $(OUT)/python.bpf.o $(OUT)/python_test.bpf.o
+$(OUT)/python_test.linked.o: $(OUT)/runtime/python.bpf.o $(OUT)/python_test.bpf.o
 	$(BPFTOOL) gen object $@ $^
 $(OUT)/python_test.skel.h: $(OUT)/python_test.linked.o
 	$(BPFTOOL) gen skeleton $< name python_test > $@.tmp && mv $@.tmp $@
@@ -87,7 +87,7 @@ $(OUT)/usdt.bpf.o: BPF_CFLAGS += -idirafter /usr/include/$(shell $(CC) -dumpmach
 $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
-$(OUT)/user/%.o: user/%.c $(SKELS) $(wildcard user/*.h) $(wildcard formats/*.h) bpf/events.h
+$(OUT)/user/%.o: user/%.c $(SKELS) $(wildcard user/*.h user/runtime/*.h) $(wildcard formats/*.h) bpf/events.h
 	@mkdir -p $(@D)
 	$(SAN_CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -132,7 +132,7 @@ $(OUT)/tests/test_symbols: tests/unit/test_symbols.c $(wildcard tests/unit/*.h) 
 	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/symbols.o $(OUT)/user/util.o \
 		$(OUT)/formats/util.o $(OUT)/formats/gopclntab.o $(LDLIBS)
 
-# CPython detection, code objects and frame walk (user/python.c) on the
+# CPython detection, code objects and frame walk (user/runtime/python.c) on the
 # real interpreters, and on programs that only look like one.
 $(OUT)/tests/fake_python_%: tests/unit/fake_python.c
 	@mkdir -p $(@D)
@@ -140,18 +140,18 @@ $(OUT)/tests/fake_python_%: tests/unit/fake_python.c
 FAKE_VERSION_311 := 0x030b07f0
 FAKE_VERSION_313 := 0x030d00f0
 FAKE_VERSION_399 := 0x036300f0
-$(OUT)/tests/test_python: tests/unit/test_python.c $(wildcard tests/unit/*.h) $(OUT)/user/python.o \
+$(OUT)/tests/test_python: tests/unit/test_python.c $(wildcard tests/unit/*.h) $(OUT)/user/runtime/python.o \
 			  $(OUT)/user/util.o $(FORMATS_OBJ) \
 			  $(patsubst %,$(OUT)/tests/fake_python_%,37 311 313 399)
 	@mkdir -p $(@D)
-	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/python.o $(OUT)/user/util.o \
+	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/runtime/python.o $(OUT)/user/util.o \
 		$(FORMATS_OBJ) $(LDLIBS)
 
-# The Python frame walk in BPF (bpf/python.bpf.c) on the real interpreters.
+# The Python frame walk in BPF (bpf/runtime/python.bpf.c) on the real interpreters.
 $(OUT)/tests/test_python_bpf: tests/unit/test_python_bpf.c $(wildcard tests/unit/*.h) $(OUT)/python_test.skel.h \
-			      $(OUT)/user/python.o $(OUT)/user/util.o $(FORMATS_OBJ)
+			      $(OUT)/user/runtime/python.o $(OUT)/user/util.o $(FORMATS_OBJ)
 	@mkdir -p $(@D)
-	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/python.o $(OUT)/user/util.o \
+	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/runtime/python.o $(OUT)/user/util.o \
 		$(FORMATS_OBJ) $(LDLIBS)
 
 # The unwind tables for BPF (user/cfi_table.c), walked over this test's own
@@ -280,9 +280,9 @@ FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g $(FUZZ_SAN) -I.
 FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN    := $(patsubst tests/fuzz/%.c,$(FUZZ_OUT)/%,$(FUZZ_SRC))
 # symbols.c, python.c and what they need of util.c, without the BPF skeletons.
-FUZZ_OBJ    := $(patsubst %.c,$(FUZZ_OUT)/obj/%.o,$(FORMATS_SRC) user/symbols.c user/util.c user/python.c)
+FUZZ_OBJ    := $(patsubst %.c,$(FUZZ_OUT)/obj/%.o,$(FORMATS_SRC) user/symbols.c user/util.c user/runtime/python.c)
 
-$(FUZZ_OUT)/obj/%.o: %.c $(wildcard formats/*.h) $(wildcard user/*.h)
+$(FUZZ_OUT)/obj/%.o: %.c $(wildcard formats/*.h) $(wildcard user/*.h user/runtime/*.h)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
@@ -301,7 +301,7 @@ test-kernels: test-deps
 	$(MAKE) all
 	bash scripts/test-kernels.sh
 
-FORMAT_SRC = bpf/*.c bpf/*.h user/*.c user/*.h formats/*.c formats/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c \
+FORMAT_SRC = bpf/*.c bpf/*.h bpf/runtime/*.c bpf/runtime/*.h user/*.c user/*.h user/runtime/*.c user/runtime/*.h formats/*.c formats/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c \
 	     tests/workloads/*.c scripts/helper-cost/*.c scripts/interrupt-gaps/*.c scripts/python-layouts/*.c
 format:
 	clang-format -i $(FORMAT_SRC)

@@ -475,7 +475,7 @@ static __always_inline bool cfi_py_tramp(struct cfi_state *st, __u64 *cfa)
 }
 
 /* A frame in a JVM's code cache (jvm_procs), stepped by the HotSpot walk
- * (bpf/jvm.bpf.c), which records it: JVM_STEP_OK with the caller's return
+ * (bpf/runtime/jvm.bpf.c), which records it: JVM_STEP_OK with the caller's return
  * address, sp and rbp in the state's jvm_ra, jvm_cfa and bp (not through
  * pointers to the caller's stack: the walkers, their bpf_loop callback and
  * the step share 512 bytes of it); JVM_STEP_NOT_JAVA where it is no JVM's
@@ -526,7 +526,7 @@ static __always_inline int cfi_jvm(struct cfi_state *st)
 
 /* A frame whose pc is V8's code (anonymous memory, or the embedded
  * builtins) in a process of v8_procs: recorded by the V8 step
- * (bpf/v8.bpf.c) when it is a JavaScript frame. The walk itself goes on by
+ * (bpf/runtime/v8.bpf.c) when it is a JavaScript frame. The walk itself goes on by
  * the frame-pointer step: V8 keeps rbp frames. Its slot is the JVM walk's
  * (JVM_SLOT_*): one per walker. */
 static __always_inline void cfi_v8(struct cfi_state *st)

@@ -83,13 +83,13 @@ struct ev_hdr {
  * return address - 1): user space keeps the dwarf_at ips the walk found
  * and unwinds the copy from that frame on. */
 #define SAMPLE_DWARF_AT (1u << 11)
-/* The thread's Python frames (npython of them, bpf/python.bpf.c) are not
+/* The thread's Python frames (npython of them, bpf/runtime/python.bpf.c) are not
  * all there: deeper than PY_BPF_FRAMES, or a frame not readable. */
 #define SAMPLE_PY_TRUNC (1u << 12)
-/* The thread's Java frames (njvm of them, bpf/jvm.bpf.c) are not all
+/* The thread's Java frames (njvm of them, bpf/runtime/jvm.bpf.c) are not all
  * there: more than JVM_BPF_FRAMES. */
 #define SAMPLE_JVM_TRUNC (1u << 13)
-/* Its JavaScript frames (nv8 of them, bpf/v8.bpf.c) are not all there:
+/* Its JavaScript frames (nv8 of them, bpf/runtime/v8.bpf.c) are not all there:
  * more than V8_BPF_FRAMES. */
 #define SAMPLE_V8_TRUNC (1u << 14)
 
@@ -108,12 +108,12 @@ struct ev_sample {
 	__u32 stack_len; /* bytes of user stack copied from uregs[UREG_SP] */
 	__u32 stack_id;	 /* EV_OFFCPU_STACK: the id the waits of this stack carry */
 	/* The sampled thread's Python frames, innermost first: two words
-	 * each (struct py_bpf_frame, bpf/python.h), after the user ips. */
+	 * each (struct py_bpf_frame, bpf/runtime/python.h), after the user ips. */
 	__u16 npython;
-	/* Its Java frames (struct jvm_bpf_frame, bpf/jvm.h): two words each,
+	/* Its Java frames (struct jvm_bpf_frame, bpf/runtime/jvm.h): two words each,
 	 * after the Python frames; each names one of the user ips. */
 	__u16 njvm;
-	/* Its JavaScript frames (struct v8_bpf_frame, bpf/v8.h): two words
+	/* Its JavaScript frames (struct v8_bpf_frame, bpf/runtime/v8.h): two words
 	 * each, after the Java frames; each names one of the user ips. */
 	__u16 nv8;
 	__u16 pad;

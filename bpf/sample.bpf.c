@@ -9,9 +9,9 @@
 #include "bpf/events.h"
 #include "bpf/maps.bpf.h"
 #include "bpf/cfi.h"
-#include "bpf/python_maps.bpf.h"
-#include "bpf/jvm_maps.bpf.h"
-#include "bpf/v8_maps.bpf.h"
+#include "bpf/runtime/python_maps.bpf.h"
+#include "bpf/runtime/jvm_maps.bpf.h"
+#include "bpf/runtime/v8_maps.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -88,11 +88,11 @@ struct {
 #define WIN_FIRST 512
 #define WIN_SZ	  PAGE_SZ
 
-/* A record's Python frames (bpf/python.bpf.c), after its ips. */
+/* A record's Python frames (bpf/runtime/python.bpf.c), after its ips. */
 #define PY_MAX (PY_BPF_FRAMES * sizeof(struct py_bpf_frame))
-/* ... and its Java frames (bpf/jvm.bpf.c), after those. */
+/* ... and its Java frames (bpf/runtime/jvm.bpf.c), after those. */
 #define JVM_MAX	 (JVM_BPF_FRAMES * sizeof(struct jvm_bpf_frame))
-/* ... and its JavaScript frames (bpf/v8.bpf.c), after those. */
+/* ... and its JavaScript frames (bpf/runtime/v8.bpf.c), after those. */
 #define V8_MAX	 (V8_BPF_FRAMES * sizeof(struct v8_bpf_frame))
 #define HEAD_MAX (sizeof(struct ev_sample) + IPS_MAX + PY_MAX + JVM_MAX + V8_MAX)
 /* The compat sampler's user stacks: bpf_get_stack's MAX_FRAMES, or the CFI
@@ -408,7 +408,7 @@ static __always_inline __u64 py_append(struct ev_sample *s, __u64 ips_len, __u64
 	return ips_len + len;
 }
 
-/* The Java frames the CFI walk recorded in jvm_scratch's slot (bpf/jvm.bpf.c),
+/* The Java frames the CFI walk recorded in jvm_scratch's slot (bpf/runtime/jvm.bpf.c),
  * after the record's ips and Python frames (len bytes of them): the new
  * length. Only this walk's (cfi.jvm, set at its first frame in a JVM's
  * code cache, for this thread). */
@@ -446,7 +446,7 @@ static __always_inline __u64 jvm_append(struct scratch *sc, struct ev_sample *s,
 }
 
 /* The JavaScript frames the CFI walk recorded in v8_scratch's slot
- * (bpf/v8.bpf.c), after the record's Java frames (len bytes of ips and
+ * (bpf/runtime/v8.bpf.c), after the record's Java frames (len bytes of ips and
  * frames before): the new length. As jvm_append. */
 static __always_inline __u64 v8_append(struct scratch *sc, struct ev_sample *s, __u64 len,
 				       const bool compat)

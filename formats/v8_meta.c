@@ -75,7 +75,7 @@ int v8_meta_layout(v8_meta_get get, void *ctx, struct v8_layout *out, char *err,
 		case K_U32: /* offsets within an object's first KiB; tags, masks, types */
 			ok = v >= 0 && v < 0x10000;
 			break;
-		case K_FP: /* a slot below rbp the BPF step reads (bpf/v8.h) */
+		case K_FP: /* a slot below rbp the BPF step reads (bpf/runtime/v8.h) */
 			ok = v < 0 && v >= -64 && !(v & 7);
 			break;
 		case K_IDX:

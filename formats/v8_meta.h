@@ -1,7 +1,7 @@
 /* V8's postmortem metadata: the v8dbg_* int constants a node binary (or a
  * libnode.so) exports, as debuggers read them (llnode, mdb_v8), turned
  * into the layout the frame step and the naming read by. Pure C over a
- * lookup callback: user/v8.c reads the values from the binary. */
+ * lookup callback: user/runtime/v8.c reads the values from the binary. */
 #ifndef FORMATS_V8_META_H
 #define FORMATS_V8_META_H
 
@@ -28,7 +28,7 @@ typedef int (*v8_meta_get)(void *ctx, const char *name, int32_t *v);
  * constant missing or out of range. */
 int v8_meta_layout(v8_meta_get get, void *ctx, struct v8_layout *out, char *err, size_t errlen);
 
-/* The i-th name v8_meta_layout asks for (for user/v8.c's scan of the
+/* The i-th name v8_meta_layout asks for (for user/runtime/v8.c's scan of the
  * binary), or NULL past the last. */
 const char *v8_meta_name(size_t i);
 

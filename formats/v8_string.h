@@ -17,7 +17,7 @@
 /* Reads len bytes at addr: 0, or -errno (nothing is used of a failed read). */
 typedef int (*v8_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
 
-/* The layout, from the binary's v8dbg_* constants (user/v8.c). Offsets are
+/* The layout, from the binary's v8dbg_* constants (user/runtime/v8.c). Offsets are
  * from the object's start (its tagged pointer less the heap object tag). */
 struct v8_string_layout {
 	uint32_t map;	    /* HeapObject::map */

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Writes user/python_layouts.h: one struct py_layout (bpf/python.h) per
+# Writes user/runtime/python_layouts.h: one struct py_layout (bpf/runtime/python.h) per
 # CPython 3.8-3.13 of pyenv, each from offsetof() and sizeof() in
 # scripts/python-layouts/layout.c compiled against that interpreter's own
 # include/ (with Py_BUILD_CORE, for the internal headers). 3.8-3.12 are used
-# as they are; 3.13's row is what user/python.c checks the process's
+# as they are; 3.13's row is what user/runtime/python.c checks the process's
 # _Py_DebugOffsets against. Run again when an interpreter is added; the
 # header is checked in, so building needs no interpreter.
 set -eu
 cd "$(dirname "$0")/.."
 root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")/versions
-out=user/python_layouts.h
+out=user/runtime/python_layouts.h
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 {
@@ -18,7 +18,7 @@ trap 'rm -rf "$tmp"' EXIT
 	echo "#ifndef USER_PYTHON_LAYOUTS_H"
 	echo "#define USER_PYTHON_LAYOUTS_H"
 	echo
-	echo '#include "bpf/python.h"'
+	echo '#include "bpf/runtime/python.h"'
 	echo
 	echo "static const struct py_layout py_layouts[] = {"
 	for minor in 8 9 10 11 12 13; do

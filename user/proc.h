@@ -160,7 +160,7 @@ struct vdso_image {
  * or walks them all; a process reaches it by its set. */
 /* A source of names for the user frames no binary's symbols name: a
  * runtime's JIT files (user/jit.c), Python's code objects
- * (user/python_names.c).
+ * (user/runtime/python_names.c).
  * proc.c, the model, asks the sources it is given (procs_add_names) and
  * knows none of them. Each callback may be NULL. */
 struct name_hit {

@@ -27,12 +27,12 @@
 #include "user/offcpu.h"
 #include "user/output.h"
 #include "user/proc.h"
-#include "user/jvm.h"
-#include "user/jvm_names.h"
-#include "user/v8.h"
-#include "user/v8_names.h"
-#include "user/python.h"
-#include "user/python_names.h"
+#include "user/runtime/jvm.h"
+#include "user/runtime/jvm_names.h"
+#include "user/runtime/v8.h"
+#include "user/runtime/v8_names.h"
+#include "user/runtime/python.h"
+#include "user/runtime/python_names.h"
 #include "user/record.h"
 #include "bpf/cfi.h"
 #include "user/cfi_maps.h"
@@ -109,17 +109,17 @@ struct recorder {
 	struct cfi_worker *cfi_worker;
 	struct usdt *usdt; /* -t usdt:..., or NULL */
 	struct xray *xray; /* the XRay function ids, for -t, usdt and the timelines */
-	/* The CPython interpreters among the processes (user/python.c), found
+	/* The CPython interpreters among the processes (user/runtime/python.c), found
 	 * as their maps are read, and their Python frames in the stacks: a
-	 * source of names (user/python_names.c). */
+	 * source of names (user/runtime/python_names.c). */
 	struct python *python;
 	struct py_names *pynames;
-	/* The HotSpot JVMs among them (user/jvm.c), and their source of names
-	 * (user/jvm_names.c). */
+	/* The HotSpot JVMs among them (user/runtime/jvm.c), and their source of names
+	 * (user/runtime/jvm_names.c). */
 	struct jvm *jvm;
 	struct jvm_names *jvmnames;
-	/* The V8 processes (user/v8.c), and their source of names
-	 * (user/v8_names.c). */
+	/* The V8 processes (user/runtime/v8.c), and their source of names
+	 * (user/runtime/v8_names.c). */
 	struct v8 *v8;
 	struct v8_names *v8names;
 	/* --off-cpu (user/offcpu.c): its maps' sizes, the stacks and sums

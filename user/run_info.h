@@ -74,16 +74,16 @@ struct run_info {
 	    cfi_read_err, cfi_uretprobe_miss;
 	uint64_t cfi_tables, cfi_table_bytes; /* built over the run; their peak bytes */
 	uint64_t cfi_budget_bytes, cfi_out_of_budget;
-	/* The Python walk (bpf/python.bpf.c, its py_stats) and what became of
-	 * its frames (user/python_names.h); none: no CPython seen. */
+	/* The Python walk (bpf/runtime/python.bpf.c, its py_stats) and what became of
+	 * its frames (user/runtime/python_names.h); none: no CPython seen. */
 	uint64_t py_walked, py_no_tstate, py_fault, py_truncated;
 	uint64_t py_samples, py_merged, py_frames, py_unnamed, py_leftover;
-	/* The HotSpot walk (bpf/jvm.bpf.c, its jvm_stats) and what became of
-	 * its frames (user/jvm_names.c). */
+	/* The HotSpot walk (bpf/runtime/jvm.bpf.c, its jvm_stats) and what became of
+	 * its frames (user/runtime/jvm_names.c). */
 	uint64_t jvm_frames_walked, jvm_no_blob, jvm_bad_frame, jvm_read_fault, jvm_truncated;
 	uint64_t jvm_samples, jvm_named, jvm_inlined, jvm_unnamed;
-	/* The V8 step (bpf/v8.bpf.c, its v8_stats) and what became of its
-	 * frames (user/v8_names.c). */
+	/* The V8 step (bpf/runtime/v8.bpf.c, its v8_stats) and what became of its
+	 * frames (user/runtime/v8_names.c). */
 	uint64_t v8_frames_recorded, v8_not_js, v8_read_fault, v8_truncated;
 	uint64_t v8_samples, v8_named, v8_unnamed;
 	const char *kernel;		 /* uname release */

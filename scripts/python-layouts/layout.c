@@ -1,4 +1,4 @@
-/* Prints one struct py_layout initializer (bpf/python.h) for the CPython
+/* Prints one struct py_layout initializer (bpf/runtime/python.h) for the CPython
  * whose headers it is compiled against: scripts/gen-python-layouts.sh
  * builds it once per interpreter with -DPy_BUILD_CORE, which the internal
  * headers (_PyRuntimeState, PyInterpreterState, _PyInterpreterFrame) need. */

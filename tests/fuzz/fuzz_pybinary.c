@@ -1,4 +1,4 @@
-/* libFuzzer target: user/python.c's py_binary_read on an ELF file (written
+/* libFuzzer target: user/runtime/python.c's py_binary_read on an ELF file (written
  * to a memfd, as the tool opens binaries by fd): the symbols that make a
  * CPython, its version (Py_Version, the API symbols, PY_VERSION in .rodata)
  * and 3.13's _Py_DebugOffsets. The committed seed is a 1.8 KB static
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "user/python.h"
+#include "user/runtime/python.h"
 #include "user/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Java frames named in place (issue 31): a JVM started with no flag, its
-# frames walked in BPF by HotSpot's own rules (bpf/jvm.bpf.c) and named from
-# its own tables (user/jvm.c), read back by pprof over ALL the samples of
+# frames walked in BPF by HotSpot's own rules (bpf/runtime/jvm.bpf.c) and named from
+# its own tables (user/runtime/jvm.c), read back by pprof over ALL the samples of
 # the threads checked (tests/integration/jvm_traces.py):
 #   tests/workloads/JSplit.java: threads split-0 and split-1 calling six(),
 #   three() and one() (one loop, spin(), 6:3:1), thread deep recursing 200

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # JavaScript frames named in place (issue 32): node started with no flag,
 # its frames recorded by the BPF step at the CFI walk's frame-pointer steps
-# (bpf/v8.bpf.c) and named from its heap (user/v8.c), read back by pprof:
+# (bpf/runtime/v8.bpf.c) and named from its heap (user/runtime/v8.c), read back by pprof:
 #   tests/workloads/nsplit.js: fnA, fnB and fnC calling one loop 6:3:1, a
 #   200-deep recursion and Holder.nmethod, on the main thread and a
 #   worker_threads worker; recorded with -p once warm, and with -- from its

@@ -445,7 +445,7 @@ c_kernel_kallsyms() {
 }
 check kernel_kallsyms
 
-# Python frames walked in BPF (bpf/python.bpf.c, linked into the sampler):
+# Python frames walked in BPF (bpf/runtime/python.bpf.c, linked into the sampler):
 # Debian's python3.11 running pywork.py split, its functions named in the
 # profile with their share of the samples (loose: TCG).
 c_python_frames() {
@@ -480,7 +480,7 @@ c_python_offcpu() {
 }
 check python_offcpu
 
-# Java frames walked in BPF (bpf/jvm.bpf.c, linked into the sampler): a JVM
+# Java frames walked in BPF (bpf/runtime/jvm.bpf.c, linked into the sampler): a JVM
 # started with no flag running JSplit (six, three and one calling one loop
 # 6:3:1), its methods named from its own tables, interpreted or compiled as
 # the emulator's pace makes them; six's share of the samples under the
@@ -496,7 +496,7 @@ c_jvm_frames() {
 			if (t) printf "%.1f", 100 * s["JSplit.six"] / t }' "$TMP/$t.top")
 	# Under the emulator its maps are read while the JVM is still starting
 	# (its tables' layout not set yet): that JVM is read again, not refused
-	# (6.12's guest said "stride 0" before user/jvm.c's tables_ready).
+	# (6.12's guest said "stride 0" before user/runtime/jvm.c's tables_ready).
 	if grep -q "cannot be walked" "$TMP/$t.err"; then
 		fail $t "a JVM still starting refused: $(grep "cannot be walked" "$TMP/$t.err" | head -1)"
 	elif within "${a:-0}" 60 15; then pass $t; else

@@ -1,4 +1,4 @@
-/* user/python.c on the real interpreters: every CPython of pyenv 3.8-3.13
+/* user/runtime/python.c on the real interpreters: every CPython of pyenv 3.8-3.13
  * (shared libpython) and Debian's /usr/bin/python3.11 (static) runs
  * tests/workloads/pywait.py, blocked three calls deep on one thread and in
  * its target on another; the walk from _PyRuntime must name every frame of
@@ -18,8 +18,8 @@
 #include "check.h"
 #include "formats/pyline.h"
 #include "testutil.h"
-#include "user/python.h"
-#include "user/python_layouts.h"
+#include "user/runtime/python.h"
+#include "user/runtime/python_layouts.h"
 #include "user/util.h"
 
 static char script[4096];

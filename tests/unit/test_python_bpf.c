@@ -1,9 +1,9 @@
-/* bpf/python.bpf.c, the Python frame walk in BPF, on the real
+/* bpf/runtime/python.bpf.c, the Python frame walk in BPF, on the real
  * interpreters: pyenv's 3.8-3.13 and Debian's /usr/bin/python3.11 each run
  * tests/workloads/pyspin.py (two threads spinning in Python, each loop on
  * one line), sampled at 499 Hz on every CPU until 100 samples (0.2 s on an
  * idle machine), at most 10 s (PY_BPF_SECONDS). Every sample of the
- * process must carry the stack its thread is in, named by user/python.c
+ * process must carry the stack its thread is in, named by user/runtime/python.c
  * from the code objects and offsets BPF read: the main thread <module> ->
  * top -> mid -> leaf at the LINE: markers, exactly; the other thread its
  * target at its loop's line, under threading's frames. Root (BPF). */
@@ -23,7 +23,7 @@
 #include "check.h"
 #include "python_test.skel.h"
 #include "testutil.h"
-#include "user/python.h"
+#include "user/runtime/python.h"
 #include "user/util.h"
 
 static char script[4096];

@@ -57,7 +57,7 @@ uint64_t gHotSpotVMIntConstantEntryNameOffset = 0, gHotSpotVMIntConstantEntryVal
 uint64_t gHotSpotVMLongConstantEntryNameOffset = 0, gHotSpotVMLongConstantEntryValueOffset = 8,
 	 gHotSpotVMLongConstantEntryArrayStride = sizeof(struct centry);
 
-/* Every field user/jvm.c asks for, at plausible offsets. */
+/* Every field user/runtime/jvm.c asks for, at plausible offsets. */
 static const char *const fields[][2] = {
     {"CodeBlob", "_name"},
     {"CodeBlob", "_size"},

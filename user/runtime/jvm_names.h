@@ -1,9 +1,9 @@
 /* Java frames in the recorded stacks: a source of names (user/proc.h's
- * struct name_source) over the JVMs of user/jvm.c, as user/python_names.c
+ * struct name_source) over the JVMs of user/runtime/jvm.c, as user/runtime/python_names.c
  * is over CPython's.
  *
  * When a process's maps are read it is looked for a JVM; one whose tables
- * give every layout goes into the BPF walk's jvm_procs (bpf/jvm.bpf.c), so
+ * give every layout goes into the BPF walk's jvm_procs (bpf/runtime/jvm.bpf.c), so
  * that its samples' frames in the code cache are stepped by HotSpot's rules
  * and recorded. Each recorded frame's user ip is then replaced by the Java
  * frames it stands for (its rewrite hook): a compiled frame by its inlined

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The HotSpot frame walk in BPF (bpf/jvm.h says what it does), a compilation
+/* The HotSpot frame walk in BPF (bpf/runtime/jvm.h says what it does), a compilation
  * unit of its own, linked into the sampler by libbpf's static linker as the
  * Python walk is (the Makefile).
  *
@@ -13,7 +13,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #define JVM_EXTERN /* the definitions */
-#include "bpf/jvm_maps.bpf.h"
+#include "bpf/runtime/jvm_maps.bpf.h"
 
 /* The counter's key in the slot, not on the stack (jvm_unwind's below). */
 static __always_inline void jvm_count(struct jvm_bpf_step *st, __u32 what)
@@ -206,7 +206,7 @@ static __always_inline int blob_read(struct jvm_bpf_step *st)
 	return 0;
 }
 
-/* One frame of st's registers; see bpf/jvm_maps.bpf.h. Its values live in
+/* One frame of st's registers; see bpf/runtime/jvm_maps.bpf.h. Its values live in
  * the slot (st->blob and on), not on the stack: it runs as the third frame
  * of the sampler's walker, its bpf_loop callback and itself, which share
  * the BPF stack's 512 bytes. */

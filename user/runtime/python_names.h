@@ -1,8 +1,8 @@
 /* Python frames in the recorded stacks: a source of names (user/proc.h's
- * struct name_source) over the CPython interpreters of user/python.c.
+ * struct name_source) over the CPython interpreters of user/runtime/python.c.
  *
  * When a process's maps are read it is looked for a CPython; one with a
- * layout is put in the BPF walk's py_procs (bpf/python.bpf.c), so that its
+ * layout is put in the BPF walk's py_procs (bpf/runtime/python.bpf.c), so that its
  * samples carry their thread's Python frames. Each sample's native
  * _PyEval_EvalFrameDefault frames are then replaced by the Python frames
  * they were running (its rewrite hook), each named by its code object:

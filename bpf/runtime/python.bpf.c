@@ -8,7 +8,7 @@
  * interpreter (by its native thread id on 3.11 on, before by its
  * pthread_t, which is the thread's fs base on x86-64 glibc), then its
  * frames are read innermost first into this CPU's py_scratch: a code
- * object address and the instruction word per frame, as user/python.c's
+ * object address and the instruction word per frame, as user/runtime/python.c's
  * python_walk reads them (py_frame_decode), which names them. The walk
  * finds a thread by its thread state, so threads started after the
  * recording began, and threads waiting for the GIL, are walked alike.
@@ -23,7 +23,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #define PY_EXTERN /* the definitions */
-#include "bpf/python_maps.bpf.h"
+#include "bpf/runtime/python_maps.bpf.h"
 
 static __always_inline void py_count(__u32 what)
 {

@@ -1,8 +1,8 @@
-/* The HotSpot (OpenJDK) frame walk: what user space (user/jvm.c) tells the
- * BPF walk (bpf/jvm.bpf.c) of a JVM process, and what the walk records of
+/* The HotSpot (OpenJDK) frame walk: what user space (user/runtime/jvm.c) tells the
+ * BPF walk (bpf/runtime/jvm.bpf.c) of a JVM process, and what the walk records of
  * each Java frame. Every offset comes from the JVM's own serviceability
  * tables (gHotSpotVMStructs and its siblings, read from the running process
- * by user/jvm.c through formats/jvm_tables.c), none is compiled in: a JVM
+ * by user/runtime/jvm.c through formats/jvm_tables.c), none is compiled in: a JVM
  * of another version is walked or refused, naming what it lacks.
  *
  * Compiled Java code keeps no frame pointer (rbp is a general register

@@ -1,4 +1,4 @@
-/* JavaScript frames in the recorded stacks (user/v8_names.h). */
+/* JavaScript frames in the recorded stacks (user/runtime/v8_names.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -8,8 +8,8 @@
 #include <bpf/bpf.h>
 #include "user/proc.h"
 #include "user/util.h"
-#include "user/v8.h"
-#include "user/v8_names.h"
+#include "user/runtime/v8.h"
+#include "user/runtime/v8_names.h"
 
 /* A JavaScript frame's pc (SOURCE_PC_BASE and up, user/proc.h): its
  * function (an index into the recording's table) and its line, tagged
@@ -127,7 +127,7 @@ static bool writes_perf_map(pid_t pid)
 }
 
 /* A process's maps were read: a V8 whose metadata gives the step's layout
- * goes into v8_procs. Its code needs no maps of its own (bpf/v8.h): one
+ * goes into v8_procs. Its code needs no maps of its own (bpf/runtime/v8.h): one
  * look is enough. */
 static void source_maps_read(void *ctx, struct proc *p)
 {

@@ -1,11 +1,11 @@
-/* Python frames in the recorded stacks (user/python_names.h). */
+/* Python frames in the recorded stacks (user/runtime/python_names.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
-#include "user/python_names.h"
+#include "user/runtime/python_names.h"
 #include "user/proc.h"
-#include "user/python.h"
+#include "user/runtime/python.h"
 #include "user/util.h"
 
 /* A Python frame's pc (SOURCE_PC_BASE and up, user/proc.h): its function
@@ -24,7 +24,7 @@ struct py_fn {
 	int first_line;
 };
 
-/* A process walked in BPF: its interpreter (user/python.c owns it) and its
+/* A process walked in BPF: its interpreter (user/runtime/python.c owns it) and its
  * evaluation loop's place. */
 /* A frame seen before, by its code object, tag and instruction: its pc.
  * The tag is the object's at the sample, checked against the object read
@@ -200,7 +200,7 @@ static uint32_t fn_intern(struct py_names *pn, const struct py_code *c)
 }
 
 /* A frame of the record as a pc, or 0 when its code object is not one
- * (freed, overwritten: the cache's validation, user/python.c). */
+ * (freed, overwritten: the cache's validation, user/runtime/python.c). */
 static uint64_t frame_pc(struct py_names *pn, struct py_proc *py, const struct py_frame *f,
 			 uint32_t tag)
 {

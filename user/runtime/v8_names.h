@@ -1,9 +1,9 @@
 /* JavaScript frames in the recorded stacks: a source of names (user/proc.h's
- * struct name_source) over the V8 processes of user/v8.c, as
- * user/jvm_names.c is over the JVMs.
+ * struct name_source) over the V8 processes of user/runtime/v8.c, as
+ * user/runtime/jvm_names.c is over the JVMs.
  *
  * When a process's maps are read it is looked for V8; one whose metadata
- * gives every layout goes into the BPF step's v8_procs (bpf/v8.bpf.c), so
+ * gives every layout goes into the BPF step's v8_procs (bpf/runtime/v8.bpf.c), so
  * that its samples' JavaScript frames are recorded. Each recorded frame's
  * user ip is then replaced by its function (its rewrite hook), named with
  * its script (its find hook). */

@@ -1,10 +1,10 @@
-/* The maps of the V8 step (bpf/v8.bpf.c), defined there (V8_EXTERN empty)
+/* The maps of the V8 step (bpf/runtime/v8.bpf.c), defined there (V8_EXTERN empty)
  * and declared extern in the units the static linker joins to it, as
- * bpf/jvm_maps.bpf.h's. */
+ * bpf/runtime/jvm_maps.bpf.h's. */
 #ifndef BPF_V8_MAPS_H
 #define BPF_V8_MAPS_H
 
-#include "bpf/v8.h"
+#include "bpf/runtime/v8.h"
 
 #ifndef V8_EXTERN
 #define V8_EXTERN extern

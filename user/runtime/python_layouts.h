@@ -3,7 +3,7 @@
 #ifndef USER_PYTHON_LAYOUTS_H
 #define USER_PYTHON_LAYOUTS_H
 
-#include "bpf/python.h"
+#include "bpf/runtime/python.h"
 
 static const struct py_layout py_layouts[] = {
     {

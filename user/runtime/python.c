@@ -1,5 +1,5 @@
 /* CPython detection, code objects and the user-space frame walk
- * (user/python.h). Layouts: user/python_layouts.h (3.8-3.12, generated),
+ * (user/runtime/python.h). Layouts: user/runtime/python_layouts.h (3.8-3.12, generated),
  * _Py_DebugOffsets (3.13). Facts from CPython's headers of each version
  * (Include/internal/pycore_frame.h, pycore_runtime.h, cpython/code.h). */
 #include <errno.h>
@@ -16,8 +16,8 @@
 #include <unistd.h>
 #include "formats/procmaps.h"
 #include "formats/pyline.h"
-#include "user/python.h"
-#include "user/python_layouts.h"
+#include "user/runtime/python.h"
+#include "user/runtime/python_layouts.h"
 #include "user/util.h"
 
 /* Bounds of what is read from a process: a name or file name longer than

@@ -1,4 +1,4 @@
-/* V8 in the recorded processes (user/v8.h). */
+/* V8 in the recorded processes (user/runtime/v8.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -11,7 +11,7 @@
 #include "formats/procmaps.h"
 #include "formats/v8_meta.h"
 #include "user/util.h"
-#include "user/v8.h"
+#include "user/runtime/v8.h"
 
 #define V8_NAME_MAX   512  /* bytes of a function's or a script's name */
 #define V8_CACHE_BITS 12   /* functions remembered per process, direct-mapped by address */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The V8 frame step in BPF (bpf/v8.h says what it does), a compilation unit
+/* The V8 frame step in BPF (bpf/runtime/v8.h says what it does), a compilation unit
  * of its own, linked into the sampler by libbpf's static linker as the
  * HotSpot walk is (the Makefile).
  *
@@ -11,7 +11,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #define V8_EXTERN /* the definitions */
-#include "bpf/v8_maps.bpf.h"
+#include "bpf/runtime/v8_maps.bpf.h"
 
 static __always_inline void v8_count(__u32 what)
 {

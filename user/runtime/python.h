@@ -10,7 +10,7 @@
  * exports (Py_BytesMain 3.8, PyFrame_GetCode 3.9, Py_NewRef 3.10) and the
  * whole version from the PY_VERSION string in .rodata when it is there (a
  * prefix ending in the version merges it into the path's tail, as pyenv's
- * do). The layout of its structures (bpf/python.h) is the generated table
+ * do). The layout of its structures (bpf/runtime/python.h) is the generated table
  * for 3.8-3.12, and 3.13 on the _Py_DebugOffsets at the start of
  * _PyRuntime, checked against that table.
  *
@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "bpf/python.h"
+#include "bpf/runtime/python.h"
 
 /* What a binary says of itself. */
 struct py_binary {
@@ -80,7 +80,7 @@ struct py_code {
 	uint8_t *lines; /* the line table's bytes (formats/pyline.h) */
 	size_t nlines;
 	uint64_t ncode; /* bytes of bytecode */
-	uint32_t tag;	/* py_code_tag (bpf/python.h) of the object read */
+	uint32_t tag;	/* py_code_tag (bpf/runtime/python.h) of the object read */
 };
 /* The code object at addr, from the process's cache when the object there
  * is still the one read before (its type, name, qualified name, file and
@@ -110,7 +110,7 @@ struct py_thread {
 /* A frame as read from memory (its code object, the 8 bytes at
  * frame_lasti, its owner byte): 0 and *f, or 1 for a frame that runs no
  * code (3.12 on, the C stack's shim frames), to be left out. The walk here
- * and the BPF walk's records (bpf/python.bpf.c) both go through it. */
+ * and the BPF walk's records (bpf/runtime/python.bpf.c) both go through it. */
 int py_frame_decode(const struct py_proc *p, uint64_t code, uint64_t raw, uint8_t owner,
 		    struct py_frame *f);
 /* The BPF walk's entry of this process in py_procs. */

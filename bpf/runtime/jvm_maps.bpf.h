@@ -1,11 +1,11 @@
-/* The maps of the HotSpot walk (bpf/jvm.bpf.c), defined there (JVM_EXTERN
+/* The maps of the HotSpot walk (bpf/runtime/jvm.bpf.c), defined there (JVM_EXTERN
  * empty) and declared extern in the units the static linker joins to it,
- * as bpf/python_maps.bpf.h's (which says why the defining unit is linked
+ * as bpf/runtime/python_maps.bpf.h's (which says why the defining unit is linked
  * first). */
 #ifndef BPF_JVM_MAPS_H
 #define BPF_JVM_MAPS_H
 
-#include "bpf/jvm.h"
+#include "bpf/runtime/jvm.h"
 
 #ifndef JVM_EXTERN
 #define JVM_EXTERN extern

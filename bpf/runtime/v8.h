@@ -1,7 +1,7 @@
-/* The V8 (Node.js) frame walk: what user space (user/v8.c) tells the BPF
- * step (bpf/v8.bpf.c) of a process running V8, and what the step records
+/* The V8 (Node.js) frame walk: what user space (user/runtime/v8.c) tells the BPF
+ * step (bpf/runtime/v8.bpf.c) of a process running V8, and what the step records
  * of each JavaScript frame. Every offset comes from the binary's own
- * postmortem metadata (its v8dbg_* constants, read by user/v8.c through
+ * postmortem metadata (its v8dbg_* constants, read by user/runtime/v8.c through
  * formats/v8_meta.c), none is compiled in.
  *
  * V8 keeps rbp frames for JavaScript (interpreted, baseline and optimized

@@ -2,7 +2,7 @@
  * (a libjvm.so, by any name, that exports the serviceability tables
  * gHotSpotVMStructs, gHotSpotVMTypes, gHotSpotVMIntConstants and
  * gHotSpotVMLongConstants), never from a file name. Every layout the BPF
- * walk (bpf/jvm.bpf.c) and the naming below need comes from those tables in
+ * walk (bpf/runtime/jvm.bpf.c) and the naming below need comes from those tables in
  * the running process (formats/jvm_tables.c); a JVM whose tables lack one is
  * refused with one line naming it, and its frames stay native.
  *
@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "bpf/jvm.h"
+#include "bpf/runtime/jvm.h"
 
 struct jvm;
 struct jvm_proc;

@@ -1,7 +1,7 @@
 /* V8 (Node.js) among the recorded processes: recognized from their binary
  * (node, or a libnode.so, by any name) that exports V8's postmortem
  * metadata (v8dbg_* constants), never from a file name. The layout the BPF
- * step (bpf/v8.bpf.c) and the naming read by comes from those constants,
+ * step (bpf/runtime/v8.bpf.c) and the naming read by comes from those constants,
  * read from the binary (formats/v8_meta.c); a build whose metadata lacks
  * one is refused with one line naming it, and its frames stay native.
  *
@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "bpf/v8.h"
+#include "bpf/runtime/v8.h"
 
 struct v8;
 struct v8_proc;

@@ -1,17 +1,17 @@
-/* Java frames in the recorded stacks (user/jvm_names.h). */
+/* Java frames in the recorded stacks (user/runtime/jvm_names.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <bpf/bpf.h>
-#include "user/jvm_names.h"
-#include "user/jvm.h"
+#include "user/runtime/jvm_names.h"
+#include "user/runtime/jvm.h"
 #include "user/proc.h"
 #include "user/util.h"
 
 /* A Java frame's pc (SOURCE_PC_BASE and up, user/proc.h): its method (an
  * index into the recording's table) and its line, tagged apart from the
- * Python source's (user/python_names.c: 1 << 56). A method is its names
+ * Python source's (user/runtime/python_names.c: 1 << 56). A method is its names
  * and file, not a Method*: the same method in two JVMs is one, and an
  * address reused by another method is another. */
 #define JVM_PC_TAG	 (SOURCE_PC_BASE | 2ULL << 56)

@@ -1,4 +1,4 @@
-/* HotSpot JVMs in the recorded processes (user/jvm.h). */
+/* HotSpot JVMs in the recorded processes (user/runtime/jvm.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -11,7 +11,7 @@
 #include "formats/jvm_debuginfo.h"
 #include "formats/jvm_tables.h"
 #include "formats/procmaps.h"
-#include "user/jvm.h"
+#include "user/runtime/jvm.h"
 #include "user/util.h"
 
 /* Bounds of what is read from a process. */

@@ -1,4 +1,4 @@
-/* The maps of the Python walk (bpf/python.bpf.c), defined there (PY_EXTERN
+/* The maps of the Python walk (bpf/runtime/python.bpf.c), defined there (PY_EXTERN
  * empty) and declared extern in the units the static linker joins to it
  * (the sampler, the unit test's program). The Makefile links python.bpf.o
  * first: libbpf 1.1's linker keeps the BTF of a map declared before its
@@ -6,7 +6,7 @@
 #ifndef BPF_PYTHON_MAPS_H
 #define BPF_PYTHON_MAPS_H
 
-#include "bpf/python.h"
+#include "bpf/runtime/python.h"
 
 #ifndef PY_EXTERN
 #define PY_EXTERN extern
