@@ -91,7 +91,7 @@ struct {
 /* A record's Python frames (bpf/runtime/python.bpf.c), after its ips. */
 #define PY_MAX (PY_BPF_FRAMES * sizeof(struct py_bpf_frame))
 /* ... and its Java frames (bpf/runtime/jvm.bpf.c), after those. */
-#define JVM_MAX	 (JVM_BPF_FRAMES * sizeof(struct jvm_bpf_frame))
+#define JVM_MAX (JVM_BPF_FRAMES * sizeof(struct jvm_bpf_frame))
 /* ... and its JavaScript frames (bpf/runtime/v8.bpf.c), after those. */
 #define V8_MAX	 (V8_BPF_FRAMES * sizeof(struct v8_bpf_frame))
 #define HEAD_MAX (sizeof(struct ev_sample) + IPS_MAX + PY_MAX + JVM_MAX + V8_MAX)
