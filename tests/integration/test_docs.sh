@@ -4,12 +4,13 @@
 # name, PID 1234 standing for a running process); the README stays under 200
 # lines and --help on one screen; docs/usage.md is what `make docs` makes
 # from the man page's source, which names every option --help lists; every
-# relative link and anchor in README.md and docs/ leads somewhere; the .deb
-# the README installs is the one make deb builds.
+# relative link and anchor in README.md and docs/ leads somewhere, and the
+# README links every document of docs/; the .deb the README installs is the
+# one make deb builds.
 source "$(dirname "$0")/lib.sh"
 
 ALL=(docs_readme_short docs_help_one_screen docs_usage_current docs_man_every_option docs_links
-	docs_deb_name readme_commands)
+	docs_readme_every_doc docs_deb_name readme_commands)
 
 # --- static checks ------------------------------------------------------------------
 t=docs_readme_short
@@ -78,6 +79,13 @@ for f in files:
 print("\n".join(bad))
 sys.exit(1 if bad else 0)
 PY
+
+t=docs_readme_every_doc
+missing=
+for d in "$ROOT"/docs/*.md; do
+	grep -q "](docs/$(basename "$d")" "$ROOT/README.md" || missing+=" docs/$(basename "$d")"
+done
+if [ -z "$missing" ]; then pass $t; else fail $t "README.md's documents leave out:$missing"; fi
 
 t=docs_deb_name
 ver=$(sed -n '1s/^bpftrace-rec (\([^)]*\)).*/\1/p' "$ROOT/debian/changelog")
