@@ -200,6 +200,13 @@ int outdir_emit(struct outdir *od, const char *name, pid_t pid, const char *open
 	}
 	snprintf(w.name, sizeof(w.name), "%s", name);
 	snprintf(w.open_cmd, sizeof(w.open_cmd), "%s", open_cmd);
+	/* A file written again (xray-PID.map, at each -t snapshot and at the
+	 * end) replaced the one before: one file, listed once. */
+	for (size_t i = 0; i < written.n; i++)
+		if (!strcmp(written.v[i].name, w.name)) {
+			written.v[i] = w;
+			return 0;
+		}
 	return VEC_PUSH(written, w);
 }
 

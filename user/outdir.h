@@ -39,7 +39,7 @@ typedef int (*fill_fn)(void *ctx, FILE *f, int fd);
  * write is named (ENOSPC, not stdio's EIO). A writer that returns -ENODATA
  * had nothing to write: no file, no error. The file is listed (with pid, 0
  * for the recording's, and open_cmd, the command that opens it) for the
- * summary. 0, or -errno after reporting. */
+ * summary, once however often it is written. 0, or -errno after reporting. */
 int outdir_emit(struct outdir *od, const char *name, pid_t pid, const char *open_cmd, fill_fn fn,
 		void *ctx);
 /* A file with no name in the directory, for what the run sets aside until
