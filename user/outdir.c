@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -395,6 +396,59 @@ out:
 	return err;
 }
 
+/* The pid that holds a flock(2) on the inode ino, from /proc/locks ("1:
+ * FLOCK  ADVISORY  WRITE PID MAJ:MIN:INO 0 EOF"); 0 when none is seen. The
+ * device is not compared: btrfs gives stat a subvolume's device, not the
+ * super block's that /proc/locks prints. */
+static pid_t flock_holder(ino_t ino)
+{
+	FILE *f = fopen("/proc/locks", "re");
+	char line[256], kind[16];
+	unsigned long long i;
+	pid_t holder = 0;
+	int pid;
+
+	if (!f)
+		return 0;
+	while (!holder && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*d: %15s %*s %*s %d %*x:%*x:%llu", kind, &pid, &i) == 3 &&
+		    !strcmp(kind, "FLOCK") && i == ino)
+			holder = pid;
+	fclose(f);
+	return holder;
+}
+
+/* One recording a directory at a time: two runs into one directory mixed
+ * their files, and the summary named one of them. An flock(2) on the
+ * directory itself, held until the run ends: the kernel drops it when the
+ * process dies, so a crashed run leaves no stale lock, and no lock file is
+ * left in the directory. Taken before the earlier recording moves to old/,
+ * so that a refused run moves and writes nothing. 0, or -errno after a
+ * one-line error naming the other run's pid. */
+static int lock_outdir(struct outdir *od, const struct stat *st)
+{
+	pid_t pid;
+	int err;
+
+	if (!flock(od->fd, LOCK_EX | LOCK_NB))
+		return 0;
+	err = -errno;
+	if (err != -EWOULDBLOCK) {
+		err("output directory %s: cannot lock it: %s", od->path, strerror(-err));
+		return err;
+	}
+	pid = flock_holder(st->st_ino);
+	if (pid > 0)
+		err("output directory %s is in use by another recording (pid %d): give another "
+		    "-o, or wait for it to end",
+		    od->path, (int)pid);
+	else
+		err("output directory %s is in use by another recording: give another -o, or wait "
+		    "for it to end",
+		    od->path);
+	return -EBUSY;
+}
+
 int outdir_open(struct outdir *od, const char *path)
 {
 	bool created = false;
@@ -449,7 +503,9 @@ int outdir_open(struct outdir *od, const char *path)
 	}
 	if (created)
 		give_to_invoker(od->fd, path);
-	err = probe_outdir(od);
+	err = lock_outdir(od, &st);
+	if (!err)
+		err = probe_outdir(od);
 	if (!err && !created)
 		err = set_aside_earlier(od);
 	if (err)

@@ -25,8 +25,10 @@ struct outdir {
 
 /* Creates the directory if missing (the last component only), opens it,
  * refuses a symlink or a directory owned by anyone but root or the invoking
- * user (SUDO_UID), and creates, writes, renames and removes a probe file in
- * it. 0, or -errno after a one-line error naming the directory. */
+ * user (SUDO_UID), locks it for this run (-EBUSY while another recording
+ * holds it; the lock goes with the fd or the process), creates, writes,
+ * renames and removes a probe file in it, and moves an earlier recording's
+ * files to old/. 0, or -errno after a one-line error naming the directory. */
 int outdir_open(struct outdir *od, const char *path);
 /* Async-signal-safe: removes the temporary file being written, if any. For
  * a signal handler about to _exit, so that no temporary file is left. */

@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 
 ALL=(outdir_file_in_way outdir_missing_parent outdir_read_only outdir_read_only_new
 	outdir_immutable outdir_long_path outdir_enospc outdir_symlink_default
-	outdir_symlink_explicit outdir_foreign_owner outdir_double_sigint cmd_not_found
+	outdir_symlink_explicit outdir_foreign_owner outdir_in_use outdir_double_sigint cmd_not_found
 	cmd_not_executable cmd_bad_interpreter)
 require_bpf "${ALL[@]}"
 
@@ -153,6 +153,44 @@ foreign_ok() {
 	[ "$(stat -c %u "$TMP/theirs/profile.pb.gz")" = 65534 ]
 }
 fault_case $t "-o DIR owned by another user (uid 65534)" "refused before recording, naming the owner; accepted when that user ran sudo (SUDO_UID)" foreign_ok
+
+# --- one recording a directory at a time ----------------------------------------
+# A second run into a directory a recording is writing: refused at once,
+# one line naming the first's pid, before it records, moves or writes
+# anything (its command not started); the first's files whole. Before,
+# both ran and exited 0, their files mixed, the summary naming one.
+t=outdir_in_use
+in_use_ok() {
+	local d=$TMP/busy wl rec rc rc1 t0 ms top pids bad=
+	"$WL/split" 30 >/dev/null &
+	wl=$!
+	"$REC" -q -F 199 -p $wl -d 3 -o "$d" >/dev/null 2>"$TMP/busy1.err" &
+	rec=$!
+	for _ in $(seq 100); do [ -d "$d" ] && break; sleep 0.05; done
+	sleep 0.3
+	t0=$(date +%s%N)
+	"$REC" -F 199 -o "$d" -- touch "$TMP/busy.ran" >/dev/null 2>"$TMP/busy2.err"
+	rc=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	wait $rec
+	rc1=$?
+	kill $wl 2>/dev/null
+	wait $wl 2>/dev/null
+	top=$("$PPROF" -top "$d/profile.pb.gz" 2>/dev/null | pprof_flat func_six)
+	pids=$(python3 -c 'import json,sys; print(" ".join(str(p["pid"]) for p in json.load(open(sys.argv[1]))["processes"]))' "$d/summary.json" 2>&1)
+	[ $rc != 0 ] || bad+=" [the second exited 0]"
+	[ $ms -lt 1000 ] || bad+=" [the second took $ms ms]"
+	[ "$(cat "$TMP/busy2.err")" = "bpftrace-rec: output directory $d is in use by another recording (pid $rec): give another -o, or wait for it to end" ] ||
+		bad+=" [the second said: $(head -3 "$TMP/busy2.err" | tr '\n' ' ')]"
+	[ ! -e "$TMP/busy.ran" ] || bad+=" [the second's command ran]"
+	[ $rc1 = 0 ] && [ ! -e "$d/old" ] && at_least "$top" 40 && [ "$pids" = "$wl" ] ||
+		bad+=" [the first: exit $rc1, old/ $(ls "$d/old" 2>/dev/null | wc -l) files, func_six $top%, pids $pids]"
+	[ -z "$bad" ] && return 0
+	echo "$t:$bad" >&2
+	return 1
+}
+fault_case $t "a second run into a directory a recording is writing" \
+	"refused at once, one line naming the first's pid, nothing moved or written; the first's files whole" in_use_ok
 
 # --- a second Ctrl-C while the files are written: no temporary file left ----
 # -a -P over a busy system writes tens of files (~1 s here). After the first
