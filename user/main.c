@@ -195,9 +195,15 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 		if (errno || end == arg || *end || !(env.duration > 0))
 			argp_error(st, "-d %s: expected a positive number of seconds", arg);
 		break;
-	case 'o':
-		env.outdir = arg;
+	case 'o': {
+		/* DIR/ is DIR: the paths printed are DIR/FILE, not DIR//FILE. */
+		char *dir = xstrdup(arg);
+
+		for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--)
+			dir[n - 1] = 0;
+		env.outdir = dir;
 		break;
+	}
 	case OPT_IDLE:
 		env.idle = true;
 		break;

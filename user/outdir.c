@@ -458,14 +458,25 @@ int outdir_open(struct outdir *od, const char *path)
 	od->path = path;
 	od->fd = -1;
 	od->writing = 0;
+	if (!*path) { /* mkdir("") fails as a missing parent would */
+		err("output directory '': an empty name; give a directory");
+		return -EINVAL;
+	}
 	if (!mkdir(path, 0755)) {
 		created = true;
 	} else if (errno == ENOENT) {
 		char *copy = xstrdup(path);
+		const char *parent = dirname(copy);
 
-		err("output directory %s: its parent %s does not exist (only the last component is "
-		    "created: make the parent first, e.g. mkdir -p)",
-		    path, dirname(copy));
+		/* A parent that is there but takes no new directory (/proc)
+		 * gives ENOENT too: then the error is the real one. */
+		if (!stat(parent, &st) && S_ISDIR(st.st_mode))
+			err("output directory %s: cannot create it in %s: %s", path, parent,
+			    strerror(ENOENT));
+		else
+			err("output directory %s: its parent %s does not exist (only the last "
+			    "component is created: make the parent first, e.g. mkdir -p)",
+			    path, parent);
 		free(copy);
 		return -ENOENT;
 	} else if (errno != EEXIST) {

@@ -7,7 +7,7 @@
 # exit status. Real tmpfs and ext4 mounts, real symlinks of another user.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(outdir_file_in_way outdir_missing_parent outdir_read_only outdir_read_only_new
+ALL=(outdir_file_in_way outdir_missing_parent outdir_proc outdir_empty outdir_trailing_slash outdir_read_only outdir_read_only_new
 	outdir_immutable outdir_long_path outdir_enospc outdir_symlink_default
 	outdir_symlink_explicit outdir_foreign_owner outdir_in_use outdir_double_sigint cmd_not_found
 	cmd_not_executable cmd_bad_interpreter)
@@ -44,6 +44,25 @@ fault_case outdir_file_in_way "-o names a regular file" "fails before recording:
 fault_case outdir_missing_parent "-o DIR whose parent does not exist" "fails before recording, naming the parent to create" \
 	upfront outdir_missing_parent "$TMP/nope/out" \
 	"bpftrace-rec: output directory $TMP/nope/out: its parent $TMP/nope does not exist (only the last component is created: make the parent first, e.g. mkdir -p)"
+
+# A parent that exists but takes no directory (/proc): the real reason, not
+# "its parent /proc does not exist".
+fault_case outdir_proc "-o /proc/out: a parent that takes no new directory" "fails before recording: cannot create it in /proc: No such file or directory" \
+	upfront outdir_proc /proc/out \
+	"bpftrace-rec: output directory /proc/out: cannot create it in /proc: No such file or directory"
+fault_case outdir_empty "-o ''" "fails before recording: an empty name (not \"its parent . does not exist\")" \
+	upfront outdir_empty "" \
+	"bpftrace-rec: output directory '': an empty name; give a directory"
+
+# -o DIR/: the paths printed are DIR/FILE, not DIR//FILE.
+t=outdir_trailing_slash
+"$REC" -F 199 -o "$TMP/slash//" -- "$WL/split" 0.2 >/dev/null 2>"$TMP/slash.err"
+if grep -q "$TMP/slash/profile.pb.gz" "$TMP/slash.err" && ! grep -q "//" "$TMP/slash.err" &&
+	python3 -c 'import json,sys; sys.exit(any("//" in f["open"] for f in json.load(open(sys.argv[1]))["files"]))' "$TMP/slash/summary.json"; then
+	pass $t
+else
+	fail $t "$(grep -m2 // "$TMP/slash.err")"
+fi
 
 # Read-only: an existing directory on a tmpfs remounted ro, and a new one.
 if mount_tmpfs "$TMP/ro" size=1m && mkdir "$TMP/ro/out" && mount -o remount,ro "$TMP/ro"; then
