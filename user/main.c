@@ -2,6 +2,7 @@
 #include <argp.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +25,7 @@ static const char doc[] =
     "  bpftrace-rec -a -d 5            # the whole system for 5 seconds\n"
     "  bpftrace-rec -- ./bench         # run ./bench, record it to its end\n"
     "  bpftrace-rec -t 'parse_*' -p 1234  # also trace every call of parse_*\n"
-    "Files go to ./bpftrace-rec.out (an earlier recording there moves to old/);\n"
-    "the end of the run prints the command that opens each. See man bpftrace-rec.\n";
+    "Files go to ./bpftrace-rec.out (the one before to old/). See man bpftrace-rec.\n";
 
 static const char args_doc[] = "[-- COMMAND [ARGS...]]";
 
@@ -62,7 +62,7 @@ static const struct argp_option opts[] = {
     {NULL, 0, NULL, 0, "Common options (give one of -p, -a or -- COMMAND):", 1},
     {"pid", 'p', "PID[,PID...]", 0, "Record these processes and their children", 1},
     {"all-cpus", 'a', NULL, 0, "Record the whole system", 1},
-    {"duration", 'd', "SECONDS", 0, "Stop after this long (default: Ctrl-C, or the end)", 1},
+    {"duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: Ctrl-C, or the end)", 1},
     {"freq", 'F', "HZ", 0, "Samples per second per CPU (default 99)", 1},
     {"output", 'o', "DIR", 0, "Output directory (default ./bpftrace-rec.out)", 1},
     {"off-cpu", OPT_OFF_CPU, NULL, 0, "Also record where threads wait off the CPU", 1},
@@ -83,15 +83,17 @@ static const struct argp_option opts[] = {
 
     {NULL, 0, NULL, 0, "How:", 3},
     {"call-graph", OPT_CALL_GRAPH, "cfi|fp|dwarf[,SIZE]", 0,
-     "User stack walk (default cfi: .eh_frame tables in BPF)", 3},
+     "User stack walk (default cfi: .eh_frame in BPF)", 3},
     {"unwind-mib", OPT_UNWIND_MIB, "MIB", 0, "Kernel memory for the cfi tables (default 64)", 3},
     {"event", OPT_EVENT, "EVENT", 0, "cycles or cpu-clock (default: cycles if there)", 3},
     {"max-stack", OPT_MAX_STACK, "N", 0, "User frames walked at most (default 1024)", 3},
     {"ringbuf-size", OPT_RINGBUF, "MIB", 0, "BPF ring buffer size, a power of 2", 3},
 
     {NULL, 0, NULL, 0, "Output files:", 4},
+    /* Two names of one option, each with its short form: as an alias,
+     * argp listed "-P, -G, --per-process, --gperftools", four options. */
     {"per-process", 'P', NULL, 0, "With -a, also write each process's own files", 4},
-    {"gperftools", 'G', NULL, OPTION_ALIAS, NULL, 4},
+    {"gperftools", 'G', NULL, 0, "The same as -P (cpu-PID.prof for gperftools)", 4},
     {"xray-version", OPT_XRAY_VERSION, "1|5", 0, "XRay FDR version (default 5)", 4},
     {"fdr-buffer-size", OPT_FDR_BUFFER, "SIZE", 0, "Bytes per XRay buffer", 4},
     {"flight-recorder", OPT_FLIGHT, "SIZE", 0, "Keep the newest SIZE bytes of -t events a thread",
@@ -102,11 +104,10 @@ static const struct argp_option opts[] = {
     {"service-name", OPT_SERVICE_NAME, "NAME", 0, "--push's service.name (default: the program)",
      4},
     {"window", OPT_WINDOW, "SECONDS", 0, "Until stopped, a profile of every SECONDS", 4},
-    /* Sizing, in the man page only: --help keeps to one screen. */
-    {"retain", OPT_RETAIN, "count=N,age=S,size=B", OPTION_HIDDEN, "--window's kept on disk", 2},
-    {"spool-max", OPT_SPOOL_MAX, "BYTES", OPTION_HIDDEN, "--push's spool bound", 2},
-    /* Sizing, in the man page only: --help keeps to one screen. */
-    {"off-cpu-entries", OPT_OFF_CPU_ENTRIES, "N", OPTION_HIDDEN, "Off-CPU sums' map entries", 2},
+    {"retain", OPT_RETAIN, "KEEP", 0, "--window's kept: count=N,age=SECONDS,size=BYTES", 4},
+    {"spool-max", OPT_SPOOL_MAX, "BYTES", 0, "Bound of --push's spool on disk (default 256M)", 4},
+    {"off-cpu-entries", OPT_OFF_CPU_ENTRIES, "N", 0, "With --off-cpu, BPF's (thread, stack) sums",
+     2},
     {0},
 };
 
@@ -192,7 +193,9 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 	case 'd':
 		errno = 0;
 		env.duration = strtod(arg, &end);
-		if (errno || end == arg || *end || !(env.duration > 0))
+		/* inf is no duration: without -d the run already goes on until
+		 * stopped. */
+		if (errno || end == arg || *end || !(env.duration > 0) || !isfinite(env.duration))
 			argp_error(st, "-d %s: expected a positive number of seconds", arg);
 		break;
 	case 'o': {

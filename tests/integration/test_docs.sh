@@ -9,7 +9,7 @@
 # one make deb builds.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(docs_readme_short docs_help_one_screen docs_usage_current docs_man_every_option docs_links
+ALL=(docs_readme_short docs_help_one_screen docs_help_every_option docs_usage_current docs_man_every_option docs_links
 	docs_readme_every_doc docs_deb_name readme_commands)
 
 # --- static checks ------------------------------------------------------------------
@@ -25,6 +25,21 @@ if [ "$n" -le 60 ] && grep -q "Common options" "$TMP/help" && [[ $first == *--al
 	pass $t
 else
 	fail $t "--help: $n lines (at most 60), first option: $first"
+fi
+
+# Every option of the man page is in --help (--retain, --spool-max and
+# --off-cpu-entries were in the man page only), and -P and -G read as the
+# two names they are, each with its short form (argp's alias listed "-P, -G,
+# --per-process, --gperftools", as if four options).
+t=docs_help_every_option
+missing=
+for o in $(grep -E '^\*-' "$ROOT/docs/bpftrace-rec.8.scd" | grep -oE -- '--[a-z][a-z-]+' | sort -u); do
+	grep -qE -- "$o\b" "$TMP/help" || missing+=" $o"
+done
+if [ -z "$missing" ] && grep -qE '^  -P, --per-process ' "$TMP/help" && grep -qE '^  -G, --gperftools ' "$TMP/help"; then
+	pass $t
+else
+	fail $t "--help lacks:$missing; -P and -G: $(grep -E -- '-P|-G' "$TMP/help" | tr -s ' ')"
 fi
 
 t=docs_usage_current

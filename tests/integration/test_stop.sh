@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 
 ALL=(stop_high_rate self_excluded include_self trace_stop_balanced trace_stop_flight_recorder
 	cmd_ends_at_duration cmd_gets_sigint cmd_gets_sighup sigquit_writes_files sigpipe_stderr
-	sigusr1_without_trace zombie_pid sigint_during_setup pid_exit_no_spin)
+	sigusr1_without_trace zombie_pid sigint_during_setup pid_exit_no_spin duration_not_finite)
 require_bpf "${ALL[@]}"
 
 # wall SECONDS CMD...: runs CMD, sets $rc and $secs (wall time).
@@ -148,6 +148,12 @@ echo "  -p of two pids, one gone: $((c1 - c0)) ticks of CPU in 2 s (${hz} a seco
 ok() { [ $rc = 0 ] && [ -s "$TMP/twopids/summary.json" ] && ((c1 - c0 < hz / 4)); }
 fault_case pid_exit_no_spin "-p A,B where A exits 3.5 s before B" \
 	"the recording waits for B without spinning (CPU under 0.25 s in 2 s), and ends with it" ok
+
+# -d inf is no duration: refused up front (it was taken, and the run went on
+# until a signal, as without -d).
+wall timeout -s INT 5 "$REC" -q -d inf -a -o "$TMP/inf" 2> "$TMP/inf.err"
+ok() { [ $rc = 64 ] && grep -qx "bpftrace-rec: -d inf: expected a positive number of seconds" "$TMP/inf.err" && [ ! -e "$TMP/inf" ]; }
+fault_case duration_not_finite "-d inf" "refused before recording: expected a positive number of seconds" ok
 
 # A zombie -p target: a one-line error, at once.
 sh -c 'sleep 0.1 & exec sleep 4' & parent=$!
