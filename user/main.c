@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "bpf/events.h"
 #include "user/continuous.h"
 #include "user/record.h"
@@ -328,6 +329,20 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 		st->next = st->argc;
 		break;
 	case ARGP_KEY_END:
+		/* -p of its own pid would record its own work: left out, as
+		 * under -a and when it descends from a target (record.c). */
+		for (int k = 0; k < env.npids; k++)
+			if (env.pids[k] == getpid() && !env.include_self) {
+				if (env.npids == 1)
+					argp_error(
+					    st,
+					    "-p %d is bpftrace-rec itself: nothing else to record",
+					    env.pids[k]);
+				info("-p %d is bpftrace-rec itself: left out, as under -a "
+				     "(--include-self keeps it)",
+				     env.pids[k]);
+				env.pids[k--] = env.pids[--env.npids];
+			}
 		if (!!env.all + !!env.npids + !!env.cmd != 1)
 			argp_error(st, "give exactly one target: -p PID, -a, or -- COMMAND");
 		if (env.ntraces && env.all)
