@@ -48,6 +48,22 @@ static void give_to_invoker(int fd, const char *what)
 /* The writer state a signal handler can reach: outdir_abort() takes no
  * argument, so outdir_open() leaves the opened directory here. */
 static struct outdir *abort_od;
+/* What outdir_abort() says, made ahead by the message layer (the handler
+ * can neither format nor sanitize): nothing written yet, some files
+ * written, or the file being written (made as it is created). emitted
+ * counts abort_od's files written. */
+#define SAY_MAX 1200
+static char say_none[SAY_MAX], say_partial[SAY_MAX], say_file[SAY_MAX];
+static volatile sig_atomic_t emitted;
+
+/* A say_ line: what of the files in path was not written. */
+static void say_missing(char say[SAY_MAX], const char *path, const char *what)
+{
+	msg_line(say, SAY_MAX, MSG_ERR,
+		 "second Ctrl-C: %s holds part of the recording: %s, summary.json among them, "
+		 "were not written",
+		 path, what);
+}
 
 /* Six random name characters: a temporary name nobody can guess ahead. */
 static void random_suffix(char out[7])
@@ -95,6 +111,12 @@ static int create_tmp(struct outdir *od, const char *base)
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
 	fd = create_random(od, base, O_WRONLY, od->tmp, sizeof(od->tmp));
+	if (fd >= 0 && od == abort_od) {
+		char what[128];
+
+		snprintf(what, sizeof(what), "%s and the files after it", base);
+		say_missing(say_file, od->path, what);
+	}
 	if (fd >= 0) {
 		atomic_signal_fence(memory_order_seq_cst); /* the name before the flag */
 		od->writing = 1;
@@ -120,9 +142,18 @@ static int finish_tmp(struct outdir *od, const char *name)
 void outdir_abort(void)
 {
 	struct outdir *od = abort_od;
+	const char *say;
 
-	if (od && od->writing)
+	if (!od)
+		return; /* no directory yet: nothing written, nothing to say */
+	if (od->writing) {
 		unlinkat(od->fd, od->tmp, 0);
+		say = say_file;
+	} else {
+		say = emitted ? say_partial : say_none;
+	}
+	if (write(STDERR_FILENO, say, strlen(say)) < 0)
+		return; /* stderr gone: nothing else to tell it by */
 }
 
 /* The stream the writers fill. stdio reports only that a write failed (and
@@ -199,6 +230,8 @@ int outdir_emit(struct outdir *od, const char *name, pid_t pid, const char *open
 		err("rename %s/%s to %s: %s", od->path, od->tmp, name, strerror(-err));
 		return err;
 	}
+	if (od == abort_od)
+		emitted = emitted + 1;
 	snprintf(w.name, sizeof(w.name), "%s", name);
 	snprintf(w.open_cmd, sizeof(w.open_cmd), "%s", open_cmd);
 	/* A file written again (xray-PID.map, at each -t snapshot and at the
@@ -521,6 +554,10 @@ int outdir_open(struct outdir *od, const char *path)
 		err = set_aside_earlier(od);
 	if (err)
 		goto fail;
+	msg_line(say_none, sizeof(say_none), MSG_ERR,
+		 "second Ctrl-C: stopped before any file was written to %s", path);
+	say_missing(say_partial, path, "the rest of its files");
+	emitted = 0;
 	abort_od = od;
 	return 0;
 fail:

@@ -30,8 +30,11 @@ struct outdir {
  * renames and removes a probe file in it, and moves an earlier recording's
  * files to old/. 0, or -errno after a one-line error naming the directory. */
 int outdir_open(struct outdir *od, const char *path);
-/* Async-signal-safe: removes the temporary file being written, if any. For
- * a signal handler about to _exit, so that no temporary file is left. */
+/* Async-signal-safe: removes the temporary file being written, if any, and
+ * says in one line on stderr what was not written (the file being written
+ * and those after it). For a signal handler about to _exit, so that no
+ * temporary file is left and a partial set of files is not taken for a
+ * whole one. */
 void outdir_abort(void);
 
 /* Fills a file: by the stream f, or by fd directly (flush f first). */
