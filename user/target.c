@@ -59,16 +59,18 @@ int target_check_pids(const pid_t *pids, int n)
 			free(stat);
 			return -ESRCH;
 		}
-		/* It has no user space: its samples are kernel stacks (as
-		 * perf's are). kthreadd's children are kernel threads of
-		 * their own, never followed (target_descendants, and the
-		 * sampler's fork program). */
-		comm = strchr(stat, '(');
-		*strrchr(stat, ')') = 0;
-		if (kthread)
+		/* A kernel thread has no user space: its samples are kernel
+		 * stacks (as perf's are), and without a word -p 2 looked like
+		 * a recording of nothing. kthreadd's children are kernel
+		 * threads of their own, never followed (target_descendants,
+		 * and the sampler's fork program). */
+		if (kthread) {
+			comm = strchr(stat, '(');
+			*strrchr(stat, ')') = 0;
 			info("-p %d (%s) is a kernel thread: its kernel stacks are recorded; the "
 			     "kernel threads it starts are not followed",
 			     pids[i], comm ? comm + 1 : "");
+		}
 		free(stat);
 	}
 	return 0;
