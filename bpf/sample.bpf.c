@@ -22,6 +22,8 @@ const volatile bool kernel_stacks = true;
 const volatile bool user_stacks = true;
 const volatile __u32 self_tgid = 0; /* never sampled: the recorder itself */
 
+#define PF_KTHREAD 0x00200000 /* include/linux/sched.h: a kernel thread */
+
 /* Per-process count of samples the ring buffer could not take. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -767,8 +769,11 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 cpid = BPF_CORE_READ(child, pid);
 	__u8 one = 1;
 
-	/* Threads share the tgid and are recorded already. */
-	if (!filter_pids || !follow_forks || cpid != (__u32)BPF_CORE_READ(child, tgid))
+	/* Threads share the tgid and are recorded already. A kernel thread
+	 * (kthreadd's child, when -p names kthreadd) is a thread of its own,
+	 * not a descendant to follow. */
+	if (!filter_pids || !follow_forks || cpid != (__u32)BPF_CORE_READ(child, tgid) ||
+	    (BPF_CORE_READ(child, flags) & PF_KTHREAD))
 		return 0;
 	if (!is_target(ptgid))
 		return 0;

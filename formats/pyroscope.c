@@ -304,8 +304,15 @@ void pyro_query(struct fmt_buf *out, const struct pyro_part *p, const char *spy)
 
 	fmt_put(out, "name=", 5);
 	put_escaped(out, p->name);
-	snprintf(num, sizeof(num), "&from=%" PRId64 "&until=%" PRId64 "&format=pprof", p->from,
-		 p->until);
+	/* No format=pprof: Pyroscope's ingest handler
+	 * (pkg/ingester/pyroscope/ingest_handler.go,
+	 * readInputRawDataFromRequest) takes the whole body as one raw pprof
+	 * when the query says format=pprof, before it looks for a multipart
+	 * Content-Type, and the form failed there (HTTP 422, "parsing
+	 * IngestInput-pprof failed: ... wrong wireType = 5 for field
+	 * Function"). Without a format, a multipart/form-data body is read as
+	 * the form (profile and sample_type_config), and stored. */
+	snprintf(num, sizeof(num), "&from=%" PRId64 "&until=%" PRId64, p->from, p->until);
 	fmt_put(out, num, strlen(num));
 	if (p->sample_rate) {
 		snprintf(num, sizeof(num), "&sampleRate=%" PRId64, p->sample_rate);

@@ -1,6 +1,7 @@
-/* Pyroscope's ingest API (POST /ingest?name=APP{k=v,...}&from=&until=
- * &format=pprof, a multipart form with the profile and its
- * sample_type_config), from a pprof profile (formats/pprof.c's,
+/* Pyroscope's ingest API (POST /ingest?name=APP{k=v,...}&from=&until=, a
+ * multipart form with the profile and its sample_type_config, and no
+ * format=pprof, which would make the server read the whole body as a raw
+ * pprof: see pyro_query), from a pprof profile (formats/pprof.c's,
  * uncompressed). A window is sent as one profile per process, its samples
  * only and their tables pruned to what they use, without sample labels:
  * Pyroscope's distributor makes a series of each distinct set of sample

@@ -4,13 +4,14 @@
 # workloads with BPF and read the files back with pprof, google-pprof and
 # llvm-xray. Each test prints "PASS name", "FAIL name" or "SKIP name: why";
 # this script counts them and ends with "N passed, N failed, N skipped".
-# Run it after `make` (`make test` does both). TESTS=pattern runs a subset.
+# Run it after `make` (`make test` does both). TESTS=pattern runs a subset
+# (the tests whose file name holds it; one that names none fails the run).
 # BPFTRACE_REC_BUILD (build directory, default build) and BPFTRACE_REC (the
 # binary, default ./bpftrace-rec) choose the build under test; SANITIZE=1 says
 # it is the sanitizer build (make test SANITIZE=1).
 set -u
 cd "$(dirname "$0")/.."
-pass=0 fail=0 skip=0
+pass=0 fail=0 skip=0 matched=0
 failed=()
 times=()
 pattern=${TESTS:-}
@@ -48,6 +49,7 @@ san_leave=" test_cfi_bpf test_stacks test_kernel_features test_jitguide test_fle
 run_one() { # NAME CMD...: runs a test program and tallies its lines
 	local name=$1 line status=missing saw_fail=0 t0=$SECONDS
 	shift
+	matched=$((matched + 1))
 	if [ -n "$san_dir" ] && [[ $san_leave == *" $name "* ]]; then
 		echo "== $name: left to the normal pass (not run under SANITIZE=1)"
 		return
@@ -84,6 +86,13 @@ for t in tests/integration/test_*.sh; do
 	run_one "$(basename "$t" .sh)" bash "$t"
 done
 
+# A pattern that names no test (a typo, "a|b" read as a regular
+# expression) would pass having run nothing.
+if [ -n "$pattern" ] && [ $matched = 0 ]; then
+	echo "FAIL TESTS=$pattern matches no test (a part of a test's file name, no regular expression)"
+	fail=$((fail + 1))
+	failed+=("TESTS=$pattern: matches no test")
+fi
 if [ -n "$san_dir" ]; then
 	for r in "$san_dir"/*; do
 		[ -f "$r" ] || continue

@@ -2,9 +2,11 @@
 #include <argp.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "bpf/events.h"
 #include "user/continuous.h"
 #include "user/record.h"
@@ -22,11 +24,10 @@ static const char doc[] =
     "\v"
     "Examples:\n"
     "  bpftrace-rec -p 1234            # until Ctrl-C or the process exits\n"
-    "  bpftrace-rec -a -d 5            # the whole system for 5 seconds\n"
+
     "  bpftrace-rec -- ./bench         # run ./bench, record it to its end\n"
-    "  bpftrace-rec -t 'parse_*' -p 1234  # also trace every call of parse_*\n"
-    "Files go to ./bpftrace-rec.out (an earlier recording there moves to old/);\n"
-    "bpftrace-rec report [DIR] prints their top functions. See man bpftrace-rec.\n";
+
+    "Files: ./bpftrace-rec.out (older to old/); read: bpftrace-rec report DIR\n";
 
 static const char args_doc[] = "[-- COMMAND [ARGS...]]";
 
@@ -65,11 +66,11 @@ static const struct argp_option opts[] = {
     {NULL, 0, NULL, 0, "Common options (give one of -p, -a or -- COMMAND):", 1},
     {"pid", 'p', "PID[,PID...]", 0, "Record these processes and their children", 1},
     {"all-cpus", 'a', NULL, 0, "Record the whole system", 1},
-    {"duration", 'd', "SECONDS", 0, "Stop after this long (default: Ctrl-C, or the end)", 1},
+    {"duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: Ctrl-C, or the end)", 1},
     {"freq", 'F', "HZ", 0, "Samples per second per CPU (default 99)", 1},
     {"output", 'o', "DIR", 0, "Output directory (default ./bpftrace-rec.out)", 1},
     {"off-cpu", OPT_OFF_CPU, NULL, 0, "Also record where threads wait off the CPU", 1},
-    {"heap", OPT_HEAP, NULL, 0, "Also write heap.pb.gz (malloc in use)", 1},
+    {"heap", OPT_HEAP, NULL, 0, "Also write heap.pb.gz (malloc in use; --heap-rate)", 1},
     {"trace", 't', "[OBJ:]GLOB", 0,
      "Trace these calls exactly: 'parse_*', 'libssl.so.3:SSL_*', 'usdt:postgres:query__*'", 1},
     {"quiet", 'q', NULL, 0, "No status line or summary on stderr", 1},
@@ -94,8 +95,10 @@ static const struct argp_option opts[] = {
     {"ringbuf-size", OPT_RINGBUF, "MIB", 0, "BPF ring buffer size, a power of 2", 3},
 
     {NULL, 0, NULL, 0, "Output files:", 4},
+    /* Two names of one option, each with its short form: as an alias,
+     * argp listed "-P, -G, --per-process, --gperftools", four options. */
     {"per-process", 'P', NULL, 0, "With -a, also write each process's own files", 4},
-    {"gperftools", 'G', NULL, OPTION_ALIAS, NULL, 4},
+    {"gperftools", 'G', NULL, 0, "The same as -P (cpu-PID.prof for gperftools)", 4},
     {"xray-version", OPT_XRAY_VERSION, "1|5", 0, "XRay FDR version (default 5)", 4},
     {"fdr-buffer-size", OPT_FDR_BUFFER, "SIZE", 0, "Bytes per XRay buffer", 4},
     {"flight-recorder", OPT_FLIGHT, "SIZE", 0, "Keep the newest SIZE bytes of -t events a thread",
@@ -106,12 +109,12 @@ static const struct argp_option opts[] = {
     {"service-name", OPT_SERVICE_NAME, "NAME", 0, "--push's service.name (default: the program)",
      4},
     {"window", OPT_WINDOW, "SECONDS", 0, "Until stopped, a profile of every SECONDS", 4},
-    /* Sizing, in the man page only: --help keeps to one screen. */
-    {"retain", OPT_RETAIN, "count=N,age=S,size=B", OPTION_HIDDEN, "--window's kept on disk", 2},
-    {"spool-max", OPT_SPOOL_MAX, "BYTES", OPTION_HIDDEN, "--push's spool bound", 2},
+    {"retain", OPT_RETAIN, "KEEP", 0, "--window's kept: count=N,age=SECONDS,size=BYTES", 4},
+    {"spool-max", OPT_SPOOL_MAX, "BYTES", 0, "Bound of --push's spool on disk (default 256M)", 4},
+    {"off-cpu-entries", OPT_OFF_CPU_ENTRIES, "N", 0, "With --off-cpu, BPF's (thread, stack) sums",
+     2},
+    /* Named in --heap's line: --help keeps to one screen. */
     {"heap-rate", OPT_HEAP_RATE, "BYTES", OPTION_HIDDEN, "--heap's mean bytes a sample", 2},
-    /* Sizing, in the man page only: --help keeps to one screen. */
-    {"off-cpu-entries", OPT_OFF_CPU_ENTRIES, "N", OPTION_HIDDEN, "Off-CPU sums' map entries", 2},
     {0},
 };
 
@@ -197,12 +200,20 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 	case 'd':
 		errno = 0;
 		env.duration = strtod(arg, &end);
-		if (errno || end == arg || *end || !(env.duration > 0))
+		/* inf is no duration: without -d the run already goes on until
+		 * stopped. */
+		if (errno || end == arg || *end || !(env.duration > 0) || !isfinite(env.duration))
 			argp_error(st, "-d %s: expected a positive number of seconds", arg);
 		break;
-	case 'o':
-		env.outdir = arg;
+	case 'o': {
+		/* DIR/ is DIR: the paths printed are DIR/FILE, not DIR//FILE. */
+		char *dir = xstrdup(arg);
+
+		for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--)
+			dir[n - 1] = 0;
+		env.outdir = dir;
 		break;
+	}
 	case OPT_IDLE:
 		env.idle = true;
 		break;
@@ -330,6 +341,20 @@ static error_t parse_arg(int key, char *arg, struct argp_state *st)
 		st->next = st->argc;
 		break;
 	case ARGP_KEY_END:
+		/* -p of its own pid would record its own work: left out, as
+		 * under -a and when it descends from a target (record.c). */
+		for (int k = 0; k < env.npids; k++)
+			if (env.pids[k] == getpid() && !env.include_self) {
+				if (env.npids == 1)
+					argp_error(
+					    st,
+					    "-p %d is bpftrace-rec itself: nothing else to record",
+					    env.pids[k]);
+				info("-p %d is bpftrace-rec itself: left out, as under -a "
+				     "(--include-self keeps it)",
+				     env.pids[k]);
+				env.pids[k--] = env.pids[--env.npids];
+			}
 		if (!!env.all + !!env.npids + !!env.cmd != 1)
 			argp_error(st, "give exactly one target: -p PID, -a, or -- COMMAND");
 		if (env.ntraces && env.all)

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -76,6 +77,22 @@ static void give_to_invoker(int fd, const char *what)
 /* The writer state a signal handler can reach: outdir_abort() takes no
  * argument, so outdir_open() leaves the opened directory here. */
 static struct outdir *abort_od;
+/* What outdir_abort() says, made ahead by the message layer (the handler
+ * can neither format nor sanitize): nothing written yet, some files
+ * written, or the file being written (made as it is created). emitted
+ * counts abort_od's files written. */
+#define SAY_MAX 1200
+static char say_none[SAY_MAX], say_partial[SAY_MAX], say_file[SAY_MAX];
+static volatile sig_atomic_t emitted;
+
+/* A say_ line: what of the files in path was not written. */
+static void say_missing(char say[SAY_MAX], const char *path, const char *what)
+{
+	msg_line(say, SAY_MAX, MSG_ERR,
+		 "second Ctrl-C: %s holds part of the recording: %s, summary.json among them, "
+		 "were not written",
+		 path, what);
+}
 
 /* Six random name characters: a temporary name nobody can guess ahead. */
 static void random_suffix(char out[7])
@@ -123,6 +140,12 @@ static int create_tmp(struct outdir *od, const char *base)
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
 	fd = create_random(od, base, O_WRONLY, od->tmp, sizeof(od->tmp));
+	if (fd >= 0 && od == abort_od) {
+		char what[128];
+
+		snprintf(what, sizeof(what), "%s and the files after it", base);
+		say_missing(say_file, od->path, what);
+	}
 	if (fd >= 0) {
 		atomic_signal_fence(memory_order_seq_cst); /* the name before the flag */
 		od->writing = 1;
@@ -148,9 +171,18 @@ static int finish_tmp(struct outdir *od, const char *name)
 void outdir_abort(void)
 {
 	struct outdir *od = abort_od;
+	const char *say;
 
-	if (od && od->writing)
+	if (!od)
+		return; /* no directory yet: nothing written, nothing to say */
+	if (od->writing) {
 		unlinkat(od->fd, od->tmp, 0);
+		say = say_file;
+	} else {
+		say = emitted ? say_partial : say_none;
+	}
+	if (write(STDERR_FILENO, say, strlen(say)) < 0)
+		return; /* stderr gone: nothing else to tell it by */
 }
 
 /* The stream the writers fill. stdio reports only that a write failed (and
@@ -227,8 +259,17 @@ int outdir_emit(struct outdir *od, const char *name, pid_t pid, const char *open
 		err("rename %s/%s to %s: %s", od->path, od->tmp, name, strerror(-err));
 		return err;
 	}
+	if (od == abort_od)
+		emitted = emitted + 1;
 	snprintf(w.name, sizeof(w.name), "%s", name);
 	snprintf(w.open_cmd, sizeof(w.open_cmd), "%s", open_cmd);
+	/* A file written again (xray-PID.map, at each -t snapshot and at the
+	 * end) replaced the one before: one file, listed once. */
+	for (size_t i = 0; i < written.n; i++)
+		if (!strcmp(written.v[i].name, w.name)) {
+			written.v[i] = w;
+			return 0;
+		}
 	return VEC_PUSH(written, w);
 }
 
@@ -417,6 +458,59 @@ out:
 	return err;
 }
 
+/* The pid that holds a flock(2) on the inode ino, from /proc/locks ("1:
+ * FLOCK  ADVISORY  WRITE PID MAJ:MIN:INO 0 EOF"); 0 when none is seen. The
+ * device is not compared: btrfs gives stat a subvolume's device, not the
+ * super block's that /proc/locks prints. */
+static pid_t flock_holder(ino_t ino)
+{
+	FILE *f = fopen("/proc/locks", "re");
+	char line[256], kind[16];
+	unsigned long long i;
+	pid_t holder = 0;
+	int pid;
+
+	if (!f)
+		return 0;
+	while (!holder && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*d: %15s %*s %*s %d %*x:%*x:%llu", kind, &pid, &i) == 3 &&
+		    !strcmp(kind, "FLOCK") && i == ino)
+			holder = pid;
+	fclose(f);
+	return holder;
+}
+
+/* One recording a directory at a time: two runs into one directory mixed
+ * their files, and the summary named one of them. An flock(2) on the
+ * directory itself, held until the run ends: the kernel drops it when the
+ * process dies, so a crashed run leaves no stale lock, and no lock file is
+ * left in the directory. Taken before the earlier recording moves to old/,
+ * so that a refused run moves and writes nothing. 0, or -errno after a
+ * one-line error naming the other run's pid. */
+static int lock_outdir(struct outdir *od, const struct stat *st)
+{
+	pid_t pid;
+	int err;
+
+	if (!flock(od->fd, LOCK_EX | LOCK_NB))
+		return 0;
+	err = -errno;
+	if (err != -EWOULDBLOCK) {
+		err("output directory %s: cannot lock it: %s", od->path, strerror(-err));
+		return err;
+	}
+	pid = flock_holder(st->st_ino);
+	if (pid > 0)
+		err("output directory %s is in use by another recording (pid %d): give another "
+		    "-o, or wait for it to end",
+		    od->path, (int)pid);
+	else
+		err("output directory %s is in use by another recording: give another -o, or wait "
+		    "for it to end",
+		    od->path);
+	return -EBUSY;
+}
+
 int outdir_open(struct outdir *od, const char *path)
 {
 	bool created = false;
@@ -426,14 +520,25 @@ int outdir_open(struct outdir *od, const char *path)
 	od->path = path;
 	od->fd = -1;
 	od->writing = 0;
+	if (!*path) { /* mkdir("") fails as a missing parent would */
+		err("output directory '': an empty name; give a directory");
+		return -EINVAL;
+	}
 	if (!mkdir(path, 0755)) {
 		created = true;
 	} else if (errno == ENOENT) {
 		char *copy = xstrdup(path);
+		const char *parent = dirname(copy);
 
-		err("output directory %s: its parent %s does not exist (only the last component is "
-		    "created: make the parent first, e.g. mkdir -p)",
-		    path, dirname(copy));
+		/* A parent that is there but takes no new directory (/proc)
+		 * gives ENOENT too: then the error is the real one. */
+		if (!stat(parent, &st) && S_ISDIR(st.st_mode))
+			err("output directory %s: cannot create it in %s: %s", path, parent,
+			    strerror(ENOENT));
+		else
+			err("output directory %s: its parent %s does not exist (only the last "
+			    "component is created: make the parent first, e.g. mkdir -p)",
+			    path, parent);
 		free(copy);
 		return -ENOENT;
 	} else if (errno != EEXIST) {
@@ -471,11 +576,17 @@ int outdir_open(struct outdir *od, const char *path)
 	}
 	if (created)
 		give_to_invoker(od->fd, path);
-	err = probe_outdir(od);
+	err = lock_outdir(od, &st);
+	if (!err)
+		err = probe_outdir(od);
 	if (!err && !created)
 		err = set_aside_earlier(od);
 	if (err)
 		goto fail;
+	msg_line(say_none, sizeof(say_none), MSG_ERR,
+		 "second Ctrl-C: stopped before any file was written to %s", path);
+	say_missing(say_partial, path, "the rest of its files");
+	emitted = 0;
 	abort_od = od;
 	return 0;
 fail:

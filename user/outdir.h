@@ -25,11 +25,16 @@ struct outdir {
 
 /* Creates the directory if missing (the last component only), opens it,
  * refuses a symlink or a directory owned by anyone but root or the invoking
- * user (SUDO_UID), and creates, writes, renames and removes a probe file in
- * it. 0, or -errno after a one-line error naming the directory. */
+ * user (SUDO_UID), locks it for this run (-EBUSY while another recording
+ * holds it; the lock goes with the fd or the process), creates, writes,
+ * renames and removes a probe file in it, and moves an earlier recording's
+ * files to old/. 0, or -errno after a one-line error naming the directory. */
 int outdir_open(struct outdir *od, const char *path);
-/* Async-signal-safe: removes the temporary file being written, if any. For
- * a signal handler about to _exit, so that no temporary file is left. */
+/* Async-signal-safe: removes the temporary file being written, if any, and
+ * says in one line on stderr what was not written (the file being written
+ * and those after it). For a signal handler about to _exit, so that no
+ * temporary file is left and a partial set of files is not taken for a
+ * whole one. */
 void outdir_abort(void);
 
 /* Fills a file: by the stream f, or by fd directly (flush f first). */
@@ -39,7 +44,7 @@ typedef int (*fill_fn)(void *ctx, FILE *f, int fd);
  * write is named (ENOSPC, not stdio's EIO). A writer that returns -ENODATA
  * had nothing to write: no file, no error. The file is listed (with pid, 0
  * for the recording's, and open_cmd, the command that opens it) for the
- * summary. 0, or -errno after reporting. */
+ * summary, once however often it is written. 0, or -errno after reporting. */
 int outdir_emit(struct outdir *od, const char *name, pid_t pid, const char *open_cmd, fill_fn fn,
 		void *ctx);
 /* A file with no name in the directory, for what the run sets aside until

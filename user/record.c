@@ -763,6 +763,18 @@ static void follow_descendants(struct recorder *r)
 
 			if (proc_find(&r->procs, d[i]))
 				continue;
+			/* -p of its shell (-p $$): the recorder, a descendant, would
+			 * record its own work, most of the samples. Left out, as
+			 * under -a (the fork program follows only the targets'
+			 * children, and it is none of them). */
+			if (d[i] == getpid() && !env.include_self) {
+				if (!pass)
+					info("-p: bpftrace-rec itself (pid %d) descends from the "
+					     "targets: left out, as under -a (--include-self "
+					     "keeps it)",
+					     (int)d[i]);
+				continue;
+			}
 			r->ndescendants++;
 			if (env.no_inherit)
 				continue;

@@ -15,13 +15,31 @@
 #include "formats/procmaps.h"
 #include "user/util.h"
 
+/* /proc/PID/stat's "pid (comm) S ppid pgrp session tty tpgid flags ...",
+ * where comm (anyone's) may hold ')' and spaces: the fields are read after
+ * the last ')'. The state, the parent and whether the task is a kernel
+ * thread (PF_KTHREAD in flags); 0, or -1 when malformed. */
+#define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
+static int stat_fields(const char *stat, char *state, int *ppid, bool *kthread)
+{
+	const char *rp = strrchr(stat, ')');
+	unsigned flags;
+
+	if (!rp || sscanf(rp + 1, " %c %d %*d %*d %*d %*d %u", state, ppid, &flags) != 3)
+		return -1;
+	*kthread = flags & PF_KTHREAD;
+	return 0;
+}
+
 int target_check_pids(const pid_t *pids, int n)
 {
 	char path[64];
 	int i;
 
 	for (i = 0; i < n; i++) {
-		char *stat = NULL, *rp;
+		char *stat = NULL, state;
+		const char *comm;
+		bool kthread;
 		int ppid = 0;
 
 		snprintf(path, sizeof(path), "/proc/%d/stat", pids[i]);
@@ -29,15 +47,29 @@ int target_check_pids(const pid_t *pids, int n)
 			err("-p %d: no such process", pids[i]);
 			return -ESRCH;
 		}
-		/* "pid (comm) S ppid ...": comm may hold ')' itself. */
-		rp = strrchr(stat, ')');
-		if (rp && sscanf(rp + 1, " Z %d", &ppid) == 1) {
+		if (stat_fields(stat, &state, &ppid, &kthread)) {
+			free(stat);
+			continue;
+		}
+		if (state == 'Z') {
 			err("-p %d: a zombie: it has exited, and its parent (pid %d) has not "
 			    "reaped "
 			    "it; nothing to record",
 			    pids[i], ppid);
 			free(stat);
 			return -ESRCH;
+		}
+		/* A kernel thread has no user space: its samples are kernel
+		 * stacks (as perf's are), and without a word -p 2 looked like
+		 * a recording of nothing. kthreadd's children are kernel
+		 * threads of their own, never followed (target_descendants,
+		 * and the sampler's fork program). */
+		if (kthread) {
+			comm = strchr(stat, '(');
+			*strrchr(stat, ')') = 0;
+			info("-p %d (%s) is a kernel thread: its kernel stacks are recorded; the "
+			     "kernel threads it starts are not followed",
+			     pids[i], comm ? comm + 1 : "");
 		}
 		free(stat);
 	}
@@ -166,20 +198,20 @@ int target_release(struct target *t, const char *cmd0)
 	return 0;
 }
 
-/* A process's parent from /proc/PID/stat: "pid (comm) state ppid ...",
- * where comm (anyone's) may hold ')' and spaces: read after the last ')'.
- * 0, or -1 when gone or unreadable. */
+/* A process's parent from /proc/PID/stat; -1 when gone or unreadable, and
+ * for a kernel thread, which is never a descendant to follow: kthreadd's
+ * children are kernel threads of their own. */
 static pid_t stat_ppid(long pid)
 {
-	char path[64], *buf = NULL, *p;
+	char path[64], *buf = NULL, state;
 	size_t len;
+	bool kthread;
 	int ppid = -1;
 
 	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
 	if (read_path_all(path, 0, 4096, &buf, &len))
 		return -1;
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
+	if (stat_fields(buf, &state, &ppid, &kthread) || kthread)
 		ppid = -1;
 	free(buf);
 	return ppid;

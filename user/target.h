@@ -18,7 +18,8 @@ struct target {
 	int child_status; /* wait status */
 };
 
-/* Checks that every -p pid exists. 0, or -ESRCH after printing which. */
+/* Checks that every -p pid exists and is no zombie, and says which are
+ * kernel threads. 0, or -ESRCH after printing which. */
 int target_check_pids(const pid_t *pids, int n);
 /* The file execvp would run for cmd, malloc'd into *path: cmd itself when
  * it has a '/', else the first executable file in PATH as execvp searches

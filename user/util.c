@@ -50,25 +50,39 @@ static bool to_journal(void)
 	return known;
 }
 
-void msg(enum msg_level level, const char *fmt, ...)
+static void msg_vline(char *line, size_t cap, enum msg_level level, const char *fmt, va_list ap)
 {
 	static const char *const prefix[] = {"", "warning: ", "", "debug: "};
 	/* syslog's err, warning, info, debug */
 	static const char *const journal_level[] = {"<3>", "<4>", "<6>", "<7>"};
-	char raw[1024], line[1200] = "";
+	char raw[1024];
+
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	snprintf(line, cap, "%sbpftrace-rec: %s", to_journal() ? journal_level[level] : "",
+		 prefix[level]);
+	sanitize_append(line, cap - 1, raw);
+	strcat(line, "\n");
+}
+
+void msg_line(char *line, size_t cap, enum msg_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	msg_vline(line, cap, level, fmt, ap);
+	va_end(ap);
+}
+
+void msg(enum msg_level level, const char *fmt, ...)
+{
+	char line[1200];
 	va_list ap;
 
 	if ((level == MSG_INFO && verbosity < 0) || (level == MSG_DEBUG && verbosity < 1))
 		return;
 	va_start(ap, fmt);
-	vsnprintf(raw, sizeof(raw), fmt, ap);
+	msg_vline(line, sizeof(line), level, fmt, ap);
 	va_end(ap);
-	if (to_journal())
-		strcat(line, journal_level[level]);
-	strcat(line, "bpftrace-rec: ");
-	strcat(line, prefix[level]);
-	sanitize_append(line, sizeof(line) - 1, raw);
-	strcat(line, "\n");
 	fputs(line, stderr);
 }
 

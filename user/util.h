@@ -18,6 +18,11 @@ enum msg_level { MSG_ERR, MSG_WARN, MSG_INFO, MSG_DEBUG };
 void msg_set_verbosity(int v); /* -1 (-q), 0, or the -v count */
 int msg_verbosity(void);
 void msg(enum msg_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The line msg() would print (its "\n" included), into line (cap bytes),
+ * printed whatever the verbosity: for a line made ahead and written later
+ * where msg() cannot run (a signal handler). */
+void msg_line(char *line, size_t cap, enum msg_level level, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 #define err(...)   msg(MSG_ERR, __VA_ARGS__)
 #define warn(...)  msg(MSG_WARN, __VA_ARGS__)
 #define info(...)  msg(MSG_INFO, __VA_ARGS__)

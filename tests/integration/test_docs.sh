@@ -4,12 +4,13 @@
 # name, PID 1234 standing for a running process); the README stays under 200
 # lines and --help on one screen; docs/usage.md is what `make docs` makes
 # from the man page's source, which names every option --help lists; every
-# relative link and anchor in README.md and docs/ leads somewhere; the .deb
-# the README installs is the one make deb builds.
+# relative link and anchor in README.md and docs/ leads somewhere, and the
+# README links every document of docs/; the .deb the README installs is the
+# one make deb builds.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(docs_readme_short docs_help_one_screen docs_usage_current docs_man_every_option docs_links
-	docs_deb_name readme_commands)
+ALL=(docs_readme_short docs_help_one_screen docs_help_every_option docs_usage_current docs_man_every_option docs_links
+	docs_readme_every_doc docs_deb_name readme_commands)
 
 # --- static checks ------------------------------------------------------------------
 t=docs_readme_short
@@ -24,6 +25,21 @@ if [ "$n" -le 60 ] && grep -q "Common options" "$TMP/help" && [[ $first == *--al
 	pass $t
 else
 	fail $t "--help: $n lines (at most 60), first option: $first"
+fi
+
+# Every option of the man page is in --help (--retain, --spool-max and
+# --off-cpu-entries were in the man page only), and -P and -G read as the
+# two names they are, each with its short form (argp's alias listed "-P, -G,
+# --per-process, --gperftools", as if four options).
+t=docs_help_every_option
+missing=
+for o in $(grep -E '^\*-' "$ROOT/docs/bpftrace-rec.8.scd" | grep -oE -- '--[a-z][a-z-]+' | sort -u); do
+	grep -qE -- "$o\b" "$TMP/help" || missing+=" $o"
+done
+if [ -z "$missing" ] && grep -qE '^  -P, --per-process ' "$TMP/help" && grep -qE '^  -G, --gperftools ' "$TMP/help"; then
+	pass $t
+else
+	fail $t "--help lacks:$missing; -P and -G: $(grep -E -- '-P|-G' "$TMP/help" | tr -s ' ')"
 fi
 
 t=docs_usage_current
@@ -78,6 +94,13 @@ for f in files:
 print("\n".join(bad))
 sys.exit(1 if bad else 0)
 PY
+
+t=docs_readme_every_doc
+missing=
+for d in "$ROOT"/docs/*.md; do
+	grep -q "](docs/$(basename "$d")" "$ROOT/README.md" || missing+=" docs/$(basename "$d")"
+done
+if [ -z "$missing" ]; then pass $t; else fail $t "README.md's documents leave out:$missing"; fi
 
 t=docs_deb_name
 ver=$(sed -n '1s/^bpftrace-rec (\([^)]*\)).*/\1/p' "$ROOT/debian/changelog")

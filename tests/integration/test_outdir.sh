@@ -7,9 +7,9 @@
 # exit status. Real tmpfs and ext4 mounts, real symlinks of another user.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(outdir_file_in_way outdir_missing_parent outdir_read_only outdir_read_only_new
+ALL=(outdir_file_in_way outdir_missing_parent outdir_proc outdir_empty outdir_trailing_slash outdir_read_only outdir_read_only_new
 	outdir_immutable outdir_long_path outdir_enospc outdir_symlink_default
-	outdir_symlink_explicit outdir_foreign_owner outdir_double_sigint cmd_not_found
+	outdir_symlink_explicit outdir_foreign_owner outdir_in_use outdir_double_sigint cmd_not_found
 	cmd_not_executable cmd_bad_interpreter)
 require_bpf "${ALL[@]}"
 
@@ -44,6 +44,25 @@ fault_case outdir_file_in_way "-o names a regular file" "fails before recording:
 fault_case outdir_missing_parent "-o DIR whose parent does not exist" "fails before recording, naming the parent to create" \
 	upfront outdir_missing_parent "$TMP/nope/out" \
 	"bpftrace-rec: output directory $TMP/nope/out: its parent $TMP/nope does not exist (only the last component is created: make the parent first, e.g. mkdir -p)"
+
+# A parent that exists but takes no directory (/proc): the real reason, not
+# "its parent /proc does not exist".
+fault_case outdir_proc "-o /proc/out: a parent that takes no new directory" "fails before recording: cannot create it in /proc: No such file or directory" \
+	upfront outdir_proc /proc/out \
+	"bpftrace-rec: output directory /proc/out: cannot create it in /proc: No such file or directory"
+fault_case outdir_empty "-o ''" "fails before recording: an empty name (not \"its parent . does not exist\")" \
+	upfront outdir_empty "" \
+	"bpftrace-rec: output directory '': an empty name; give a directory"
+
+# -o DIR/: the paths printed are DIR/FILE, not DIR//FILE.
+t=outdir_trailing_slash
+"$REC" -F 199 -o "$TMP/slash//" -- "$WL/split" 0.2 >/dev/null 2>"$TMP/slash.err"
+if grep -q "$TMP/slash/profile.pb.gz" "$TMP/slash.err" && ! grep -q "//" "$TMP/slash.err" &&
+	python3 -c 'import json,sys; sys.exit(any("//" in f["open"] for f in json.load(open(sys.argv[1]))["files"]))' "$TMP/slash/summary.json"; then
+	pass $t
+else
+	fail $t "$(grep -m2 // "$TMP/slash.err")"
+fi
 
 # Read-only: an existing directory on a tmpfs remounted ro, and a new one.
 if mount_tmpfs "$TMP/ro" size=1m && mkdir "$TMP/ro/out" && mount -o remount,ro "$TMP/ro"; then
@@ -154,10 +173,49 @@ foreign_ok() {
 }
 fault_case $t "-o DIR owned by another user (uid 65534)" "refused before recording, naming the owner; accepted when that user ran sudo (SUDO_UID)" foreign_ok
 
+# --- one recording a directory at a time ----------------------------------------
+# A second run into a directory a recording is writing: refused at once,
+# one line naming the first's pid, before it records, moves or writes
+# anything (its command not started); the first's files whole. Before,
+# both ran and exited 0, their files mixed, the summary naming one.
+t=outdir_in_use
+in_use_ok() {
+	local d=$TMP/busy wl rec rc rc1 t0 ms top pids bad=
+	"$WL/split" 30 >/dev/null &
+	wl=$!
+	"$REC" -q -F 199 -p $wl -d 3 -o "$d" >/dev/null 2>"$TMP/busy1.err" &
+	rec=$!
+	for _ in $(seq 100); do [ -d "$d" ] && break; sleep 0.05; done
+	sleep 0.3
+	t0=$(date +%s%N)
+	"$REC" -F 199 -o "$d" -- touch "$TMP/busy.ran" >/dev/null 2>"$TMP/busy2.err"
+	rc=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	wait $rec
+	rc1=$?
+	kill $wl 2>/dev/null
+	wait $wl 2>/dev/null
+	top=$("$PPROF" -top "$d/profile.pb.gz" 2>/dev/null | pprof_flat func_six)
+	pids=$(python3 -c 'import json,sys; print(" ".join(str(p["pid"]) for p in json.load(open(sys.argv[1]))["processes"]))' "$d/summary.json" 2>&1)
+	[ $rc != 0 ] || bad+=" [the second exited 0]"
+	[ $ms -lt 1000 ] || bad+=" [the second took $ms ms]"
+	[ "$(cat "$TMP/busy2.err")" = "bpftrace-rec: output directory $d is in use by another recording (pid $rec): give another -o, or wait for it to end" ] ||
+		bad+=" [the second said: $(head -3 "$TMP/busy2.err" | tr '\n' ' ')]"
+	[ ! -e "$TMP/busy.ran" ] || bad+=" [the second's command ran]"
+	[ $rc1 = 0 ] && [ ! -e "$d/old" ] && at_least "$top" 40 && [ "$pids" = "$wl" ] ||
+		bad+=" [the first: exit $rc1, old/ $(ls "$d/old" 2>/dev/null | wc -l) files, func_six $top%, pids $pids]"
+	[ -z "$bad" ] && return 0
+	echo "$t:$bad" >&2
+	return 1
+}
+fault_case $t "a second run into a directory a recording is writing" \
+	"refused at once, one line naming the first's pid, nothing moved or written; the first's files whole" in_use_ok
+
 # --- a second Ctrl-C while the files are written: no temporary file left ----
 # -a -P over a busy system writes tens of files (~1 s here). After the first
 # SIGINT, the second is sent once a temporary file is seen, after each delay;
-# the write is hit when the run then exits 130 without its last file.
+# the write is hit when the run then exits 130 without its last file, and
+# says so in a line naming the files not written.
 t=outdir_double_sigint
 alive() { # PID: running, not a zombie
 	local s
@@ -184,7 +242,11 @@ sigint_ok() {
 		wait $p
 		rc=$?
 		left+=$(cd "$d" && compgen -G ".*.??????" | tr '\n' ' ')
-		[ $seen = 1 ] && [ $rc = 130 ] && [ ! -e "$d/summary.json" ] && hits=$((hits + 1))
+		# The partial set is said, naming what was not written (before,
+		# nothing was said).
+		[ $seen = 1 ] && [ $rc = 130 ] && [ ! -e "$d/summary.json" ] &&
+			grep -qE "^bpftrace-rec: second Ctrl-C: $d holds part of the recording: .*summary.json among them.* not written$" "$TMP/$t.$delay.err" &&
+			hits=$((hits + 1))
 	done
 	kill $wl 2>/dev/null
 	wait $wl 2>/dev/null
@@ -192,7 +254,7 @@ sigint_ok() {
 	echo "temporary files left: '$left'; writes interrupted: $hits of 4" >&2
 	return 1
 }
-fault_case $t "a second SIGINT while the files are written" "exits 130 at once, removing the temporary file being written" sigint_ok
+fault_case $t "a second SIGINT while the files are written" "exits 130 at once, removing the temporary file being written, with a line naming the files not written" sigint_ok
 
 # --- -- CMD that cannot run: the exec error up front, nothing written -------
 cmd_ok() { # NAME WANT-RC WANT-LINE CMD

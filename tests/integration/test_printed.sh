@@ -5,7 +5,7 @@
 # never mixes two recordings (the earlier one moves to DIR/old/).
 source "$(dirname "$0")/lib.sh"
 
-ALL=(printed_commands_run printed_flamegraph_when_there outdir_reuse_moves_old
+ALL=(printed_commands_run printed_each_once printed_flamegraph_when_there outdir_reuse_moves_old
 	outdir_reuse_every_file outdir_reuse_keeps_others outdir_reuse_old_symlink)
 require_bpf "${ALL[@]}"
 require_tool llvm-xray printed_commands_run || exit 0
@@ -47,6 +47,27 @@ grep -qx "$want" "$TMP/cmds" || bad+=" [no line '$want']"
 grep -qx "out/stacks.folded" "$TMP/cmds" || bad+=" [stacks.folded not listed by its path]"
 n=$(wc -l < "$TMP/cmds")
 if [ -z "$bad" ] && [ "$n" -ge 7 ]; then pass $t; else fail $t "$n commands:$bad"; cat "$TMP/cmds" >&2; fi
+
+# --- each command once: snapshots rewrite the one xray-PID.map --------------------
+# Two SIGUSR1 snapshots and the end each write the map again: it was listed
+# (llvm-xray extract) three times, at the end and in summary.json.
+t=printed_each_once
+"$REC" -F 499 -o "$TMP/snap" -t 'func_*' -- "$WL/split" 3 > /dev/null 2> "$TMP/snap.err" &
+rec=$!
+# Once it records (the set-up takes a second or more on a busy host), and
+# the traces hold calls.
+for _ in $(seq 100); do grep -q "recording targets" "$TMP/snap.err" && break; sleep 0.1; done
+sleep 0.5 && kill -USR1 $rec && sleep 0.3 && kill -USR1 $rec
+wait $rec
+printed "$TMP/snap.err" > "$TMP/snap.cmds"
+twice=$(sort "$TMP/snap.cmds" | uniq -d)
+files=$(python3 -c 'import json,sys; f=[x["file"] for x in json.load(open(sys.argv[1]))["files"]]; print(len(f), len(set(f)))' "$TMP/snap/summary.json" 2>&1)
+if [ -z "$twice" ] && grep -q "snapshot-1.fdr" "$TMP/snap.cmds" && grep -q "snapshot-2.fdr" "$TMP/snap.cmds" && [ "$(grep -c "xray-.*\.map$" "$TMP/snap.cmds")" = 1 ] &&
+	[ "${files% *}" = "${files#* }" ]; then
+	pass $t
+else
+	fail $t "printed more than once: $(echo $twice); summary.json's files (all, distinct): $files"
+fi
 
 # --- flamegraph.pl named when it is there ---------------------------------------
 t=printed_flamegraph_when_there

@@ -4,8 +4,9 @@
 # that test says so as a blocked fact, never as a pass. The destination is
 # tested against tests/fleet/pyroingest, a receiver of Pyroscope's /ingest
 # that holds each request to Pyroscope's rules (the query, the name's key
-# syntax, the multipart form) and keeps what passed; tools/pprof reads the
-# profiles it got. split (6:3:1 over func_six, func_three and lib_spin, two
+# syntax, the multipart form, and format=pprof taking the whole body as a
+# raw profile, as the real ingest handler does) and keeps what passed;
+# tools/pprof reads the profiles it got. split (6:3:1 over func_six, func_three and lib_spin, two
 # threads) recorded by pid: what was received equals profile.pb.gz of the
 # same run as pprof reads them, every function's count; the 6:3:1 shares;
 # the name and labels; the window. -a with a process whose name is hostile:
@@ -16,7 +17,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/fleet_lib.sh"
 
 ALL=(pyroscope_real_server pyroscope_receiver_builds pyroscope_push_ok pyroscope_every_function
-	pyroscope_split pyroscope_labels pyroscope_window pyroscope_all_processes
+	pyroscope_split pyroscope_labels pyroscope_window pyroscope_real_rules pyroscope_all_processes
 	pyroscope_hostile_name pyroscope_401_reported pyroscope_credentials)
 
 # Said first, and whatever else happens: the real server's test is blocked
@@ -76,7 +77,7 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 want = {"host_name": sys.argv[4], "process_pid": sys.argv[2],
         "process_executable_name": "split", "process_executable_path": sys.argv[3]}
-ok = r["app"] == "shop-web" and r["labels"] == want and r["spy"] == "bpftrace-rec" \
+ok = r["app"] == "shop-web" and r["labels"] == want and r["spy"] == "bpftrace-rec" and r["format"] == "" \
     and r["sample_rate"] == "499" and set(r["sample_type_config"]) == {"samples", "cpu"}
 if not ok:
     print("got %s, want app shop-web and labels %s" % (r, want), file=sys.stderr)
@@ -103,6 +104,39 @@ sys.exit(0 if ok else 1)
 PY
 }
 check pyroscope_window window
+
+# The real server's rules for the body (ingest_handler.go): format=pprof
+# takes the whole body as one raw pprof, before the Content-Type is looked
+# at, so the request bpftrace-rec sent before (format=pprof and a multipart
+# form) is refused 422 as the real server refused it; a form without a
+# format, and format=pprof with the profile itself, are taken.
+real_rules() {
+	python3 - "$PORT" "$TMP/out/profile.pb.gz" <<'PY'
+import http.client, sys
+port, prof = int(sys.argv[1]), open(sys.argv[2], "rb").read()
+b = "------bpftrace-rec-test"
+form = b"".join(b"--%s\r\nContent-Disposition: form-data; name=\"%s\"; filename=\"%s\"\r\n"
+                b"Content-Type: application/octet-stream\r\n\r\n%s\r\n" % (b.encode(), n, f, d)
+                for n, f, d in [(b"profile", b"profile.pprof", prof),
+                                (b"sample_type_config", b"sample_type_config.json", b'{"cpu":{"units":"nanoseconds"}}')])
+form += b"--%s--\r\n" % b.encode()
+q = "/ingest?name=app%7Bk%3Dv%7D&from=10&until=20"
+cases = [("format=pprof and a form (the old request)", q + "&format=pprof", form, "multipart/form-data; boundary=" + b, 422, "wrong wireType = 5 for field Function"),
+         ("a form without a format", q, form, "multipart/form-data; boundary=" + b, 200, ""),
+         ("format=pprof and the profile", q + "&format=pprof", prof, "application/octet-stream", 200, "")]
+bad = []
+for what, path, body, ctype, want, text in cases:
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request("POST", path, body, {"Content-Type": ctype})
+    r = c.getresponse()
+    got = r.read().decode(errors="replace")
+    if r.status != want or text not in got:
+        bad.append("%s: %d %s (want %d %s)" % (what, r.status, got.strip(), want, text))
+print("; ".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+}
+check pyroscope_real_rules real_rules
 kill $RPID 2>/dev/null
 
 # -a with a program whose name is hostile to the key syntax (a comma, braces,

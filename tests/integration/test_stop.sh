@@ -4,9 +4,9 @@
 # with every call closed. Real processes and real signals.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(stop_high_rate self_excluded include_self trace_stop_balanced trace_stop_flight_recorder
+ALL=(stop_high_rate self_excluded include_self self_excluded_pid_ancestor self_pid_refused pid_kernel_thread trace_stop_balanced trace_stop_flight_recorder
 	cmd_ends_at_duration cmd_gets_sigint cmd_gets_sighup sigquit_writes_files sigpipe_stderr
-	sigusr1_without_trace zombie_pid sigint_during_setup pid_exit_no_spin)
+	sigusr1_without_trace zombie_pid sigint_during_setup pid_exit_no_spin duration_not_finite)
 require_bpf "${ALL[@]}"
 
 # wall SECONDS CMD...: runs CMD, sets $rc and $secs (wall time).
@@ -48,6 +48,43 @@ n1=$(json "$TMP/self/summary.json" "sum(p['samples'] for p in s['processes'] if 
 n2=$(json "$TMP/self2/summary.json" "sum(p['samples'] for p in s['processes'] if p['pid'] == $me2)")
 check self_excluded [ "${n1:-x}" = 0 ]
 check include_self [ "${n2:-0}" -gt 0 ]
+
+# -p of an ancestor of the recorder (-p $$ from a shell): the recorder is
+# one of the targets' descendants. Before, it recorded itself (11,568 of
+# 11,578 samples); now it is left out, as under -a, and a line says so.
+# The recording starts from a process that runs on (sleep), so that the
+# shell's -p pid is alive throughout.
+bash -c '"$1" 3 > /dev/null & "$2" -F 4999 -d 1.5 -p $$ -o "$3" 2> "$3.err" & echo $! > "$3.pid"; wait' _ \
+	"$WL/split" "$REC" "$TMP/anc"
+me=$(cat "$TMP/anc.pid")
+ok() {
+	[ "$(json "$TMP/anc/summary.json" "sum(p['samples'] for p in s['processes'] if p['pid'] == $me)")" = 0 ] &&
+		[ "$(json "$TMP/anc/summary.json" "sum(p['samples'] for p in s['processes'] if p['comm'] == 'split')")" -gt 0 ] &&
+		grep -q "^bpftrace-rec: -p: bpftrace-rec itself (pid $me) descends from the targets: left out" "$TMP/anc.err"
+}
+fault_case self_excluded_pid_ancestor "-p of the recorder's own shell (-p \$\$)" \
+	"the recorder left out of the targets, with a line saying so; the shell's other children recorded" ok
+
+# -p of the recorder's own pid (a shell that execs it): nothing else to
+# record, refused up front.
+bash -c 'echo $$ > "$2.pid"; exec "$1" -d 0.5 -p $$ -o "$2"' _ "$REC" "$TMP/selfpid" > /dev/null 2> "$TMP/selfpid.err"
+rc=$?
+ok() { [ $rc = 64 ] && [ "$(head -1 "$TMP/selfpid.err")" = "bpftrace-rec: -p $(cat "$TMP/selfpid.pid") is bpftrace-rec itself: nothing else to record" ] && [ ! -e "$TMP/selfpid" ]; }
+fault_case self_pid_refused "-p of the recorder's own pid (bash -c 'exec bpftrace-rec -p \$\$')" \
+	"refused before recording: -p PID is bpftrace-rec itself: nothing else to record" ok
+
+# -p of a kernel thread: its kernel stacks are recorded, a line says it is a
+# kernel thread, and the kernel threads kthreadd starts are not followed.
+# Before: "following 64 processes", then nothing said.
+"$REC" -d 0.5 -p 2 -o "$TMP/kthread" > /dev/null 2> "$TMP/kthread.err"
+rc=$?
+ok() {
+	[ $rc = 0 ] && grep -qx "bpftrace-rec: -p 2 (kthreadd) is a kernel thread: its kernel stacks are recorded; the kernel threads it starts are not followed" "$TMP/kthread.err" &&
+		! grep -q "following" "$TMP/kthread.err" &&
+		[ "$(json "$TMP/kthread/summary.json" "len([p for p in s['processes'] if p['pid'] != 2])")" = 0 ]
+}
+fault_case pid_kernel_thread "-p 2 (kthreadd, a kernel thread)" \
+	"a line says it is a kernel thread, whose kernel stacks are recorded; its kernel threads not followed" ok
 
 # --- -t: every entry has its exit once recording stops ----------------------
 # calls runs mid -> leaf forever; the stop cuts calls in flight. Before, the
@@ -148,6 +185,12 @@ echo "  -p of two pids, one gone: $((c1 - c0)) ticks of CPU in 2 s (${hz} a seco
 ok() { [ $rc = 0 ] && [ -s "$TMP/twopids/summary.json" ] && ((c1 - c0 < hz / 4)); }
 fault_case pid_exit_no_spin "-p A,B where A exits 3.5 s before B" \
 	"the recording waits for B without spinning (CPU under 0.25 s in 2 s), and ends with it" ok
+
+# -d inf is no duration: refused up front (it was taken, and the run went on
+# until a signal, as without -d).
+wall timeout -s INT 5 "$REC" -q -d inf -a -o "$TMP/inf" 2> "$TMP/inf.err"
+ok() { [ $rc = 64 ] && grep -qx "bpftrace-rec: -d inf: expected a positive number of seconds" "$TMP/inf.err" && [ ! -e "$TMP/inf" ]; }
+fault_case duration_not_finite "-d inf" "refused before recording: expected a positive number of seconds" ok
 
 # A zombie -p target: a one-line error, at once.
 sh -c 'sleep 0.1 & exec sleep 4' & parent=$!

@@ -229,9 +229,13 @@ static void test_query(void)
 
 	pyro_query(&q, &p, "bpftrace-rec");
 	fmt_put(&q, "", 1);
+	/* No format: with format=pprof Pyroscope's ingest handler takes the
+	 * whole body as one raw pprof, and the form that is sent fails there
+	 * (HTTP 422, "wrong wireType = 5 for field Function"). */
 	CHECKF(!strcmp((char *)q.p, "name=app%7Bhost_name%3Da%2Fb%2Cprocess_pid%3D1%7D&from=10"
-				    "&until=20&format=pprof&sampleRate=99&spyName=bpftrace-rec"),
+				    "&until=20&sampleRate=99&spyName=bpftrace-rec"),
 	       "%s", (char *)q.p);
+	CHECK(!strstr((char *)q.p, "format="));
 	free(q.p);
 }
 

@@ -1,15 +1,33 @@
 // pyroingest: a test receiver of Pyroscope's ingest API (POST /ingest), for
 // tests/integration/test_pyroscope.sh. The Pyroscope server itself cannot be
 // used here (docs/fleet.md says why), so this one takes the request as
-// Pyroscope's documented /ingest does and holds it to Pyroscope's rules: the
-// query (name, from, until, format=pprof), the name's key syntax as
-// Pyroscope's segment.ParseKey and flameql validate it (the application name
-// and label keys' characters, no empty value), a multipart form with a
-// "profile" part (gzipped pprof) and a "sample_type_config" part (JSON of
-// objects with units, aggregation, sampled). What passes is kept for the
-// test to read with a real pprof reader: DIR/req-N.pb.gz and DIR/req-N.json
-// (the parsed name, the times, the headers); what does not is answered 400
-// with the reason, as the server would refuse it.
+// Pyroscope's server code does and holds it to its rules:
+//
+//   - The body, by pkg/ingester/pyroscope/ingest_handler.go's
+//     readInputRawDataFromRequest: format=pprof takes the whole body as one
+//     raw pprof profile, before the Content-Type is looked at; only without
+//     a format is a multipart/form-data body read as a form. So format=pprof
+//     with a multipart body is parsed as a profile and fails: the real server
+//     answers 422 "parsing IngestInput-pprof failed: ... wrong wireType = 5
+//     for field Function" (the body's first bytes, "--", are field 5 of
+//     pprof's Profile with wire type 5), and so does this one.
+//   - The form, by pkg/og/convert/pprof/profile.go's loadPprofFromForm: the
+//     fields "profile" (the pprof, gzipped or not), "prev_profile" and
+//     "sample_type_config" (JSON of objects with units, aggregation,
+//     sampled), each optional; a form without a profile is taken with
+//     nothing to store ("Zero profile, nothing to parse").
+//   - The query, by the handler's parseInputMetadataFromRequest: the name's
+//     key syntax as Pyroscope's labelset.Parse (segment.ParseKey and
+//     flameql) validates it (the application name's and label keys'
+//     characters, no empty value), refused 400; from and until, Unix
+//     seconds, the time of the request when absent.
+//
+// The profile is checked as the real parser reads a Profile message: each
+// field's wire type (profile.proto), lengths inside the body. Other formats
+// (folded lines, trie, tree, jfr, speedscope) are not taken here: answered
+// 400. What passes is kept for the test to read with a real pprof reader:
+// DIR/req-N.pb.gz and DIR/req-N.json (the parsed name, the times, the
+// format, the headers).
 //
 // -token T answers 401 ("invalid token") to a request whose Authorization
 // is not "Bearer T".
@@ -18,7 +36,9 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -32,6 +52,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 type request struct {
@@ -41,6 +62,7 @@ type request struct {
 	Until      int64             `json:"until"`
 	SampleRate string            `json:"sample_rate"`
 	Spy        string            `json:"spy"`
+	Format     string            `json:"format"`
 	Config     map[string]struct {
 		Units       string `json:"units"`
 		Aggregation string `json:"aggregation"`
@@ -104,62 +126,150 @@ func parseName(s string) (string, map[string]string, error) {
 	return app, labels, nil
 }
 
-func ingest(r *http.Request, dir string, n int) (int, error) {
+// profileFields: pprof's Profile message (profile.proto), by field number:
+// the name its generated Go code gives the field, as the decoder's errors
+// name it, and its wire type (Comment, repeated int64, may also be packed).
+var profileFields = map[uint64]struct {
+	name string
+	wire uint64
+}{
+	1: {"SampleType", 2}, 2: {"Sample", 2}, 3: {"Mapping", 2}, 4: {"Location", 2},
+	5: {"Function", 2}, 6: {"StringTable", 2}, 7: {"DropFrames", 0}, 8: {"KeepFrames", 0},
+	9: {"TimeNanos", 0}, 10: {"DurationNanos", 0}, 11: {"PeriodType", 2}, 12: {"Period", 0},
+	13: {"Comment", 0}, 14: {"DefaultSampleType", 0},
+}
+
+// checkProfile reads b (gunzipped first when it is gzip) as a Profile
+// message, field by field, as a protobuf decoder does: nil, or the
+// decoder's error.
+func checkProfile(b []byte) error {
+	if len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return err
+		}
+		if b, err = io.ReadAll(zr); err != nil {
+			return err
+		}
+	}
+	for len(b) > 0 {
+		key, n := binary.Uvarint(b)
+		if n <= 0 {
+			return errors.New("proto: Profile: illegal tag")
+		}
+		b = b[n:]
+		field, wire := key>>3, key&7
+		if field == 0 {
+			return fmt.Errorf("proto: Profile: illegal tag 0 (wire type %d)", wire)
+		}
+		if f, ok := profileFields[field]; ok && wire != f.wire && !(field == 13 && wire == 2) {
+			return fmt.Errorf("proto: wrong wireType = %d for field %s", wire, f.name)
+		}
+		skip := 0
+		switch wire {
+		case 0:
+			if _, n = binary.Uvarint(b); n <= 0 {
+				return io.ErrUnexpectedEOF
+			}
+			skip = n
+		case 1:
+			skip = 8
+		case 2:
+			l, n := binary.Uvarint(b)
+			if n <= 0 || l > uint64(len(b)-n) {
+				return io.ErrUnexpectedEOF
+			}
+			skip = n + int(l)
+		case 5:
+			skip = 4
+		default:
+			return fmt.Errorf("proto: illegal wireType %d", wire)
+		}
+		if skip > len(b) {
+			return io.ErrUnexpectedEOF
+		}
+		b = b[skip:]
+	}
+	return nil
+}
+
+// unixOr: a Unix time of the query, or now when absent.
+func unixOr(q string) (int64, error) {
+	if q == "" {
+		return time.Now().Unix(), nil
+	}
+	return strconv.ParseInt(q, 10, 64)
+}
+
+func ingest(r *http.Request, dir string, n int) (int, bool, error) {
 	q := r.URL.Query()
 	if r.Method != http.MethodPost || r.URL.Path != "/ingest" {
-		return 404, fmt.Errorf("not POST /ingest: %s %s", r.Method, r.URL.Path)
-	}
-	if q.Get("format") != "pprof" {
-		return 400, fmt.Errorf("format %q, want pprof", q.Get("format"))
+		return 404, false, fmt.Errorf("not POST /ingest: %s %s", r.Method, r.URL.Path)
 	}
 	var req request
 	var err error
 	if req.App, req.Labels, err = parseName(q.Get("name")); err != nil {
-		return 400, err
+		return 400, false, fmt.Errorf("name: %v", err)
 	}
-	if req.From, err = strconv.ParseInt(q.Get("from"), 10, 64); err != nil {
-		return 400, fmt.Errorf("from: %v", err)
+	if req.From, err = unixOr(q.Get("from")); err != nil {
+		return 400, false, fmt.Errorf("from: %v", err)
 	}
-	if req.Until, err = strconv.ParseInt(q.Get("until"), 10, 64); err != nil || req.Until <= req.From {
-		return 400, fmt.Errorf("until %q not after from", q.Get("until"))
+	if req.Until, err = unixOr(q.Get("until")); err != nil || req.Until <= req.From {
+		return 400, false, fmt.Errorf("until %q not after from", q.Get("until"))
 	}
-	req.SampleRate, req.Spy = q.Get("sampleRate"), q.Get("spyName")
-	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "multipart/form-data" {
-		return 400, fmt.Errorf("content type %q, want multipart/form-data", r.Header.Get("Content-Type"))
-	}
-	parts := map[string][]byte{}
-	mr := multipart.NewReader(r.Body, params["boundary"])
-	for {
-		p, err := mr.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return 400, fmt.Errorf("multipart: %v", err)
-		}
-		b, err := io.ReadAll(io.LimitReader(p, 64<<20))
-		if err != nil {
-			return 400, err
-		}
-		if _, dup := parts[p.FormName()]; dup {
-			return 400, fmt.Errorf("part %s twice", p.FormName())
-		}
-		parts[p.FormName()] = b
-	}
-	prof, cfg := parts["profile"], parts["sample_type_config"]
-	if len(parts) != 2 || prof == nil || cfg == nil {
-		return 400, fmt.Errorf("form parts %d: want profile and sample_type_config", len(parts))
-	}
-	if err := json.Unmarshal(cfg, &req.Config); err != nil || len(req.Config) == 0 {
-		return 400, fmt.Errorf("sample_type_config: %v", err)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(prof))
+	req.SampleRate, req.Spy, req.Format = q.Get("sampleRate"), q.Get("spyName"), q.Get("format")
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	if err != nil {
-		return 400, fmt.Errorf("profile: not gzip: %v", err)
+		return 408, false, err
 	}
-	if _, err := io.Copy(io.Discard, zr); err != nil {
-		return 400, fmt.Errorf("profile: %v", err)
+	ctype := r.Header.Get("Content-Type")
+	var prof, cfg []byte
+	// In ingest_handler.go's order: format=pprof first, whatever the
+	// Content-Type; a form only without a format.
+	switch {
+	case req.Format == "pprof":
+		prof = body
+	case req.Format == "" && strings.Contains(ctype, "multipart/form-data"):
+		_, params, err := mime.ParseMediaType(ctype)
+		if err != nil {
+			return 422, false, fmt.Errorf("parsing IngestInput-pprof failed: %v", err)
+		}
+		form, err := multipart.NewReader(bytes.NewReader(body), params["boundary"]).ReadForm(32 << 20)
+		if err != nil {
+			return 422, false, fmt.Errorf("parsing IngestInput-pprof failed: %v", err)
+		}
+		defer form.RemoveAll()
+		field := func(name string) ([]byte, error) {
+			fh := form.File[name]
+			if len(fh) == 0 {
+				return nil, nil
+			}
+			f, err := fh[0].Open()
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			return io.ReadAll(f)
+		}
+		if prof, err = field("profile"); err == nil {
+			cfg, err = field("sample_type_config")
+		}
+		if err != nil {
+			return 422, false, fmt.Errorf("parsing IngestInput-pprof failed: %v", err)
+		}
+		if cfg != nil {
+			if err := json.Unmarshal(cfg, &req.Config); err != nil {
+				return 422, false, fmt.Errorf("parsing IngestInput-pprof failed: sample_type_config: %v", err)
+			}
+		}
+		if len(prof) == 0 {
+			return 200, false, nil // the real server's "Zero profile, nothing to parse"
+		}
+	default:
+		return 400, false, fmt.Errorf("format %q, content type %q: this stand-in takes pprof only (format=pprof and a raw body, or no format and a multipart form)", req.Format, ctype)
+	}
+	if err := checkProfile(prof); err != nil {
+		return 422, false, fmt.Errorf("parsing IngestInput-pprof failed: %v", err)
 	}
 	req.Authorization = r.Header.Get("Authorization")
 	req.OrgID = r.Header.Get("X-Scope-OrgID")
@@ -167,9 +277,9 @@ func ingest(r *http.Request, dir string, n int) (int, error) {
 	base := filepath.Join(dir, fmt.Sprintf("req-%d", n))
 	js, _ := json.Marshal(&req)
 	if err := os.WriteFile(base+".pb.gz", prof, 0o644); err != nil {
-		return 500, err
+		return 500, false, err
 	}
-	return 200, os.WriteFile(base+".json", js, 0o644)
+	return 200, true, os.WriteFile(base+".json", js, 0o644)
 }
 
 func main() {
@@ -190,13 +300,15 @@ func main() {
 			http.Error(w, "invalid token", http.StatusUnauthorized)
 			return
 		}
-		code, err := ingest(r, *dir, count)
+		code, kept, err := ingest(r, *dir, count)
 		if err != nil {
 			log.Printf("refused: %v", err)
 			http.Error(w, err.Error(), code)
 			return
 		}
-		count++
+		if kept {
+			count++
+		}
 		w.WriteHeader(http.StatusOK)
 	})
 	fmt.Printf("listening on %s\n", ln.Addr())
