@@ -33,7 +33,10 @@ fi
 # --per-process, --gperftools", as if four options).
 t=docs_help_every_option
 missing=
-for o in $(grep -E '^\*-' "$ROOT/docs/bpftrace-rec.8.scd" | grep -oE -- '--[a-z][a-z-]+' | sort -u); do
+# The recorder's options: bpftrace-rec report's own (its REPORT section) are
+# in `bpftrace-rec report --help`.
+for o in $(awk '/^# / { skip = ($0 == "# REPORT") } !skip' "$ROOT/docs/bpftrace-rec.8.scd" |
+	grep -E '^\*-' | grep -oE -- '--[a-z][a-z-]+' | sort -u); do
 	grep -qE -- "$o\b" "$TMP/help" || missing+=" $o"
 done
 if [ -z "$missing" ] && grep -qE '^  -P, --per-process ' "$TMP/help" && grep -qE '^  -G, --gperftools ' "$TMP/help"; then
@@ -140,6 +143,31 @@ cc -O1 -g -fno-omit-frame-pointer -o "$sb/myprog" "$ROOT/tests/workloads/myprog.
 cp "$ROOT/tests/workloads/hot.js" "$sb/app.js"
 : > "$sb/data.txt"
 "$WL/split" 60 > /dev/null & pid=$!
+# MyServer, a JVM whose com.example.Foo.bar does its work, its source where
+# the recipe's -source_path looks.
+mkdir -p "$sb/src/main/java/com/example" "$sb/classes"
+cat > "$sb/src/main/java/com/example/Foo.java" <<'EOF'
+package com.example;
+
+public class Foo {
+	static long bar(long n) {
+		long x = 0;
+		for (long i = 0; i < n; i++) x += i ^ (x >>> 3);
+		return x;
+	}
+
+	public static void main(String[] a) {
+		long s = 0;
+		while (true)
+			s += bar(100000);
+	}
+}
+EOF
+jpid=
+if javac -d "$sb/classes" "$sb/src/main/java/com/example/Foo.java" 2> /dev/null; then
+	bash -c 'exec -a MyServer java -cp "$1" com.example.Foo' _ "$sb/classes" > /dev/null 2>&1 &
+	jpid=$!
+fi
 
 python3 - "$ROOT/README.md" "$TMP/block" <<'PY'
 import re, sys
@@ -170,9 +198,11 @@ for b in "$TMP"/block.*; do
 		bad+=" [$n: llvm-xray account without myprog.c:LINE parse_*, or trace.json without parse_body]" ;;
 	*"-- ./myprog"*) grep -qE "parse_body .*myprog.c:[0-9]+$" "$b.out" || bad+=" [$n: pprof -top -lines: no parse_body at myprog.c:LINE]" ;;
 	*"node --perf-basic-prof"*) grep -q 'hotLoop' "$b.out" || bad+=" [$n: node's hotLoop not named]" ;;
+	*"pgrep -f MyServer"*) grep -q ' com.example.Foo.bar$' "$b.out" && grep -qE '^ +[0-9.]+m?s +[0-9.]+m?s +[0-9]+:.*x \+= i' "$b.out" ||
+		bad+=" [$n: com.example.Foo.bar not in pprof -top, or pprof -list without its hot line's samples]" ;;
 	*) bad+=" [$n: a block this test does not know: $(head -1 "$b")]" ;;
 	esac
 done
-kill $pid 2> /dev/null
-wait $pid 2> /dev/null
-if [ -z "$bad" ] && [ "$n" = 7 ]; then pass $t; else fail $t "$n blocks:$bad"; fi
+kill $pid $jpid 2> /dev/null
+wait $pid $jpid 2> /dev/null
+if [ -z "$bad" ] && [ "$n" = 8 ]; then pass $t; else fail $t "$n blocks:$bad"; fi
