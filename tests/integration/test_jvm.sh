@@ -24,6 +24,11 @@
 #     a generated source tree, recorded by bpftrace-rec -p and by JFR
 #     (jcmd JFR.start, jfr print --events jdk.ExecutionSample): the main
 #     thread's top methods' inclusive shares within 3 points of JFR's;
+#   jvm_churn: tests/workloads/JChurn.java loads two classes named Worker in
+#     turn, runs each until compiled and unloads it (its code and metadata
+#     freed and reused by the other's): no frame named after the other
+#     class (one's method at the other's line or under the other's run),
+#     and most of them named;
 #   jvm_hostile_*: tests/workloads/fakejvm poses as a libjvm with hostile
 #     tables: one line saying the JVM cannot be walked, its frames named
 #     natively (fake_spin), exit 0, no hang.
@@ -32,7 +37,7 @@ source "$(dirname "$0")/lib.sh"
 MODES=(pid cmd xint)
 ALL=()
 for m in "${MODES[@]}"; do ALL+=("jvm_${m}_split" "jvm_${m}_deep"); done
-ALL+=(jvm_pid_list jvm_gperf jvm_offcpu)
+ALL+=(jvm_pid_list jvm_gperf jvm_offcpu jvm_churn)
 # The peer's comparison is the normal pass's (CI's time: ~45 s of javac);
 # the recorder code it drives runs under the sanitizers in the others.
 [ "${SANITIZE:-}" = 1 ] || ALL+=(jvm_jfr)
@@ -187,6 +192,32 @@ if javac -d "$CLS" --add-exports jdk.compiler/com.sun.tools.javac=ALL-UNNAMED "$
 else
 	fail $t "the JFR driver did not compile: $(head -3 "$TMP/jfr.err")"
 fi
+fi
+
+# Classes unloaded and code freed and recompiled while sampled: each frame
+# is the one sampled, or not named.
+t=jvm_churn
+W=$ROOT/tests/workloads/jchurn
+mkdir -p "$TMP/churn/A" "$TMP/churn/B"
+if javac -d "$CLS" "$ROOT/tests/workloads/JChurn.java" && javac -d "$TMP/churn/A" "$W/A/Worker.java" &&
+	javac -d "$TMP/churn/B" "$W/B/Worker.java"; then
+	java -cp "$CLS" JChurn 30 "$TMP/churn/A" "$TMP/churn/B" > /dev/null 2>&1 &
+	jp=$!
+	sleep 2
+	"$REC" -F 999 -d 5 -p "$jp" -o "$TMP/churn/rec" > /dev/null 2> "$TMP/churn.err"
+	kill $jp 2> /dev/null
+	wait $jp 2> /dev/null
+	line() { grep -n "$2" "$W/$1/Worker.java" | head -1 | cut -d: -f1; }
+	r=$("$PPROF" -raw "$TMP/churn/rec/profile.pb.gz" 2>/dev/null |
+		python3 "$ROOT/tests/integration/jvm_traces.py" churn "$jp" "$(line A LINE:even)" \
+			"$(line B LINE:odd)" "$(line A 'x += evenSpin')" "$(line B 'x += oddSpin')" 2> "$TMP/churn.wrong")
+	read -r right wrong <<<"$(sed 's/[a-z]*=//g' <<<"$r")"
+	if at_least "${right:-0}" 200 && [ "${wrong:-1}" = 0 ]; then pass $t; else
+		fail $t "$r (want right >= 200, wrong = 0)"
+		sort "$TMP/churn.wrong" | uniq -c | sort -rn | head -3 >&2
+	fi
+else
+	fail $t "the churn workload did not compile"
 fi
 
 # Hostile tables: refused with one line, named natively, no hang.

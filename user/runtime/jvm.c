@@ -942,7 +942,10 @@ int jvm_frame_names(struct jvm_proc *p, uint64_t addr, uint64_t info, struct jvm
 	if (n == 0) { /* no scopes (a native wrapper, a pc with none): the method alone */
 		if (!(me = method_get(p, nm->method, COOKIE_ANY)))
 			return 0;
-		out[n++] = (struct jvm_named){&me->m, 0};
+		/* In the prologue: its first line, as bytecode 0's. */
+		out[n++] = (struct jvm_named){
+		    &me->m,
+		    kind == JVM_KIND_LEAF && (int64_t)off < nm->complete ? me->m.first_line : 0};
 	}
 	return n;
 }
