@@ -166,13 +166,19 @@ fi
 
 # --- stopping: the target's exit, SIGINT ----------------------------------------
 t=stops_on_target_exit
-"$WL/split" 1 > /dev/null & pid=$!
+# The target lives 3 s: on a loaded machine the recorder's start took more
+# than the 0.8 s a 1 s target had left, which then exited before the
+# first sample ("every -p target has exited", no profile: a CI check run
+# beside other work). What is checked is the stop at its exit.
+"$WL/split" 3 > /dev/null & pid=$!
 sleep 0.2
 start=$(date +%s.%N)
 "$REC" -q -d 20 -o "$TMP/exit2" -p $pid 2>/dev/null
 el=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN {print e - s}')
 wait $pid 2>/dev/null
-if awk -v e="$el" 'BEGIN {exit !(e < 4)}' && [ -s "$TMP/exit2/profile.pb.gz" ]; then pass $t; else fail $t "took ${el}s"; fi
+if awk -v e="$el" 'BEGIN {exit !(e < 6)}' && [ -s "$TMP/exit2/profile.pb.gz" ]; then pass $t; else
+	fail $t "took ${el}s, profile.pb.gz $([ -s "$TMP/exit2/profile.pb.gz" ] && echo written || echo missing)"
+fi
 
 t=sigint_writes_files
 "$WL/split" 0 > /dev/null & pid=$!
