@@ -1,6 +1,9 @@
 /* Two programs in one pid: spins in before_exec for SECONDS, then execs
  * PROGRAM ARGS... (the gperftools file of each image must name its own
- * code). Usage: execspin SECONDS PROGRAM [ARGS...] */
+ * code). With EXECSPIN_AFTER=FILE in its environment, SECONDS count from
+ * when FILE exists (it spins meanwhile): a test starts its recorder, waits
+ * for it to say it is recording, then makes FILE, so that no start-up, however
+ * slow, outlasts the first program. Usage: execspin SECONDS PROGRAM [ARGS...] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -30,6 +33,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: execspin SECONDS PROGRAM [ARGS...]\n");
 		return 2;
 	}
+	if (getenv("EXECSPIN_AFTER"))
+		while (access(getenv("EXECSPIN_AFTER"), F_OK))
+			before_exec(0.01);
 	before_exec(atof(argv[1]));
 	execv(argv[2], argv + 2);
 	perror(argv[2]);
