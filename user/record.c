@@ -345,8 +345,11 @@ static unsigned ringbuf_size_mb(void)
 	/* --off-cpu with timelines sends a 40-byte record per wait: 8 MiB
 	 * holds a quarter second of a million. (16 MiB under -a held more of
 	 * the stacks sent at the start, but its pages, mapped twice, cost up
-	 * to 32 MiB of RSS: docs/benchmarks.md, bench-offcpu.sh server.) */
-	unsigned mb = env.ntraces || env.nusdts ? 16 : env.off_cpu ? 8 : 1;
+	 * to 32 MiB of RSS: docs/benchmarks.md, bench-offcpu.sh server.)
+	 * --heap's samples carry an 8 KiB stack copy each, as many as an
+	 * allocating program's bytes make (8,293 in test_heap's 1.6 s): 1 MiB
+	 * held 23 ms of them, and on a loaded machine the estimate lost ~9 %. */
+	unsigned mb = env.ntraces || env.nusdts || env.heap ? 16 : env.off_cpu ? 8 : 1;
 
 	while (((uint64_t)mb << 20) < bytes && mb < 1024)
 		mb <<= 1;
