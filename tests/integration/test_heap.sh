@@ -50,6 +50,8 @@ check_split() { # NAME PROFILE TRUTH-FILE ERR-FILE
 		done
 		why+=";"
 	done
+	# What was sampled and lost, for a failure's reason.
+	why+=" $("$PPROF" -comments "$p" 2>/dev/null | grep -m1 'sampled')"
 	if [ $ok = 1 ]; then
 		pass "$t"
 		echo "  $t:$why" >&2
