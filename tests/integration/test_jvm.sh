@@ -67,7 +67,11 @@ checks() {
 	# The main thread runs the VM's start-up before any Java code: all
 	# of its samples carry a Java frame only when recorded once warm.
 	if [ "$m" != pid ]; then main=100; fi
-	if at_least "${n:-0}" 50 && at_least "${java:-0}" 95 && at_least "${main:-0}" 95 &&
+	# Named in place: no JIT guidance, no refusal (a JVM still starting
+	# is read again).
+	if grep -E "of its samples are in JIT code|cannot be walked" "$dir.err" >&2; then
+		fail "jvm_${m}_split" "a JIT warning or a refusal for a JVM the walk names"
+	elif at_least "${n:-0}" 50 && at_least "${java:-0}" 95 && at_least "${main:-0}" 95 &&
 		within "${six:-0}" 60 "$(tol 60 "$n")" &&
 		within "${three:-0}" 30 "$(tol 30 "$n")" && within "${one:-0}" 10 "$(tol 10 "$n")" &&
 		{ [ "$m" = xint ] || at_least "${inl:-0}" 95; }; then

@@ -508,8 +508,14 @@ static int cache_read(struct jvm_proc *p, char *err, size_t errlen)
 	    (!arr || (!rd(p->pid, arr + cc->ga_len, &len, 4) && !len)))
 		return -EAGAIN;
 	if (!arr || rd(p->pid, arr + cc->ga_len, &len, 4) || rd_u64(p->pid, cc->lo, &b->cc_lo) ||
-	    rd_u64(p->pid, cc->hi, &b->cc_hi) || rd_u64(p->pid, arr + cc->ga_data, &data) ||
-	    len < 0 || len > JVM_HEAPS || b->cc_lo >= b->cc_hi) {
+	    rd_u64(p->pid, cc->hi, &b->cc_hi) || rd_u64(p->pid, arr + cc->ga_data, &data))
+		goto bad;
+	/* Zeros are a code cache being made (a JVM starting), not a bad one:
+	 * read again. */
+	if (!b->cc_lo || !b->cc_hi || !data)
+		return -EAGAIN;
+	if (len < 0 || len > JVM_HEAPS || b->cc_lo >= b->cc_hi) {
+	bad:
 		snprintf(err, errlen, "its code cache's bounds or heaps are not readable");
 		return -EINVAL;
 	}
@@ -518,13 +524,17 @@ static int cache_read(struct jvm_proc *p, char *err, size_t errlen)
 		uint64_t heap = 0;
 		int32_t log2 = 0;
 
-		if (rd_u64(p->pid, data + 8 * (uint64_t)i, &heap) ||
-		    rd_u64(p->pid, heap + cc->heap_mem + cc->vs_lo, &b->heap[i].lo) ||
+		if (rd_u64(p->pid, data + 8 * (uint64_t)i, &heap))
+			goto heap_bad;
+		if (!heap)
+			return -EAGAIN; /* its heaps being added */
+		if (rd_u64(p->pid, heap + cc->heap_mem + cc->vs_lo, &b->heap[i].lo) ||
 		    rd_u64(p->pid, heap + cc->heap_mem + cc->vs_hi, &b->heap[i].hi) ||
 		    rd_u64(p->pid, heap + cc->heap_segmap + cc->vs_lo, &b->heap[i].segmap) ||
 		    rd(p->pid, heap + cc->heap_log2, &log2, 4) || log2 < 4 || log2 > 16 ||
 		    (b->nheaps && (uint32_t)log2 != b->seg_shift) ||
 		    b->heap[i].lo >= b->heap[i].hi) {
+		heap_bad:
 			snprintf(err, errlen, "its code heap %d is not readable", i);
 			return -EINVAL;
 		}
