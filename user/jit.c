@@ -566,7 +566,7 @@ const struct jit_guide *jit_guide(const struct proc *p)
 	uint64_t unnamed;
 	size_t i;
 
-	if (!j || !p->nsamples)
+	if (!j || !p->nsamples || p->jit_walked)
 		return NULL;
 	g = &j->guide;
 	if (j->guided)

@@ -98,6 +98,10 @@ struct proc {
 	uint64_t maps_read_ns;
 	bool maps_read_queued;		/* in the list procs_take_maps_read gives */
 	bool maps_stale;		/* a re-read the rate limit put off (procs_reread_stale) */
+	/* A runtime walk names its JIT code in place (user/runtime/: the JVM's,
+	 * V8's): its unnamed JIT frames (a start-up's, before the runtime was
+	 * found) call for no perf map. */
+	bool jit_walked;
 	VEC(struct mapping *) maps_all; /* owned, never freed while recording */
 	VEC(struct mapping *) maps;	/* current, sorted by start */
 	VEC(struct frame) frames;

@@ -101,12 +101,33 @@ public class JSplit {
 			sink = stack(args.length > 2 ? Integer.parseInt(args[2]) - 1 : 49, end);
 			return;
 		}
+		// The time each of six, three and one took, as the threads saw it:
+		// C2 compiles each caller's inlined copy of the loop apart, and they
+		// need not run at one speed. A line a second, "split MS SIX THREE
+		// ONE" (the wall-clock ms at its end, ns of each over that second):
+		// the test compares the profile with the seconds it recorded.
+		java.util.concurrent.atomic.AtomicLongArray took = new java.util.concurrent.atomic.AtomicLongArray(3);
 		Runnable split = () -> {
-			long s = 0;
+			long s = 0, next = System.currentTimeMillis() + 1000;
 			while (System.currentTimeMillis() < end) {
+				long a = System.nanoTime();
 				s += six();
+				long b = System.nanoTime();
 				s += three();
+				long c = System.nanoTime();
 				s += one();
+				long d = System.nanoTime();
+				took.addAndGet(0, b - a);
+				took.addAndGet(1, c - b);
+				took.addAndGet(2, d - c);
+				if (Thread.currentThread().getName().equals("split-0") &&
+				    System.currentTimeMillis() >= next) {
+					next += 1000;
+					System.out.println("split " + System.currentTimeMillis() + " " +
+							   took.getAndSet(0, 0) + " " + took.getAndSet(1, 0) + " " +
+							   took.getAndSet(2, 0));
+					System.out.flush();
+				}
 			}
 			sink = s;
 		};

@@ -172,6 +172,7 @@ static void source_maps_read(void *ctx, struct proc *p)
 	if (err == -EAGAIN) {
 		struct jvm_pending q = {p->pid, now_ns(CLOCK_MONOTONIC) + JVM_RETRY_NS}, *o;
 
+		p->jit_walked = true; /* a JVM starting: walked once its code cache is made */
 		if ((o = pending_find(jn, p->pid)))
 			o->next_ns = q.next_ns;
 		else if (VEC_PUSH(jn->pending, q))
@@ -193,7 +194,9 @@ static void source_maps_read(void *ctx, struct proc *p)
 	if (VEC_PUSH(jn->pids, e)) {
 		bpf_map_delete_elem(jn->procs_fd, &key);
 		jvm_forget(jn->j, p->pid);
+		return;
 	}
+	p->jit_walked = true;
 }
 
 /* A sample of a JVM still starting: looked at again when it is time. */
