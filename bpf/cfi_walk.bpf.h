@@ -512,8 +512,12 @@ static __always_inline int cfi_jvm(struct cfi_state *st)
 	js->pc = st->pc;
 	js->sp = st->sp;
 	js->bp = st->bp;
-	js->r13 = st->r13;
-	js->leaf = st->n == 1;
+	/* An exact pc (the sample's, or one a signal frame interrupted, as
+	 * JFR's and the GC's thread suspensions do): it may be in a prologue
+	 * or epilogue, and has no PcDesc of its own; r13 is the sample's
+	 * only. */
+	js->r13 = st->n == 1 ? st->r13 : 0;
+	js->leaf = st->addr == st->pc;
 	js->index = st->n - 1;
 	r = jvm_unwind(slot);
 	if (r == JVM_STEP_OK) {

@@ -119,7 +119,7 @@ struct jvm_bpf_step {
 	__u64 r13; /* the leaf's (the interpreter's bytecode pointer) */
 	__u32 tgid, tid;
 	__u32 index; /* the frame's user ip index */
-	__u32 leaf;  /* pc is the sample's, not a return address */
+	__u32 leaf;  /* pc is exact (the sample's, or a signal's), not a return address */
 	__u32 n;     /* frames recorded */
 	__u32 truncated;
 	struct jvm_bpf_frame frames[JVM_BPF_FRAMES];

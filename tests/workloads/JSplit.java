@@ -101,22 +101,25 @@ public class JSplit {
 			sink = stack(args.length > 2 ? Integer.parseInt(args[2]) - 1 : 49, end);
 			return;
 		}
-		// The time each of six, three and one took, as the threads saw it:
-		// C2 compiles each caller's inlined copy of the loop apart, and they
-		// need not run at one speed. A line a second, "split MS SIX THREE
-		// ONE" (the wall-clock ms at its end, ns of each over that second):
-		// the test compares the profile with the seconds it recorded.
+		// The CPU time each of six, three and one took, as the threads saw
+		// it (their own CPU clocks: wall time counts a preempted thread's
+		// waits): C2 compiles each caller's inlined copy of the loop apart,
+		// and they need not run at one speed. A line a second, "split MS
+		// SIX THREE ONE" (the wall-clock ms at its end, ns of each over
+		// that second): the test compares the profile with the seconds it
+		// recorded.
+		java.lang.management.ThreadMXBean cpu = java.lang.management.ManagementFactory.getThreadMXBean();
 		java.util.concurrent.atomic.AtomicLongArray took = new java.util.concurrent.atomic.AtomicLongArray(3);
 		Runnable split = () -> {
 			long s = 0, next = System.currentTimeMillis() + 1000;
 			while (System.currentTimeMillis() < end) {
-				long a = System.nanoTime();
+				long a = cpu.getCurrentThreadCpuTime();
 				s += six();
-				long b = System.nanoTime();
+				long b = cpu.getCurrentThreadCpuTime();
 				s += three();
-				long c = System.nanoTime();
+				long c = cpu.getCurrentThreadCpuTime();
 				s += one();
-				long d = System.nanoTime();
+				long d = cpu.getCurrentThreadCpuTime();
 				took.addAndGet(0, b - a);
 				took.addAndGet(1, c - b);
 				took.addAndGet(2, d - c);
