@@ -748,9 +748,16 @@ static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs,
 
 	/* Only a copy for DWARF needs one: an off-CPU stack walked in BPF
 	 * carries its first window for user/offcpu.c's sig alone. */
-	if ((s->flags & SAMPLE_DWARF) && s->stack_len && !p->uw)
+	/* A stack with Java frames is the BPF walk's whole (bpf/runtime/jvm.bpf.c
+	 * stepped them, and their records name its ips by index): libdwfl
+	 * unwinds no JIT frame, and its guesses from the copy put other pcs
+	 * at those indices (a JVM recorded while libjvm's table was being
+	 * built, 12 % of javac's samples: stacks cut to their middle). The
+	 * walk stepped the frames it had no table for by rbp, which HotSpot's
+	 * own code keeps. */
+	if ((s->flags & SAMPLE_DWARF) && s->stack_len && !p->uw && !s->njvm)
 		p->uw = unwinder_new(p->pid, p->set->elves);
-	if (p->uw && (s->flags & SAMPLE_DWARF)) {
+	if (p->uw && (s->flags & SAMPLE_DWARF) && !s->njvm) {
 		uint64_t regs[UREG_NR] = {s->uregs[UREG_IP], s->uregs[UREG_SP], s->uregs[UREG_BP]};
 		/* SAMPLE_DWARF_AT: the walk's first ips, then the copy's frames
 		 * from the one after them (bpf/events.h). */

@@ -110,6 +110,11 @@ def is_java(f):
     return "(" in f[3] and f[3].endswith(tuple("VZBCSIJFD;[")) or f[1].endswith(".java")
 
 
+def stub(f):
+    # A code-cache stub the HotSpot walk names by its blob (no signature).
+    return f[0].startswith(("StubRoutines", "vtable chunks", "itable stub", "I2C/C2I"))
+
+
 def pct(a, b):
     return 100.0 * a / b if b else 0.0
 
@@ -121,7 +126,10 @@ def jfrcmp(jfr_text, jfr_thread, raw, pid, comm):
         if lab.get("pid") != pid or lab.get("comm") != comm:
             continue
         user = [f for f in fr if not kernel(f)]
-        if not user or not is_java(user[0]):
+        # Java code, or a stub Java code called and JFR counts as its
+        # (arraycopy, the vtable's: run in the thread's Java state).
+        if not user or not (is_java(user[0]) or stub(user[0]) and len(user) > 1 and
+                            is_java(user[1])):
             continue
         java = [f[0] for f in user if is_java(f)]
         if len(java) < 60:
