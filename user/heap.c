@@ -330,7 +330,7 @@ static char *replacement(struct heap *h, pid_t pid, const char *exe, struct foun
 	return best;
 }
 
-static int attach_one(struct heap *h, pid_t pid, const char *exe)
+static int heap_attach_one(struct heap *h, pid_t pid, const char *exe)
 {
 	struct found f;
 	char *path = replacement(h, pid, exe, &f);
@@ -362,11 +362,11 @@ int heap_attach(struct heap *h, const pid_t *pids, int npids, const char *exe)
 	int i, err;
 
 	if (!npids)
-		return attach_one(h, 0, NULL);
+		return heap_attach_one(h, 0, NULL);
 	/* One link per process: its breakpoints are written into it alone,
 	 * and the machine's other processes never trap on their mallocs. */
 	for (i = 0; i < npids; i++)
-		if ((err = attach_one(h, pids[i], exe)))
+		if ((err = heap_attach_one(h, pids[i], exe)))
 			return err;
 	return 0;
 }
