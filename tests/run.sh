@@ -44,7 +44,11 @@ fi
 # the push code's refusals, retries and spool run under the sanitizers in
 # test_fleet (a 401, a receiver down), test_pyroscope and test_spool. The
 # normal pass runs them all.
-san_leave=" test_cfi_bpf test_stacks test_kernel_features test_jitguide test_fleet_faults "
+# test_heap too: its totals are estimates from samples the drain must keep
+# up with, and under ASan it fell behind (lost samples, counted: -20 % of the
+# bytes in a CI check run); its parsers' and writer's unit tests
+# (test_heap_sample, test_pprof) run under the sanitizers.
+san_leave=" test_cfi_bpf test_stacks test_kernel_features test_jitguide test_fleet_faults test_heap "
 
 run_one() { # NAME CMD...: runs a test program and tallies its lines
 	local name=$1 line status=missing saw_fail=0 t0=$SECONDS
