@@ -860,9 +860,10 @@ static uint32_t raw_find(struct proc *p, const struct ev_sample *s, struct raw_k
 	k->nk = s->nkernel < MAX_FRAMES ? s->nkernel : MAX_FRAMES;
 	/* Kernel frames beyond MAX_FRAMES would sit between the two parts; a
 	 * stack cut at --max-stack ends in a frame its ips do not have; the
-	 * Python frames of a record make its stack too (a source's rewrite). */
+	 * Python frames of a record make its stack too (a source's rewrite), and
+	 * its JavaScript frames (interpreted ones share the interpreter's ips). */
 	if (k->nk != s->nkernel || (s->flags & (SAMPLE_DWARF | SAMPLE_MAX_STACK)) || s->npython ||
-	    s->njvm) {
+	    s->njvm || s->nv8) {
 		k->ips = NULL;
 		return UINT32_MAX;
 	}
