@@ -126,10 +126,10 @@ def jfrcmp(jfr_text, jfr_thread, raw, pid, comm):
         if lab.get("pid") != pid or lab.get("comm") != comm:
             continue
         user = [f for f in fr if not kernel(f)]
-        # Java code, or a stub Java code called and JFR counts as its
-        # (arraycopy, the vtable's: run in the thread's Java state).
-        if not user or not (is_java(user[0]) or stub(user[0]) and len(user) > 1 and
-                            is_java(user[1])):
+        # Java code: JFR's sampler drops a sample whose top frame is a stub
+        # (JfrGetCallTrace::find_top_frame: is_stub_frame, or a frame size
+        # of 0, as StubRoutines' arraycopy), and one whose pc has no scope.
+        if not user or not is_java(user[0]):
             continue
         java = [f[0] for f in user if is_java(f)]
         if len(java) < 60:

@@ -494,6 +494,17 @@ static int layout_read(const struct jvm_tables *t, struct jvm_proc *p, char *err
 	return 0;
 }
 
+/* A part of the code cache not readable: not one, refused (err says
+ * which: heap -1 for its bounds and heaps array). */
+static int unreadable(char *err, size_t errlen, int heap)
+{
+	if (heap < 0)
+		snprintf(err, errlen, "its code cache's bounds or heaps are not readable");
+	else
+		snprintf(err, errlen, "its code heap %d is not readable", heap);
+	return -EINVAL;
+}
+
 /* The code cache's bounds and heaps, into the walk's layout: 0; -EAGAIN
  * while the JVM has not made it yet; -EINVAL (err says what) when what is
  * there is not one. */
@@ -504,40 +515,35 @@ static int cache_read(struct jvm_proc *p, char *err, size_t errlen)
 	uint64_t arr = 0, data = 0;
 	int32_t len = 0;
 
-	if (!rd_u64(p->pid, cc->heaps, &arr) &&
-	    (!arr || (!rd(p->pid, arr + cc->ga_len, &len, 4) && !len)))
+	/* What cannot be read is no code cache: refused. Values read but not
+	 * consistent yet are a JVM still making it (its start-up fills them
+	 * in turn): read again at its next samples. */
+	if (rd_u64(p->pid, cc->heaps, &arr) || rd_u64(p->pid, cc->lo, &b->cc_lo) ||
+	    rd_u64(p->pid, cc->hi, &b->cc_hi))
+		return unreadable(err, errlen, -1);
+	if (!arr)
 		return -EAGAIN;
-	if (!arr || rd(p->pid, arr + cc->ga_len, &len, 4) || rd_u64(p->pid, cc->lo, &b->cc_lo) ||
-	    rd_u64(p->pid, cc->hi, &b->cc_hi) || rd_u64(p->pid, arr + cc->ga_data, &data))
-		goto bad;
-	/* Zeros are a code cache being made (a JVM starting), not a bad one:
-	 * read again. */
-	if (!b->cc_lo || !b->cc_hi || !data)
+	if (rd(p->pid, arr + cc->ga_len, &len, 4) || rd_u64(p->pid, arr + cc->ga_data, &data))
+		return unreadable(err, errlen, -1);
+	if (len <= 0 || len > JVM_HEAPS || !data || !b->cc_lo || b->cc_lo >= b->cc_hi)
 		return -EAGAIN;
-	if (len < 0 || len > JVM_HEAPS || b->cc_lo >= b->cc_hi) {
-	bad:
-		snprintf(err, errlen, "its code cache's bounds or heaps are not readable");
-		return -EINVAL;
-	}
 	b->nheaps = 0;
 	for (int i = 0; i < len; i++) {
 		uint64_t heap = 0;
 		int32_t log2 = 0;
 
 		if (rd_u64(p->pid, data + 8 * (uint64_t)i, &heap))
-			goto heap_bad;
+			return unreadable(err, errlen, i);
 		if (!heap)
 			return -EAGAIN; /* its heaps being added */
 		if (rd_u64(p->pid, heap + cc->heap_mem + cc->vs_lo, &b->heap[i].lo) ||
 		    rd_u64(p->pid, heap + cc->heap_mem + cc->vs_hi, &b->heap[i].hi) ||
 		    rd_u64(p->pid, heap + cc->heap_segmap + cc->vs_lo, &b->heap[i].segmap) ||
-		    rd(p->pid, heap + cc->heap_log2, &log2, 4) || log2 < 4 || log2 > 16 ||
-		    (b->nheaps && (uint32_t)log2 != b->seg_shift) ||
-		    b->heap[i].lo >= b->heap[i].hi) {
-		heap_bad:
-			snprintf(err, errlen, "its code heap %d is not readable", i);
-			return -EINVAL;
-		}
+		    rd(p->pid, heap + cc->heap_log2, &log2, 4))
+			return unreadable(err, errlen, i);
+		if (log2 < 4 || log2 > 16 || (b->nheaps && (uint32_t)log2 != b->seg_shift) ||
+		    !b->heap[i].segmap || b->heap[i].lo >= b->heap[i].hi)
+			return -EAGAIN;
 		b->seg_shift = (uint32_t)log2;
 		b->nheaps++;
 	}
@@ -609,9 +615,15 @@ int jvm_attach_maps(struct jvm *j, pid_t pid, const char *maps_text, size_t len,
 		}
 		p->pid = pid;
 		snprintf(p->path, sizeof(p->path), "%s", m->path);
-		ret = tables_ready(&c)
-			  ? jvm_tables_read(&t, tables_rd, tables_sym, &c, err, sizeof(err))
-			  : -EAGAIN;
+		/* Its tables not set yet: nothing kept, all read again next
+		 * time (a JVM kept then, with no layout, was read again at
+		 * address 0 and refused: -Xint in a CI run). */
+		if (!tables_ready(&c)) {
+			proc_free(p);
+			ret = -EAGAIN;
+			break;
+		}
+		ret = jvm_tables_read(&t, tables_rd, tables_sym, &c, err, sizeof(err));
 		if (!ret)
 			ret = layout_read(t, p, err, sizeof(err));
 		jvm_tables_free(t);
