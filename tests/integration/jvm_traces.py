@@ -29,7 +29,8 @@ expect FILE [T0 T1]: the shares six, three and one took of their time, as
   JSplit measured it ("split MS SIX THREE ONE" lines, a second's ns each),
   over the seconds within [T0, T1] (wall-clock ms; all of them without):
   "SIX THREE ONE" in percent.
-jfrcmp JFR_TEXT JFR_THREAD RAW PID COMM: the peer, JDK Flight Recorder's
+jfrcmp JFR_TEXT JFR_THREAD RAW PID COMM [T0 T1]: (T0, T1: our recording's
+  window, seconds of the day UTC, JFR's samples outside it left out) the peer, JDK Flight Recorder's
   `jfr print --events jdk.ExecutionSample` of the same run, against this
   recording's `pprof -raw` (RAW): the samples of one thread (JFR_THREAD by
   its Java name, COMM by its comm here) whose innermost user frame is Java
@@ -79,14 +80,19 @@ def kernel(f):
     return f[4] >= 0xffff800000000000
 
 
-def jfr_stacks(path, thread):
+def jfr_stacks(path, thread, t0=None, t1=None):
     """The Java frames (method names, innermost first) of each execution
-    sample of thread in `jfr print` output."""
-    out, cur, th, inside = [], None, None, False
+    sample of thread in `jfr print` output; with T0 and T1 (seconds of the
+    day, UTC, as jfr prints its startTime), those taken between them."""
+    out, cur, th, inside, when = [], None, None, False, None
     for ln in open(path, errors="replace"):
         s = ln.strip()
         if s.startswith("jdk.ExecutionSample"):
-            cur, th, inside = [], None, False
+            cur, th, inside, when = [], None, False, None
+        elif s.startswith("startTime = "):
+            m = re.match(r"startTime = (\d+):(\d+):([\d.]+)", s)
+            if m:
+                when = int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
         elif s.startswith("sampledThread = "):
             m = re.match(r'sampledThread = "(.*)" \(', s)
             th = m.group(1) if m else None
@@ -99,7 +105,7 @@ def jfr_stacks(path, thread):
             if m:
                 cur.append(m.group(1))
         elif s == "}" and cur is not None:
-            if th == thread and cur:
+            if th == thread and cur and (t0 is None or when is None or t0 <= when <= t1):
                 out.append(cur)
             cur = None
     return out
@@ -119,8 +125,12 @@ def pct(a, b):
     return 100.0 * a / b if b else 0.0
 
 
-def jfrcmp(jfr_text, jfr_thread, raw, pid, comm):
-    theirs = [s for s in jfr_stacks(jfr_text, jfr_thread) if len(s) < 60]
+def jfrcmp(jfr_text, jfr_thread, raw, pid, comm, t0=None, t1=None):
+    # JFR's samples within our recording's window (jcmd starts and stops
+    # it a second or so outside ours, and javac's phases change as its
+    # code is compiled).
+    t0, t1 = (None, None) if t0 is None else (float(t0), float(t1))
+    theirs = [s for s in jfr_stacks(jfr_text, jfr_thread, t0, t1) if len(s) < 60]
     ours = []
     for w, fr, lab in parse(open(raw).read()):
         if lab.get("pid") != pid or lab.get("comm") != comm:
@@ -180,7 +190,7 @@ def main():
         print(expect(sys.argv[2], *(int(x) for x in sys.argv[3:5])))
         return
     if mode == "jfrcmp":
-        print(jfrcmp(*sys.argv[2:7]))
+        print(jfrcmp(*sys.argv[2:9]))
         return
     pid = sys.argv[2]
     if mode == "park":

@@ -196,13 +196,17 @@ if javac -d "$CLS" --add-exports jdk.compiler/com.sun.tools.javac=ALL-UNNAMED "$
 	sed '/"jdk.ExecutionSample"/,/<\/event>/s|<setting name="period"[^>]*>[^<]*<|<setting name="period">2 ms<|' \
 		"$jfc" > "$TMP/fast.jfc"
 	jcmd "$jp" JFR.start name=rec settings="$TMP/fast.jfc" filename="$TMP/jfr.jfr" > /dev/null 2>&1
+	# Our window in JFR's clock (seconds of the day, UTC): its samples
+	# outside it are left out.
+	w0=$(TZ=UTC date +%H:%M:%S.%N | awk -F: '{ printf "%.3f", $1 * 3600 + $2 * 60 + $3 }')
 	"$REC" -F 499 -d 15 -p "$jp" -o "$TMP/jfr" > /dev/null 2> "$TMP/jfr.err"
+	w1=$(TZ=UTC date +%H:%M:%S.%N | awk -F: '{ printf "%.3f", $1 * 3600 + $2 * 60 + $3 }')
 	jcmd "$jp" JFR.stop name=rec > /dev/null 2>&1
 	kill $jp 2> /dev/null
 	wait $jp 2> /dev/null
 	jfr print --stack-depth 64 --events jdk.ExecutionSample "$TMP/jfr.jfr" > "$TMP/jfr.txt" 2>&1
 	"$PPROF" -raw "$TMP/jfr/profile.pb.gz" > "$TMP/jfr.raw" 2>/dev/null
-	r=$(python3 "$ROOT/tests/integration/jvm_traces.py" jfrcmp "$TMP/jfr.txt" main "$TMP/jfr.raw" "$jp" java)
+	r=$(python3 "$ROOT/tests/integration/jvm_traces.py" jfrcmp "$TMP/jfr.txt" main "$TMP/jfr.raw" "$jp" java "$w0" "$w1")
 	if [[ $r == ok* ]]; then pass $t; else fail $t "$r"; fi
 else
 	fail $t "the JFR driver did not compile: $(head -3 "$TMP/jfr.err")"
