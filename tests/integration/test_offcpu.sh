@@ -51,7 +51,10 @@ traces_with() { # REGEX... < output
 		/^-+\+-+$/ { done(); b = ""; next } { b = b "\n" $0 } END { done() }'
 }
 
-"$REC" --off-cpu -F 499 -o "$TMP/w" -- "$WL/waits" 2>"$TMP/w.err"
+# The tree's pprof on PATH: the list names the off-CPU views only where a
+# pprof is found (offcpu_printed_commands), and the sanitizer pass's
+# build-san/bpftrace-rec has no tools/pprof beside it.
+PATH=$ROOT/tools:$PATH "$REC" --off-cpu -F 499 -o "$TMP/w" -- "$WL/waits" 2>"$TMP/w.err"
 rc=$?
 P="$TMP/w/profile.pb.gz"
 off=$("$PPROF" -sample_index=offcpu -unit=ms -top -nodecount=1000 "$P" 2>/dev/null)
