@@ -44,7 +44,7 @@ if [ "$m" = /usr/share/man/man8/bpftrace-rec.8.gz ] && man bpftrace-rec 2>/dev/n
 t=deb_completion
 c=/usr/share/bash-completion/completions/bpftrace-rec
 got=$(bash -c 'source "$1"; COMP_WORDS=(bpftrace-rec --off); COMP_CWORD=1; _bpftrace_rec; echo "${COMPREPLY[*]}"' _ "$c" 2>&1)
-if [ "$got" = "--off-cpu --off-cpu-min" ]; then ok $t; else bad $t "completing --off: '$got'"; fi
+if [ "$got" = "--off-cpu --off-cpu-entries --off-cpu-min" ]; then ok $t; else bad $t "completing --off: '$got'"; fi
 
 # --- record with the installed binary, read back by pprof -------------------
 # The demo's workload: func_six, func_three and lib_spin do 6:3:1 of the
