@@ -131,7 +131,7 @@ static __always_inline int step_interp(struct jvm_bpf_step *st)
 	if (st->leaf && (bcp < cm || bcp - cm >= 0xffff))
 		bcp = w[ib]; /* r13 not the bytecode pointer here: the slot's */
 	st->off = bcp >= cm && bcp - cm < 0xffff ? (__u32)(bcp - cm) : 0xffff;
-	st->cookie = (__u32)((cm - st->pr.cm_size) >> 3);
+	st->cookie = JVM_CM_COOKIE(cm - st->pr.cm_size);
 	/* The caller: its sp is this frame's sender sp (the unextended one,
 	 * from which a compiled caller's frame size counts). */
 	st->sp = w[is];

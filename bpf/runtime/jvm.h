@@ -67,11 +67,14 @@ struct jvm_bpf_frame {
 	 * JVM_FRAME_OFF: the bytecode index, or the pc's offset in the code. */
 	__u64 info;
 };
-#define JVM_FRAME_ADDR(w)	((w) & ((1ULL << 48) - 1))
-#define JVM_FRAME_INDEX(w)	((__u32)((w) >> 48))
-#define JVM_FRAME_KIND(w)	((__u32)((w) >> 56))
-#define JVM_FRAME_COOKIE(w)	((__u32)((w) >> 32) & 0xffffff)
-#define JVM_FRAME_OFF(w)	((__u32)(w))
+#define JVM_FRAME_ADDR(w)   ((w) & ((1ULL << 48) - 1))
+#define JVM_FRAME_INDEX(w)  ((__u32)((w) >> 48))
+#define JVM_FRAME_KIND(w)   ((__u32)((w) >> 56))
+#define JVM_FRAME_COOKIE(w) ((__u32)((w) >> 32) & 0xffffff)
+#define JVM_FRAME_OFF(w)    ((__u32)(w))
+/* An interpreted frame's cookie: its ConstMethod's address, as the walk
+ * records it and user space checks it (one definition for both). */
+#define JVM_CM_COOKIE(cm)	((__u32)((cm) >> 3) & 0xffffff)
 #define JVM_FRAME_INFO(k, c, o) ((__u64)(k) << 56 | ((__u64)(c)&0xffffff) << 32 | (__u32)(o))
 
 enum jvm_frame_kind {

@@ -714,12 +714,12 @@ static const struct jvm_method_ent *method_get(struct jvm_proc *p, uint64_t addr
 
 	if (id != UINT32_MAX) {
 		e = p->methods.v[id];
-		if (cookie == COOKIE_ANY || (uint32_t)(e->cm >> 3) % (1u << 24) == cookie)
+		if (cookie == COOKIE_ANY || JVM_CM_COOKIE(e->cm) == cookie)
 			return e;
 	}
 	/* Read now, and checked against the sample's ConstMethod. */
 	if (rd_u64(p->pid, addr + p->l.m_const, &cm) ||
-	    (cookie != COOKIE_ANY && (uint32_t)(cm >> 3) % (1u << 24) != cookie) ||
+	    (cookie != COOKIE_ANY && JVM_CM_COOKIE(cm) != cookie) ||
 	    rd_u64(p->pid, cm + p->l.c_constants, &cp) ||
 	    rd(p->pid, cm + p->l.c_name_index, &ni, 2) ||
 	    rd(p->pid, cm + p->l.c_sig_index, &si, 2) ||
