@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # --heap (issue 36): heap.pb.gz's shares and totals against what the workload
 # (tests/workloads/heapsplit.c) knows it allocated and kept; against
-# heaptrack on a real program; a leak found by --window's diff.
+# heaptrack in the same run; a leak found by --window's diff.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(heap_split_cmd heap_split_pid heap_split_realloc heap_comments heap_leak_window)
+ALL=(heap_split_cmd heap_split_pid heap_split_realloc heap_comments heap_vs_heaptrack heap_leak_window)
 require_bpf "${ALL[@]}"
 
 # cum of a function in `pprof -top -unit=B` output, in bytes (0 when absent).
@@ -91,6 +91,99 @@ check_split heap_split_pid "$TMP/p/heap.pb.gz" "$TMP/p.out" "$TMP/p.err"
 # are not in use, and the bytes asked for are those of the three calls.
 "$REC" --heap --heap-rate $RATE -o "$TMP/r" -- "$WL/heapsplit" -r 4 >"$TMP/r.out" 2>"$TMP/r.err"
 check_split heap_split_realloc "$TMP/r/heap.pb.gz" "$TMP/r.out" "$TMP/r.err"
+
+# heaptrack's bytes of the stacks through FUNC in its -F FILE ("frame
+# (file);frame (file); COUNT" a line).
+ht_fg_sum() { # FUNC FILE
+	awk -v f="$1" '{ n = split($0, fr, ";")
+		for (i = 1; i < n; i++) { sub(/ \(.*$/, "", fr[i]); if (fr[i] == f) { s += $NF; break } } }
+		END { print s + 0 }' "$2"
+}
+# heaptrack_sites.py's FIELD of FUNC.
+ht_site() { # FUNC FIELD FILE
+	awk -v f="$1" -v k="$2" '$1 == f { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) print kv[2] } }' "$3"
+}
+
+# Against heaptrack in the same run: heaptrack runs the workload (it
+# preloads), the recorder attaches with -p, and the workload starts its
+# work when the recorder says it is recording. Each site's share of the
+# bytes allocated and of those in use at the end (heaptrack's leaked: the
+# workload frees nothing at its exit) within 3 points of heaptrack's, and
+# the totals within 5 %. heaptrack_print has no per-stack allocated bytes:
+# heaptrack_sites.py sums them from heaptrack's file, and its calls and
+# leaked bytes per site must be heaptrack_print's (-F) exactly.
+ht_compare() {
+	local t=heap_vs_heaptrack ok=1 why="" f data dec pid out tot htot kind idx ours theirs s w
+	if ! command -v heaptrack >/dev/null || ! command -v heaptrack_print >/dev/null; then
+		skip $t "heaptrack is not installed"
+		return
+	fi
+	heaptrack -o "$TMP/ht" "$WL/heapsplit" 10 120 >"$TMP/ht.out" 2>"$TMP/ht.err" &
+	local hpid=$!
+	pid=""
+	for _ in $(seq 600); do
+		pid=$(awk '$1 == "heapsplit:" { print $3 }' "$TMP/ht.err")
+		[ -n "$pid" ] && break
+		sleep 0.05
+	done
+	if [ -z "$pid" ]; then
+		fail $t "heaptrack did not start the workload"
+		cat "$TMP/ht.out" "$TMP/ht.err" >&2
+		kill $hpid 2>/dev/null
+		return
+	fi
+	"$REC" --heap --heap-rate $RATE -p "$pid" -o "$TMP/h" 2>"$TMP/h.err" &
+	local rpid=$!
+	for _ in $(seq 600); do grep -q recording "$TMP/h.err" && break; sleep 0.05; done
+	kill -USR1 "$pid"
+	wait $rpid
+	wait $hpid
+	data=$(ls "$TMP"/ht.zst "$TMP"/ht.gz 2>/dev/null | head -1)
+	case $data in
+	*.zst) dec="zstd -dc" ;;
+	*) dec="gzip -dc" ;;
+	esac
+	if [ ! -s "$TMP/h/heap.pb.gz" ] || [ -z "$data" ] || ! at_least "$(truth "$TMP/ht.out" alloc total)" 1; then
+		fail $t "no profile, no heaptrack data ($data) or no figures from the workload"
+		cat "$TMP/h.err" "$TMP/ht.out" "$TMP/ht.err" >&2
+		return
+	fi
+	$dec "$data" | python3 "$(dirname "$0")/heaptrack_sites.py" alloc_six alloc_three alloc_one >"$TMP/ht.sites"
+	for kind in allocations leaked; do
+		heaptrack_print -f "$data" -a 0 -p 0 -T 0 --flamegraph-cost-type $kind -F "$TMP/ht.$kind" >/dev/null 2>&1
+	done
+	for f in alloc_six alloc_three alloc_one; do
+		if [ "$(ht_fg_sum $f "$TMP/ht.allocations")" != "$(ht_site $f calls "$TMP/ht.sites")" ] ||
+			[ "$(ht_fg_sum $f "$TMP/ht.leaked")" != "$(ht_site $f leaked "$TMP/ht.sites")" ]; then
+			ok=0
+			why+=" $f: heaptrack_sites.py's calls/leaked not heaptrack_print's;"
+		fi
+	done
+	for kind in alloc inuse; do
+		idx=${kind}_space
+		[ $kind = alloc ] && theirs=allocated || theirs=leaked
+		out=$("$PPROF" -sample_index=$idx -top -unit=B -nodecount=200 "$TMP/h/heap.pb.gz" 2>/dev/null)
+		tot=$(total_b <<<"$out")
+		htot=$(ht_site TOTAL $theirs "$TMP/ht.sites")
+		within "$tot" "$htot" "$(awk -v w="$htot" 'BEGIN { print w * 0.05 }')" || ok=0
+		why+=" $idx total $tot (heaptrack $htot);"
+		for f in alloc_six alloc_three alloc_one; do
+			s=$(pct "$(cum_b $f <<<"$out")" "$tot")
+			w=$(pct "$(ht_site $f $theirs "$TMP/ht.sites")" "$htot")
+			within "$s" "$w" 3 || ok=0
+			why+=" $f $s% (heaptrack $w%)"
+		done
+		why+=";"
+	done
+	if [ $ok = 1 ]; then
+		pass $t
+		echo "  $t:$why" >&2
+	else
+		fail $t "$why"
+		cat "$TMP/h.err" >&2
+	fi
+}
+ht_compare
 
 # A leak: leak_site keeps 1 MiB/s, churn frees all it allocates. Under
 # --window 3 for 10 s (not the minute a real leak hunt takes): the in-use

@@ -8,8 +8,10 @@
  *   heapsplit [ROUNDS [WAIT_S [HOLD_S]]]   malloc and calloc
  *   heapsplit -r ROUNDS [WAIT_S [HOLD_S]]  each block grown by a realloc chain
  *   heapsplit -l SECONDS                   leak_site leaks 1 MiB/s, churn frees all
- * WAIT_S: a sleep before the work (for -p to attach); HOLD_S: after it, with
- * the blocks held (for -p's stop to see them in use). */
+ * WAIT_S: a sleep before the work (for -p to attach), which SIGUSR1 ends (a
+ * test that sees the recorder attached starts the work at once); HOLD_S:
+ * after it, with the blocks held (for -p's stop to see them in use). */
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +134,12 @@ static __attribute__((noinline)) void churn(void)
 	}
 }
 
+/* SIGUSR1: its handler only interrupts the wait's sleep. */
+static void wake(int sig)
+{
+	(void)sig;
+}
+
 static void leak(int seconds)
 {
 	struct timespec ts = {0, 10 * 1000 * 1000};
@@ -176,6 +184,8 @@ int main(int argc, char **argv)
 	}
 	struct timespec t0, t1;
 
+	/* Before the pid is told: a test that sends it has the handler. */
+	signal(SIGUSR1, wake);
 	fprintf(stderr, "heapsplit: pid %d\n", getpid());
 	sleep(wait_s);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
