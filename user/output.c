@@ -225,8 +225,10 @@ int output_write(const struct run_info *ri)
 	/* Each file on its own: one failure does not cost the others. */
 	OUT_FIRST(first, write_profile(ri, fo ? fo->pf : NULL));
 	OUT_FIRST(first, write_flame(ri));
-	if (ri->heap)
+	if (ri->heap) {
 		OUT_FIRST(first, write_heap(ri));
+		OUT_FIRST(first, write_heap_flame(ri));
+	}
 	for (i = 0; ri->per_process && i < ri->procs->v.n; i++) {
 		struct proc *p = ri->procs->v.v[i];
 		OUT_FIRST(first, write_cpuprofile(ri, p));

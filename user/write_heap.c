@@ -30,14 +30,6 @@ static double heap_scale(uint64_t size, uint64_t rate)
 	return p > 0 ? 1 / p : 1;
 }
 
-/* The values of one stack (and function), summed unrounded. */
-struct heap_sum {
-	pid_t pid;
-	uint32_t stack;
-	uint8_t func;
-	double v[4];
-};
-
 static int cmp_sum(const void *a, const void *b)
 {
 	const struct heap_sum *x = a, *y = b;
@@ -49,9 +41,7 @@ static int cmp_sum(const void *a, const void *b)
 	return (int)x->func - (int)y->func;
 }
 
-/* Every allocation's values, one entry per (process, stack, function),
- * sorted by process: *out, or NULL and 0 on ENOMEM. */
-static size_t heap_sums(const struct heap *h, struct heap_sum **out)
+size_t heap_sums(const struct heap *h, struct heap_sum **out)
 {
 	size_t n, i, m = 0;
 	const struct heap_alloc *a = heap_allocs(h, &n);
@@ -71,19 +61,19 @@ static size_t heap_sums(const struct heap *h, struct heap_sum **out)
 			continue;
 		s[m] = (struct heap_sum){a[i].pid, a[i].stack, a[i].func, {0}};
 		if (now) {
-			s[m].v[0] = k;
-			s[m].v[1] = k * (double)a[i].size;
+			s[m].v[HEAP_ALLOC_OBJECTS] = k;
+			s[m].v[HEAP_ALLOC_SPACE] = k * (double)a[i].size;
 		}
 		if (a[i].live) {
-			s[m].v[2] = k;
-			s[m].v[3] = k * (double)a[i].size;
+			s[m].v[HEAP_INUSE_OBJECTS] = k;
+			s[m].v[HEAP_INUSE_SPACE] = k * (double)a[i].size;
 		}
 		m++;
 	}
 	qsort(s, m, sizeof(*s), cmp_sum);
 	for (i = 0, n = 0; i < m; i++) {
 		if (n && !cmp_sum(&s[n - 1], &s[i])) {
-			for (int j = 0; j < 4; j++)
+			for (int j = 0; j < HEAP_NVALUES; j++)
 				s[n - 1].v[j] += s[i].v[j];
 		} else {
 			s[n++] = s[i];
@@ -111,11 +101,11 @@ static int add_proc(struct pprof *pp, struct proc *p, const struct heap_sum *s, 
 		    {.key = "alloc", .str = heap_func_name(s[i].func)},
 		};
 		struct sample smp = {.stack = s[i].stack};
-		int64_t v[4];
+		int64_t v[HEAP_NVALUES];
 
 		if (s[i].stack >= p->stack_off.n)
 			continue; /* a process's stacks forgotten (a pid reused) */
-		for (int j = 0; j < 4; j++)
+		for (int j = 0; j < HEAP_NVALUES; j++)
 			v[j] = (int64_t)llround(s[i].v[j]);
 		nl = pprof_stack_locs(pp, p, &smp, loc_of, locs, kmap, lines);
 		err = nl < 0 ? nl : pprof_add_heap(pp, locs, nl, v, labels, 3);

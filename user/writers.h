@@ -4,6 +4,7 @@
 #define USER_WRITERS_H
 
 #include <stdio.h>
+#include <sys/types.h>
 #include "user/run_info.h"
 
 struct proc;
@@ -32,6 +33,26 @@ int pprof_stack_locs(struct pprof *pp, struct proc *p, const struct sample *s, u
 /* heap.pb.gz (write_heap.c), with --heap: the sampled allocations of
  * ri->heap, unsampled, as a Go heap profile. */
 int write_heap(const struct run_info *ri);
+/* The values of one stack (and allocating function), unsampled, summed
+ * unrounded, in heap.pb.gz's order. */
+enum { HEAP_ALLOC_OBJECTS, HEAP_ALLOC_SPACE, HEAP_INUSE_OBJECTS, HEAP_INUSE_SPACE, HEAP_NVALUES };
+struct heap_sum {
+	pid_t pid;
+	uint32_t stack;
+	uint8_t func;
+	double v[HEAP_NVALUES];
+};
+/* Every allocation of ri->heap as its window's values (alloc_* of this
+ * window's, inuse_* of every one still in use), one entry per (process,
+ * stack, function), sorted by process: the count, *out malloc'd; NULL and
+ * 0 on ENOMEM. heap.pb.gz's and the heap flame graphs' one source. */
+struct heap;
+size_t heap_sums(const struct heap *h, struct heap_sum **out);
+/* heap-inuse.folded, flamegraph-heap-inuse.html, heap-alloc.folded and
+ * flamegraph-heap-alloc.html (write_flame.c), with --heap: heap_sums' in-use
+ * and allocated bytes by stack, each process under its comm, the stacks
+ * named as the CPU views name theirs. Each only when it has bytes. */
+int write_heap_flame(const struct run_info *ri);
 
 /* stacks.folded and flamegraph.html (write_flame.c): every process's
  * samples merged into one tree of frames, named as profile.pb.gz names them,

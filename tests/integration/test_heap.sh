@@ -4,7 +4,8 @@
 # heaptrack in the same run; a leak found by --window's diff.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(heap_split_cmd heap_split_pid heap_split_realloc heap_comments heap_vs_heaptrack heap_leak_window)
+ALL=(heap_split_cmd heap_split_pid heap_split_realloc heap_comments heap_flame heap_flame_empty
+	heap_vs_heaptrack heap_leak_window)
 require_bpf "${ALL[@]}"
 
 # cum of a function in `pprof -top -unit=B` output, in bytes (0 when absent).
@@ -18,6 +19,18 @@ pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b ? 100 * a / b : 0 }'; 
 # The workload's printed bytes: KIND (alloc or inuse) FIELD.
 truth() { # FILE KIND FIELD
 	awk -v k="$2" -v f="$3" '$1 == k { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == f) print kv[2] } }' "$1"
+}
+
+# PASS with the figures (on stderr), or FAIL with them and the recorder's
+# messages.
+verdict() { # NAME OK WHY [ERR-FILE]
+	if [ "$2" = 1 ]; then
+		pass "$1"
+		echo "  $1:$3" >&2
+	else
+		fail "$1" "$3"
+		[ -z "${4:-}" ] || cat "$4" >&2
+	fi
 }
 
 # The shares of alloc_six, alloc_three and alloc_one in the profile's
@@ -52,13 +65,7 @@ check_split() { # NAME PROFILE TRUTH-FILE ERR-FILE
 	done
 	# What was sampled and lost, for a failure's reason.
 	why+=" $("$PPROF" -comments "$p" 2>/dev/null | grep -m1 'sampled')"
-	if [ $ok = 1 ]; then
-		pass "$t"
-		echo "  $t:$why" >&2
-	else
-		fail "$t" "$why"
-		cat "$4" >&2
-	fi
+	verdict "$t" $ok "$why" "$4"
 }
 
 # The split runs sample every 64 KiB: the in-use total is an estimate from
@@ -76,6 +83,79 @@ if grep -q "sampled every $RATE bytes" <<<"$c" && grep -q "before the recording 
 	pass heap_comments
 else
 	fail heap_comments "$c"
+fi
+
+# The bytes of the stacks through FUNC in a folded file ("a;b;c N" a line).
+folded_site() { # FUNC FILE
+	awk -v f="$1" '{ n = $NF; k = split(substr($0, 1, length($0) - length(n) - 1), a, ";")
+		for (i = 1; i <= k; i++) if (a[i] == f) { t += n; break } } END { printf "%.0f\n", t }' "$2"
+}
+folded_sum() { awk '{ s += $NF } END { printf "%.0f\n", s }' "$1"; }
+# A flame graph page's tree read back from its data: "all N" (the root's
+# total), then "FUNC N" for each FUNC, its nodes' totals summed.
+html_sites() { # FILE FUNC...
+	python3 - "$@" <<'PY'
+import json, re, sys
+t = open(sys.argv[1], encoding="utf-8").read()
+d = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', t, re.S).group(1))
+names, nodes, out = d["names"], d["nodes"], {"all": 0}
+for f in sys.argv[2:]:
+    out[f] = 0
+for i in range(0, len(nodes), 3):  # (name, total, children) a node
+    n = names[nodes[i]]
+    if n == "all" or n in sys.argv[2:]:
+        out[n] += nodes[i + 1]
+for k, v in out.items():
+    print(k, v)
+PY
+}
+
+# The folded stacks and flame graphs of the bytes allocated and in use,
+# beside heap.pb.gz: their totals are its totals, each site's share within
+# 3 points of the workload's, each page's tree that of its folded file; all
+# four in the files' list.
+t=heap_flame
+ok=1 why=""
+for kind in alloc inuse; do
+	F=$TMP/c/heap-$kind.folded H=$TMP/c/flamegraph-heap-$kind.html
+	if [ ! -s "$F" ] || [ ! -s "$H" ] || ! grep -q "$F" "$TMP/c.err" || ! grep -q "$H" "$TMP/c.err"; then
+		ok=0
+		why+=" $kind: $F or $H not written or not listed;"
+		continue
+	fi
+	ft=$(folded_sum "$F")
+	pt=$("$PPROF" -sample_index=${kind}_space -top -unit=B "$TMP/c/heap.pb.gz" 2>/dev/null | total_b)
+	[ "$ft" = "$pt" ] || ok=0
+	why+=" $kind: folded $ft B (heap.pb.gz $pt B)"
+	html_sites "$H" alloc_six alloc_three alloc_one >"$TMP/c.$kind.html"
+	[ "$(awk '$1 == "all" { print $2 }' "$TMP/c.$kind.html")" = "$ft" ] || {
+		ok=0
+		why+=" page total $(awk '$1 == "all" { print $2 }' "$TMP/c.$kind.html")"
+	}
+	want=$(truth "$TMP/c.out" $kind total)
+	for f in alloc_six alloc_three alloc_one; do
+		v=$(folded_site $f "$F")
+		s=$(pct "$v" "$ft")
+		w=$(pct "$(truth "$TMP/c.out" $kind $f)" "$want")
+		within "$s" "$w" 3 || ok=0
+		[ "$(awk -v f=$f '$1 == f { print $2 }' "$TMP/c.$kind.html")" = "$v" ] || {
+			ok=0
+			why+=" (page: $(awk -v f=$f '$1 == f { print $2 }' "$TMP/c.$kind.html"))"
+		}
+		why+=" $f $s% (true $w%)"
+	done
+	why+=";"
+done
+verdict $t $ok "$why"
+
+# No allocation (true makes none; every byte sampled, so one would show):
+# heap.pb.gz, but no empty folded file or flame graph, listed or not.
+t=heap_flame_empty
+"$REC" --heap --heap-rate 1 -o "$TMP/e" -- true 2>"$TMP/e.err"
+if [ -s "$TMP/e/heap.pb.gz" ] && ! ls "$TMP"/e/*heap-* >/dev/null 2>&1 && ! grep -q "heap-" "$TMP/e.err"; then
+	pass $t
+else
+	fail $t "$(ls "$TMP/e") / $(cat "$TMP/e.err")"
 fi
 
 # -p: attached to the running process, which waits 4 s before its work
@@ -175,13 +255,7 @@ ht_compare() {
 		done
 		why+=";"
 	done
-	if [ $ok = 1 ]; then
-		pass $t
-		echo "  $t:$why" >&2
-	else
-		fail $t "$why"
-		cat "$TMP/h.err" >&2
-	fi
+	verdict $t $ok "$why" "$TMP/h.err"
 }
 ht_compare
 
