@@ -11,7 +11,9 @@
  * address until it is freed; what is left there at the stop is in use.
  * One program for every entry and one for every return (uprobe_multi, the
  * function in the cookie); the _single pair where the kernel has no
- * uprobe_multi (one uprobe each). */
+ * uprobe_multi (one uprobe each); where it has no BPF cookies either
+ * (before 5.15), an entry program per function, which names it, and the
+ * single return (the function is the thread's call, set at its entry). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -104,10 +106,10 @@ static __always_inline __u64 mul_size(__u64 n, __u64 size)
 	return n * size;
 }
 
-static __always_inline int heap_entry(struct pt_regs *ctx)
+static __always_inline int heap_entry(struct pt_regs *ctx, __u32 func)
 {
 	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx), size = 0, old = 0, memptr = 0;
-	__u32 tgid = id >> 32, tid = (__u32)id, func = bpf_get_attach_cookie(ctx);
+	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct heap_thread *t, fresh = {};
 
 	if (!recorded(tgid))
@@ -286,7 +288,7 @@ static __always_inline int heap_return(struct pt_regs *ctx)
 SEC("uprobe")
 int heap_entry_multi(struct pt_regs *ctx)
 {
-	return heap_entry(ctx);
+	return heap_entry(ctx, bpf_get_attach_cookie(ctx));
 }
 
 SEC("uprobe")
@@ -298,7 +300,7 @@ int heap_return_multi(struct pt_regs *ctx)
 SEC("uprobe")
 int heap_entry_single(struct pt_regs *ctx)
 {
-	return heap_entry(ctx);
+	return heap_entry(ctx, bpf_get_attach_cookie(ctx));
 }
 
 SEC("uretprobe")
@@ -306,3 +308,22 @@ int heap_return_single(struct pt_regs *ctx)
 {
 	return heap_return(ctx);
 }
+
+/* Without BPF cookies: the function named by its program (the loader
+ * loads these only then, and the cookie programs only otherwise, which a
+ * kernel without bpf_get_attach_cookie would refuse). */
+#define HEAP_ENTRY_FN(name, func)                                                                  \
+	SEC("uprobe")                                                                              \
+	int heap_entry_##name(struct pt_regs *ctx)                                                 \
+	{                                                                                          \
+		return heap_entry(ctx, func);                                                      \
+	}
+HEAP_ENTRY_FN(malloc, HEAP_MALLOC)
+HEAP_ENTRY_FN(calloc, HEAP_CALLOC)
+HEAP_ENTRY_FN(realloc, HEAP_REALLOC)
+HEAP_ENTRY_FN(reallocarray, HEAP_REALLOCARRAY)
+HEAP_ENTRY_FN(free, HEAP_FREE)
+HEAP_ENTRY_FN(posix_memalign, HEAP_POSIX_MEMALIGN)
+HEAP_ENTRY_FN(aligned_alloc, HEAP_ALIGNED_ALLOC)
+HEAP_ENTRY_FN(memalign, HEAP_MEMALIGN)
+HEAP_ENTRY_FN(valloc, HEAP_VALLOC)

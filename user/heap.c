@@ -46,6 +46,8 @@ struct heap {
 	uint64_t bad_records;
 	const char *allocator; /* the last process's: "glibc", "jemalloc", ... */
 	int multi;	       /* -1 untried, 0 no, 1 yes */
+	/* No BPF cookies: each function's own entry program (NULL with them). */
+	struct bpf_program *by_func[HEAP_NFUNC];
 };
 
 const char *heap_func_name(unsigned func)
@@ -61,6 +63,11 @@ uint64_t heap_rate(const struct heap *h)
 uint64_t heap_window(const struct heap *h)
 {
 	return h->window;
+}
+
+int heap_attach_mode(const struct heap *h)
+{
+	return h->by_func[0] ? HEAP_BY_FUNC : h->multi == 1 ? HEAP_MULTI : HEAP_SINGLE;
 }
 
 const char *heap_allocator(const struct heap *h)
@@ -89,18 +96,40 @@ int heap_new(const struct heap_cfg *c, struct heap **out)
 	if (!h)
 		return -ENOMEM;
 	h->cfg = *c;
-	h->multi = -1;
-	if (!c->cookies) {
-		err("--heap: the kernel has no BPF cookies (5.15), which name the probed function");
-		free(h);
-		return -EOPNOTSUPP;
-	}
+	/* uprobe_multi (6.6) has cookies (5.15); found out at attach, or
+	 * turned off to try the fallback on a newer kernel. */
+	h->multi =
+	    c->cookies && !list_has(getenv("BPFTRACE_REC_NO_FEATURES"), "uprobe_multi") ? -1 : 0;
 	s = h->skel = heap_bpf__open();
 	if (!s) {
 		err = -errno;
 		err("--heap: open BPF object: %s", strerror(-err));
 		free(h);
 		return err;
+	}
+	{
+		struct bpf_program *fn[HEAP_NFUNC] = {
+		    [HEAP_MALLOC] = s->progs.heap_entry_malloc,
+		    [HEAP_CALLOC] = s->progs.heap_entry_calloc,
+		    [HEAP_REALLOC] = s->progs.heap_entry_realloc,
+		    [HEAP_REALLOCARRAY] = s->progs.heap_entry_reallocarray,
+		    [HEAP_FREE] = s->progs.heap_entry_free,
+		    [HEAP_POSIX_MEMALIGN] = s->progs.heap_entry_posix_memalign,
+		    [HEAP_ALIGNED_ALLOC] = s->progs.heap_entry_aligned_alloc,
+		    [HEAP_MEMALIGN] = s->progs.heap_entry_memalign,
+		    [HEAP_VALLOC] = s->progs.heap_entry_valloc,
+		};
+
+		/* The cookie programs, or a program per function: the kernel
+		 * refuses a program that calls a helper it does not have. */
+		for (unsigned i = 0; i < HEAP_NFUNC; i++) {
+			bpf_program__set_autoload(fn[i], !c->cookies);
+			if (!c->cookies)
+				h->by_func[i] = fn[i];
+		}
+		bpf_program__set_autoload(s->progs.heap_entry_multi, c->cookies);
+		bpf_program__set_autoload(s->progs.heap_return_multi, c->cookies);
+		bpf_program__set_autoload(s->progs.heap_entry_single, c->cookies);
 	}
 	s->rodata->filter_pids = !c->all;
 	s->rodata->self_tgid = getpid();
@@ -238,7 +267,10 @@ static int probe_file(struct heap *h, const char *path, const struct found *f, p
 		h->multi = 0;
 	}
 	for (i = 0; i < n; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookies[i]);
+		/* No cookie where the kernel has none: libbpf would refuse. */
+		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = h->by_func[0] ? 0 : cookies[i]);
+		struct bpf_program *entry =
+		    h->by_func[0] ? h->by_func[cookies[i]] : h->skel->progs.heap_entry_single;
 		struct bpf_link *l[2] = {NULL, NULL};
 
 		if (cookies[i] != HEAP_FREE) {
@@ -249,9 +281,8 @@ static int probe_file(struct heap *h, const char *path, const struct found *f, p
 			o.retprobe = false;
 		}
 		if (cookies[i] == HEAP_FREE || l[1])
-			l[0] =
-			    bpf_program__attach_uprobe_opts(h->skel->progs.heap_entry_single,
-							    pid > 0 ? pid : -1, path, offs[i], &o);
+			l[0] = bpf_program__attach_uprobe_opts(entry, pid > 0 ? pid : -1, path,
+							       offs[i], &o);
 		if (!l[0]) {
 			e = -errno;
 			bpf_link__destroy(l[1]);

@@ -58,6 +58,11 @@ uint64_t heap_window(const struct heap *h); /* the current window's number */
 const struct heap_alloc *heap_allocs(const struct heap *h, size_t *n);
 /* The allocator probed, for the profile's comment: "glibc", "jemalloc". */
 const char *heap_allocator(const struct heap *h);
+/* How the functions were probed (once attached): a uprobe_multi link per
+ * file (6.6), a uprobe each with the function in its cookie (5.15), or a
+ * uprobe each to a program per function (no cookies). */
+enum { HEAP_MULTI, HEAP_SINGLE, HEAP_BY_FUNC };
+int heap_attach_mode(const struct heap *h);
 const char *heap_func_name(unsigned func);
 /* The warnings of the end (drops, losses). */
 void heap_report(const struct heap *h);

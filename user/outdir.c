@@ -349,9 +349,9 @@ out:
 static bool recording_file(const char *name)
 {
 	static const char *const pats[] = {
-	    "profile.pb.gz", "summary.json", "stacks*.folded", "flamegraph*.html",
-	    "flame*.svg",    "cpu-*.prof",   "jit-*.so",       "vdso-*.so",
-	    "names-*.so",    "xray-*.fdr",   "xray-*.map",
+	    "profile.pb.gz",	"heap.pb.gz", "summary.json", "stacks*.folded",
+	    "flamegraph*.html", "flame*.svg", "cpu-*.prof",   "jit-*.so",
+	    "vdso-*.so",	"names-*.so", "xray-*.fdr",   "xray-*.map",
 	};
 	size_t i;
 

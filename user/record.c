@@ -251,6 +251,15 @@ static void note_degraded(struct recorder *r)
 		degraded_add(d, "-t attach",
 			     "no uprobe_multi links (6.6): one uprobe per function, slower to "
 			     "attach and detach");
+	if (r->heap && heap_attach_mode(r->heap) == HEAP_BY_FUNC)
+		degraded_add(d, "--heap attach",
+			     "no bpf_get_attach_cookie (5.15) or uprobe_multi links (6.6): a BPF "
+			     "program per allocation function, two uprobes each (entry and "
+			     "return), slower to attach and detach");
+	else if (r->heap && heap_attach_mode(r->heap) == HEAP_SINGLE)
+		degraded_add(d, "--heap attach",
+			     "no uprobe_multi links (6.6): two uprobes per allocation function "
+			     "(entry and return), slower to attach and detach");
 	/* --call-graph dwarf unwinds its copies in user space, to --max-stack. */
 	if (r->feat.compat_sampler && !env.no_user && env.call_graph != CG_DWARF &&
 	    max_stack_walked(r) < env.max_stack) {

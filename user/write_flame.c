@@ -34,9 +34,9 @@ static const struct view {
      "off-CPU time (us), ", "--countname=us "},
     {"stacks-wall.folded", "flamegraph-wall.html", "flame-wall.svg", "us",
      "wall-clock time (us, CPU + off-CPU), ", "--countname=us "},
-    {"heap-inuse.folded", "flamegraph-heap-inuse.html", "flame-heap-inuse.svg", "bytes",
+    {"stacks-heap-inuse.folded", "flamegraph-heap-inuse.html", "flame-heap-inuse.svg", "bytes",
      "heap bytes in use at the end (unsampled), ", "--countname=bytes --colors=mem "},
-    {"heap-alloc.folded", "flamegraph-heap-alloc.html", "flame-heap-alloc.svg", "bytes",
+    {"stacks-heap-alloc.folded", "flamegraph-heap-alloc.html", "flame-heap-alloc.svg", "bytes",
      "heap bytes allocated (unsampled), ", "--countname=bytes --colors=mem "},
 };
 /* A frame name's buffer, as write_pprof.c's: a file's base name, whose

@@ -48,7 +48,7 @@ struct heap_sum {
  * 0 on ENOMEM. heap.pb.gz's and the heap flame graphs' one source. */
 struct heap;
 size_t heap_sums(const struct heap *h, struct heap_sum **out);
-/* heap-inuse.folded, flamegraph-heap-inuse.html, heap-alloc.folded and
+/* stacks-heap-inuse.folded, flamegraph-heap-inuse.html, stacks-heap-alloc.folded and
  * flamegraph-heap-alloc.html (write_flame.c), with --heap: heap_sums' in-use
  * and allocated bytes by stack, each process under its comm, the stacks
  * named as the CPU views name theirs. Each only when it has bytes. */

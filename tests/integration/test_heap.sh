@@ -5,7 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(heap_split_cmd heap_split_pid heap_split_realloc heap_comments heap_flame heap_flame_empty
-	heap_vs_heaptrack heap_leak_window)
+	heap_fallback_single heap_fallback_by_func heap_vs_heaptrack heap_leak_window)
 require_bpf "${ALL[@]}"
 
 # cum of a function in `pprof -top -unit=B` output, in bytes (0 when absent).
@@ -117,7 +117,7 @@ PY
 t=heap_flame
 ok=1 why=""
 for kind in alloc inuse; do
-	F=$TMP/c/heap-$kind.folded H=$TMP/c/flamegraph-heap-$kind.html
+	F=$TMP/c/stacks-heap-$kind.folded H=$TMP/c/flamegraph-heap-$kind.html
 	if [ ! -s "$F" ] || [ ! -s "$H" ] || ! grep -q "$F" "$TMP/c.err" || ! grep -q "$H" "$TMP/c.err"; then
 		ok=0
 		why+=" $kind: $F or $H not written or not listed;"
@@ -149,14 +149,33 @@ done
 verdict $t $ok "$why"
 
 # No allocation (true makes none; every byte sampled, so one would show):
-# heap.pb.gz, but no empty folded file or flame graph, listed or not.
+# heap.pb.gz, but no empty folded file or flame graph, listed or not. In
+# the split's directory, whose heap files all move to old/ (heap.pb.gz
+# stayed beside the next recording's before).
 t=heap_flame_empty
-"$REC" --heap --heap-rate 1 -o "$TMP/e" -- true 2>"$TMP/e.err"
-if [ -s "$TMP/e/heap.pb.gz" ] && ! ls "$TMP"/e/*heap-* >/dev/null 2>&1 && ! grep -q "heap-" "$TMP/e.err"; then
+"$REC" --heap --heap-rate 1 -o "$TMP/c" -- true 2>"$TMP/e.err"
+moved=$(cd "$TMP/c/old" 2>/dev/null && ls heap.pb.gz stacks-heap-*.folded flamegraph-heap-*.html 2>/dev/null | wc -l)
+if [ -s "$TMP/c/heap.pb.gz" ] && ! ls "$TMP"/c/*heap-* >/dev/null 2>&1 && ! grep -q "heap-" "$TMP/e.err" &&
+	[ "$moved" = 5 ]; then
 	pass $t
 else
-	fail $t "$(ls "$TMP/e") / $(cat "$TMP/e.err")"
+	fail $t "$(ls "$TMP/c") / old/: $moved heap files / $(cat "$TMP/e.err")"
 fi
+
+# The kernel's fallbacks, tried here: without uprobe_multi (before 6.6) a
+# uprobe per function; without BPF cookies either (before 5.15) a program
+# per function. Each said in one line, and the same split.
+for nf in uprobe_multi:single attach_cookie:by_func; do
+	t=heap_fallback_${nf#*:}
+	BPFTRACE_REC_NO_FEATURES=${nf%%:*} "$REC" --heap --heap-rate $RATE -o "$TMP/$t" -- \
+		"$WL/heapsplit" 10 >"$TMP/$t.out" 2>"$TMP/$t.err"
+	if [ "$(grep -c -- ': --heap attach: ' "$TMP/$t.err")" = 1 ]; then
+		check_split $t "$TMP/$t/heap.pb.gz" "$TMP/$t.out" "$TMP/$t.err"
+	else
+		fail $t "not one '--heap attach' line"
+		cat "$TMP/$t.err" >&2
+	fi
+done
 
 # -p: attached to the running process, which waits 4 s before its work
 # (the recorder's start takes seconds on a loaded machine).

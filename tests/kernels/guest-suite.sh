@@ -510,5 +510,45 @@ c_jvm_frames() {
 }
 check jvm_frames
 
+# --- --heap: heapsplit's 6:3:1 split of the bytes, with the probes this kernel has --
+# uprobe_multi links (6.6); before, a uprobe per function, and before BPF
+# cookies (5.15) a program per function: said in one line ("--heap attach" in
+# the degraded list) exactly where the kernel lacks uprobe_multi. The split is
+# by bytes, not time: the emulator's pace does not move it, only the
+# sampling's noise (a few thousand samples at 64 KiB): 5 points.
+c_heap_split() {
+	local t=heap_split r multi deg
+	if ! rec $t --heap --heap-rate 65536 -- "$WL/heapsplit" 2; then
+		fail $t "bpftrace-rec exited with status $?"
+		return
+	fi
+	multi=$(uname -r | awk -F. '{ print ($1 > 6 || ($1 == 6 && $2 >= 6)) }')
+	deg=$(python3 -c 'import json, sys
+print(sum(d["feature"] == "--heap attach" for d in json.load(open(sys.argv[1])).get("degraded", [])))' \
+		"$TMP/$t/summary.json" 2>&1)
+	r=$(for k in alloc inuse; do
+		echo "truth $k $(awk -v k=$k '$1 == k { for (i = 2; i <= 4; i++) { split($i, kv, "="); printf "%s ", kv[2] } }' "$TMP/$t.out")"
+		"$PPROF" -sample_index=${k}_space -top -unit=B -nodecount=50 "$TMP/$t/heap.pb.gz" 2>/dev/null |
+			awk -v k=$k '$NF ~ /^alloc_(six|three|one)$/ { v = $4; sub("B$", "", v); n[$NF] = v }
+				END { print "got", k, n["alloc_six"] + 0, n["alloc_three"] + 0, n["alloc_one"] + 0 }'
+	done | awk '{ k = $2; if ($1 == "truth") { for (i = 3; i <= 5; i++) w[k, i] = $i } else for (i = 3; i <= 5; i++) g[k, i] = $i }
+		END { ok = 1
+		for (kk = 0; kk < 2; kk++) { k = kk ? "inuse" : "alloc"; tw = tg = 0
+			for (i = 3; i <= 5; i++) { tw += w[k, i]; tg += g[k, i] }
+			if (!tw || !tg) { ok = 0; printf "%s: no bytes; ", k; continue }
+			printf "%s", k
+			for (i = 3; i <= 5; i++) { a = 100 * g[k, i] / tg; b = 100 * w[k, i] / tw; d = a - b; if (d < 0) d = -d
+				if (d > 5) ok = 0; printf " %.1f%% (true %.1f%%)", a, b }
+			printf "; " }
+		exit !ok }')
+	if [ $? = 0 ] && [ "$deg" = $((1 - multi)) ]; then
+		pass $t
+		info "$t: alloc_six / alloc_three / alloc_one: $r--heap attach said $deg time(s)"
+	else
+		fail $t "alloc_six / alloc_three / alloc_one: $r--heap attach in the degraded list $deg time(s) (uprobe_multi: $multi)"
+	fi
+}
+check heap_split
+
 echo "KTEST DONE $npass $nfail"
 [ $nfail = 0 ]
