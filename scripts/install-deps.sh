@@ -37,6 +37,10 @@ TEST_DEPS=(
   clang-format libclang-rt-14-dev
   # peers the tests and benchmarks compare with; /usr/bin/time measures
   linux-perf bpftrace bpfcc-tools libbpf-tools time
+  # --heap's peer (test_heap's heap_vs_heaptrack) and the allocators it is
+  # tried with besides glibc's (libtcmalloc-minimal4 comes with
+  # google-perftools)
+  heaptrack libjemalloc2
   # JIT runtimes (test_jit.sh, test_jitguide.sh) and flamegraph.html's browser
   nodejs openjdk-17-jdk-headless chromium
   # make test-kernels: Debian's kernels booted in qemu from a busybox initramfs

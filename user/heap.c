@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,20 +299,90 @@ static int probe_file(struct heap *h, const char *path, const struct found *f, p
 	return 0;
 }
 
+/* glibc's own objects, never a replacement. */
+static bool glibc_object(const char *path)
+{
+	return strstr(path, "/libc.so") || strstr(path, "/ld-linux");
+}
+
+/* The libraries path names in its DT_NEEDED, found in the system's
+ * directories as target_find_library finds them (not its RPATH), each
+ * handed to add; glibc's left out. */
+static void needed_libs(const char *path, void (*add)(void *, char *), void *ctx)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf_Scn *scn = NULL;
+	Elf *e;
+
+	if (fd < 0)
+		return;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	while (e && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Dyn dyn;
+			const char *name;
+			char *lib;
+
+			if (!gelf_getdyn(d, (int)i, &dyn) || dyn.d_tag != DT_NEEDED ||
+			    !(name = elf_strptr(e, sh.sh_link, dyn.d_un.d_val)) ||
+			    !(lib = target_find_library(name)))
+				continue;
+			if (glibc_object(lib))
+				free(lib);
+			else
+				add(ctx, lib);
+		}
+	}
+	elf_end(e);
+	close(fd);
+}
+
+struct files {
+	VEC_BODY(char *)
+};
+
+static void add_file(void *ctx, char *path)
+{
+	struct files *f = ctx;
+
+	if (VEC_PUSH(*f, path))
+		free(path);
+}
+
 /* The object whose allocator the process uses: a file it runs (its program,
  * a library it mapped) that defines malloc and is not libc: jemalloc's or
  * tcmalloc's, by their symbols, or another allocator that replaces
- * malloc. NULL for glibc's. */
+ * malloc. NULL for glibc's. The command `--` runs has mapped nothing yet:
+ * its program, then what ld.so will map before libc, in its order (the
+ * LD_PRELOAD it inherits from us, the libraries the program needs). */
 static char *replacement(struct heap *h, pid_t pid, const char *exe, struct found *out)
 {
-	VEC(char *) files = {0};
+	struct files files = {0};
 	char path[64], *text = NULL, *best = NULL;
 	struct procmaps_entry *e = NULL;
 	size_t ne = 0, len, i;
 
 	if (exe) {
-		if (VEC_PUSH(files, xstrdup(exe)))
-			return NULL;
+		const char *pre = getenv("LD_PRELOAD");
+		char *list = pre ? xstrdup(pre) : NULL, *save = NULL, *tok;
+
+		add_file(&files, xstrdup(exe));
+		for (tok = list ? strtok_r(list, ": ", &save) : NULL; tok;
+		     tok = strtok_r(NULL, ": ", &save)) {
+			char *lib = target_find_library(tok);
+
+			if (lib)
+				add_file(&files, lib);
+		}
+		free(list);
+		needed_libs(exe, add_file, &files);
 	} else if (pid > 0) {
 		snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 		if (!read_path_all(path, 0, 64 << 20, &text, &len) &&
@@ -319,8 +390,7 @@ static char *replacement(struct heap *h, pid_t pid, const char *exe, struct foun
 			for (i = 0; i < ne; i++) {
 				char buf[PATH_MAX];
 
-				if (!e[i].exec || e[i].path[0] != '/' ||
-				    strstr(e[i].path, "/libc.so") || strstr(e[i].path, "/ld-linux"))
+				if (!e[i].exec || e[i].path[0] != '/' || glibc_object(e[i].path))
 					continue;
 				/* Through the process's root: a container's paths. */
 				snprintf(buf, sizeof(buf), "/proc/%d/root%s", pid, e[i].path);

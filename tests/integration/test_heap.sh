@@ -5,7 +5,8 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(heap_split_cmd heap_split_pid heap_split_realloc heap_comments heap_flame heap_flame_empty
-	heap_fallback_single heap_fallback_by_func heap_vs_heaptrack heap_leak_window)
+	heap_fallback_single heap_fallback_by_func heap_jemalloc_preload heap_jemalloc_linked
+	heap_tcmalloc_preload heap_vs_heaptrack heap_leak_window)
 require_bpf "${ALL[@]}"
 
 # cum of a function in `pprof -top -unit=B` output, in bytes (0 when absent).
@@ -190,6 +191,39 @@ check_split heap_split_pid "$TMP/p/heap.pb.gz" "$TMP/p.out" "$TMP/p.err"
 # are not in use, and the bytes asked for are those of the three calls.
 "$REC" --heap --heap-rate $RATE -o "$TMP/r" -- "$WL/heapsplit" -r 4 >"$TMP/r.out" 2>"$TMP/r.err"
 check_split heap_split_realloc "$TMP/r/heap.pb.gz" "$TMP/r.out" "$TMP/r.err"
+
+# Another allocator than glibc's: jemalloc and tcmalloc, preloaded into the
+# command (it inherits our LD_PRELOAD) or linked into it (its DT_NEEDED),
+# found by their symbols before the command maps them, said in one line,
+# and their functions probed: the same split. Before, glibc's were probed
+# and the profile was empty, nothing said.
+LIBDIR=/usr/lib/x86_64-linux-gnu
+alloc_check() { # NAME ALLOCATOR [LD_PRELOAD] -- CMD...
+	local t=$1 name=$2 pre=$3
+	shift 4
+	LD_PRELOAD=$pre "$REC" --heap --heap-rate $RATE -o "$TMP/$t" -- "$@" >"$TMP/$t.out" 2>"$TMP/$t.err"
+	if [ "$(grep -c -- "--heap: pid [0-9]* allocates with $name " "$TMP/$t.err")" = 1 ]; then
+		check_split $t "$TMP/$t/heap.pb.gz" "$TMP/$t.out" "$TMP/$t.err"
+	else
+		fail $t "not one 'allocates with $name' line"
+		cat "$TMP/$t.err" >&2
+	fi
+}
+if [ -e $LIBDIR/libjemalloc.so.2 ]; then
+	alloc_check heap_jemalloc_preload jemalloc $LIBDIR/libjemalloc.so.2 -- "$WL/heapsplit" 10
+	# Linked: the workload built against it, as a program is.
+	cc -O1 -g -fno-omit-frame-pointer -o "$TMP/heapsplit-je" "$ROOT/tests/workloads/heapsplit.c" \
+		$LIBDIR/libjemalloc.so.2
+	alloc_check heap_jemalloc_linked jemalloc "" -- "$TMP/heapsplit-je" 10
+else
+	require_tool libjemalloc2 heap_jemalloc_preload
+	require_tool libjemalloc2 heap_jemalloc_linked
+fi
+if [ -e $LIBDIR/libtcmalloc_minimal.so.4 ]; then
+	alloc_check heap_tcmalloc_preload tcmalloc $LIBDIR/libtcmalloc_minimal.so.4 -- "$WL/heapsplit" 10
+else
+	require_tool libtcmalloc-minimal4 heap_tcmalloc_preload
+fi
 
 # heaptrack's bytes of the stacks through FUNC in its -F FILE ("frame
 # (file);frame (file); COUNT" a line).
