@@ -587,6 +587,12 @@ void heap_report(const struct heap *h)
 	info("--heap: %llu allocation calls (%llu bytes), %llu sampled at a mean of %llu bytes",
 	     (unsigned long long)st[HEAP_STAT_CALLS], (unsigned long long)st[HEAP_STAT_BYTES],
 	     (unsigned long long)st[HEAP_STAT_SAMPLED], (unsigned long long)h->cfg.rate);
+	/* Never an empty profile without a word: an allocator not found (one
+	 * loaded with dlopen, a static program's own) looks like this. */
+	if (!st[HEAP_STAT_CALLS])
+		warn("--heap: no allocation call seen: the targets did not allocate, or not "
+		     "with the functions probed (%s's)",
+		     heap_allocator(h));
 	if (st[HEAP_STAT_LOST])
 		warn("--heap: %llu sampled allocations lost: the ring buffer was full (raise "
 		     "--ringbuf-size)",

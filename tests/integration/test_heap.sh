@@ -150,14 +150,15 @@ done
 verdict $t $ok "$why"
 
 # No allocation (true makes none; every byte sampled, so one would show):
-# heap.pb.gz, but no empty folded file or flame graph, listed or not. In
+# heap.pb.gz, but no empty folded file or flame graph, listed or not, and a
+# warning that no allocation call was seen. In
 # the split's directory, whose heap files all move to old/ (heap.pb.gz
 # stayed beside the next recording's before).
 t=heap_flame_empty
 "$REC" --heap --heap-rate 1 -o "$TMP/c" -- true 2>"$TMP/e.err"
 moved=$(cd "$TMP/c/old" 2>/dev/null && ls heap.pb.gz stacks-heap-*.folded flamegraph-heap-*.html 2>/dev/null | wc -l)
 if [ -s "$TMP/c/heap.pb.gz" ] && ! ls "$TMP"/c/*heap-* >/dev/null 2>&1 && ! grep -q "heap-" "$TMP/e.err" &&
-	[ "$moved" = 5 ]; then
+	[ "$moved" = 5 ] && grep -q -- "--heap: no allocation call seen" "$TMP/e.err"; then
 	pass $t
 else
 	fail $t "$(ls "$TMP/c") / old/: $moved heap files / $(cat "$TMP/e.err")"
