@@ -179,12 +179,31 @@ for nf in uprobe_multi:single attach_cookie:by_func; do
 	fi
 done
 
-# -p: attached to the running process, which waits 4 s before its work
-# (the recorder's start takes seconds on a loaded machine).
-"$WL/heapsplit" 10 4 >"$TMP/p.out" 2>/dev/null &
+# -p on a heapsplit waiting in its sleep (a long WAIT_S, its stderr in
+# WL-ERR): its pid from its first line (its SIGUSR1 handler is set by then),
+# the recorder attached, and the work started by SIGUSR1 once the recorder
+# says it is recording; back when the recorder is (the target's exit). 1
+# when the workload never said its pid.
+record_pid() { # WL-ERR OUTDIR REC-ERR
+	local pid="" rpid
+	for _ in $(seq 600); do
+		pid=$(awk '$1 == "heapsplit:" { print $3 }' "$1" 2>/dev/null)
+		[ -n "$pid" ] && break
+		sleep 0.05
+	done
+	[ -n "$pid" ] || return 1
+	"$REC" --heap --heap-rate $RATE -p "$pid" -o "$2" 2>"$3" &
+	rpid=$!
+	for _ in $(seq 600); do grep -q recording "$3" && break; sleep 0.05; done
+	kill -USR1 "$pid"
+	wait $rpid || true # a recorder that failed leaves no profile: the check says so
+}
+
+# -p: attached to the running process. Its work waited a fixed 4 s before,
+# which a start under load outlasted (no profile: the process had exited).
+"$WL/heapsplit" 10 120 >"$TMP/p.out" 2>"$TMP/p.wl" &
 pid=$!
-sleep 0.5
-"$REC" --heap --heap-rate $RATE -p $pid -o "$TMP/p" 2>"$TMP/p.err"
+record_pid "$TMP/p.wl" "$TMP/p" "$TMP/p.err" || kill $pid
 wait $pid
 check_split heap_split_pid "$TMP/p/heap.pb.gz" "$TMP/p.out" "$TMP/p.err"
 
@@ -247,30 +266,16 @@ ht_site() { # FUNC FIELD FILE
 # heaptrack_sites.py sums them from heaptrack's file, and its calls and
 # leaked bytes per site must be heaptrack_print's (-F) exactly.
 ht_compare() {
-	local t=heap_vs_heaptrack ok=1 why="" f data dec pid out tot htot kind idx ours theirs s w
-	if ! command -v heaptrack >/dev/null || ! command -v heaptrack_print >/dev/null; then
-		skip $t "heaptrack is not installed"
-		return
-	fi
+	local t=heap_vs_heaptrack ok=1 why="" f data dec out tot htot kind idx theirs s w
+	require_tool heaptrack $t && require_tool heaptrack_print $t || return
 	heaptrack -o "$TMP/ht" "$WL/heapsplit" 10 120 >"$TMP/ht.out" 2>"$TMP/ht.err" &
 	local hpid=$!
-	pid=""
-	for _ in $(seq 600); do
-		pid=$(awk '$1 == "heapsplit:" { print $3 }' "$TMP/ht.err")
-		[ -n "$pid" ] && break
-		sleep 0.05
-	done
-	if [ -z "$pid" ]; then
+	if ! record_pid "$TMP/ht.err" "$TMP/h" "$TMP/h.err"; then
 		fail $t "heaptrack did not start the workload"
 		cat "$TMP/ht.out" "$TMP/ht.err" >&2
 		kill $hpid 2>/dev/null
 		return
 	fi
-	"$REC" --heap --heap-rate $RATE -p "$pid" -o "$TMP/h" 2>"$TMP/h.err" &
-	local rpid=$!
-	for _ in $(seq 600); do grep -q recording "$TMP/h.err" && break; sleep 0.05; done
-	kill -USR1 "$pid"
-	wait $rpid
 	wait $hpid
 	data=$(ls "$TMP"/ht.zst "$TMP"/ht.gz 2>/dev/null | head -1)
 	case $data in
