@@ -142,7 +142,7 @@ cc -O1 -g -fno-omit-frame-pointer -o "$sb/myprog" "$ROOT/tests/workloads/myprog.
 	{ fail $t "cannot build tests/workloads/myprog.c: $(head -3 "$TMP/cc.err")"; exit 0; }
 cp "$ROOT/tests/workloads/hot.js" "$sb/app.js"
 : > "$sb/data.txt"
-"$WL/split" 60 > /dev/null & pid=$!
+"$WL/split" 0 > /dev/null & pid=$! # until killed: under load the blocks outlast any fixed time
 # MyServer, a JVM whose com.example.Foo.bar does its work, its source where
 # the recipe's -source_path looks.
 mkdir -p "$sb/src/main/java/com/example" "$sb/classes"
