@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "user/proc.h"
@@ -30,13 +31,26 @@ struct v8_pid {
 	struct v8_proc *vp;
 };
 
+/* A process where no V8 was found yet, or not read: a node whose libnode
+ * ld.so has not mapped yet, a map_files open that raced its exec. Looked
+ * at again at its maps re-reads and at its samples, every V8_RETRY_NS, for
+ * V8_RETRY_FOR_NS after it was first looked at (a process that is no node
+ * is not looked at all along); its frames meanwhile stay native. */
+#define V8_RETRY_NS	(50 * 1000 * 1000ULL)
+#define V8_RETRY_FOR_NS (3 * 1000 * 1000 * 1000ULL)
+struct v8_pending {
+	pid_t pid;
+	uint64_t next_ns, until_ns;
+};
+
 struct v8_names {
 	struct v8 *v;
 	int procs_fd;
 	VEC(struct v8_fn) fns;
 	struct idtab fn_tab;
 	VEC(struct v8_pid) pids;
-	VEC(pid_t) refused; /* looked at: no V8, or one not walked */
+	VEC(pid_t) refused; /* looked at: no V8 after V8_RETRY_FOR_NS, or one not walked */
+	VEC(struct v8_pending) pending;
 	struct v8_names_stats st;
 };
 
@@ -64,6 +78,7 @@ void v8_names_free(struct v8_names *vn)
 	idtab_free(&vn->fn_tab);
 	VEC_FREE(vn->pids);
 	VEC_FREE(vn->refused);
+	VEC_FREE(vn->pending);
 	free(vn);
 }
 
@@ -85,6 +100,22 @@ int v8_names_walked(const struct v8_names *vn, pid_t pid)
 	return vn && pid_find(vn, pid);
 }
 
+static struct v8_pending *pending_find(struct v8_names *vn, pid_t pid)
+{
+	for (size_t i = 0; i < vn->pending.n; i++)
+		if (vn->pending.v[i].pid == pid)
+			return &vn->pending.v[i];
+	return NULL;
+}
+
+static void pending_drop(struct v8_names *vn, pid_t pid)
+{
+	struct v8_pending *q = pending_find(vn, pid);
+
+	if (q)
+		*q = vn->pending.v[--vn->pending.n];
+}
+
 void v8_names_forget(struct v8_names *vn, pid_t pid)
 {
 	struct v8_pid *e;
@@ -92,6 +123,7 @@ void v8_names_forget(struct v8_names *vn, pid_t pid)
 
 	if (!vn)
 		return;
+	pending_drop(vn, pid);
 	for (size_t i = 0; i < vn->refused.n; i++)
 		if (vn->refused.v[i] == pid)
 			vn->refused.v[i--] = vn->refused.v[--vn->refused.n];
@@ -151,10 +183,27 @@ static void source_maps_read(void *ctx, struct proc *p)
 		v8_forget(vn->v, p->pid);
 		err = -EEXIST;
 	}
+	if (err && err != -ENOTSUP && err != -EEXIST) {
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		struct v8_pending q = {p->pid, now + V8_RETRY_NS, now + V8_RETRY_FOR_NS}, *o;
+
+		if (!(o = pending_find(vn, p->pid))) {
+			VEC_PUSH(vn->pending, q); /* ENOMEM: looked at at its next maps */
+			return;
+		}
+		if (now < o->until_ns) {
+			o->next_ns = q.next_ns;
+			return;
+		}
+		pending_drop(vn, p->pid);
+		debug("process %d: no V8 found in %llu ms: not looked at again", (int)p->pid,
+		      (unsigned long long)(V8_RETRY_FOR_NS / 1000000));
+	}
 	if (err) {
 		VEC_PUSH(vn->refused, p->pid); /* ENOMEM: looked at again */
 		return;
 	}
+	pending_drop(vn, p->pid);
 	e.vp = vp;
 	v8_proc_bpf(vp, &val);
 	if (vn->procs_fd >= 0 && bpf_map_update_elem(vn->procs_fd, &key, &val, BPF_ANY)) {
@@ -168,6 +217,20 @@ static void source_maps_read(void *ctx, struct proc *p)
 		bpf_map_delete_elem(vn->procs_fd, &key);
 		v8_forget(vn->v, p->pid);
 	}
+}
+
+/* A sample of a process where no V8 was found yet: looked at again when it
+ * is time (its maps as last read: a library mapped since re-reads them). */
+static void source_leaf(void *ctx, struct proc *p, const struct frame *leaf)
+{
+	struct v8_names *vn = ctx;
+	struct v8_pending *q;
+
+	(void)leaf;
+	if (!vn->pending.n || !(q = pending_find(vn, p->pid)) ||
+	    now_ns(CLOCK_MONOTONIC) < q->next_ns)
+		return;
+	source_maps_read(vn, p);
 }
 
 static bool fn_eq(const void *ctx, uint32_t id, const void *key)
@@ -276,5 +339,6 @@ void v8_names_source(struct v8_names *vn, struct name_source *out)
 	*out = (struct name_source){.ctx = vn,
 				    .maps_read = source_maps_read,
 				    .find = source_find,
-				    .rewrite = source_rewrite};
+				    .rewrite = source_rewrite,
+				    .leaf = source_leaf};
 }
