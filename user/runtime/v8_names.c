@@ -265,10 +265,27 @@ fail:
 	return UINT32_MAX;
 }
 
+/* Whether pc is where the step looks (bpf/runtime/v8.h): the embedded
+ * builtins or anonymous memory (V8's code space). */
+static bool in_v8_code(const struct v8_pid *e, struct proc *p, uint64_t pc)
+{
+	struct v8_bpf_proc b;
+	const struct mapping *m;
+
+	v8_proc_bpf(e->vp, &b);
+	if (pc >= b.emb_lo && pc < b.emb_hi)
+		return true;
+	m = proc_mapping_at(p, pc);
+	return m && !m->inode && !m->path[0];
+}
+
 /* Each recorded frame's user ip (the frame's index in the record) is
  * replaced by its function; a frame that names nothing now keeps its ip.
- * Only the CFI walk's ips are the frames the step saw: those a DWARF
- * unwind of the stack copy gave are left alone. */
+ * The record's ips are the CFI walk's; a sample whose stack was copied for
+ * DWARF (a table not loaded yet: a node's first moments, or all along on a
+ * kernel where its tables are not built) has its ips from the unwind of
+ * the copy past dwarf_at, which may be other frames: an index there is
+ * named only when its pc is V8's code, as the JVM's rewrite does. */
 static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s, uint64_t *pcs,
 			   int *n, int max)
 {
@@ -295,8 +312,13 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 		struct v8_function f;
 		uint32_t fn;
 
-		if (i >= (unsigned)walked)
+		if (i >= (unsigned)*n)
 			break;
+		if (i >= (unsigned)walked && !in_v8_code(e, p, pcs[i])) {
+			vn->st.unnamed++;
+			last_pc = 0;
+			continue;
+		}
 		/* A recursion's frames: the same function, read once. */
 		if (addr == last_addr && V8_FRAME_COOKIE(info) == V8_FRAME_COOKIE(last_info) &&
 		    last_pc) {
