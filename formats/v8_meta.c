@@ -5,7 +5,7 @@
 #include "formats/v8_meta.h"
 
 /* What each constant is: where it goes, and its range. */
-enum kind { K_U32, K_FP, K_IDX, K_SMI_SHIFT, K_NEG_MASK };
+enum kind { K_U32, K_FP, K_IDX, K_SMI_SHIFT, K_NEG_MASK, K_OPT };
 
 static const struct field {
 	const char *name;
@@ -49,6 +49,17 @@ static const struct field {
     {"type_ScopeInfo__SCOPE_INFO_TYPE", L(type_scope_info), K_U32},
     {"scopeinfo_idx_first_vars", L(scope_first_vars), K_IDX},
     {"scopeinfo_idx_ncontextlocals", L(scope_ncontextlocals), K_IDX},
+    /* For lines only (K_OPT: a U32 that may be missing). */
+    {"class_BytecodeArray__data__uintptr_t", L(bca_data), K_OPT},
+    {"class_FixedArrayBase__length__SMI", L(fab_length), K_OPT},
+    {"class_FixedArray__data__uintptr_t", L(fa_data), K_OPT},
+    {"class_Script__source__Object", L(script_source), K_OPT},
+    {"class_Script__line_ends__Object", L(script_line_ends), K_OPT},
+    {"type_ByteArray__BYTE_ARRAY_TYPE", L(type_byte_array), K_OPT},
+    {"type_BytecodeArray__BYTECODE_ARRAY_TYPE", L(type_bytecode_array), K_OPT},
+    {"type_FixedArray__FIXED_ARRAY_TYPE", L(type_fixed_array), K_OPT},
+    {"class_Code__bytecode_or_interpreter_data__HeapObject", L(code_bytecode), K_OPT},
+    {"type_Code__CODE_TYPE", L(type_code), K_OPT},
 #undef S
 #undef L
 };
@@ -61,18 +72,25 @@ const char *v8_meta_name(size_t i)
 
 int v8_meta_layout(v8_meta_get get, void *ctx, struct v8_layout *out, char *err, size_t errlen)
 {
+	bool opt_missing = false;
+
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < NFIELDS; i++) {
 		const struct field *f = &fields[i];
 		int32_t v;
 		int ok;
 
+		if (f->k == K_OPT && get(ctx, f->name, &v)) {
+			opt_missing = true;
+			continue;
+		}
 		if (get(ctx, f->name, &v)) {
 			snprintf(err, errlen, "its V8 metadata has no v8dbg_%s", f->name);
 			return -ENOTSUP;
 		}
 		switch (f->k) {
 		case K_U32: /* offsets within an object's first KiB; tags, masks, types */
+		case K_OPT:
 			ok = v >= 0 && v < 0x10000;
 			break;
 		case K_FP: /* a slot below rbp the BPF step reads (bpf/runtime/v8.h) */
@@ -105,6 +123,15 @@ int v8_meta_layout(v8_meta_get get, void *ctx, struct v8_layout *out, char *err,
 		snprintf(err, errlen,
 			 "it is built with pointer compression, which is not read here");
 		return -ENOTSUP;
+	}
+	/* The BytecodeArray's source_position_table has no constant: V8 10
+	 * and 11 keep it at 32, after the length, constant pool and handler
+	 * table, with 22 (11: the bytecode age moved to the SFI) or 24 bytes
+	 * of ints before the bytecodes. Another layout: no lines. */
+	if (!opt_missing && (out->bca_data == 54 || out->bca_data == 56) &&
+	    out->fa_data >= out->fab_length + 8) {
+		out->bca_srcpos = 32;
+		out->lines = true;
 	}
 	return 0;
 }

@@ -16,11 +16,17 @@
 #     after its start, as a node whose libnode ld.so has not mapped yet when
 #     its maps are first read: it is looked at again (user/runtime/v8_names.c's
 #     pending), and the one line comes.
-# Not checked yet (not done): the 60/30/10 split (Turbofan inlines fnA, fnB,
+#   node_lines: in the -- recording, the functions' start lines (their
+#     bytecode's first position through the script's line ends:
+#     formats/v8_srcpos.c) are nsplit.js's (hotLoop 8, fnA 13, run 21), and
+#     an interpreted frame of run has the line of its loop's body (26, 27).
+# Not checked yet (not done): the hot loop's own line once optimized (the
+# Code's source positions are not read: an optimized frame has its
+# function's start line only, no pprof -list of line 10), the 60/30/10 split (Turbofan inlines fnA, fnB,
 # fnC and hotLoop into run, and inlined frames are not expanded), lines,
 # the recursion's 200 frames, the cross-check against --perf-basic-prof.
 . "$(dirname "$0")/lib.sh"
-require_bpf node_pid_named node_start_named node_hostile node_late
+require_bpf node_pid_named node_start_named node_lines node_hostile node_late
 
 named() { # NAME DIR MIN
 	local t=$1 dir=$2 min=$3 run rec
@@ -51,6 +57,16 @@ else
 	timeout 60 "$REC" -F 199 -o "$TMP/start" -- node "$ROOT/tests/workloads/nsplit.js" 6 \
 		> /dev/null 2> "$TMP/start.err"
 	named node_start_named "$TMP/start" 75
+	"$PPROF" -raw "$TMP/start/profile.pb.gz" > "$TMP/start.raw" 2>/dev/null
+	miss=
+	for want in 'hotLoop .*nsplit.js:[0-9]* s=8()' 'fnA .*nsplit.js:[0-9]* s=13()' \
+		'run .*nsplit.js:[0-9]* s=21()' 'run .*nsplit.js:2[67] s=21()'; do
+		grep -q " $want\$" "$TMP/start.raw" || miss="$miss '$want'"
+	done
+	if [ -z "$miss" ]; then pass node_lines; else
+		fail node_lines "no location$miss in pprof -raw"
+		grep 'nsplit.js' "$TMP/start.raw" | head -10 >&2
+	fi
 fi
 
 make -s -C "$ROOT" "$BPFTRACE_REC_BUILD/workloads/fakev8" \

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "formats/procmaps.h"
 #include "formats/v8_meta.h"
+#include "formats/v8_srcpos.h"
 #include "user/util.h"
 #include "user/runtime/v8.h"
 
@@ -43,6 +44,18 @@ struct v8_bin {
 struct v8_fn_ent {
 	uint64_t sfi, data; /* the SharedFunctionInfo, and its function_data when read */
 	char *name, *file;
+	int start_line;
+};
+
+/* Bytes of a source position table, and line ends of a script, read at
+ * most: a function's table is far smaller; lines past are 0. */
+#define V8_SRCPOS_BYTES (256 * 1024)
+#define V8_LINES_MAX	(1 << 20)
+/* A script's line ends, by its name: a script's text does not change. */
+struct v8_script_lines {
+	char *file;
+	int32_t *ends;
+	size_t n;
 };
 
 struct v8_proc {
@@ -51,6 +64,7 @@ struct v8_proc {
 	struct v8_layout l;
 	struct v8_bpf_proc bpf;
 	struct v8_fn_ent cache[1u << V8_CACHE_BITS];
+	VEC(struct v8_script_lines) scripts;
 };
 
 struct v8 {
@@ -70,6 +84,11 @@ static void proc_free(struct v8_proc *p)
 		free(p->cache[i].name);
 		free(p->cache[i].file);
 	}
+	for (size_t i = 0; i < p->scripts.n; i++) {
+		free(p->scripts.v[i].file);
+		free(p->scripts.v[i].ends);
+	}
+	VEC_FREE(p->scripts);
 	free(p);
 }
 
@@ -386,32 +405,147 @@ static void scope_name(const struct v8_proc *p, uint64_t si, char *out, size_t s
 	}
 }
 
-static int read_names(const struct v8_proc *p, uint64_t sfi, char *name, char *file)
+static bool is_obj(const struct v8_proc *p, uint64_t w)
+{
+	return (w & p->l.str.heap_tag_mask) == p->l.str.heap_tag;
+}
+
+/* A Smi field's value: 0, or -EINVAL when the word is no Smi. */
+static int smi_field(const struct v8_proc *p, uint64_t obj, uint32_t off, int64_t *v)
+{
+	uint64_t w;
+
+	if (field(p, obj, off, &w) || (w & 1))
+		return -EINVAL;
+	*v = (int64_t)w >> p->l.str.smi_shift;
+	return 0;
+}
+
+static int read_names(const struct v8_proc *p, uint64_t sfi, char *name, char *file,
+		      uint64_t *script_out)
 {
 	uint64_t nos, script, sname;
 	uint16_t t;
 
 	name[0] = file[0] = 0;
+	*script_out = 0;
 	if (field(p, sfi, p->l.sfi_name_or_scope, &nos))
 		return -EFAULT;
-	if ((nos & p->l.str.heap_tag_mask) == p->l.str.heap_tag && !type_of(p, nos, &t)) {
+	if (is_obj(p, nos) && !type_of(p, nos, &t)) {
 		if (t < p->l.str.first_nonstring)
 			str_or_empty(p, nos, name, V8_NAME_MAX);
 		else if (t == p->l.type_scope_info)
 			scope_name(p, nos, name, V8_NAME_MAX);
 	}
-	if (!field(p, sfi, p->l.sfi_script, &script) &&
-	    (script & p->l.str.heap_tag_mask) == p->l.str.heap_tag && !type_of(p, script, &t) &&
-	    t == p->l.type_script && !field(p, script, p->l.script_name, &sname))
+	if (!field(p, sfi, p->l.sfi_script, &script) && is_obj(p, script) &&
+	    !type_of(p, script, &t) && t == p->l.type_script &&
+	    !field(p, script, p->l.script_name, &sname)) {
 		str_or_empty(p, sname, file, V8_NAME_MAX);
+		*script_out = script;
+	}
 	return 0;
+}
+
+/* The source position of bytecode offset off in the BytecodeArray bca: 0
+ * and *pos, or -errno (no table: V8 makes them lazily, for stack traces
+ * and profilers). */
+static int bytecode_pos(const struct v8_proc *p, uint64_t bca, uint32_t off, int64_t *pos)
+{
+	uint64_t tab;
+	int64_t len;
+	uint16_t t;
+	uint8_t *buf;
+	int r;
+
+	/* A baseline function's data: its Code, whose bytecode it is. */
+	if (!type_of(p, bca, &t) && t == p->l.type_code && field(p, bca, p->l.code_bytecode, &bca))
+		return -ENOENT;
+	if (type_of(p, bca, &t) || t != p->l.type_bytecode_array ||
+	    field(p, bca, p->l.bca_srcpos, &tab) || !is_obj(p, tab) || type_of(p, tab, &t) ||
+	    t != p->l.type_byte_array || smi_field(p, tab, p->l.fab_length, &len))
+		return -ENOENT;
+	if (len <= 0 || len > V8_SRCPOS_BYTES)
+		return -EINVAL;
+	if (!(buf = malloc((size_t)len)))
+		return -ENOMEM;
+	r = rd((void *)p, tab - p->l.str.heap_tag + p->l.fa_data, buf, (size_t)len);
+	if (!r)
+		r = v8_srcpos_find(buf, (size_t)len, off, pos);
+	free(buf);
+	return r;
+}
+
+/* The line ends of the script (named file) from its line_ends (a FixedArray
+ * of Smis, when V8 made them) or its source: NULL when neither reads. */
+static const struct v8_script_lines *script_lines(struct v8_proc *p, uint64_t script,
+						  const char *file)
+{
+	struct v8_script_lines e = {0};
+	uint64_t le, src;
+	int64_t n, v;
+	uint16_t t;
+
+	for (size_t i = 0; i < p->scripts.n; i++)
+		if (!strcmp(p->scripts.v[i].file, file))
+			return p->scripts.v[i].ends ? &p->scripts.v[i] : NULL;
+	if (!(e.file = strdup(file)))
+		return NULL;
+	if (!field(p, script, p->l.script_line_ends, &le) && is_obj(p, le) && !type_of(p, le, &t) &&
+	    t == p->l.type_fixed_array && !smi_field(p, le, p->l.fab_length, &n) && n > 0 &&
+	    n <= V8_LINES_MAX && (e.ends = malloc((size_t)n * sizeof(*e.ends)))) {
+		for (int64_t i = 0; i < n; i++) {
+			if (smi_field(p, le, p->l.fa_data + 8 * (uint32_t)i, &v) || v < 0 ||
+			    v > INT32_MAX) {
+				free(e.ends);
+				e.ends = NULL;
+				break;
+			}
+			e.ends[i] = (int32_t)v;
+		}
+		e.n = e.ends ? (size_t)n : 0;
+	}
+	/* The source as read (UTF-8, cut at V8_STRING_MAX): its offsets are
+	 * V8's (UTF-16 units) only while it is ASCII. */
+	if (!e.ends && !field(p, script, p->l.script_source, &src) && is_obj(p, src)) {
+		char *text = malloc(V8_STRING_MAX + 1);
+		size_t len = 0;
+		bool ascii = true;
+
+		if (text && !v8_string_read_text(&p->l.str, rd, (void *)p, src, text,
+						 V8_STRING_MAX + 1, &len)) {
+			len = strlen(text);
+			for (size_t i = 0; i < len && ascii; i++)
+				ascii = !((unsigned char)text[i] & 0x80);
+			if (ascii && (e.ends = malloc((len + 2) * sizeof(*e.ends))))
+				e.n = v8_line_ends(text, len, e.ends, len + 2);
+		}
+		free(text);
+	}
+	if (VEC_PUSH(p->scripts, e)) {
+		free(e.file);
+		free(e.ends);
+		return NULL;
+	}
+	return e.ends ? &p->scripts.v[p->scripts.n - 1] : NULL;
+}
+
+static int line_of(struct v8_proc *p, uint64_t script, const char *file, int64_t pos)
+{
+	const struct v8_script_lines *s;
+	int line;
+
+	if (!script || !file || !(s = script_lines(p, script, file)) ||
+	    v8_line_of(s->ends, s->n, v8_srcpos_script_offset(pos), &line))
+		return 0;
+	return line;
 }
 
 int v8_frame_function(struct v8_proc *p, uint64_t addr, uint64_t info, struct v8_function *out)
 {
 	struct v8_fn_ent *e = &p->cache[hash_u64(addr) & ((1u << V8_CACHE_BITS) - 1)];
 	char name[V8_NAME_MAX], file[V8_NAME_MAX];
-	uint64_t data;
+	uint64_t data, script = 0;
+	int64_t pos;
 	uint16_t t;
 	int r;
 
@@ -426,7 +560,7 @@ int v8_frame_function(struct v8_proc *p, uint64_t addr, uint64_t info, struct v8
 	if (V8_COOKIE(data) != V8_FRAME_COOKIE(info))
 		return -ESTALE;
 	if (e->sfi != addr || e->data != data) {
-		if ((r = read_names(p, addr, name, file)))
+		if ((r = read_names(p, addr, name, file, &script)))
 			return r;
 		free(e->name);
 		free(e->file);
@@ -439,10 +573,26 @@ int v8_frame_function(struct v8_proc *p, uint64_t addr, uint64_t info, struct v8
 			e->name = e->file = NULL;
 			return -ENOMEM;
 		}
+		/* Its first position's line: the function's start, as near
+		 * as its bytecode says (its entry's stack check). */
+		e->start_line = 0;
+		if (p->l.lines && !bytecode_pos(p, data, 0, &pos))
+			e->start_line = line_of(p, script, e->file, pos);
 		e->sfi = addr;
 		e->data = data;
 	}
 	out->name = e->name;
 	out->file = e->file;
+	out->start_line = e->start_line;
+	out->line = 0;
+	/* An interpreted frame's offset slot holds the bytecode's offset from
+	 * the tagged BytecodeArray (V8's kHeaderSize - kHeapObjectTag + off). */
+	if (p->l.lines && e->file && V8_FRAME_KIND(info) == V8_KIND_INTERP &&
+	    V8_FRAME_OFF(info) >= p->l.bca_data - p->l.str.heap_tag) {
+		uint32_t off = V8_FRAME_OFF(info) - (p->l.bca_data - p->l.str.heap_tag);
+
+		if (!field(p, addr, p->l.sfi_script, &script) && !bytecode_pos(p, data, off, &pos))
+			out->line = line_of(p, script, e->file, pos);
+	}
 	return 0;
 }

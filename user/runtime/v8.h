@@ -37,6 +37,8 @@ void v8_proc_bpf(const struct v8_proc *p, struct v8_bpf_proc *out);
 struct v8_function {
 	const char *name; /* "<anonymous>" for a function with none */
 	const char *file; /* the script's name (a path or URL), or NULL */
+	int start_line;	  /* the line of its bytecode's first position, or 0 */
+	int line;	  /* the frame's line (an interpreted frame's), or 0 */
 };
 
 /* The function of one recorded frame (its two words): 0 and *out (valid

@@ -24,6 +24,7 @@
 
 struct v8_fn {
 	char *name, *file;
+	int start_line;
 };
 
 struct v8_pid {
@@ -238,20 +239,22 @@ static bool fn_eq(const void *ctx, uint32_t id, const void *key)
 	const struct v8_fn *f = &((const struct v8_names *)ctx)->fns.v[id];
 	const struct v8_function *k = key;
 
-	return !strcmp(f->name, k->name) && !strcmp(f->file ? f->file : "", k->file ? k->file : "");
+	return f->start_line == k->start_line && !strcmp(f->name, k->name) &&
+	       !strcmp(f->file ? f->file : "", k->file ? k->file : "");
 }
 
 /* The function's index in the table, or UINT32_MAX (ENOMEM, or full). */
 static uint32_t fn_intern(struct v8_names *vn, const struct v8_function *m)
 {
 	uint64_t h = hash_bytes(m->name, strlen(m->name)) ^
-		     hash_u64(m->file ? hash_bytes(m->file, strlen(m->file)) : 0);
+		     hash_u64((m->file ? hash_bytes(m->file, strlen(m->file)) : 0) +
+			      (uint64_t)m->start_line);
 	uint32_t id = idtab_find(&vn->fn_tab, h, fn_eq, vn, m);
 	struct v8_fn f;
 
 	if (id != UINT32_MAX || vn->fns.n >= V8_FN_MAX)
 		return id;
-	f = (struct v8_fn){strdup(m->name), m->file ? strdup(m->file) : NULL};
+	f = (struct v8_fn){strdup(m->name), m->file ? strdup(m->file) : NULL, m->start_line};
 	if (!f.name || (m->file && !f.file) || VEC_PUSH(vn->fns, f))
 		goto fail;
 	if (idtab_insert(&vn->fn_tab, h, (uint32_t)vn->fns.n - 1)) {
@@ -319,9 +322,9 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 			last_pc = 0;
 			continue;
 		}
-		/* A recursion's frames: the same function, read once. */
-		if (addr == last_addr && V8_FRAME_COOKIE(info) == V8_FRAME_COOKIE(last_info) &&
-		    last_pc) {
+		/* A recursion's frames: the same function at the same place,
+		 * read once. */
+		if (addr == last_addr && info == last_info && last_pc) {
 			pcs[i] = last_pc;
 			vn->st.frames++;
 			continue;
@@ -333,7 +336,8 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 			continue;
 		}
 		vn->st.frames++;
-		pcs[i] = last_pc = V8_PC(fn, 0);
+		pcs[i] = last_pc =
+		    V8_PC(fn, f.line > 0 && f.line < (1 << V8_LINE_BITS) ? f.line : 0);
 		last_addr = addr;
 		last_info = info;
 	}
@@ -351,8 +355,10 @@ static bool source_find(void *ctx, struct proc *p, uint64_t pc, uint64_t t, stru
 	    fn >= vn->fns.n)
 		return false;
 	f = &vn->fns.v[fn];
-	*hit = (struct name_hit){
-	    .name = f->name, .file = f->file, .line = (int)(pc & ((1u << V8_LINE_BITS) - 1))};
+	*hit = (struct name_hit){.name = f->name,
+				 .file = f->file,
+				 .line = (int)(pc & ((1u << V8_LINE_BITS) - 1)),
+				 .start_line = f->start_line};
 	return true;
 }
 
