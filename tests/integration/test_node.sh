@@ -26,7 +26,8 @@
 # fnC and hotLoop into run, and inlined frames are not expanded), lines,
 # the recursion's 200 frames, the cross-check against --perf-basic-prof.
 . "$(dirname "$0")/lib.sh"
-require_bpf node_pid_named node_start_named node_lines node_hostile node_late
+require_bpf node_pid_named node_pid_js node_start_named node_start_js node_lines \
+	node_hostile node_late
 
 named() { # NAME DIR MIN
 	local t=$1 dir=$2 min=$3 run rec
@@ -44,19 +45,40 @@ named() { # NAME DIR MIN
 	fi
 }
 
+# Of the threads running nsplit.js's driver (the main thread and the
+# worker), each one's samples: >= 95 % with a JavaScript frame (the BPF walk
+# named it). The -- recording runs 15 s: node's start-up before any
+# JavaScript (its snapshot read, OpenSSL's set-up) is ~0.1 s of the main
+# thread's CPU, 9 % of a 6 s run's samples once under load.
+js() { # NAME DIR PID
+	local t=$1 dir=$2 r
+	"$PPROF" -raw "$dir/profile.pb.gz" > "$dir.raw" 2>/dev/null
+	r=$(python3 "$ROOT/tests/integration/v8_traces.py" split "$3" < "$dir.raw")
+	set -- $r
+	if [ "$1" = threads=2 ] && at_least "${2#js=}" 95; then pass "$t"; else
+		fail "$t" "$r (want threads=2, js >= 95)"
+	fi
+}
+
 if ! command -v node > /dev/null; then
-	skip node_pid_named "node not installed"
-	skip node_start_named "node not installed"
+	for t in node_pid_named node_pid_js node_start_named node_start_js node_lines; do
+		skip $t "node not installed"
+	done
 else
-	node "$ROOT/tests/workloads/nsplit.js" 12 &
+	# It runs past the recording (whose start may take seconds under load:
+	# a target that exited first left 0 samples) and is ended after it.
+	node "$ROOT/tests/workloads/nsplit.js" 120 &
 	pid=$!
-	sleep 4
-	timeout 60 "$REC" -F 199 -d 5 -p "$pid" -o "$TMP/pid" > /dev/null 2> "$TMP/pid.err"
-	wait "$pid"
+	sleep 4 # warm-up: the JIT's tiers reached
+	timeout 120 "$REC" -F 199 -d 5 -p "$pid" -o "$TMP/pid" > /dev/null 2> "$TMP/pid.err"
+	kill "$pid"
+	wait "$pid" 2> /dev/null
 	named node_pid_named "$TMP/pid" 90
-	timeout 60 "$REC" -F 199 -o "$TMP/start" -- node "$ROOT/tests/workloads/nsplit.js" 6 \
+	js node_pid_js "$TMP/pid" "$pid"
+	timeout 120 "$REC" -F 199 -o "$TMP/start" -- node "$ROOT/tests/workloads/nsplit.js" 15 \
 		> /dev/null 2> "$TMP/start.err"
 	named node_start_named "$TMP/start" 75
+	js node_start_js "$TMP/start" -
 	"$PPROF" -raw "$TMP/start/profile.pb.gz" > "$TMP/start.raw" 2>/dev/null
 	miss=
 	for want in 'hotLoop .*nsplit.js:[0-9]* s=8()' 'fnA .*nsplit.js:[0-9]* s=13()' \
@@ -69,11 +91,9 @@ else
 	fi
 fi
 
-make -s -C "$ROOT" "$BPFTRACE_REC_BUILD/workloads/fakev8" \
-	"$BPFTRACE_REC_BUILD/workloads/fakev8late" > /dev/null 2>&1 ||
-	make -s -C "$ROOT" build/workloads/fakev8 build/workloads/fakev8late > /dev/null 2>&1
+make -s -C "$ROOT" OUT="$BUILD" "$WL/fakev8" "$WL/fakev8late" "$WL/libfakev8.so" > /dev/null 2>&1
 t=node_hostile
-timeout 30 "$REC" -F 199 -d 1.5 -o "$TMP/fake" -- "$WL/fakev8" 1 > /dev/null 2> "$TMP/fake.err"
+timeout 120 "$REC" -F 199 -d 1.5 -o "$TMP/fake" -- "$WL/fakev8" 1 > /dev/null 2> "$TMP/fake.err"
 rc=$?
 n=$(grep -c "runs V8 .* whose frames cannot be walked" "$TMP/fake.err")
 a=$("$PPROF" -top -nodecount=5 "$TMP/fake/profile.pb.gz" 2>/dev/null | awk '$NF == "fakev8_spin" { sub("%", "", $2); print $2 }')
@@ -83,7 +103,7 @@ if [ "$rc" = 0 ] && [ "$n" = 1 ] && at_least "${a:-0}" 80; then pass $t; else
 fi
 
 t=node_late
-timeout 30 "$REC" -F 199 -d 3 -o "$TMP/late" -- "$WL/fakev8late" 1.5 "$WL/libfakev8.so" \
+timeout 120 "$REC" -F 199 -d 3 -o "$TMP/late" -- "$WL/fakev8late" 1.5 "$WL/libfakev8.so" \
 	> /dev/null 2> "$TMP/late.err"
 rc=$?
 n=$(grep -c "runs V8 .* whose frames cannot be walked" "$TMP/late.err")
