@@ -48,6 +48,46 @@ int v8_srcpos_find(const uint8_t *tab, size_t len, uint32_t code_offset, int64_t
 	return found ? 0 : -ENOENT;
 }
 
+int v8_inline_expand(const uint8_t *ipos, size_t len, int64_t pos, struct v8_inline_frame *out,
+		     size_t max, size_t *nout)
+{
+	size_t count = len / V8_INLINING_POSITION_SIZE, n = 0;
+	int32_t id = v8_srcpos_inlining_id(pos);
+
+	if (len % V8_INLINING_POSITION_SIZE)
+		return -EINVAL;
+	for (;;) {
+		const uint8_t *e;
+		uint64_t caller = 0;
+		uint32_t lit = 0;
+
+		/* Each step takes one position: more steps than positions is a
+		 * cycle (V8 gives a caller's inlining a lower id than its
+		 * callees', but a hostile table need not). */
+		if (id >= 0 && ((size_t)id >= count || n >= count))
+			return -EINVAL;
+		if (n >= max)
+			return -E2BIG;
+		out[n].script_offset = v8_srcpos_script_offset(pos);
+		if (id < 0) { /* -1: not inlined, the code's own function */
+			out[n++].literal = -1;
+			break;
+		}
+		e = ipos + (size_t)id * V8_INLINING_POSITION_SIZE;
+		for (int b = 7; b >= 0; b--)
+			caller = caller << 8 | e[b];
+		for (int b = 11; b >= 8; b--)
+			lit = lit << 8 | e[b];
+		if (lit > INT32_MAX || caller >= (1ULL << 47))
+			return -EINVAL;
+		out[n++].literal = (int32_t)lit;
+		pos = (int64_t)caller;
+		id = v8_srcpos_inlining_id(pos);
+	}
+	*nout = n;
+	return 0;
+}
+
 int v8_line_of(const int32_t *ends, size_t n, int32_t offset, int *line)
 {
 	size_t lo = 0, hi = n;

@@ -40,6 +40,30 @@ static inline int32_t v8_srcpos_inlining_id(int64_t pos)
 	return (int32_t)((pos >> 31) & 0xffff) - 1;
 }
 
+/* Bytes of one of V8's InliningPosition (src/codegen/source-position.h):
+ * the inlined call's SourcePosition (8 bytes, little endian), the inlined
+ * function's index into the deoptimization data's literals (an int), 4
+ * bytes of padding. A DeoptimizationData's InliningPositions (a PodArray,
+ * a ByteArray's bytes) is a run of them, indexed by inlining id. */
+#define V8_INLINING_POSITION_SIZE 16
+
+/* One frame of an optimized code position, as V8's own stack traces and
+ * --cpu-prof give it (SourcePosition::InliningStack). */
+struct v8_inline_frame {
+	int32_t literal;       /* the function's literal index; -1: the code's own function */
+	int32_t script_offset; /* the frame's position in its script */
+};
+
+/* The frames at pos (a position of optimized code's source position
+ * table) through its code's InliningPositions (ipos, len bytes): the
+ * innermost first, then each inlined call's caller, the code's own
+ * function (literal -1) last. 0 and *nout (<= max); -EINVAL when len is
+ * not whole positions, an inlining id is past them or a literal index
+ * negative, or the chain is longer than the positions (a cycle); -E2BIG
+ * when more than max frames. */
+int v8_inline_expand(const uint8_t *ipos, size_t len, int64_t pos, struct v8_inline_frame *out,
+		     size_t max, size_t *nout);
+
 /* The 1-based line of a script offset from the script's line ends (the
  * offset of each line's '\n', or of its end for the last, ascending; V8's
  * Script::line_ends): 0 and *line, or -EINVAL (offset < 0, past the last

@@ -2,7 +2,8 @@
  * script's text from another process. The first 4 bytes are a query (a
  * code offset, little endian); the rest is read as a table (the query,
  * 0 and the largest offset) and as a script's text (its line ends, and the
- * line of each position found). */
+ * line of each position found), and as InliningPositions each found
+ * position is expanded through. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,6 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static int32_t ends[4096];
+	struct v8_inline_frame fr[64];
+	size_t nf;
 	const uint8_t *b = data + 4;
 	uint32_t q;
 	int64_t p;
@@ -38,6 +41,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!v8_line_of(ends, n, v8_srcpos_script_offset(p), &line) &&
 		    (line < 1 || (size_t)line > n))
 			__builtin_trap();
+		r = v8_inline_expand(b, size - 4, p, fr, 64, &nf);
+		if (r && r != -EINVAL && r != -E2BIG)
+			__builtin_trap();
+		if (!r && (!nf || nf > 64 || fr[nf - 1].literal != -1))
+			__builtin_trap();
+		for (size_t i = 0; !r && i + 1 < nf; i++)
+			if (fr[i].literal < 0 || fr[i].script_offset < 0)
+				__builtin_trap();
 	}
 	return 0;
 }

@@ -135,8 +135,58 @@ static void test_lines(void)
 	CHECK(v8_line_of(ends, 3, 20, &line) == -EINVAL);
 }
 
+/* One InliningPosition as V8 lays it out (little endian, padded). */
+static void inl(uint8_t *b, int id, int64_t caller, uint32_t literal)
+{
+	uint8_t *e = b + (size_t)id * V8_INLINING_POSITION_SIZE;
+
+	memset(e, 0xee, V8_INLINING_POSITION_SIZE); /* the padding: anything */
+	for (int k = 0; k < 8; k++)
+		e[k] = (uint8_t)((uint64_t)caller >> (8 * k));
+	for (int k = 0; k < 4; k++)
+		e[8 + k] = (uint8_t)(literal >> (8 * k));
+}
+
+static void test_inline(void)
+{
+	/* run inlined fnA (id 0, literal 3) at 600, fnA inlined hotLoop (id
+	 * 1, literal 5) at 300; run inlined fnB (id 2, literal 4) at 650. */
+	uint8_t b[4 * V8_INLINING_POSITION_SIZE];
+	struct v8_inline_frame f[4];
+	size_t n = 0;
+
+	inl(b, 0, sp(600, -1), 3);
+	inl(b, 1, sp(300, 0), 5);
+	inl(b, 2, sp(650, -1), 4);
+	CHECK(!v8_inline_expand(b, 3 * V8_INLINING_POSITION_SIZE, sp(200, 1), f, 4, &n) &&
+	      n == 3);
+	CHECK(f[0].literal == 5 && f[0].script_offset == 200);
+	CHECK(f[1].literal == 3 && f[1].script_offset == 300);
+	CHECK(f[2].literal == -1 && f[2].script_offset == 600);
+	CHECK(!v8_inline_expand(b, 3 * V8_INLINING_POSITION_SIZE, sp(320, 2), f, 4, &n) &&
+	      n == 2 && f[0].literal == 4 && f[1].literal == -1 && f[1].script_offset == 650);
+	/* Not inlined: the code's own function alone, no positions needed. */
+	CHECK(!v8_inline_expand(NULL, 0, sp(77, -1), f, 1, &n) && n == 1 && f[0].literal == -1 &&
+	      f[0].script_offset == 77);
+	/* Too few frames allowed; an id past the positions; a cut position. */
+	CHECK(v8_inline_expand(b, 3 * V8_INLINING_POSITION_SIZE, sp(200, 1), f, 2, &n) == -E2BIG);
+	CHECK(v8_inline_expand(b, 3 * V8_INLINING_POSITION_SIZE, sp(200, 3), f, 4, &n) == -EINVAL);
+	CHECK(v8_inline_expand(b, 3 * V8_INLINING_POSITION_SIZE - 1, sp(200, 0), f, 4, &n) ==
+	      -EINVAL);
+	/* A literal index past an int; a cycle (id 3's caller is itself). */
+	inl(b, 3, sp(10, -1), 0x80000000u);
+	CHECK(v8_inline_expand(b, sizeof(b), sp(5, 3), f, 4, &n) == -EINVAL);
+	inl(b, 3, sp(10, 3), 1);
+	CHECK(v8_inline_expand(b, sizeof(b), sp(5, 3), f, 4, &n) == -EINVAL);
+	/* id 0 and 1 calling each other: refused once past the positions. */
+	inl(b, 0, sp(1, 1), 1);
+	inl(b, 1, sp(2, 0), 2);
+	CHECK(v8_inline_expand(b, 2 * V8_INLINING_POSITION_SIZE, sp(5, 0), f, 4, &n) == -EINVAL);
+}
+
 int main(void)
 {
+	RUN_TEST(test_inline);
 	RUN_TEST(test_find);
 	RUN_TEST(test_hostile);
 	RUN_TEST(test_lines);
