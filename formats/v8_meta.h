@@ -30,6 +30,14 @@ struct v8_layout {
 	uint32_t type_byte_array, type_bytecode_array, type_fixed_array;
 	/* A baseline function's data is its Code, which holds its bytecode. */
 	uint32_t code_bytecode, type_code;
+	/* Inlined frames of optimized code (optional as lines, which they
+	 * need: inlining is false without them): an InstructionStream's
+	 * instructions (its header's size) and type; a Code's deoptimization
+	 * data and source position table; the DeoptimizationData's slots. */
+	bool inlining;
+	uint32_t is_istart, type_istream;
+	uint32_t code_deopt, code_srcpos;
+	int32_t dd_inl_pos, dd_literals, dd_sfi;
 };
 
 /* Looks up the constant v8dbg_NAME (name without the prefix): 0 and *v, or

@@ -65,6 +65,7 @@ struct v8_proc {
 	struct v8_bpf_proc bpf;
 	struct v8_fn_ent cache[1u << V8_CACHE_BITS];
 	VEC(struct v8_script_lines) scripts;
+	uint64_t is_map; /* InstructionStream's map, once one is found */
 };
 
 struct v8 {
@@ -540,11 +541,45 @@ static int line_of(struct v8_proc *p, uint64_t script, const char *file, int64_t
 	return line;
 }
 
-int v8_frame_function(struct v8_proc *p, uint64_t addr, uint64_t info, struct v8_function *out)
+/* The cache's entry of the SharedFunctionInfo addr whose function_data is
+ * data, read when not there: NULL on an error (*r). */
+static struct v8_fn_ent *fn_entry(struct v8_proc *p, uint64_t addr, uint64_t data, int *r)
 {
 	struct v8_fn_ent *e = &p->cache[hash_u64(addr) & ((1u << V8_CACHE_BITS) - 1)];
 	char name[V8_NAME_MAX], file[V8_NAME_MAX];
-	uint64_t data, script = 0;
+	uint64_t script = 0;
+	int64_t pos;
+
+	if (e->sfi != addr || e->data != data) {
+		if ((*r = read_names(p, addr, name, file, &script)))
+			return NULL;
+		free(e->name);
+		free(e->file);
+		e->sfi = e->data = 0;
+		e->name = strdup(name[0] ? name : "<anonymous>");
+		e->file = file[0] ? strdup(file) : NULL;
+		if (!e->name || (file[0] && !e->file)) {
+			free(e->name);
+			free(e->file);
+			e->name = e->file = NULL;
+			*r = -ENOMEM;
+			return NULL;
+		}
+		/* Its first position's line: the function's start, as near
+		 * as its bytecode says (its entry's stack check). */
+		e->start_line = 0;
+		if (p->l.lines && !bytecode_pos(p, data, 0, &pos))
+			e->start_line = line_of(p, script, e->file, pos);
+		e->sfi = addr;
+		e->data = data;
+	}
+	return e;
+}
+
+int v8_frame_function(struct v8_proc *p, uint64_t addr, uint64_t info, struct v8_function *out)
+{
+	struct v8_fn_ent *e;
+	uint64_t data, script;
 	int64_t pos;
 	uint16_t t;
 	int r;
@@ -559,28 +594,8 @@ int v8_frame_function(struct v8_proc *p, uint64_t addr, uint64_t info, struct v8
 		return r;
 	if (V8_COOKIE(data) != V8_FRAME_COOKIE(info))
 		return -ESTALE;
-	if (e->sfi != addr || e->data != data) {
-		if ((r = read_names(p, addr, name, file, &script)))
-			return r;
-		free(e->name);
-		free(e->file);
-		e->sfi = e->data = 0;
-		e->name = strdup(name[0] ? name : "<anonymous>");
-		e->file = file[0] ? strdup(file) : NULL;
-		if (!e->name || (file[0] && !e->file)) {
-			free(e->name);
-			free(e->file);
-			e->name = e->file = NULL;
-			return -ENOMEM;
-		}
-		/* Its first position's line: the function's start, as near
-		 * as its bytecode says (its entry's stack check). */
-		e->start_line = 0;
-		if (p->l.lines && !bytecode_pos(p, data, 0, &pos))
-			e->start_line = line_of(p, script, e->file, pos);
-		e->sfi = addr;
-		e->data = data;
-	}
+	if (!(e = fn_entry(p, addr, data, &r)))
+		return r;
 	out->name = e->name;
 	out->file = e->file;
 	out->start_line = e->start_line;
@@ -594,5 +609,164 @@ int v8_frame_function(struct v8_proc *p, uint64_t addr, uint64_t info, struct v8
 		if (!field(p, addr, p->l.sfi_script, &script) && !bytecode_pos(p, data, off, &pos))
 			out->line = line_of(p, script, e->file, pos);
 	}
+	return 0;
+}
+
+/* ---- Inlined frames ---- */
+
+/* Bytes below a pc looked through for its InstructionStream's header:
+ * optimized code is rarely larger. */
+#define V8_CODE_SCAN (1024 * 1024)
+#define V8_SCAN_WORDS 512
+
+static bool is_type(const struct v8_proc *p, uint64_t obj, uint16_t want)
+{
+	uint16_t t;
+
+	return is_obj(p, obj) && !type_of(p, obj, &t) && t == want;
+}
+
+/* The tagged InstructionStream holding pc: the nearest header below it
+ * (its map an InstructionStream's, its Code a Code), or 0. The map, one
+ * for them all, is remembered once found. */
+static uint64_t istream_at(struct v8_proc *p, uint64_t pc)
+{
+	uint64_t buf[V8_SCAN_WORDS], top, code;
+
+	if (pc < V8_CODE_SCAN + p->l.is_istart)
+		return 0;
+	top = (pc - p->l.is_istart) & ~7ULL;
+	for (uint64_t lo = top; top - lo < V8_CODE_SCAN;) {
+		lo -= sizeof(buf) - 8;
+		if (rd(p, lo, buf, sizeof(buf)))
+			return 0;
+		for (int k = V8_SCAN_WORDS - 1; k >= 0; k--) {
+			uint64_t w = buf[k], obj = lo + 8 * (uint64_t)k + p->l.str.heap_tag;
+
+			if (p->is_map ? w != p->is_map
+				      : !is_obj(p, w) || !is_type(p, obj, (uint16_t)p->l.type_istream))
+				continue;
+			if (field(p, obj, 8, &code) || !is_type(p, code, (uint16_t)p->l.type_code))
+				continue;
+			p->is_map = w;
+			return obj;
+		}
+		lo -= 8;
+	}
+	return 0;
+}
+
+/* The FixedArray (or WeakFixedArray) arr's length: 0 and *n, or -EINVAL. */
+static int array_len(const struct v8_proc *p, uint64_t arr, int64_t *n)
+{
+	if (!is_obj(p, arr) || smi_field(p, arr, p->l.fab_length, n) || *n < 0 || *n > (1 << 24))
+		return -EINVAL;
+	return 0;
+}
+
+static int array_at(const struct v8_proc *p, uint64_t arr, int64_t n, int64_t i, uint64_t *v)
+{
+	if (i < 0 || i >= n)
+		return -EINVAL;
+	return field(p, arr, p->l.fa_data + 8 * (uint32_t)i, v);
+}
+
+/* A ByteArray's bytes, malloc'd, at most max: 0, *buf and *len, or -errno. */
+static int byte_array(const struct v8_proc *p, uint64_t ba, size_t max, uint8_t **buf,
+		      size_t *len)
+{
+	int64_t n;
+
+	*buf = NULL;
+	*len = 0;
+	if (!is_type(p, ba, (uint16_t)p->l.type_byte_array) ||
+	    smi_field(p, ba, p->l.fab_length, &n) || n < 0 || (uint64_t)n > max)
+		return -EINVAL;
+	if (!n)
+		return 0;
+	if (!(*buf = malloc((size_t)n)))
+		return -ENOMEM;
+	if (rd((void *)p, ba - p->l.str.heap_tag + p->l.fa_data, *buf, (size_t)n)) {
+		free(*buf);
+		*buf = NULL;
+		return -EFAULT;
+	}
+	*len = (size_t)n;
+	return 0;
+}
+
+int v8_frame_inlined(struct v8_proc *p, uint64_t sfi, uint64_t pc, bool leaf,
+		     struct v8_inlined *out, int max)
+{
+	struct v8_inline_frame fr[V8_INLINE_MAX];
+	uint64_t is, code, dd, w, lits = 0;
+	uint8_t *tab = NULL, *ipos = NULL;
+	size_t tlen, ilen, nf = 0;
+	int64_t n, nl = 0, pos;
+	uint32_t off;
+	int r;
+
+	if (!p->l.inlining)
+		return -ENOTSUP;
+	if (!(is = istream_at(p, pc)) || field(p, is, 8, &code) ||
+	    field(p, code, p->l.code_deopt, &dd) ||
+	    !is_type(p, dd, (uint16_t)p->l.type_fixed_array) || array_len(p, dd, &n))
+		return -ENOENT;
+	/* Code with no deoptimization data (baseline, a builtin): none. */
+	if (n <= p->l.dd_inl_pos || n <= p->l.dd_literals || n <= p->l.dd_sfi)
+		return -ENOENT;
+	if (array_at(p, dd, n, p->l.dd_sfi, &w) || w != sfi)
+		return -ESTALE;
+	/* A return address is past its call: the call's position is the one
+	 * before it (V8 looks up pc - 1 too). */
+	w = pc - (is - p->l.str.heap_tag + p->l.is_istart) - (leaf ? 0 : 1);
+	if (w > UINT32_MAX)
+		return -EINVAL;
+	off = (uint32_t)w;
+	if (field(p, code, p->l.code_srcpos, &w) ||
+	    (r = byte_array(p, w, V8_SRCPOS_BYTES, &tab, &tlen)))
+		return -EINVAL;
+	r = v8_srcpos_find(tab, tlen, off, &pos);
+	free(tab);
+	if (r)
+		return r;
+	if (array_at(p, dd, n, p->l.dd_inl_pos, &w) ||
+	    byte_array(p, w, (size_t)0xffff * V8_INLINING_POSITION_SIZE, &ipos, &ilen))
+		return -EINVAL;
+	r = v8_inline_expand(ipos, ilen, pos, fr, (size_t)(max < V8_INLINE_MAX ? max : V8_INLINE_MAX),
+			     &nf);
+	free(ipos);
+	if (r)
+		return r;
+	if (nf > 1 && (array_at(p, dd, n, p->l.dd_literals, &lits) || array_len(p, lits, &nl)))
+		return -EINVAL;
+	for (size_t i = 0; i < nf; i++) {
+		w = sfi;
+		/* A literal may be held weakly (tag 3). */
+		if (fr[i].literal >= 0 &&
+		    (array_at(p, lits, nl, fr[i].literal, &w) ||
+		     !is_type(p, w &= ~2ULL, (uint16_t)p->l.type_sfi)))
+			return -EINVAL;
+		out[i] = (struct v8_inlined){w, fr[i].script_offset};
+	}
+	return (int)nf;
+}
+
+int v8_inlined_function(struct v8_proc *p, const struct v8_inlined *f, struct v8_function *out)
+{
+	struct v8_fn_ent *e;
+	uint64_t data, script;
+	int r;
+
+	if (!is_type(p, f->sfi, (uint16_t)p->l.type_sfi))
+		return -ESTALE;
+	if ((r = field(p, f->sfi, p->l.sfi_data, &data)) || !(e = fn_entry(p, f->sfi, data, &r)))
+		return r;
+	out->name = e->name;
+	out->file = e->file;
+	out->start_line = e->start_line;
+	out->line = 0;
+	if (e->file && !field(p, f->sfi, p->l.sfi_script, &script))
+		out->line = line_of(p, script, e->file, (int64_t)f->script_offset << 1);
 	return 0;
 }

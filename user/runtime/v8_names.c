@@ -282,25 +282,70 @@ static bool in_v8_code(const struct v8_pid *e, struct proc *p, uint64_t pc)
 	return m && !m->inode && !m->path[0];
 }
 
+/* The pc of the function f (its line kept where it fits), or 0 when the
+ * table is full. */
+static uint64_t fn_pc(struct v8_names *vn, const struct v8_function *f)
+{
+	uint32_t fn = fn_intern(vn, f);
+
+	if (fn == UINT32_MAX)
+		return 0;
+	return V8_PC(fn, f->line > 0 && f->line < (1 << V8_LINE_BITS) ? f->line : 0);
+}
+
+/* An optimized frame's functions, innermost first, into out (at most max):
+ * their number, 0 when it stands for its own function alone (or its code
+ * is not read: the caller names it as recorded). Only a frame in V8's
+ * code space (not the embedded builtins), not interpreted. */
+static int inlined_pcs(struct v8_names *vn, const struct v8_pid *e, struct proc *p, uint64_t addr,
+		       uint64_t info, uint64_t pc, bool leaf, uint64_t *out, int max)
+{
+	struct v8_inlined fr[V8_INLINE_MAX];
+	struct v8_bpf_proc b;
+	const struct mapping *m;
+	int k, n = 0;
+
+	v8_proc_bpf(e->vp, &b);
+	if (V8_FRAME_KIND(info) != V8_KIND_JS || (pc >= b.emb_lo && pc < b.emb_hi) ||
+	    !(m = proc_mapping_at(p, pc)) || m->inode || m->path[0])
+		return 0;
+	k = v8_frame_inlined(e->vp, addr, pc, leaf, fr, V8_INLINE_MAX);
+	if (k <= 1 || k > max)
+		return 0;
+	for (int j = 0; j < k; j++) {
+		struct v8_function f;
+
+		/* Each function interned before the next is read (f is the
+		 * process's cache's). */
+		if (v8_inlined_function(e->vp, &fr[j], &f) || !(out[n] = fn_pc(vn, &f)))
+			return 0;
+		n++;
+	}
+	vn->st.inlined += (uint64_t)n - 1;
+	return n;
+}
+
 /* Each recorded frame's user ip (the frame's index in the record) is
- * replaced by its function; a frame that names nothing now keeps its ip.
- * The record's ips are the CFI walk's; a sample whose stack was copied for
- * DWARF (a table not loaded yet: a node's first moments, or all along on a
- * kernel where its tables are not built) has its ips from the unwind of
- * the copy past dwarf_at, which may be other frames: an index there is
- * named only when its pc is V8's code, as the JVM's rewrite does. */
+ * replaced by its function, or by the functions it stands for where
+ * Turbofan inlined them (innermost first); a frame that names nothing now
+ * keeps its ip. The record's ips are the CFI walk's; a sample whose stack
+ * was copied for DWARF (a table not loaded yet: a node's first moments, or
+ * all along on a kernel where its tables are not built) has its ips from
+ * the unwind of the copy past dwarf_at, which may be other frames: an
+ * index there is named only when its pc is V8's code, as the JVM's rewrite
+ * does. */
 static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s, uint64_t *pcs,
 			   int *n, int max)
 {
 	struct v8_names *vn = ctx;
 	const __u64 *w =
 	    &s->ips[(size_t)s->nkernel + s->nuser + 2 * (size_t)s->npython + 2 * (size_t)s->njvm];
-	unsigned nv = s->nv8 < V8_BPF_FRAMES ? s->nv8 : V8_BPF_FRAMES;
-	int walked = *n;
+	unsigned nv = s->nv8 < V8_BPF_FRAMES ? s->nv8 : V8_BPF_FRAMES, next = 0;
+	uint64_t out[MAX_USER_STACK];
+	int walked = *n, m = 0;
 	struct v8_pid *e;
 	uint64_t last_addr = 0, last_info = 0, last_pc = 0;
 
-	(void)max;
 	if (!nv)
 		return;
 	vn->st.samples++;
@@ -309,38 +354,55 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 		return;
 	if (s->flags & SAMPLE_DWARF)
 		walked = (s->flags & SAMPLE_DWARF_AT) ? s->dwarf_at : 0;
-	for (unsigned k = 0; k < nv; k++) {
-		unsigned i = V8_FRAME_INDEX(w[2 * k]);
-		uint64_t addr = V8_FRAME_ADDR(w[2 * k]), info = w[2 * k + 1];
+	if (max > MAX_USER_STACK)
+		max = MAX_USER_STACK;
+	for (int i = 0; i < *n && m < max; i++) {
+		uint64_t addr, info;
 		struct v8_function f;
-		uint32_t fn;
+		int k;
 
-		if (i >= (unsigned)*n)
-			break;
-		if (i >= (unsigned)walked && !in_v8_code(e, p, pcs[i])) {
+		/* The records are in the walk's order, innermost first. */
+		while (next < nv && V8_FRAME_INDEX(w[2 * next]) < (unsigned)i)
+			next++;
+		if (next >= nv || V8_FRAME_INDEX(w[2 * next]) != (unsigned)i) {
+			out[m++] = pcs[i];
+			continue;
+		}
+		addr = V8_FRAME_ADDR(w[2 * next]);
+		info = w[2 * next + 1];
+		next++;
+		if (i >= walked && !in_v8_code(e, p, pcs[i])) {
 			vn->st.unnamed++;
 			last_pc = 0;
+			out[m++] = pcs[i];
 			continue;
 		}
 		/* A recursion's frames: the same function at the same place,
 		 * read once. */
 		if (addr == last_addr && info == last_info && last_pc) {
-			pcs[i] = last_pc;
+			out[m++] = last_pc;
 			vn->st.frames++;
 			continue;
 		}
-		if (v8_frame_function(e->vp, addr, info, &f) ||
-		    (fn = fn_intern(vn, &f)) == UINT32_MAX) {
-			vn->st.unnamed++;
+		if ((k = inlined_pcs(vn, e, p, addr, info, pcs[i], i == 0, &out[m], max - m))) {
+			vn->st.frames++;
+			m += k;
 			last_pc = 0;
 			continue;
 		}
+		if (v8_frame_function(e->vp, addr, info, &f) || !(out[m] = fn_pc(vn, &f))) {
+			vn->st.unnamed++;
+			last_pc = 0;
+			out[m++] = pcs[i];
+			continue;
+		}
 		vn->st.frames++;
-		pcs[i] = last_pc =
-		    V8_PC(fn, f.line > 0 && f.line < (1 << V8_LINE_BITS) ? f.line : 0);
+		last_pc = out[m++];
 		last_addr = addr;
 		last_info = info;
 	}
+	memcpy(pcs, out, (size_t)m * sizeof(*pcs));
+	*n = m;
 }
 
 static bool source_find(void *ctx, struct proc *p, uint64_t pc, uint64_t t, struct name_hit *hit)
