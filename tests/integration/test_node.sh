@@ -26,8 +26,8 @@
 # fnC and hotLoop into run, and inlined frames are not expanded), lines,
 # the recursion's 200 frames, the cross-check against --perf-basic-prof.
 . "$(dirname "$0")/lib.sh"
-require_bpf node_pid_named node_pid_js node_start_named node_start_js node_lines \
-	node_hostile node_late
+require_bpf node_pid_named node_pid_{js,split,deep,method} node_start_named \
+	node_start_{js,split,deep,method} node_lines node_hostile node_late
 
 named() { # NAME DIR MIN
 	local t=$1 dir=$2 min=$3 run rec
@@ -46,22 +46,45 @@ named() { # NAME DIR MIN
 }
 
 # Of the threads running nsplit.js's driver (the main thread and the
-# worker), each one's samples: >= 95 % with a JavaScript frame (the BPF walk
-# named it). The -- recording runs 15 s: node's start-up before any
-# JavaScript (its snapshot read, OpenSSL's set-up) is ~0.1 s of the main
-# thread's CPU, 9 % of a 6 s run's samples once under load.
-js() { # NAME DIR PID
-	local t=$1 dir=$2 r
+# worker), over all their samples (tests/integration/v8_traces.py):
+#   _js: each one's samples >= 95 % with a JavaScript frame (the BPF walk
+#     named it). The -- recording runs 15 s: node's start-up before any
+#     JavaScript (its snapshot read, OpenSSL's set-up) is ~0.1 s of the
+#     main thread's CPU, 9 % of a 6 s run's samples once under load;
+#   _split: fnA's, fnB's and fnC's cumulative shares of the samples under
+#     them within 3 points (or 3 standard errors, where they are few) of
+#     60/30/10: Turbofan inlines the three, hotLoop and recurse(200) into
+#     run, whose frames name them (0/0/0 before: all in run);
+#   _deep: of the samples in hotLoop under recurse, >= 95 % with its 201
+#     frames then run, >= 85 % with a thread's root at the end (some of the
+#     worker's native stacks end at uv__io_poll: not the walk of JS);
+#   _method: Holder.nmethod named nmethod, as node --cpu-prof names it.
+traces() { # NAME DIR PID
+	local t=$1 dir=$2 r d root
 	"$PPROF" -raw "$dir/profile.pb.gz" > "$dir.raw" 2>/dev/null
 	r=$(python3 "$ROOT/tests/integration/v8_traces.py" split "$3" < "$dir.raw")
+	echo "$t: $r" >&2
 	set -- $r
-	if [ "$1" = threads=2 ] && at_least "${2#js=}" 95; then pass "$t"; else
-		fail "$t" "$r (want threads=2, js >= 95)"
+	if [ "$1" = threads=2 ] && at_least "${2#js=}" 95; then pass "${t}_js"; else
+		fail "${t}_js" "$r (want threads=2, js >= 95)"
+	fi
+	if [ "$7" = split=ok ]; then pass "${t}_split"; else
+		fail "${t}_split" "$r (want a/b/c 60/30/10 within 3 points or 3 SE)"
+	fi
+	d=${8#deep=} root=${9#root=}
+	if [ "${d#*/}" -ge 5 ] && at_least "${d%/*}" 95 && at_least "$root" 85; then
+		pass "${t}_deep"
+	else
+		fail "${t}_deep" "$r (want deep >= 95 of >= 5, root >= 85)"
+	fi
+	if [ "${10#nmethod=}" -ge 1 ]; then pass "${t}_method"; else
+		fail "${t}_method" "$r (want nmethod >= 1)"
 	fi
 }
 
 if ! command -v node > /dev/null; then
-	for t in node_pid_named node_pid_js node_start_named node_start_js node_lines; do
+	for t in node_pid_named node_pid_{js,split,deep,method} node_start_named \
+		node_start_{js,split,deep,method} node_lines; do
 		skip $t "node not installed"
 	done
 else
@@ -70,15 +93,15 @@ else
 	node "$ROOT/tests/workloads/nsplit.js" 120 &
 	pid=$!
 	sleep 4 # warm-up: the JIT's tiers reached
-	timeout 120 "$REC" -F 199 -d 5 -p "$pid" -o "$TMP/pid" > /dev/null 2> "$TMP/pid.err"
+	timeout 120 "$REC" -F 499 -d 6 -p "$pid" -o "$TMP/pid" > /dev/null 2> "$TMP/pid.err"
 	kill "$pid"
 	wait "$pid" 2> /dev/null
 	named node_pid_named "$TMP/pid" 90
-	js node_pid_js "$TMP/pid" "$pid"
+	traces node_pid "$TMP/pid" "$pid"
 	timeout 120 "$REC" -F 199 -o "$TMP/start" -- node "$ROOT/tests/workloads/nsplit.js" 15 \
 		> /dev/null 2> "$TMP/start.err"
 	named node_start_named "$TMP/start" 75
-	js node_start_js "$TMP/start" -
+	traces node_start "$TMP/start" -
 	"$PPROF" -raw "$TMP/start/profile.pb.gz" > "$TMP/start.raw" 2>/dev/null
 	miss=
 	for want in 'hotLoop .*nsplit.js:[0-9]* s=8()' 'fnA .*nsplit.js:[0-9]* s=13()' \

@@ -9,12 +9,16 @@ split PID: the threads running its driver (a frame named run in
   js, the least share over those threads of their samples with a
   JavaScript frame (one whose file is a script, *.js, or node's own,
   node:*); a, b, c: fnA's, fnB's and fnC's cumulative shares of the samples
-  under any of the three (6:3:1 by construction); deep, of the samples
-  under recurse, the share with its 201 frames (recurse(200) down to
-  recurse(0)) and a thread's root at the end, of N; nmethod and holder,
+  under any of the three (6:3:1 by construction), of n, and split, ok
+  when each is within 3 points (or 3 standard errors of a share of n
+  samples, where they are few) of 60/30/10, else off; deep, of the
+  samples in hotLoop under recurse, the share with its 201 frames
+  (recurse(200) down to recurse(0)) then run, of N, and root, those with a
+  thread's root at the end; nmethod and holder,
   the samples with a frame named nmethod (as V8's own --cpu-prof names a
   class method: its SharedFunctionInfo's name) and Holder.nmethod.
 """
+import math
 import os
 import sys
 
@@ -29,7 +33,7 @@ def is_js(f):
 
 
 def split(text, pid):
-    by_tid, under, deep = {}, {"fnA": 0, "fnB": 0, "fnC": 0}, [0, 0]
+    by_tid, under, deep = {}, {"fnA": 0, "fnB": 0, "fnC": 0}, [0, 0, 0]
     any_abc, nm, holder = 0, 0, 0
     samples = [s for s in parse(text) if pid in ("-", s[2].get("pid"))]
     drivers = {(lab.get("pid"), lab.get("tid")) for w, fr, lab in samples
@@ -46,17 +50,24 @@ def split(text, pid):
             any_abc += w
             for n in hit:
                 under[n] += w
-        if "recurse" in names:
+        js = [f[0] for f in fr if is_js(f)]
+        if js[:2] == ["hotLoop", "recurse"]:
             deep[1] += w
-            n = sum(1 for f in fr if f[0] == "recurse")
-            if n == 201 and fr[-1][0] in ROOTS:
+            if js[1:203] == ["recurse"] * 201 + ["run"]:
                 deep[0] += w
+            deep[2] += w if fr[-1][0] in ROOTS else 0
         nm += w if "nmethod" in names else 0
         holder += w if "Holder.nmethod" in names else 0
     js = min((pct(t[1], t[0]) for t in by_tid.values()), default=0.0)
-    print("threads=%d js=%.1f a=%.1f b=%.1f c=%.1f deep=%.1f/%d nmethod=%d holder=%d" %
-          (len(by_tid), js, pct(under["fnA"], any_abc), pct(under["fnB"], any_abc),
-           pct(under["fnC"], any_abc), pct(deep[0], deep[1]), deep[1], nm, holder))
+    shares = [pct(under[f], any_abc) for f in ("fnA", "fnB", "fnC")]
+    ok = any_abc > 0
+    for got, want in zip(shares, (60, 30, 10)):
+        se = 100 * math.sqrt(want / 100 * (1 - want / 100) / max(any_abc, 1))
+        ok = ok and abs(got - want) <= max(3, 3 * se)
+    print("threads=%d js=%.1f a=%.1f b=%.1f c=%.1f n=%d split=%s deep=%.1f/%d root=%.1f "
+          "nmethod=%d holder=%d" %
+          (len(by_tid), js, shares[0], shares[1], shares[2], any_abc, "ok" if ok else "off",
+           pct(deep[0], deep[1]), deep[1], pct(deep[2], deep[1]), nm, holder))
 
 
 if __name__ == "__main__":

@@ -27,9 +27,22 @@ struct v8_fn {
 	int start_line;
 };
 
+/* An optimized frame's functions as last read, by its pc and record: a
+ * recursion's frames, and a hot loop's, are read once (a table read and a
+ * scan each). Direct-mapped; n 0: it stands for its own function alone. */
+#define V8_MEMO_BITS 10
+#define V8_MEMO_FNS  8
+struct v8_memo {
+	uint64_t pc, addr, info;
+	bool leaf;
+	uint32_t n;
+	uint64_t pcs[V8_MEMO_FNS];
+};
+
 struct v8_pid {
 	pid_t pid;
 	struct v8_proc *vp;
+	struct v8_memo *memo; /* 1 << V8_MEMO_BITS, or NULL (ENOMEM: not remembered) */
 };
 
 /* A process where no V8 was found yet, or not read: a node whose libnode
@@ -77,6 +90,8 @@ void v8_names_free(struct v8_names *vn)
 	}
 	VEC_FREE(vn->fns);
 	idtab_free(&vn->fn_tab);
+	for (size_t i = 0; i < vn->pids.n; i++)
+		free(vn->pids.v[i].memo);
 	VEC_FREE(vn->pids);
 	VEC_FREE(vn->refused);
 	VEC_FREE(vn->pending);
@@ -133,6 +148,7 @@ void v8_names_forget(struct v8_names *vn, pid_t pid)
 	if (vn->procs_fd >= 0)
 		bpf_map_delete_elem(vn->procs_fd, &key);
 	v8_forget(vn->v, pid);
+	free(e->memo);
 	*e = vn->pids.v[--vn->pids.n];
 }
 
@@ -214,7 +230,9 @@ static void source_maps_read(void *ctx, struct proc *p)
 		v8_forget(vn->v, p->pid);
 		return;
 	}
+	e.memo = calloc(1u << V8_MEMO_BITS, sizeof(*e.memo));
 	if (VEC_PUSH(vn->pids, e)) {
+		free(e.memo);
 		bpf_map_delete_elem(vn->procs_fd, &key);
 		v8_forget(vn->v, p->pid);
 	}
@@ -301,6 +319,7 @@ static int inlined_pcs(struct v8_names *vn, const struct v8_pid *e, struct proc 
 		       uint64_t info, uint64_t pc, bool leaf, uint64_t *out, int max)
 {
 	struct v8_inlined fr[V8_INLINE_MAX];
+	struct v8_memo *mo = NULL;
 	struct v8_bpf_proc b;
 	const struct mapping *m;
 	int k, n = 0;
@@ -309,7 +328,18 @@ static int inlined_pcs(struct v8_names *vn, const struct v8_pid *e, struct proc 
 	if (V8_FRAME_KIND(info) != V8_KIND_JS || (pc >= b.emb_lo && pc < b.emb_hi) ||
 	    !(m = proc_mapping_at(p, pc)) || m->inode || m->path[0])
 		return 0;
+	if (e->memo) {
+		mo = &e->memo[hash_u64(pc ^ hash_u64(addr)) & ((1u << V8_MEMO_BITS) - 1)];
+		if (mo->pc == pc && mo->addr == addr && mo->info == info && mo->leaf == leaf &&
+		    (int)mo->n <= max) {
+			memcpy(out, mo->pcs, mo->n * sizeof(*out));
+			vn->st.inlined += mo->n ? mo->n - 1 : 0;
+			return (int)mo->n;
+		}
+	}
 	k = v8_frame_inlined(e->vp, addr, pc, leaf, fr, V8_INLINE_MAX);
+	if (mo && (k == 1 || k == -ENOENT))
+		*mo = (struct v8_memo){.pc = pc, .addr = addr, .info = info, .leaf = leaf};
 	if (k <= 1 || k > max)
 		return 0;
 	for (int j = 0; j < k; j++) {
@@ -322,6 +352,10 @@ static int inlined_pcs(struct v8_names *vn, const struct v8_pid *e, struct proc 
 		n++;
 	}
 	vn->st.inlined += (uint64_t)n - 1;
+	if (mo && n <= V8_MEMO_FNS) {
+		*mo = (struct v8_memo){.pc = pc, .addr = addr, .info = info, .leaf = leaf, .n = (uint32_t)n};
+		memcpy(mo->pcs, out, (size_t)n * sizeof(*out));
+	}
 	return n;
 }
 
