@@ -626,12 +626,17 @@ static bool is_type(const struct v8_proc *p, uint64_t obj, uint16_t want)
 	return is_obj(p, obj) && !type_of(p, obj, &t) && t == want;
 }
 
+/* Words read as a map's type, at most, in one scan before the map is
+ * known: each is two reads, and machine code looks tagged half the time. */
+#define V8_SCAN_PROBES 256
+
 /* The tagged InstructionStream holding pc: the nearest header below it
  * (its map an InstructionStream's, its Code a Code), or 0. The map, one
  * for them all, is remembered once found. */
 static uint64_t istream_at(struct v8_proc *p, uint64_t pc)
 {
 	uint64_t buf[V8_SCAN_WORDS], top, code;
+	unsigned probes = 0;
 
 	if (pc < V8_CODE_SCAN + p->l.is_istart)
 		return 0;
@@ -643,8 +648,11 @@ static uint64_t istream_at(struct v8_proc *p, uint64_t pc)
 		for (int k = V8_SCAN_WORDS - 1; k >= 0; k--) {
 			uint64_t w = buf[k], obj = lo + 8 * (uint64_t)k + p->l.str.heap_tag;
 
-			if (p->is_map ? w != p->is_map
-				      : !is_obj(p, w) || !is_type(p, obj, (uint16_t)p->l.type_istream))
+			if (p->is_map ? w != p->is_map : !is_obj(p, w))
+				continue;
+			if (!p->is_map && ++probes > V8_SCAN_PROBES)
+				return 0;
+			if (!p->is_map && !is_type(p, obj, (uint16_t)p->l.type_istream))
 				continue;
 			if (field(p, obj, 8, &code) || !is_type(p, code, (uint16_t)p->l.type_code))
 				continue;
