@@ -1,6 +1,7 @@
 /* JavaScript frames in the recorded stacks (user/runtime/v8_names.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,11 @@ struct v8_names {
 	VEC(pid_t) refused; /* looked at: no V8 after V8_RETRY_FOR_NS, or one not walked */
 	VEC(struct v8_pending) pending;
 	struct v8_names_stats st;
+	/* The tests' cross-check (BPFTRACE_REC_V8_CROSSCHECK=FILE): a node
+	 * writing a perf map is walked too, and each frame in V8's code space
+	 * named is written there, "PID PC NAME" (the frame's own function),
+	 * for tests/integration/test_node.sh to compare with the perf map. */
+	FILE *xcheck;
 };
 
 int v8_names_new(struct v8_names **out, struct v8 *v, int procs_fd)
@@ -76,6 +82,9 @@ int v8_names_new(struct v8_names **out, struct v8 *v, int procs_fd)
 		return -ENOMEM;
 	vn->v = v;
 	vn->procs_fd = procs_fd;
+	if (getenv("BPFTRACE_REC_V8_CROSSCHECK") &&
+	    !(vn->xcheck = fopen(getenv("BPFTRACE_REC_V8_CROSSCHECK"), "we")))
+		warn("BPFTRACE_REC_V8_CROSSCHECK: %s", strerror(errno));
 	*out = vn;
 	return 0;
 }
@@ -95,6 +104,8 @@ void v8_names_free(struct v8_names *vn)
 	VEC_FREE(vn->pids);
 	VEC_FREE(vn->refused);
 	VEC_FREE(vn->pending);
+	if (vn->xcheck)
+		fclose(vn->xcheck);
 	free(vn);
 }
 
@@ -193,7 +204,7 @@ static void source_maps_read(void *ctx, struct proc *p)
 		if (vn->refused.v[i] == p->pid)
 			return;
 	err = v8_attach_maps(vn->v, p->pid, p->maps_text, strlen(p->maps_text), &vp);
-	if (!err && writes_perf_map(p->pid)) {
+	if (!err && !vn->xcheck && writes_perf_map(p->pid)) {
 		debug("process %d runs V8 and writes a perf map: its JavaScript frames are named "
 		      "from it",
 		      (int)p->pid);
@@ -359,6 +370,24 @@ static int inlined_pcs(struct v8_names *vn, const struct v8_pid *e, struct proc 
 	return n;
 }
 
+/* The tests' cross-check: a frame at pc in V8's code space (where the
+ * perf map names it) named fpc (its own function's). */
+static void xcheck(struct v8_names *vn, const struct v8_pid *e, struct proc *p, uint64_t pc,
+		   uint64_t fpc)
+{
+	uint64_t fn = (fpc & ~V8_PC_TAG_MASK) >> V8_LINE_BITS;
+	struct v8_bpf_proc b;
+	const struct mapping *m;
+
+	if (!vn->xcheck || fn >= vn->fns.n)
+		return;
+	v8_proc_bpf(e->vp, &b);
+	if ((pc >= b.emb_lo && pc < b.emb_hi) || !(m = proc_mapping_at(p, pc)) || m->inode ||
+	    m->path[0])
+		return;
+	fprintf(vn->xcheck, "%d %" PRIx64 " %s\n", (int)p->pid, pc, vn->fns.v[fn].name);
+}
+
 /* Each recorded frame's user ip (the frame's index in the record) is
  * replaced by its function, or by the functions it stands for where
  * Turbofan inlined them (innermost first); a frame that names nothing now
@@ -422,6 +451,7 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 			vn->st.frames++;
 			m += k;
 			last_pc = 0;
+			xcheck(vn, e, p, pcs[i], out[m - 1]);
 			continue;
 		}
 		if (v8_frame_function(e->vp, addr, info, &f) || !(out[m] = fn_pc(vn, &f))) {
@@ -431,6 +461,7 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 			continue;
 		}
 		vn->st.frames++;
+		xcheck(vn, e, p, pcs[i], out[m]);
 		last_pc = out[m++];
 		last_addr = addr;
 		last_info = info;
