@@ -21,12 +21,11 @@
 #     formats/v8_srcpos.c) are nsplit.js's (hotLoop 8, fnA 13, run 21), and
 #     an interpreted frame of run has the line of its loop's body (26, 27).
 #   node_perfmap: below.
-# Not checked yet: the lines of optimized frames (their positions' lines
-# are given: hotLoop at 10 once optimized, run at 26 and 27, but no check
-# asserts them).
+# Not checked yet: Holder.nmethod named with its class (V8's --cpu-prof
+# does not name it so either).
 . "$(dirname "$0")/lib.sh"
-require_bpf node_pid_named node_pid_{js,split,deep,method} node_start_named \
-	node_start_{js,split,deep,method} node_perfmap node_lines node_hostile node_late
+require_bpf node_pid_named node_pid_{js,split,deep,method,hotline} node_start_named \
+	node_start_{js,split,deep,method,hotline} node_perfmap node_lines node_hostile node_late
 
 named() { # NAME DIR MIN
 	local t=$1 dir=$2 min=$3 run rec
@@ -61,13 +60,18 @@ named() { # NAME DIR MIN
 #     a copy of its stack, which a 200-deep recursion overflows
 #     (summary.json's dwarf_truncated: 150 of 721 samples, their stacks
 #     ending at the worker's uv__io_poll; 77.5 to 92.5 % reached the root);
-#   _method: Holder.nmethod named nmethod, as node --cpu-prof names it.
-traces() { # NAME DIR PID ROOT_MIN
+#   _method: Holder.nmethod named nmethod, as node --cpu-prof names it;
+#   _hotline: (-p, once optimized) of the samples in hotLoop, >= 90 % at its
+#     loop's line 10: an optimized frame's functions have their positions'
+#     lines (0 before: an optimized frame had no line). The -- recording's
+#     interpreted start has its bytecode's lines (node_lines).
+traces() { # NAME DIR PID ROOT_MIN HOTLINE_MIN
 	local t=$1 dir=$2 rmin=$4 r d root
 	"$PPROF" -raw "$dir/profile.pb.gz" > "$dir.raw" 2>/dev/null
 	r=$(python3 "$ROOT/tests/integration/v8_traces.py" split "$3" < "$dir.raw")
 	echo "$t: $r" >&2
-	set -- $r
+	local hmin=$5
+	set -- $r "$hmin"
 	if [ "$1" = threads=2 ] && at_least "${2#js=}" 95; then pass "${t}_js"; else
 		fail "${t}_js" "$r (want threads=2, js >= 95)"
 	fi
@@ -83,11 +87,15 @@ traces() { # NAME DIR PID ROOT_MIN
 	if [ "${10#nmethod=}" -ge 1 ]; then pass "${t}_method"; else
 		fail "${t}_method" "$r (want nmethod >= 1)"
 	fi
+	d=${12#hotline=}
+	if [ "${d#*/}" -ge 20 ] && at_least "${d%/*}" "$hmin"; then pass "${t}_hotline"; else
+		fail "${t}_hotline" "$r (want hotline >= $hmin of >= 20)"
+	fi
 }
 
 if ! command -v node > /dev/null; then
-	for t in node_pid_named node_pid_{js,split,deep,method} node_start_named \
-		node_start_{js,split,deep,method} node_perfmap node_lines; do
+	for t in node_pid_named node_pid_{js,split,deep,method,hotline} node_start_named \
+		node_start_{js,split,deep,method,hotline} node_perfmap node_lines; do
 		skip $t "node not installed"
 	done
 else
@@ -100,11 +108,11 @@ else
 	kill "$pid"
 	wait "$pid" 2> /dev/null
 	named node_pid_named "$TMP/pid" 90
-	traces node_pid "$TMP/pid" "$pid" 0
+	traces node_pid "$TMP/pid" "$pid" 0 90
 	timeout 120 "$REC" -F 199 -o "$TMP/start" -- node "$ROOT/tests/workloads/nsplit.js" 15 \
 		> /dev/null 2> "$TMP/start.err"
 	named node_start_named "$TMP/start" 75
-	traces node_start "$TMP/start" - 90
+	traces node_start "$TMP/start" - 90 0
 	# node_perfmap: the same workload under --perf-basic-prof, walked all
 	# the same (BPFTRACE_REC_V8_CROSSCHECK, the tests' switch, which also
 	# writes each frame in V8's code space as named): its own function

@@ -16,7 +16,9 @@ split PID: the threads running its driver (a frame named run in
   (recurse(200) down to recurse(0)) then run, of N, and root, those with a
   thread's root at the end; nmethod and holder,
   the samples with a frame named nmethod (as V8's own --cpu-prof names a
-  class method: its SharedFunctionInfo's name) and Holder.nmethod.
+  class method: its SharedFunctionInfo's name) and Holder.nmethod; hotline,
+  of the samples whose innermost JavaScript frame is hotLoop, the share at
+  its loop's line (10), of N.
 """
 import math
 import os
@@ -34,7 +36,7 @@ def is_js(f):
 
 def split(text, pid):
     by_tid, under, deep = {}, {"fnA": 0, "fnB": 0, "fnC": 0}, [0, 0, 0]
-    any_abc, nm, holder = 0, 0, 0
+    any_abc, nm, holder, hot = 0, 0, 0, [0, 0]
     samples = [s for s in parse(text) if pid in ("-", s[2].get("pid"))]
     drivers = {(lab.get("pid"), lab.get("tid")) for w, fr, lab in samples
                if any(f[0] == "run" and f[1].endswith("nsplit.js") for f in fr)}
@@ -51,6 +53,10 @@ def split(text, pid):
             for n in hit:
                 under[n] += w
         js = [f[0] for f in fr if is_js(f)]
+        jsf = [f for f in fr if is_js(f)]
+        if jsf and jsf[0][0] == "hotLoop":
+            hot[1] += w
+            hot[0] += w if jsf[0][2] == 10 else 0
         if js[:2] == ["hotLoop", "recurse"]:
             deep[1] += w
             if js[1:203] == ["recurse"] * 201 + ["run"]:
@@ -65,9 +71,10 @@ def split(text, pid):
         se = 100 * math.sqrt(want / 100 * (1 - want / 100) / max(any_abc, 1))
         ok = ok and abs(got - want) <= max(3, 3 * se)
     print("threads=%d js=%.1f a=%.1f b=%.1f c=%.1f n=%d split=%s deep=%.1f/%d root=%.1f "
-          "nmethod=%d holder=%d" %
+          "nmethod=%d holder=%d hotline=%.1f/%d" %
           (len(by_tid), js, shares[0], shares[1], shares[2], any_abc, "ok" if ok else "off",
-           pct(deep[0], deep[1]), deep[1], pct(deep[2], deep[1]), nm, holder))
+           pct(deep[0], deep[1]), deep[1], pct(deep[2], deep[1]), nm, holder,
+           pct(hot[0], hot[1]), hot[1]))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ struct v8_fn {
 
 /* An optimized frame's functions as last read, by its pc and record: a
  * recursion's frames, and a hot loop's, are read once (a table read and a
- * scan each). Direct-mapped; n 0: it stands for its own function alone. */
+ * scan each). Direct-mapped; n 0: no code found (named as recorded). */
 #define V8_MEMO_BITS 10
 #define V8_MEMO_FNS  8
 struct v8_memo {
@@ -322,10 +322,11 @@ static uint64_t fn_pc(struct v8_names *vn, const struct v8_function *f)
 	return V8_PC(fn, f->line > 0 && f->line < (1 << V8_LINE_BITS) ? f->line : 0);
 }
 
-/* An optimized frame's functions, innermost first, into out (at most max):
- * their number, 0 when it stands for its own function alone (or its code
- * is not read: the caller names it as recorded). Only a frame in V8's
- * code space (not the embedded builtins), not interpreted. */
+/* An optimized frame's functions, innermost first, into out (at most max),
+ * each with the line of its position: their number, 0 when its code is not
+ * read (baseline code, none found: the caller names it as recorded, with
+ * no line). Only a frame in V8's code space (not the embedded builtins),
+ * not interpreted. */
 static int inlined_pcs(struct v8_names *vn, const struct v8_pid *e, struct proc *p, uint64_t addr,
 		       uint64_t info, uint64_t pc, bool leaf, uint64_t *out, int max)
 {
@@ -349,9 +350,9 @@ static int inlined_pcs(struct v8_names *vn, const struct v8_pid *e, struct proc 
 		}
 	}
 	k = v8_frame_inlined(e->vp, addr, pc, leaf, fr, V8_INLINE_MAX);
-	if (mo && (k == 1 || k == -ENOENT))
+	if (mo && k == -ENOENT)
 		*mo = (struct v8_memo){.pc = pc, .addr = addr, .info = info, .leaf = leaf};
-	if (k <= 1 || k > max)
+	if (k < 1 || k > max)
 		return 0;
 	for (int j = 0; j < k; j++) {
 		struct v8_function f;
