@@ -158,13 +158,12 @@ static void test_inline(void)
 	inl(b, 0, sp(600, -1), 3);
 	inl(b, 1, sp(300, 0), 5);
 	inl(b, 2, sp(650, -1), 4);
-	CHECK(!v8_inline_expand(b, 3 * V8_INLINING_POSITION_SIZE, sp(200, 1), f, 4, &n) &&
-	      n == 3);
+	CHECK(!v8_inline_expand(b, 3 * V8_INLINING_POSITION_SIZE, sp(200, 1), f, 4, &n) && n == 3);
 	CHECK(f[0].literal == 5 && f[0].script_offset == 200);
 	CHECK(f[1].literal == 3 && f[1].script_offset == 300);
 	CHECK(f[2].literal == -1 && f[2].script_offset == 600);
-	CHECK(!v8_inline_expand(b, 3 * V8_INLINING_POSITION_SIZE, sp(320, 2), f, 4, &n) &&
-	      n == 2 && f[0].literal == 4 && f[1].literal == -1 && f[1].script_offset == 650);
+	CHECK(!v8_inline_expand(b, 3 * V8_INLINING_POSITION_SIZE, sp(320, 2), f, 4, &n) && n == 2 &&
+	      f[0].literal == 4 && f[1].literal == -1 && f[1].script_offset == 650);
 	/* Not inlined: the code's own function alone, no positions needed. */
 	CHECK(!v8_inline_expand(NULL, 0, sp(77, -1), f, 1, &n) && n == 1 && f[0].literal == -1 &&
 	      f[0].script_offset == 77);

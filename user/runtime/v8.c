@@ -616,7 +616,7 @@ int v8_frame_function(struct v8_proc *p, uint64_t addr, uint64_t info, struct v8
 
 /* Bytes below a pc looked through for its InstructionStream's header:
  * optimized code is rarely larger. */
-#define V8_CODE_SCAN (1024 * 1024)
+#define V8_CODE_SCAN  (1024 * 1024)
 #define V8_SCAN_WORDS 512
 
 static bool is_type(const struct v8_proc *p, uint64_t obj, uint16_t want)
@@ -680,8 +680,7 @@ static int array_at(const struct v8_proc *p, uint64_t arr, int64_t n, int64_t i,
 }
 
 /* A ByteArray's bytes, malloc'd, at most max: 0, *buf and *len, or -errno. */
-static int byte_array(const struct v8_proc *p, uint64_t ba, size_t max, uint8_t **buf,
-		      size_t *len)
+static int byte_array(const struct v8_proc *p, uint64_t ba, size_t max, uint8_t **buf, size_t *len)
 {
 	int64_t n;
 
@@ -741,8 +740,8 @@ int v8_frame_inlined(struct v8_proc *p, uint64_t sfi, uint64_t pc, bool leaf,
 	if (array_at(p, dd, n, p->l.dd_inl_pos, &w) ||
 	    byte_array(p, w, (size_t)0xffff * V8_INLINING_POSITION_SIZE, &ipos, &ilen))
 		return -EINVAL;
-	r = v8_inline_expand(ipos, ilen, pos, fr, (size_t)(max < V8_INLINE_MAX ? max : V8_INLINE_MAX),
-			     &nf);
+	r = v8_inline_expand(ipos, ilen, pos, fr,
+			     (size_t)(max < V8_INLINE_MAX ? max : V8_INLINE_MAX), &nf);
 	free(ipos);
 	if (r)
 		return r;
@@ -751,9 +750,8 @@ int v8_frame_inlined(struct v8_proc *p, uint64_t sfi, uint64_t pc, bool leaf,
 	for (size_t i = 0; i < nf; i++) {
 		w = sfi;
 		/* A literal may be held weakly (tag 3). */
-		if (fr[i].literal >= 0 &&
-		    (array_at(p, lits, nl, fr[i].literal, &w) ||
-		     !is_type(p, w &= ~2ULL, (uint16_t)p->l.type_sfi)))
+		if (fr[i].literal >= 0 && (array_at(p, lits, nl, fr[i].literal, &w) ||
+					   !is_type(p, w &= ~2ULL, (uint16_t)p->l.type_sfi)))
 			return -EINVAL;
 		out[i] = (struct v8_inlined){w, fr[i].script_offset};
 	}

@@ -365,7 +365,8 @@ static int inlined_pcs(struct v8_names *vn, const struct v8_pid *e, struct proc 
 	}
 	vn->st.inlined += (uint64_t)n - 1;
 	if (mo && n <= V8_MEMO_FNS) {
-		*mo = (struct v8_memo){.pc = pc, .addr = addr, .info = info, .leaf = leaf, .n = (uint32_t)n};
+		*mo = (struct v8_memo){
+		    .pc = pc, .addr = addr, .info = info, .leaf = leaf, .n = (uint32_t)n};
 		memcpy(mo->pcs, out, (size_t)n * sizeof(*out));
 	}
 	return n;
