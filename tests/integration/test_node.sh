@@ -118,7 +118,8 @@ else
 	# writes each frame in V8's code space as named): its own function
 	# agrees with the perf map's name at that pc for >= 99 % of >= 100
 	# frames (tests/integration/v8_perfmap.py).
-	node --perf-basic-prof "$ROOT/tests/workloads/nsplit.js" 120 &
+	# In $TMP: node writes its code log there too (isolate-*-v8.log).
+	env -C "$TMP" node --perf-basic-prof "$ROOT/tests/workloads/nsplit.js" 120 &
 	pid=$!
 	sleep 4
 	BPFTRACE_REC_V8_CROSSCHECK=$TMP/xcheck timeout 120 "$REC" -F 499 -d 4 -p "$pid" \
