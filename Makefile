@@ -322,6 +322,7 @@ WORKLOADS := $(OUT)/workloads/split $(OUT)/workloads/syscalls $(OUT)/workloads/c
 	     $(OUT)/workloads/cxxsplit $(OUT)/workloads/frees $(OUT)/workloads/gowork \
 	     $(OUT)/workloads/edges \
 	     $(OUT)/workloads/usdtwork $(OUT)/workloads/fakejvm $(OUT)/workloads/fakev8 \
+	     $(OUT)/workloads/libfakev8.so $(OUT)/workloads/fakev8late \
 	     $(OUT)/workloads/heapsplit
 # Go programs, each Go by its path (PATH's `go` is whichever the machine puts
 # first): Debian's 1.19 (golang-go, make deps), whose line table holds its
@@ -381,6 +382,13 @@ $(OUT)/workloads/fakejvm: tests/workloads/fakejvm.c
 $(OUT)/workloads/fakev8: tests/workloads/fakev8.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -rdynamic -o $@ $<
+# The same constants in a library a program dlopens once running
+# (tests/workloads/fakev8.c).
+$(OUT)/workloads/libfakev8.so: tests/workloads/fakev8.c
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -DFAKEV8_LIB -fPIC -shared -o $@ $<
+$(OUT)/workloads/fakev8late: tests/workloads/fakev8.c $(OUT)/workloads/libfakev8.so
+	$(CC) $(WL_CFLAGS) -DFAKEV8_LATE -o $@ $< -ldl
 $(OUT)/workloads/usdtwork: tests/workloads/usdtwork.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $<

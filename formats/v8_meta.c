@@ -5,7 +5,7 @@
 #include "formats/v8_meta.h"
 
 /* What each constant is: where it goes, and its range. */
-enum kind { K_U32, K_FP, K_IDX, K_SMI_SHIFT, K_NEG_MASK };
+enum kind { K_U32, K_FP, K_IDX, K_SMI_SHIFT, K_NEG_MASK, K_OPT, K_INL, K_INL_IDX };
 
 static const struct field {
 	const char *name;
@@ -49,6 +49,25 @@ static const struct field {
     {"type_ScopeInfo__SCOPE_INFO_TYPE", L(type_scope_info), K_U32},
     {"scopeinfo_idx_first_vars", L(scope_first_vars), K_IDX},
     {"scopeinfo_idx_ncontextlocals", L(scope_ncontextlocals), K_IDX},
+    /* For lines only (K_OPT: a U32 that may be missing). */
+    {"class_BytecodeArray__data__uintptr_t", L(bca_data), K_OPT},
+    {"class_FixedArrayBase__length__SMI", L(fab_length), K_OPT},
+    {"class_FixedArray__data__uintptr_t", L(fa_data), K_OPT},
+    {"class_Script__source__Object", L(script_source), K_OPT},
+    {"class_Script__line_ends__Object", L(script_line_ends), K_OPT},
+    {"type_ByteArray__BYTE_ARRAY_TYPE", L(type_byte_array), K_OPT},
+    {"type_BytecodeArray__BYTECODE_ARRAY_TYPE", L(type_bytecode_array), K_OPT},
+    {"type_FixedArray__FIXED_ARRAY_TYPE", L(type_fixed_array), K_OPT},
+    {"class_Code__bytecode_or_interpreter_data__HeapObject", L(code_bytecode), K_OPT},
+    {"type_Code__CODE_TYPE", L(type_code), K_OPT},
+    /* For inlined frames only (K_INL, K_INL_IDX: may be missing). */
+    {"class_InstructionStream__instruction_start__uintptr_t", L(is_istart), K_INL},
+    {"type_InstructionStream__INSTRUCTION_STREAM_TYPE", L(type_istream), K_INL},
+    {"class_Code__deoptimization_data__FixedArray", L(code_deopt), K_INL},
+    {"class_Code__source_position_table__ByteArray", L(code_srcpos), K_INL},
+    {"DeoptimizationDataInliningPositionsIndex", L(dd_inl_pos), K_INL_IDX},
+    {"DeoptimizationDataLiteralArrayIndex", L(dd_literals), K_INL_IDX},
+    {"DeoptimizationDataSharedFunctionInfoIndex", L(dd_sfi), K_INL_IDX},
 #undef S
 #undef L
 };
@@ -61,24 +80,37 @@ const char *v8_meta_name(size_t i)
 
 int v8_meta_layout(v8_meta_get get, void *ctx, struct v8_layout *out, char *err, size_t errlen)
 {
+	bool opt_missing = false, inl_missing = false;
+
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < NFIELDS; i++) {
 		const struct field *f = &fields[i];
 		int32_t v;
 		int ok;
 
+		if (f->k == K_OPT && get(ctx, f->name, &v)) {
+			opt_missing = true;
+			continue;
+		}
+		if ((f->k == K_INL || f->k == K_INL_IDX) && get(ctx, f->name, &v)) {
+			inl_missing = true;
+			continue;
+		}
 		if (get(ctx, f->name, &v)) {
 			snprintf(err, errlen, "its V8 metadata has no v8dbg_%s", f->name);
 			return -ENOTSUP;
 		}
 		switch (f->k) {
 		case K_U32: /* offsets within an object's first KiB; tags, masks, types */
+		case K_OPT:
+		case K_INL:
 			ok = v >= 0 && v < 0x10000;
 			break;
 		case K_FP: /* a slot below rbp the BPF step reads (bpf/runtime/v8.h) */
 			ok = v < 0 && v >= -64 && !(v & 7);
 			break;
 		case K_IDX:
+		case K_INL_IDX:
 			ok = v >= 0 && v < 64;
 			break;
 		case K_SMI_SHIFT: /* 31 (64-bit Smis) or 0 (31-bit): the value's shift is one more
@@ -94,7 +126,7 @@ int v8_meta_layout(v8_meta_get get, void *ctx, struct v8_layout *out, char *err,
 				 f->name, (int)v);
 			return -ENOTSUP;
 		}
-		if (f->k == K_FP || f->k == K_IDX)
+		if (f->k == K_FP || f->k == K_IDX || f->k == K_INL_IDX)
 			memcpy((char *)out + f->off, &v, sizeof(v));
 		else
 			memcpy((char *)out + f->off, &(uint32_t){(uint32_t)v}, sizeof(uint32_t));
@@ -106,5 +138,18 @@ int v8_meta_layout(v8_meta_get get, void *ctx, struct v8_layout *out, char *err,
 			 "it is built with pointer compression, which is not read here");
 		return -ENOTSUP;
 	}
+	/* The BytecodeArray's source_position_table has no constant: V8 10
+	 * and 11 keep it at 32, after the length, constant pool and handler
+	 * table, with 22 (11: the bytecode age moved to the SFI) or 24 bytes
+	 * of ints before the bytecodes. Another layout: no lines. */
+	if (!opt_missing && (out->bca_data == 54 || out->bca_data == 56) &&
+	    out->fa_data >= out->fab_length + 8) {
+		out->bca_srcpos = 32;
+		out->lines = true;
+	}
+	/* An InstructionStream's header is its map and Code (what
+	 * user/runtime/v8.c reads) and maybe more: its instructions after. */
+	out->inlining = out->lines && !inl_missing && out->is_istart >= 16 &&
+			out->is_istart < 256 && !(out->is_istart & 7);
 	return 0;
 }

@@ -12,6 +12,7 @@ struct sctx {
 	unsigned reads, chars;
 	uint32_t hi; /* a two-byte string's high surrogate, waiting for its pair */
 	int full;    /* the output (or V8_STRING_MAX) is reached: the rest is not read */
+	int keep_nl; /* a script's text: its line feeds kept, for its lines */
 };
 
 static int rd(struct sctx *s, uint64_t addr, void *buf, size_t len)
@@ -76,7 +77,7 @@ static void put_cp(struct sctx *s, uint32_t cp)
 	char b[4];
 	size_t n;
 
-	if (cp < 0x20 || cp == 0x7f)
+	if ((cp < 0x20 && !(cp == '\n' && s->keep_nl)) || cp == 0x7f)
 		cp = '?'; /* names go into text formats: no control characters */
 	if (cp < 0x80) {
 		b[0] = (char)cp;
@@ -224,10 +225,11 @@ static int emit(struct sctx *s, uint64_t str, uint32_t start, uint32_t count, in
 	return 0;
 }
 
-int v8_string_read(const struct v8_string_layout *l, v8_read_fn rdf, void *ctx, uint64_t str,
-		   char *out, size_t size, size_t *len)
+static int read_str(const struct v8_string_layout *l, v8_read_fn rdf, void *ctx, uint64_t str,
+		    char *out, size_t size, size_t *len, int keep_nl)
 {
-	struct sctx s = {.l = l, .rd = rdf, .ctx = ctx, .out = out, .size = size};
+	struct sctx s = {
+	    .l = l, .rd = rdf, .ctx = ctx, .out = out, .size = size, .keep_nl = keep_nl};
 	uint64_t obj = untag(l, str);
 	uint16_t type;
 	uint32_t n;
@@ -253,4 +255,16 @@ int v8_string_read(const struct v8_string_layout *l, v8_read_fn rdf, void *ctx, 
 	if (len)
 		*len = s.pos;
 	return 0;
+}
+
+int v8_string_read(const struct v8_string_layout *l, v8_read_fn rdf, void *ctx, uint64_t str,
+		   char *out, size_t size, size_t *len)
+{
+	return read_str(l, rdf, ctx, str, out, size, len, 0);
+}
+
+int v8_string_read_text(const struct v8_string_layout *l, v8_read_fn rdf, void *ctx, uint64_t str,
+			char *out, size_t size, size_t *len)
+{
+	return read_str(l, rdf, ctx, str, out, size, len, 1);
 }

@@ -51,6 +51,11 @@ struct v8_string_layout {
 int v8_string_read(const struct v8_string_layout *l, v8_read_fn rd, void *ctx, uint64_t str,
 		   char *out, size_t size, size_t *len);
 
+/* As v8_string_read, with the line feeds kept: a script's source, whose
+ * lines are counted (formats/v8_srcpos.h's v8_line_ends). */
+int v8_string_read_text(const struct v8_string_layout *l, v8_read_fn rd, void *ctx, uint64_t str,
+			char *out, size_t size, size_t *len);
+
 /* The instance type of the object at the tagged pointer obj (its map's):
  * 0 and *type, or -errno (-EINVAL: not a heap object pointer). */
 int v8_instance_type(const struct v8_string_layout *l, v8_read_fn rd, void *ctx, uint64_t obj,

@@ -1735,6 +1735,7 @@ static int rec_write(struct recorder *r)
 		ri->v8_samples = vs.samples;
 		ri->v8_named = vs.frames;
 		ri->v8_unnamed = vs.unnamed;
+		ri->v8_inlined = vs.inlined;
 	}
 	jit_load_all(&r->procs);
 	for (size_t i = 0; i < r->procs.v.n; i++)

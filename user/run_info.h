@@ -85,7 +85,7 @@ struct run_info {
 	/* The V8 step (bpf/runtime/v8.bpf.c, its v8_stats) and what became of its
 	 * frames (user/runtime/v8_names.c). */
 	uint64_t v8_frames_recorded, v8_not_js, v8_read_fault, v8_truncated;
-	uint64_t v8_samples, v8_named, v8_unnamed;
+	uint64_t v8_samples, v8_named, v8_inlined, v8_unnamed;
 	const char *kernel;		 /* uname release */
 	const struct degraded *degraded; /* features this kernel lacks, and why */
 	bool system_wide;

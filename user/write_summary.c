@@ -195,9 +195,10 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 			",\n  \"v8\": {\"frames_recorded\": %" PRIu64
 			", \"frames_not_js\": %" PRIu64 ", \"read_faults\": %" PRIu64
 			", \"truncated\": %" PRIu64 ", \"samples_with_frames\": %" PRIu64
-			", \"frames_named\": %" PRIu64 ", \"frames_left_native\": %" PRIu64 "}",
+			", \"frames_named\": %" PRIu64 ", \"inlined_named\": %" PRIu64
+			", \"frames_left_native\": %" PRIu64 "}",
 			ri->v8_frames_recorded, ri->v8_not_js, ri->v8_read_fault, ri->v8_truncated,
-			ri->v8_samples, ri->v8_named, ri->v8_unnamed);
+			ri->v8_samples, ri->v8_named, ri->v8_inlined, ri->v8_unnamed);
 	if (ri->offcpu) {
 		struct offcpu_totals t;
 

@@ -1,7 +1,7 @@
 // The Node.js workload of tests/integration/test_node.sh: on the main thread
-// and on a worker_threads worker, three functions call one loop 6:3:1
-// (fnA, fnB, fnC), a 200-deep recursion ends in it, and a class method
-// (Holder.nmethod) runs it too. Runs for argv[2] seconds (default 30).
+// and on a worker_threads worker: fnA, fnB and fnC call one loop 6:3:1, and
+// every other round a 200-deep recursion and a class method (Holder.nmethod)
+// run it too. Runs for argv[2] seconds (default 30).
 'use strict';
 const { Worker, isMainThread } = require('worker_threads');
 
@@ -13,9 +13,9 @@ function hotLoop(n) {
 function fnA() { return hotLoop(6000); }
 function fnB() { return hotLoop(3000); }
 function fnC() { return hotLoop(1000); }
-function recurse(d) { return d > 0 ? recurse(d - 1) + 1 : hotLoop(200); }
+function recurse(d) { return d > 0 ? recurse(d - 1) + 1 : hotLoop(3000); }
 class Holder {
-	nmethod() { return hotLoop(500); }
+	nmethod() { return hotLoop(3000); }
 }
 
 function run(secs) {
@@ -24,7 +24,7 @@ function run(secs) {
 	while (Date.now() < end)
 		for (let k = 0; k < 50; k++) {
 			s += fnA() + fnB() + fnC();
-			if (k % 10 === 0) s += recurse(200) + h.nmethod();
+			if (k % 2 === 0) s += recurse(200) + h.nmethod();
 		}
 	return s;
 }

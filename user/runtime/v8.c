@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "formats/procmaps.h"
 #include "formats/v8_meta.h"
+#include "formats/v8_srcpos.h"
 #include "user/util.h"
 #include "user/runtime/v8.h"
 
@@ -43,6 +44,18 @@ struct v8_bin {
 struct v8_fn_ent {
 	uint64_t sfi, data; /* the SharedFunctionInfo, and its function_data when read */
 	char *name, *file;
+	int start_line;
+};
+
+/* Bytes of a source position table, and line ends of a script, read at
+ * most: a function's table is far smaller; lines past are 0. */
+#define V8_SRCPOS_BYTES (256 * 1024)
+#define V8_LINES_MAX	(1 << 20)
+/* A script's line ends, by its name: a script's text does not change. */
+struct v8_script_lines {
+	char *file;
+	int32_t *ends;
+	size_t n;
 };
 
 struct v8_proc {
@@ -51,6 +64,8 @@ struct v8_proc {
 	struct v8_layout l;
 	struct v8_bpf_proc bpf;
 	struct v8_fn_ent cache[1u << V8_CACHE_BITS];
+	VEC(struct v8_script_lines) scripts;
+	uint64_t is_map; /* InstructionStream's map, once one is found */
 };
 
 struct v8 {
@@ -70,6 +85,11 @@ static void proc_free(struct v8_proc *p)
 		free(p->cache[i].name);
 		free(p->cache[i].file);
 	}
+	for (size_t i = 0; i < p->scripts.n; i++) {
+		free(p->scripts.v[i].file);
+		free(p->scripts.v[i].ends);
+	}
+	VEC_FREE(p->scripts);
 	free(p);
 }
 
@@ -386,32 +406,181 @@ static void scope_name(const struct v8_proc *p, uint64_t si, char *out, size_t s
 	}
 }
 
-static int read_names(const struct v8_proc *p, uint64_t sfi, char *name, char *file)
+static bool is_obj(const struct v8_proc *p, uint64_t w)
+{
+	return (w & p->l.str.heap_tag_mask) == p->l.str.heap_tag;
+}
+
+/* A Smi field's value: 0, or -EINVAL when the word is no Smi. */
+static int smi_field(const struct v8_proc *p, uint64_t obj, uint32_t off, int64_t *v)
+{
+	uint64_t w;
+
+	if (field(p, obj, off, &w) || (w & 1))
+		return -EINVAL;
+	*v = (int64_t)w >> p->l.str.smi_shift;
+	return 0;
+}
+
+static int read_names(const struct v8_proc *p, uint64_t sfi, char *name, char *file,
+		      uint64_t *script_out)
 {
 	uint64_t nos, script, sname;
 	uint16_t t;
 
 	name[0] = file[0] = 0;
+	*script_out = 0;
 	if (field(p, sfi, p->l.sfi_name_or_scope, &nos))
 		return -EFAULT;
-	if ((nos & p->l.str.heap_tag_mask) == p->l.str.heap_tag && !type_of(p, nos, &t)) {
+	if (is_obj(p, nos) && !type_of(p, nos, &t)) {
 		if (t < p->l.str.first_nonstring)
 			str_or_empty(p, nos, name, V8_NAME_MAX);
 		else if (t == p->l.type_scope_info)
 			scope_name(p, nos, name, V8_NAME_MAX);
 	}
-	if (!field(p, sfi, p->l.sfi_script, &script) &&
-	    (script & p->l.str.heap_tag_mask) == p->l.str.heap_tag && !type_of(p, script, &t) &&
-	    t == p->l.type_script && !field(p, script, p->l.script_name, &sname))
+	if (!field(p, sfi, p->l.sfi_script, &script) && is_obj(p, script) &&
+	    !type_of(p, script, &t) && t == p->l.type_script &&
+	    !field(p, script, p->l.script_name, &sname)) {
 		str_or_empty(p, sname, file, V8_NAME_MAX);
+		*script_out = script;
+	}
 	return 0;
+}
+
+/* The source position of bytecode offset off in the BytecodeArray bca: 0
+ * and *pos, or -errno (no table: V8 makes them lazily, for stack traces
+ * and profilers). */
+static int bytecode_pos(const struct v8_proc *p, uint64_t bca, uint32_t off, int64_t *pos)
+{
+	uint64_t tab;
+	int64_t len;
+	uint16_t t;
+	uint8_t *buf;
+	int r;
+
+	/* A baseline function's data: its Code, whose bytecode it is. */
+	if (!type_of(p, bca, &t) && t == p->l.type_code && field(p, bca, p->l.code_bytecode, &bca))
+		return -ENOENT;
+	if (type_of(p, bca, &t) || t != p->l.type_bytecode_array ||
+	    field(p, bca, p->l.bca_srcpos, &tab) || !is_obj(p, tab) || type_of(p, tab, &t) ||
+	    t != p->l.type_byte_array || smi_field(p, tab, p->l.fab_length, &len))
+		return -ENOENT;
+	if (len <= 0 || len > V8_SRCPOS_BYTES)
+		return -EINVAL;
+	if (!(buf = malloc((size_t)len)))
+		return -ENOMEM;
+	r = rd((void *)p, tab - p->l.str.heap_tag + p->l.fa_data, buf, (size_t)len);
+	if (!r)
+		r = v8_srcpos_find(buf, (size_t)len, off, pos);
+	free(buf);
+	return r;
+}
+
+/* The line ends of the script (named file) from its line_ends (a FixedArray
+ * of Smis, when V8 made them) or its source: NULL when neither reads. */
+static const struct v8_script_lines *script_lines(struct v8_proc *p, uint64_t script,
+						  const char *file)
+{
+	struct v8_script_lines e = {0};
+	uint64_t le, src;
+	int64_t n, v;
+	uint16_t t;
+
+	for (size_t i = 0; i < p->scripts.n; i++)
+		if (!strcmp(p->scripts.v[i].file, file))
+			return p->scripts.v[i].ends ? &p->scripts.v[i] : NULL;
+	if (!(e.file = strdup(file)))
+		return NULL;
+	if (!field(p, script, p->l.script_line_ends, &le) && is_obj(p, le) && !type_of(p, le, &t) &&
+	    t == p->l.type_fixed_array && !smi_field(p, le, p->l.fab_length, &n) && n > 0 &&
+	    n <= V8_LINES_MAX && (e.ends = malloc((size_t)n * sizeof(*e.ends)))) {
+		for (int64_t i = 0; i < n; i++) {
+			if (smi_field(p, le, p->l.fa_data + 8 * (uint32_t)i, &v) || v < 0 ||
+			    v > INT32_MAX) {
+				free(e.ends);
+				e.ends = NULL;
+				break;
+			}
+			e.ends[i] = (int32_t)v;
+		}
+		e.n = e.ends ? (size_t)n : 0;
+	}
+	/* The source as read (UTF-8, cut at V8_STRING_MAX): its offsets are
+	 * V8's (UTF-16 units) only while it is ASCII. */
+	if (!e.ends && !field(p, script, p->l.script_source, &src) && is_obj(p, src)) {
+		char *text = malloc(V8_STRING_MAX + 1);
+		size_t len = 0;
+		bool ascii = true;
+
+		if (text && !v8_string_read_text(&p->l.str, rd, (void *)p, src, text,
+						 V8_STRING_MAX + 1, &len)) {
+			len = strlen(text);
+			for (size_t i = 0; i < len && ascii; i++)
+				ascii = !((unsigned char)text[i] & 0x80);
+			if (ascii && (e.ends = malloc((len + 2) * sizeof(*e.ends))))
+				e.n = v8_line_ends(text, len, e.ends, len + 2);
+		}
+		free(text);
+	}
+	if (VEC_PUSH(p->scripts, e)) {
+		free(e.file);
+		free(e.ends);
+		return NULL;
+	}
+	return e.ends ? &p->scripts.v[p->scripts.n - 1] : NULL;
+}
+
+static int line_of(struct v8_proc *p, uint64_t script, const char *file, int64_t pos)
+{
+	const struct v8_script_lines *s;
+	int line;
+
+	if (!script || !file || !(s = script_lines(p, script, file)) ||
+	    v8_line_of(s->ends, s->n, v8_srcpos_script_offset(pos), &line))
+		return 0;
+	return line;
+}
+
+/* The cache's entry of the SharedFunctionInfo addr whose function_data is
+ * data, read when not there: NULL on an error (*r). */
+static struct v8_fn_ent *fn_entry(struct v8_proc *p, uint64_t addr, uint64_t data, int *r)
+{
+	struct v8_fn_ent *e = &p->cache[hash_u64(addr) & ((1u << V8_CACHE_BITS) - 1)];
+	char name[V8_NAME_MAX], file[V8_NAME_MAX];
+	uint64_t script = 0;
+	int64_t pos;
+
+	if (e->sfi != addr || e->data != data) {
+		if ((*r = read_names(p, addr, name, file, &script)))
+			return NULL;
+		free(e->name);
+		free(e->file);
+		e->sfi = e->data = 0;
+		e->name = strdup(name[0] ? name : "<anonymous>");
+		e->file = file[0] ? strdup(file) : NULL;
+		if (!e->name || (file[0] && !e->file)) {
+			free(e->name);
+			free(e->file);
+			e->name = e->file = NULL;
+			*r = -ENOMEM;
+			return NULL;
+		}
+		/* Its first position's line: the function's start, as near
+		 * as its bytecode says (its entry's stack check). */
+		e->start_line = 0;
+		if (p->l.lines && !bytecode_pos(p, data, 0, &pos))
+			e->start_line = line_of(p, script, e->file, pos);
+		e->sfi = addr;
+		e->data = data;
+	}
+	return e;
 }
 
 int v8_frame_function(struct v8_proc *p, uint64_t addr, uint64_t info, struct v8_function *out)
 {
-	struct v8_fn_ent *e = &p->cache[hash_u64(addr) & ((1u << V8_CACHE_BITS) - 1)];
-	char name[V8_NAME_MAX], file[V8_NAME_MAX];
-	uint64_t data;
+	struct v8_fn_ent *e;
+	uint64_t data, script;
+	int64_t pos;
 	uint16_t t;
 	int r;
 
@@ -425,24 +594,185 @@ int v8_frame_function(struct v8_proc *p, uint64_t addr, uint64_t info, struct v8
 		return r;
 	if (V8_COOKIE(data) != V8_FRAME_COOKIE(info))
 		return -ESTALE;
-	if (e->sfi != addr || e->data != data) {
-		if ((r = read_names(p, addr, name, file)))
-			return r;
-		free(e->name);
-		free(e->file);
-		e->sfi = e->data = 0;
-		e->name = strdup(name[0] ? name : "<anonymous>");
-		e->file = file[0] ? strdup(file) : NULL;
-		if (!e->name || (file[0] && !e->file)) {
-			free(e->name);
-			free(e->file);
-			e->name = e->file = NULL;
-			return -ENOMEM;
-		}
-		e->sfi = addr;
-		e->data = data;
-	}
+	if (!(e = fn_entry(p, addr, data, &r)))
+		return r;
 	out->name = e->name;
 	out->file = e->file;
+	out->start_line = e->start_line;
+	out->line = 0;
+	/* An interpreted frame's offset slot holds the bytecode's offset from
+	 * the tagged BytecodeArray (V8's kHeaderSize - kHeapObjectTag + off). */
+	if (p->l.lines && e->file && V8_FRAME_KIND(info) == V8_KIND_INTERP &&
+	    V8_FRAME_OFF(info) >= p->l.bca_data - p->l.str.heap_tag) {
+		uint32_t off = V8_FRAME_OFF(info) - (p->l.bca_data - p->l.str.heap_tag);
+
+		if (!field(p, addr, p->l.sfi_script, &script) && !bytecode_pos(p, data, off, &pos))
+			out->line = line_of(p, script, e->file, pos);
+	}
+	return 0;
+}
+
+/* ---- Inlined frames ---- */
+
+/* Bytes below a pc looked through for its InstructionStream's header:
+ * optimized code is rarely larger. */
+#define V8_CODE_SCAN  (1024 * 1024)
+#define V8_SCAN_WORDS 512
+
+static bool is_type(const struct v8_proc *p, uint64_t obj, uint16_t want)
+{
+	uint16_t t;
+
+	return is_obj(p, obj) && !type_of(p, obj, &t) && t == want;
+}
+
+/* Words read as a map's type, at most, in one scan before the map is
+ * known: each is two reads, and machine code looks tagged half the time. */
+#define V8_SCAN_PROBES 256
+
+/* The tagged InstructionStream holding pc: the nearest header below it
+ * (its map an InstructionStream's, its Code a Code), or 0. The map, one
+ * for them all, is remembered once found. */
+static uint64_t istream_at(struct v8_proc *p, uint64_t pc)
+{
+	uint64_t buf[V8_SCAN_WORDS], top, code;
+	unsigned probes = 0;
+
+	if (pc < V8_CODE_SCAN + p->l.is_istart)
+		return 0;
+	top = (pc - p->l.is_istart) & ~7ULL;
+	for (uint64_t lo = top; top - lo < V8_CODE_SCAN;) {
+		lo -= sizeof(buf) - 8;
+		if (rd(p, lo, buf, sizeof(buf)))
+			return 0;
+		for (int k = V8_SCAN_WORDS - 1; k >= 0; k--) {
+			uint64_t w = buf[k], obj = lo + 8 * (uint64_t)k + p->l.str.heap_tag;
+
+			if (p->is_map ? w != p->is_map : !is_obj(p, w))
+				continue;
+			if (!p->is_map && ++probes > V8_SCAN_PROBES)
+				return 0;
+			if (!p->is_map && !is_type(p, obj, (uint16_t)p->l.type_istream))
+				continue;
+			if (field(p, obj, 8, &code) || !is_type(p, code, (uint16_t)p->l.type_code))
+				continue;
+			p->is_map = w;
+			return obj;
+		}
+		lo -= 8;
+	}
+	return 0;
+}
+
+/* The FixedArray (or WeakFixedArray) arr's length: 0 and *n, or -EINVAL. */
+static int array_len(const struct v8_proc *p, uint64_t arr, int64_t *n)
+{
+	if (!is_obj(p, arr) || smi_field(p, arr, p->l.fab_length, n) || *n < 0 || *n > (1 << 24))
+		return -EINVAL;
+	return 0;
+}
+
+static int array_at(const struct v8_proc *p, uint64_t arr, int64_t n, int64_t i, uint64_t *v)
+{
+	if (i < 0 || i >= n)
+		return -EINVAL;
+	return field(p, arr, p->l.fa_data + 8 * (uint32_t)i, v);
+}
+
+/* A ByteArray's bytes, malloc'd, at most max: 0, *buf and *len, or -errno. */
+static int byte_array(const struct v8_proc *p, uint64_t ba, size_t max, uint8_t **buf, size_t *len)
+{
+	int64_t n;
+
+	*buf = NULL;
+	*len = 0;
+	if (!is_type(p, ba, (uint16_t)p->l.type_byte_array) ||
+	    smi_field(p, ba, p->l.fab_length, &n) || n < 0 || (uint64_t)n > max)
+		return -EINVAL;
+	if (!n)
+		return 0;
+	if (!(*buf = malloc((size_t)n)))
+		return -ENOMEM;
+	if (rd((void *)p, ba - p->l.str.heap_tag + p->l.fa_data, *buf, (size_t)n)) {
+		free(*buf);
+		*buf = NULL;
+		return -EFAULT;
+	}
+	*len = (size_t)n;
+	return 0;
+}
+
+int v8_frame_inlined(struct v8_proc *p, uint64_t sfi, uint64_t pc, bool leaf,
+		     struct v8_inlined *out, int max)
+{
+	struct v8_inline_frame fr[V8_INLINE_MAX];
+	uint64_t is, code, dd, w, lits = 0;
+	uint8_t *tab = NULL, *ipos = NULL;
+	size_t tlen, ilen, nf = 0;
+	int64_t n, nl = 0, pos;
+	uint32_t off;
+	int r;
+
+	if (!p->l.inlining)
+		return -ENOTSUP;
+	if (!(is = istream_at(p, pc)) || field(p, is, 8, &code) ||
+	    field(p, code, p->l.code_deopt, &dd) ||
+	    !is_type(p, dd, (uint16_t)p->l.type_fixed_array) || array_len(p, dd, &n))
+		return -ENOENT;
+	/* Code with no deoptimization data (baseline, a builtin): none. */
+	if (n <= p->l.dd_inl_pos || n <= p->l.dd_literals || n <= p->l.dd_sfi)
+		return -ENOENT;
+	if (array_at(p, dd, n, p->l.dd_sfi, &w) || w != sfi)
+		return -ESTALE;
+	/* A return address is past its call: the call's position is the one
+	 * before it (V8 looks up pc - 1 too). */
+	w = pc - (is - p->l.str.heap_tag + p->l.is_istart) - (leaf ? 0 : 1);
+	if (w > UINT32_MAX)
+		return -EINVAL;
+	off = (uint32_t)w;
+	if (field(p, code, p->l.code_srcpos, &w) ||
+	    (r = byte_array(p, w, V8_SRCPOS_BYTES, &tab, &tlen)))
+		return -EINVAL;
+	r = v8_srcpos_find(tab, tlen, off, &pos);
+	free(tab);
+	if (r)
+		return r;
+	if (array_at(p, dd, n, p->l.dd_inl_pos, &w) ||
+	    byte_array(p, w, (size_t)0xffff * V8_INLINING_POSITION_SIZE, &ipos, &ilen))
+		return -EINVAL;
+	r = v8_inline_expand(ipos, ilen, pos, fr,
+			     (size_t)(max < V8_INLINE_MAX ? max : V8_INLINE_MAX), &nf);
+	free(ipos);
+	if (r)
+		return r;
+	if (nf > 1 && (array_at(p, dd, n, p->l.dd_literals, &lits) || array_len(p, lits, &nl)))
+		return -EINVAL;
+	for (size_t i = 0; i < nf; i++) {
+		w = sfi;
+		/* A literal may be held weakly (tag 3). */
+		if (fr[i].literal >= 0 && (array_at(p, lits, nl, fr[i].literal, &w) ||
+					   !is_type(p, w &= ~2ULL, (uint16_t)p->l.type_sfi)))
+			return -EINVAL;
+		out[i] = (struct v8_inlined){w, fr[i].script_offset};
+	}
+	return (int)nf;
+}
+
+int v8_inlined_function(struct v8_proc *p, const struct v8_inlined *f, struct v8_function *out)
+{
+	struct v8_fn_ent *e;
+	uint64_t data, script;
+	int r;
+
+	if (!is_type(p, f->sfi, (uint16_t)p->l.type_sfi))
+		return -ESTALE;
+	if ((r = field(p, f->sfi, p->l.sfi_data, &data)) || !(e = fn_entry(p, f->sfi, data, &r)))
+		return r;
+	out->name = e->name;
+	out->file = e->file;
+	out->start_line = e->start_line;
+	out->line = 0;
+	if (e->file && !field(p, f->sfi, p->l.sfi_script, &script))
+		out->line = line_of(p, script, e->file, (int64_t)f->script_offset << 1);
 	return 0;
 }

@@ -37,11 +37,36 @@ void v8_proc_bpf(const struct v8_proc *p, struct v8_bpf_proc *out);
 struct v8_function {
 	const char *name; /* "<anonymous>" for a function with none */
 	const char *file; /* the script's name (a path or URL), or NULL */
+	int start_line;	  /* the line of its bytecode's first position, or 0 */
+	int line;	  /* the frame's line (an interpreted frame's), or 0 */
 };
 
 /* The function of one recorded frame (its two words): 0 and *out (valid
  * until the next call for the process), or -ESTALE when the object is no
  * longer the one sampled, -errno when unreadable. */
 int v8_frame_function(struct v8_proc *p, uint64_t addr, uint64_t info, struct v8_function *out);
+
+/* Frames an optimized frame stands for, at most. */
+#define V8_INLINE_MAX 32
+
+/* One function of an optimized frame: its SharedFunctionInfo and where it
+ * is in its script. */
+struct v8_inlined {
+	uint64_t sfi;
+	int32_t script_offset;
+};
+
+/* The functions an optimized frame at pc (a return address unless leaf)
+ * stands for, the one recorded (sfi) with those Turbofan inlined into it:
+ * innermost first, sfi last. Their number (> 0) into out; -ENOENT when pc
+ * is in no InstructionStream (or no optimized code: no inlining data),
+ * -ESTALE when its code is not sfi's, -ENOTSUP when the binary's metadata
+ * does not say where, -EINVAL on anything malformed, -errno. */
+int v8_frame_inlined(struct v8_proc *p, uint64_t sfi, uint64_t pc, bool leaf,
+		     struct v8_inlined *out, int max);
+
+/* The function sfi (one v8_frame_inlined gave) at script_offset: 0 and *out
+ * (valid until the next call for the process), or -errno. */
+int v8_inlined_function(struct v8_proc *p, const struct v8_inlined *f, struct v8_function *out);
 
 #endif

@@ -21,6 +21,7 @@ struct v8_names_stats {
 	uint64_t samples;   /* sample records with JavaScript frames */
 	uint64_t frames;    /* recorded frames named */
 	uint64_t unnamed;   /* recorded frames left native: moved, freed or unreadable */
+	uint64_t inlined;   /* frames added for functions Turbofan inlined */
 	uint64_t truncated; /* records whose JavaScript frames were cut (SAMPLE_V8_TRUNC) */
 };
 

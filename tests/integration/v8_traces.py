@@ -1,0 +1,84 @@
+"""Reads `pprof -raw` output (stdin) of a recording of
+tests/workloads/nsplit.js and prints what test_node.sh checks, over ALL the
+samples of its JavaScript threads in process PID (weighted by their count;
+PID -: any process's):
+
+split PID: the threads running its driver (a frame named run in
+  nsplit.js: the main thread and the worker), then
+  "threads=N js=PCT a=PCT b=PCT c=PCT deep=PCT/N nmethod=N holder=N":
+  js, the least share over those threads of their samples with a
+  JavaScript frame (one whose file is a script, *.js, or node's own,
+  node:*); a, b, c: fnA's, fnB's and fnC's cumulative shares of the samples
+  under any of the three (6:3:1 by construction), of n, and split, ok
+  when each is within 3 points (or 3 standard errors of a share of n
+  samples, where they are few) of 60/30/10, else off; deep, of the
+  samples in hotLoop under recurse, the share with its 201 frames
+  (recurse(200) down to recurse(0)) then run, of N, and root, those with a
+  thread's root at the end; nmethod and holder,
+  the samples with a frame named nmethod (as V8's own --cpu-prof names a
+  class method: its SharedFunctionInfo's name) and Holder.nmethod; hotline,
+  of the samples whose innermost JavaScript frame is hotLoop, the share at
+  its loop's line (10), of N.
+"""
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jvm_traces import parse, pct  # noqa: E402
+
+ROOTS = ("__clone3", "clone3", "clone", "_start", "start_thread")
+
+
+def is_js(f):
+    return f[1].endswith(".js") or f[1].startswith("node:")
+
+
+def split(text, pid):
+    by_tid, under, deep = {}, {"fnA": 0, "fnB": 0, "fnC": 0}, [0, 0, 0]
+    any_abc, nm, holder, hot = 0, 0, 0, [0, 0]
+    samples = [s for s in parse(text) if pid in ("-", s[2].get("pid"))]
+    drivers = {(lab.get("pid"), lab.get("tid")) for w, fr, lab in samples
+               if any(f[0] == "run" and f[1].endswith("nsplit.js") for f in fr)}
+    for w, fr, lab in samples:
+        if (lab.get("pid"), lab.get("tid")) not in drivers:
+            continue
+        t = by_tid.setdefault((lab.get("pid"), lab.get("tid")), [0, 0])
+        t[0] += w
+        t[1] += w if any(is_js(f) for f in fr) else 0
+        names = {f[0] for f in fr}
+        hit = names & set(under)
+        if hit:
+            any_abc += w
+            for n in hit:
+                under[n] += w
+        js = [f[0] for f in fr if is_js(f)]
+        jsf = [f for f in fr if is_js(f)]
+        if jsf and jsf[0][0] == "hotLoop":
+            hot[1] += w
+            hot[0] += w if jsf[0][2] == 10 else 0
+        if js[:2] == ["hotLoop", "recurse"]:
+            deep[1] += w
+            if js[1:203] == ["recurse"] * 201 + ["run"]:
+                deep[0] += w
+            deep[2] += w if fr[-1][0] in ROOTS else 0
+        nm += w if "nmethod" in names else 0
+        holder += w if "Holder.nmethod" in names else 0
+    js = min((pct(t[1], t[0]) for t in by_tid.values()), default=0.0)
+    shares = [pct(under[f], any_abc) for f in ("fnA", "fnB", "fnC")]
+    ok = any_abc > 0
+    for got, want in zip(shares, (60, 30, 10)):
+        se = 100 * math.sqrt(want / 100 * (1 - want / 100) / max(any_abc, 1))
+        ok = ok and abs(got - want) <= max(3, 3 * se)
+    print("threads=%d js=%.1f a=%.1f b=%.1f c=%.1f n=%d split=%s deep=%.1f/%d root=%.1f "
+          "nmethod=%d holder=%d hotline=%.1f/%d" %
+          (len(by_tid), js, shares[0], shares[1], shares[2], any_abc, "ok" if ok else "off",
+           pct(deep[0], deep[1]), deep[1], pct(deep[2], deep[1]), nm, holder,
+           pct(hot[0], hot[1]), hot[1]))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "split":
+        split(sys.stdin.read(), sys.argv[2])
+    else:
+        sys.exit("usage: v8_traces.py split PID < pprof-raw")
