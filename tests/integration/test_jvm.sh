@@ -240,10 +240,10 @@ else
 fi
 
 # Hostile tables: refused with one line, named natively, no hang.
-make -s -C "$ROOT" "$BPFTRACE_REC_BUILD/workloads/fakejvm" > /dev/null 2>&1
+make -s -C "$ROOT" OUT="$BUILD" "$WL/fakejvm" > /dev/null 2>&1
 for h in "${HOSTILE[@]}"; do
 	t=jvm_hostile_$h
-	timeout 30 "$REC" -F 199 -d 1.5 -o "$TMP/fake-$h" -- "$ROOT/$BPFTRACE_REC_BUILD/workloads/fakejvm" "$h" 1 \
+	timeout 30 "$REC" -F 199 -d 1.5 -o "$TMP/fake-$h" -- "$WL/fakejvm" "$h" 1 \
 		> /dev/null 2> "$TMP/fake-$h.err"
 	rc=$?
 	n=$(grep -c "runs a JVM .* whose frames cannot be walked" "$TMP/fake-$h.err")
