@@ -55,7 +55,7 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 # Keep the BPF objects: bpftool reads them, and rebuilding them is not free.
 .SECONDARY:
 
-.PHONY: all clean install uninstall man docs deb demo test unit-tests deps test-deps format format-check workloads \
+.PHONY: all clean install uninstall man docs deb demo test test-stress unit-tests deps test-deps format format-check workloads \
 	bench-helpers fuzz fuzz-run test-kernels
 all: $(BIN) $(UNIT_BIN)
 
@@ -269,6 +269,12 @@ demo: deps
 test: test-deps
 	$(MAKE) all
 	BPFTRACE_REC_BUILD=$(OUT) BPFTRACE_REC=$(BIN) SANITIZE=$(SANITIZE) bash tests/run.sh
+
+# The integration suites most sensitive to timing, beside two busy loops
+# (tests/stress.sh; STRESS_TESTS= chooses them): ~6 min on 2 cores.
+test-stress: test-deps
+	$(MAKE) all
+	BPFTRACE_REC_BUILD=$(OUT) BPFTRACE_REC=$(BIN) bash tests/stress.sh
 
 # libFuzzer targets of every parser of outside input (tests/fuzz/fuzz_*.c),
 # each run for FUZZ_SECONDS; fails when one finds a crash. Their objects are

@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages bpftrace-rec needs, by purpose:
-#   install-deps.sh         (make deps) building, running and reading a
-#                           recording: the compiler and libraries, the
-#                           readers, and the standalone pprof built into tools/;
+#   install-deps.sh         (make deps) building, packaging, running and
+#                           reading a recording: the compiler and libraries,
+#                           make deb's tools, the readers, and the
+#                           standalone pprof built into tools/;
 #   install-deps.sh --test  (make test-deps, which make test calls) the test
 #                           lab on top: the servers, load generators and peer
 #                           tools the tests run, qemu and its kernels' tools,
-#                           the JIT runtimes, Chromium, the packaging tools.
+#                           the JIT runtimes, Chromium.
 # Idempotent: installs only what is missing, and runs `apt-get update` only
 # then. The lab's servers (PostgreSQL, Redis, nginx) are never left running or
 # enabled as system services: the tests start their own, on loopback.
 set -euo pipefail
 
-# What `make`, `make install` and reading a recording need; the README's
-# table says why each is there.
+# What `make`, `make deb`, `make install` and reading a recording need; the
+# README's table says why each is there.
 DEPS=(
   make pkg-config gcc g++ libc6-dev binutils clang llvm
   libbpf-dev bpftool libelf-dev zlib1g-dev libdw-dev libiberty-dev
@@ -25,13 +26,17 @@ DEPS=(
   golang-github-ianlancetaylor-demangle-dev golang-github-chzyer-readline-dev
   # make install's man page
   scdoc
+  # make deb (the README's install): Debian's packaging tools (dpkg-buildpackage
+  # checks build-essential) and lintian,
+  # and git, whose list of the tree's files it packs
+  build-essential dpkg-dev debhelper fakeroot lintian git
   # the readers: google-pprof (cpu-PID.prof); llvm above has llvm-xray;
   # graphviz's dot draws pprof -svg and pprof -http's graph
   google-perftools graphviz
 )
 
-# The test lab: what tests/, make test-kernels, make fuzz, make deb and the
-# benchmarks run, none of which a user of the tool needs.
+# The test lab: what tests/, make test-kernels, make fuzz and the benchmarks
+# run, none of which a user of the tool needs.
 TEST_DEPS=(
   # make format-check; the sanitizer build and make fuzz (compiler-rt)
   clang-format libclang-rt-14-dev
@@ -48,8 +53,6 @@ TEST_DEPS=(
   # servers the tests start on loopback and record, with their load
   # generators (pgbench comes with postgresql, redis-benchmark with redis-tools)
   postgresql redis-server redis-tools nginx-light wrk
-  # make deb: Debian's packaging tools and lintian
-  dpkg-dev debhelper fakeroot lintian
   # the tests' scripts and test_docs's ./myprog (OpenSSL's SSL_read)
   python3 libssl-dev
 )

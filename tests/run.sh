@@ -5,13 +5,14 @@
 # llvm-xray. Each test prints "PASS name", "FAIL name" or "SKIP name: why";
 # this script counts them and ends with "N passed, N failed, N skipped".
 # Run it after `make` (`make test` does both). TESTS=pattern runs a subset
-# (the tests whose file name holds it; one that names none fails the run).
+# (the tests whose file name holds it, or one of its words: TESTS="window
+# stop"; one that names none fails the run).
 # BPFTRACE_REC_BUILD (build directory, default build) and BPFTRACE_REC (the
 # binary, default ./bpftrace-rec) choose the build under test; SANITIZE=1 says
 # it is the sanitizer build (make test SANITIZE=1).
 set -u
 cd "$(dirname "$0")/.."
-pass=0 fail=0 skip=0 matched=0
+pass=0 fail=0 skip=0
 failed=()
 times=()
 pattern=${TESTS:-}
@@ -50,10 +51,18 @@ fi
 # (test_heap_sample, test_pprof) run under the sanitizers.
 san_leave=" test_cfi_bpf test_stacks test_kernel_features test_jitguide test_fleet_faults test_heap "
 
+read -ra words <<< "$pattern" # no glob: "test_*" is a part of a name too
+wanted() { # FILE: whether TESTS names it (one of its words is a part of its name)
+	local w
+	((${#words[@]})) || return 0
+	for w in "${words[@]}"; do
+		[[ $1 == *"$w"* ]] && return 0
+	done
+	return 1
+}
 run_one() { # NAME CMD...: runs a test program and tallies its lines
 	local name=$1 line status=missing saw_fail=0 t0=$SECONDS
 	shift
-	matched=$((matched + 1))
 	if [ -n "$san_dir" ] && [[ $san_leave == *" $name "* ]]; then
 		echo "== $name: left to the normal pass (not run under SANITIZE=1)"
 		return
@@ -81,22 +90,25 @@ run_one() { # NAME CMD...: runs a test program and tallies its lines
 
 for t in "$build"/tests/test_*; do
 	[ -x "$t" ] || continue
-	[ -n "$pattern" ] && [[ $t != *$pattern* ]] && continue
+	wanted "$t" || continue
 	run_one "$(basename "$t")" "$t"
 done
 for t in tests/integration/test_*.sh; do
 	[ -f "$t" ] || continue
-	[ -n "$pattern" ] && [[ $t != *$pattern* ]] && continue
+	wanted "$t" || continue
 	run_one "$(basename "$t" .sh)" bash "$t"
 done
 
-# A pattern that names no test (a typo, "a|b" read as a regular
-# expression) would pass having run nothing.
-if [ -n "$pattern" ] && [ $matched = 0 ]; then
-	echo "FAIL TESTS=$pattern matches no test (a part of a test's file name, no regular expression)"
+# A word that names no test (a typo, "a|b" read as a regular expression)
+# would pass having run nothing of it.
+for w in "${words[@]}"; do
+	for t in "$build"/tests/test_* tests/integration/test_*.sh; do
+		[[ $t == *"$w"* ]] && continue 2
+	done
+	echo "FAIL TESTS: $w matches no test (a part of a test's file name, no regular expression)"
 	fail=$((fail + 1))
-	failed+=("TESTS=$pattern: matches no test")
-fi
+	failed+=("TESTS: $w matches no test")
+done
 if [ -n "$san_dir" ]; then
 	for r in "$san_dir"/*; do
 		[ -f "$r" ] || continue

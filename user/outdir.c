@@ -511,6 +511,20 @@ static int lock_outdir(struct outdir *od, const struct stat *st)
 	return -EBUSY;
 }
 
+int outdir_check_free(const char *path)
+{
+	struct outdir od = {.path = path};
+	struct stat st;
+	int err;
+
+	od.fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (od.fd < 0)
+		return 0; /* outdir_open makes it, or says why not */
+	err = fstat(od.fd, &st) ? 0 : lock_outdir(&od, &st);
+	close(od.fd); /* and the lock with it */
+	return err;
+}
+
 int outdir_open(struct outdir *od, const char *path)
 {
 	bool created = false;

@@ -30,6 +30,12 @@ struct outdir {
  * renames and removes a probe file in it, and moves an earlier recording's
  * files to old/. 0, or -errno after a one-line error naming the directory. */
 int outdir_open(struct outdir *od, const char *path);
+/* Whether another recording holds the directory now, asked before the
+ * set-up that outdir_open waits for (the kernel's BTF read and the feature
+ * probes: over a second on a loaded host, which a refused second run spent
+ * before saying so). Creates and moves nothing; outdir_open takes the lock.
+ * 0 (free, or not there yet), or -EBUSY after the same one-line error. */
+int outdir_check_free(const char *path);
 /* Async-signal-safe: removes the temporary file being written, if any, and
  * says in one line on stderr what was not written (the file being written
  * and those after it). For a signal handler about to _exit, so that no

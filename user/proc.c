@@ -1276,6 +1276,12 @@ void proc_window_reset(struct proc *p, bool keep_stacks)
 	p->cfi_walked = p->cfi_root = p->cfi_to_dwarf = 0;
 }
 
+/* Held as live, but its pid is gone: its exit not drained yet, or missed. */
+static bool proc_gone_now(const struct proc *p)
+{
+	return !p->exited && p->pid > 0 && kill(p->pid, 0) && errno == ESRCH;
+}
+
 void procs_held(const struct procs *procs, struct procs_held *h)
 {
 	*h = (struct procs_held){.procs = procs->v.n,
@@ -1287,6 +1293,7 @@ void procs_held(const struct procs *procs, struct procs_held *h)
 
 		if (p->exited) /* freed at this window's close */
 			continue;
+		h->gone += proc_gone_now(p);
 		h->frames += p->frames.n;
 		h->mappings += p->maps_all.n;
 		h->threads += p->threads.n;
@@ -1312,7 +1319,7 @@ void procs_sweep_gone(struct procs *procs, uint64_t time_ns)
 	for (size_t i = 0; i < procs->v.n; i++) {
 		struct proc *p = procs->v.v[i];
 
-		if (p->exited || p->pid <= 0 || kill(p->pid, 0) == 0 || errno != ESRCH)
+		if (!proc_gone_now(p))
 			continue;
 		procs->exits_missed++;
 		mark_exited(p, time_ns);

@@ -301,6 +301,7 @@ void procs_sweep_gone(struct procs *procs, uint64_t time_ns);
  * it may grow with the run's length. */
 struct procs_held {
 	uint64_t procs, exited, frames, mappings, threads;
+	uint64_t gone;	       /* held as live, but the pid is gone (procs_sweep_gone's next) */
 	uint64_t files;	       /* the files (device, inode -> path) known by name */
 	uint64_t exits_missed; /* procs_sweep_gone's, over the run */
 };

@@ -855,7 +855,9 @@ static int rec_prepare(struct recorder *r)
 	for (i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
 		sigaction(stop_signals[i], &sa, NULL);
 	libbpf_set_print(libbpf_print);
-	if (check_privileges() || check_freq() || features_probe(&r->feat))
+	/* A directory another run holds is refused before the probes. */
+	if (check_privileges() || check_freq() || outdir_check_free(env.outdir) ||
+	    features_probe(&r->feat))
 		return -1;
 	if (env.npids && target_check_pids(env.pids, env.npids))
 		return -1;

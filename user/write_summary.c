@@ -143,12 +143,13 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 		struct procs_held h;
 
 		procs_held(ri->procs, &h);
-		fprintf(
-		    f,
-		    ",\n  \"held\": {\"procs\": %" PRIu64 ", \"exited\": %" PRIu64
-		    ", \"frames\": %" PRIu64 ", \"mappings\": %" PRIu64 ", \"threads\": %" PRIu64
-		    ", \"files\": %" PRIu64 ", \"exits_missed\": %" PRIu64 "}",
-		    h.procs, h.exited, h.frames, h.mappings, h.threads, h.files, h.exits_missed);
+		fprintf(f,
+			",\n  \"held\": {\"procs\": %" PRIu64 ", \"exited\": %" PRIu64
+			", \"frames\": %" PRIu64 ", \"mappings\": %" PRIu64
+			", \"threads\": %" PRIu64 ", \"files\": %" PRIu64 ", \"gone\": %" PRIu64
+			", \"exits_missed\": %" PRIu64 "}",
+			h.procs, h.exited, h.frames, h.mappings, h.threads, h.files, h.gone,
+			h.exits_missed);
 	}
 	if (ri->sinks)
 		sinks_json(ri->sinks, f);

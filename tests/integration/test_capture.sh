@@ -36,7 +36,9 @@ else
 fi
 
 # --- -- CMD: the 6:3:1 split in both files ---------------------------------
-"$REC" -q -F 499 -o "$TMP/cmd" -- "$WL/split" 4 >/dev/null 2>"$TMP/cmd.err"
+# split writes the CPU seconds it used (SPLIT_CPU): summary_json's samples
+# follow them at 499 Hz, whatever share of the machine it had.
+SPLIT_CPU="$TMP/cmd.cpu" "$REC" -q -F 499 -o "$TMP/cmd" -- "$WL/split" 4 >/dev/null 2>"$TMP/cmd.err"
 cmd_rc=$?
 "$PPROF" -top -nodecount=30 "$TMP/cmd/profile.pb.gz" > "$TMP/cmd.top" 2>&1
 check_split cmd_split_pprof "$TMP/cmd.top" pprof_flat
@@ -80,10 +82,19 @@ fi
 
 # --- threads created during the recording are recorded -----------------------
 t=pid_late_thread
-"$WL/split" 3 1.5 > /dev/null & pid=$!
-sleep 0.3
-"$REC" -q -F 199 -o "$TMP/late" -p $pid 2>/dev/null   # stops when split exits
+# The second thread starts at SIGUSR1, sent once the recording runs: on a
+# loaded machine the recorder's start took longer than the fixed 1.5 s the
+# thread waited, and split (3 s) exited before the first sample (0 threads,
+# under two busy loops). split ends at SIGTERM; the recording with it.
+"$WL/split" 0 -1 > /dev/null & pid=$!
+"$REC" -F 199 -o "$TMP/late" -p $pid 2> "$TMP/late.err" & rec=$!
+for _ in $(seq 600); do grep -q recording "$TMP/late.err" && break; sleep 0.05; done
+sleep 0.5
+kill -USR1 $pid
+sleep 1
+kill $pid
 wait $pid 2>/dev/null
+wait $rec
 ntid=$("$PPROF" -tags "$TMP/late/profile.pb.gz" 2>/dev/null | awk '/^ *tid:/ {on=1; next} /^ *[a-z]+:/ {on=0} on && /%/ {n++} END {print n+0}')
 if [ "$ntid" = 2 ]; then pass $t; else fail $t "$ntid threads in the profile, want 2"; "$PPROF" -tags "$TMP/late/profile.pb.gz" >&2; fi
 
@@ -101,11 +112,17 @@ else
 fi
 
 # --- summary.json -----------------------------------------------------------
+# Its sample count against the CPU split used, not a fixed floor: under two
+# busy loops and other sessions' builds (load average 17) split had 0.23 to
+# 0.42 s of its 8 thread-seconds, and the floor of 1000 failed with 463
+# samples; the ratio was 0.99 and 1.02 then.
 t=summary_json
-if python3 - "$TMP/cmd/summary.json" <<'PY'
+if python3 - "$TMP/cmd/summary.json" "$TMP/cmd.cpu" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-assert s["samples"] > 1000, s["samples"]
+cpu = float(open(sys.argv[2]).read())
+want = cpu * 499
+assert s["samples"] >= 50 and 0.8 <= s["samples"] / want <= 1.2, (s["samples"], cpu, want)
 assert s["lost_samples"] == 0
 assert s["frequency_hz"] == 499
 assert 3.5 < s["duration_s"] < 6, s["duration_s"]
@@ -138,10 +155,14 @@ if awk -v k="$k" 'BEGIN {exit !(k >= 50)}'; then pass $t; else fail $t "kernel t
 # --- -a: processes that exit before their samples are drained ------------------
 # 40 runs of 30 ms each: most are gone when the drain (every 50 ms) first sees
 # their samples. Their own code is named from the file they mapped, and libc
-# from the mappings BPF sends as each process exits.
-"$REC" -q -a -F 999 -d 5 -o "$TMP/brief" 2>"$TMP/brief.err" & rec=$!
-sleep 1.5
+# from the mappings BPF sends as each process exits. The runs start once
+# the recording runs and it stops (SIGINT) after the last: under two busy
+# loops a fixed 1.5 s start and -d 5 held none of them (0% of deep's
+# samples named, none there).
+"$REC" -a -F 999 -d 120 -o "$TMP/brief" 2>"$TMP/brief.err" & rec=$!
+for _ in $(seq 600); do grep -q recording "$TMP/brief.err" && break; sleep 0.05; done
 for _ in $(seq 40); do "$WL/deep" 3 64 0.03; done
+kill -INT $rec
 wait $rec
 share() { # PROFILE FUNC: % of deep's samples with FUNC on the stack
 	"$PPROF" -top -cum -nodecount=100 -relative_percentages -tagfocus=comm=deep "$1" 2>/dev/null |
@@ -166,18 +187,23 @@ fi
 
 # --- stopping: the target's exit, SIGINT ----------------------------------------
 t=stops_on_target_exit
-# The target lives 3 s: on a loaded machine the recorder's start took more
-# than the 0.8 s a 1 s target had left, which then exited before the
-# first sample ("every -p target has exited", no profile: a CI check run
-# beside other work). What is checked is the stop at its exit.
-"$WL/split" 3 > /dev/null & pid=$!
-sleep 0.2
-start=$(date +%s.%N)
-"$REC" -q -d 20 -o "$TMP/exit2" -p $pid 2>/dev/null
-el=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN {print e - s}')
+# What is checked is the stop at the target's exit. The stop is the recording's end (summary.json's duration: its start to its
+# stop): the target, running until killed, is killed 1 s after the
+# recorder's "recording", and the recording ends soon after (within 1.5 s:
+# the test's own sleep and kill are late on a loaded machine), not at -d's
+# 20. Timed by the wall from the recorder's start (under 6 s for a
+# 3 s target), it took 7.0 s under two busy loops, its set-up included (at
+# load 12 the set-up alone took 2.8 s of a 3 s target's life).
+"$WL/split" 0 > /dev/null & pid=$!
+"$REC" -d 20 -o "$TMP/exit2" -p $pid 2> "$TMP/exit2.err" & rec=$!
+for _ in $(seq 600); do grep -q recording "$TMP/exit2.err" && break; sleep 0.05; done
+sleep 1
+kill $pid
 wait $pid 2>/dev/null
-if awk -v e="$el" 'BEGIN {exit !(e < 6)}' && [ -s "$TMP/exit2/profile.pb.gz" ]; then pass $t; else
-	fail $t "took ${el}s, profile.pb.gz $([ -s "$TMP/exit2/profile.pb.gz" ] && echo written || echo missing)"
+wait $rec
+el=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["duration_s"])' "$TMP/exit2/summary.json" 2>/dev/null)
+if awk -v e="${el:-99}" 'BEGIN {exit !(e >= 1 && e < 2.5)}' && [ -s "$TMP/exit2/profile.pb.gz" ]; then pass $t; else
+	fail $t "recorded ${el:-?}s of a target killed 1 s after the recording's start, profile.pb.gz $([ -s "$TMP/exit2/profile.pb.gz" ] && echo written || echo missing)"
 fi
 
 t=sigint_writes_files
@@ -199,9 +225,27 @@ SUDO_UID=65534 SUDO_GID=65534 "$REC" -q -d 0.5 -o "$TMP/sudo" -- "$WL/split" 0.3
 owners=$(stat -c %u:%g "$TMP/sudo" "$TMP"/sudo/* | sort -u)
 if [ "$owners" = "65534:65534" ]; then pass $t; else fail $t "owners: $owners"; fi
 
+# The idle task's samples follow the time the CPUs were idle (/proc/stat's
+# idle and iowait, over the run): under two busy loops on 2 cores there is
+# none, and "some pid 0 samples" failed. At 99 Hz each idle second is ~99
+# samples.
 t=idle_samples
-"$REC" -q -a --idle -d 1 -o "$TMP/idle" 2>/dev/null
-if python3 -c "import json,sys; s=json.load(open(sys.argv[1])); assert any(p['pid']==0 for p in s['processes'])" "$TMP/idle/summary.json" &&
+idle_s() { awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { print ($5 + $6) / hz; exit }' /proc/stat; }
+"$REC" -a --idle -F 99 -d 1 -o "$TMP/idle" 2> "$TMP/idle.err" & rec=$!
+for _ in $(seq 600); do grep -q recording "$TMP/idle.err" && break; sleep 0.05; done
+i0=$(idle_s)
+wait $rec
+i1=$(idle_s)
+if python3 - "$TMP/idle/summary.json" "$(awk -v a="$i0" -v b="$i1" 'BEGIN { print b - a }')" <<'PY' &&
+import json, sys
+s = json.load(open(sys.argv[1]))
+idle = float(sys.argv[2])
+n = sum(p["samples"] for p in s["processes"] if p["pid"] == 0)
+print("idle %.2f s of the CPUs over the run, %d pid 0 samples (%.0f at 99 Hz)" % (idle, n, idle * 99), file=sys.stderr)
+# The reads of /proc/stat hold the recording, from its "recording" to its
+# files written: up to their whole idle, and some of it where they had some.
+assert n <= idle * 99 * 1.2 + 5 and (n > 0 or idle < 0.2)
+PY
 	"$REC" -q -a -d 1 -o "$TMP/noidle" 2>/dev/null &&
 	python3 -c "import json,sys; s=json.load(open(sys.argv[1])); assert not any(p['pid']==0 for p in s['processes'])" "$TMP/noidle/summary.json"; then
 	pass $t

@@ -179,7 +179,9 @@ fault_case $t "-o DIR owned by another user (uid 65534)" "refused before recordi
 # A second run into a directory a recording is writing: refused at once,
 # one line naming the first's pid, before it records, moves or writes
 # anything (its command not started); the first's files whole. Before,
-# both ran and exited 0, their files mixed, the summary naming one.
+# both ran and exited 0, their files mixed, the summary naming one. "At
+# once": under two busy loops (load 17) the refusal took 1298 ms, after the
+# kernel's BTF read and the feature probes; asked before them, 30-60 ms.
 t=outdir_in_use
 in_use_ok() {
 	local d=$TMP/busy wl rec rc rc1 t0 ms top pids bad=

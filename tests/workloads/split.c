@@ -2,10 +2,17 @@
  * work, func_three 3 and lib_spin (in libwork.so) 1, so a profile must show
  * about 60%, 30% and 10% -- on two threads, each doing the same.
  * Usage: split SECONDS [DELAY] (0: run until killed); the second thread
- * starts DELAY seconds after the first. Prints "ready" once running. */
+ * starts DELAY seconds after the first, or (DELAY -1) at a SIGUSR1: a test
+ * starts it once its recording runs, however long that took to start.
+ * Prints "ready" once running. With
+ * SPLIT_CPU=FILE, writes the seconds of CPU both threads used into FILE at
+ * the end: on a loaded machine the samples a recording can hold follow that,
+ * not the run's length. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 #include "work.h"
 
@@ -50,7 +57,14 @@ static void *worker(void *arg)
 	unsigned seed = arg ? 7 : 1; /* per thread: no shared state */
 	double end;
 
-	if (arg) {
+	if (arg && delay < 0) {
+		sigset_t usr1;
+		int sig;
+
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		sigwait(&usr1, &sig);
+	} else if (arg) {
 		struct timespec ts = {(time_t)delay, (long)((delay - (time_t)delay) * 1e9)};
 
 		nanosleep(&ts, NULL);
@@ -75,11 +89,29 @@ int main(int argc, char **argv)
 
 	seconds = argc > 1 ? atof(argv[1]) : 3;
 	delay = argc > 2 ? atof(argv[2]) : 0;
+	if (delay < 0) { /* blocked in both threads: the second waits for it */
+		sigset_t usr1;
+
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+	}
 	if (pthread_create(&t, NULL, worker, &delay))
 		return 1;
 	printf("ready\n");
 	fflush(stdout);
 	worker(NULL);
 	pthread_join(t, NULL);
+	if (getenv("SPLIT_CPU")) {
+		struct rusage ru;
+		FILE *f = fopen(getenv("SPLIT_CPU"), "w");
+
+		if (!f || getrusage(RUSAGE_SELF, &ru))
+			return 1;
+		fprintf(f, "%.6f\n",
+			ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+			    (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+		return fclose(f) != 0;
+	}
 	return 0;
 }
