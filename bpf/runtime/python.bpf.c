@@ -16,7 +16,8 @@
  * A global function (not static, not inlined): the verifier checks it once,
  * on its own, with a ctx argument and a scalar result, so its loops do not
  * add to the sampler's own verification; a frame per bpf_loop callback
- * where the kernel has bpf_loop (5.17), a bounded loop before (the compat
+ * where the kernel has bpf_loop (5.17), as many as the caller's max
+ * (--max-stack), a bounded loop of PY_COMPAT_FRAMES before (the compat
  * sampler's py_walk_frames_compat: global functions exist since 5.6). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -77,6 +78,10 @@ struct py_walk {
 	__u8 emask;
 	bool fault;
 	__u64 hash; /* py_bpf_stack's */
+	/* The last frame's code object and its tag: a recursion's frames
+	 * share one, whose two reads a frame were two thirds of a deep walk's. */
+	__u64 tag_code;
+	__u32 tag;
 };
 
 /* One frame: 0 to go on, 1 at the end (no frame) or a fault (w->fault).
@@ -111,9 +116,16 @@ static __always_inline int py_step(struct py_walk *w, const bool compat)
 		__u64 fn[2] = {0, 0}, head = 0; /* co_filename, co_name */
 		__u32 tag;
 
-		bpf_probe_read_user(fn, 16, (void *)(PY_FRAME_CODE(code) + l->code_filename));
-		bpf_probe_read_user(&head, 8, (void *)(fn[1] + l->unicode_ascii));
-		tag = py_code_tag(fn[0], fn[1], head);
+		if (!compat && w->tag && PY_FRAME_CODE(code) == w->tag_code) {
+			tag = w->tag; /* the same object, at the same moment */
+		} else {
+			bpf_probe_read_user(fn, 16,
+					    (void *)(PY_FRAME_CODE(code) + l->code_filename));
+			bpf_probe_read_user(&head, 8, (void *)(fn[1] + l->unicode_ascii));
+			tag = py_code_tag(fn[0], fn[1], head);
+			w->tag_code = PY_FRAME_CODE(code);
+			w->tag = tag;
+		}
 		s->frames[k].lasti = PY_LASTI(s->frames[k].lasti) | PY_TAG_LASTI(tag);
 		code = PY_FRAME_CODE(code) | PY_TAG_CODE(tag);
 	}
@@ -138,11 +150,11 @@ static long py_loop_step(__u32 i, struct py_walk *w)
 	return py_step(w, false);
 }
 
-/* The walk into py_scratch's slot: the thread's frames' number; 0: none
- * (not a Python thread, or its first read failed); -1: the process is not
- * one walked. compat: kernels without bpf_loop (before 5.17), a bounded
- * loop. */
-static __always_inline int py_walk(const bool compat, __u32 slot)
+/* The walk into py_scratch's slot, max frames at most: the thread's
+ * frames' number; 0: none (not a Python thread, or its first read failed);
+ * -1: the process is not one walked. compat: kernels without bpf_loop
+ * (before 5.17), a bounded loop of PY_COMPAT_FRAMES. */
+static __always_inline int py_walk(const bool compat, __u32 slot, __u32 max)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts, frame = 0;
 	__u32 tgid = pid_tgid >> 32;
@@ -153,6 +165,7 @@ static __always_inline int py_walk(const bool compat, __u32 slot)
 
 	if (!p)
 		return -1;
+	slot = py_slot_key(slot);
 	s = bpf_map_lookup_elem(&py_scratch, &slot);
 	if (!s)
 		return 0;
@@ -219,11 +232,11 @@ static __always_inline int py_walk(const bool compat, __u32 slot)
 	 * mean is user space's (py_frame_decode): one path through the step
 	 * keeps the verifier's work linear in the frames. */
 	if (compat) {
-		for (int i = 0; i < PY_BPF_FRAMES; i++)
+		for (int i = 0; i < PY_COMPAT_FRAMES; i++)
 			if (py_step(&w, true))
 				break;
 	} else {
-		bpf_loop(PY_BPF_FRAMES, py_loop_step, &w, 0);
+		bpf_loop(max < PY_BPF_FRAMES ? max : PY_BPF_FRAMES, py_loop_step, &w, 0);
 	}
 	s->nframes = w.n;
 	s->hash = w.hash;
@@ -243,19 +256,19 @@ static __always_inline int py_walk(const bool compat, __u32 slot)
 /* Global functions (above): on_sample calls the first, on_sample_compat the
  * second, on_switch (--off-cpu) the third, and a program holds only the one
  * it calls. */
-__noinline int py_walk_frames(struct bpf_perf_event_data *ctx)
+__noinline int py_walk_frames(struct bpf_perf_event_data *ctx, __u32 max)
 {
 	(void)ctx;
-	return py_walk(false, PY_SLOT_SAMPLE);
+	return py_walk(false, PY_SLOT_SAMPLE, max);
 }
 
 __noinline int py_walk_frames_compat(struct bpf_perf_event_data *ctx)
 {
 	(void)ctx;
-	return py_walk(true, PY_SLOT_SAMPLE);
+	return py_walk(true, PY_SLOT_SAMPLE, PY_COMPAT_FRAMES);
 }
 
-__noinline int py_walk_frames_switch(void)
+__noinline int py_walk_frames_switch(__u32 max)
 {
-	return py_walk(false, PY_SLOT_SWITCH);
+	return py_walk(false, PY_SLOT_SWITCH, max);
 }

@@ -60,12 +60,17 @@ struct py_layout {
 };
 
 /* The BPF walk (bpf/runtime/python.bpf.c): a process's layout and _PyRuntime's
- * address (py_procs, by tgid), and per sample the frames it read. 512
- * frames: a 300-deep recursion (and its start-up frames) is whole. */
-#define PY_BPF_FRAMES  512 /* a power of 2: the index is masked */
-#define PY_BPF_THREADS 64  /* thread states searched for the sampled thread */
-/* py_scratch's slots: the sampler's, and the switch program's (an NMI's
- * sample may come in the middle of its walk where a PMU samples). */
+ * address (py_procs, by tgid), and per sample the frames it read, as many
+ * as --max-stack (its caller's max): bpf/events.h's MAX_USER_STACK at
+ * most, so that no stack --max-stack shows whole loses its middle. */
+#define PY_BPF_FRAMES 8192 /* MAX_USER_STACK; a power of 2: the index is masked */
+/* Kernels without bpf_loop (5.10: py_walk_frames_compat), a bounded loop
+ * in one program: deeper stacks end in [truncated] where it stopped. */
+#define PY_COMPAT_FRAMES 512
+#define PY_BPF_THREADS	 64 /* thread states searched for the sampled thread */
+/* py_scratch's slots, two a CPU (py_slot_key): the sampler's, and the
+ * switch program's (an NMI's sample may come in the middle of its walk
+ * where a PMU samples). */
 #define PY_SLOT_SAMPLE 0
 #define PY_SLOT_SWITCH 1
 struct py_bpf_proc {
@@ -110,7 +115,7 @@ static inline __u32 py_code_tag(__u64 file, __u64 name, __u64 head)
 struct py_bpf_stack {
 	__u32 tgid, tid;
 	__u32 nframes;
-	__u32 truncated; /* deeper than PY_BPF_FRAMES, or a frame not readable */
+	__u32 truncated; /* deeper than the walk's max, or a frame not readable */
 	/* The frames' words, mixed (bpf_loop's walks; 0 in the compat
 	 * sampler's): the off-CPU dedupe tells two waits apart by it whose
 	 * native stacks are the same (bpf/offcpu.bpf.h). */
@@ -123,7 +128,7 @@ enum py_bpf_stat {
 	PY_STAT_NO_TSTATE, /* the thread has no thread state (yet, or not Python) */
 	PY_STAT_FAULT,	   /* a read failed: a partial stack sent */
 	PY_STAT_LOST,	   /* the ring buffer was full (the unit test's program) */
-	PY_STAT_TRUNCATED, /* deeper than PY_BPF_FRAMES: the outermost frames left out */
+	PY_STAT_TRUNCATED, /* deeper than the walk's max: the outermost frames left out */
 	PY_STAT_NR,
 };
 

@@ -19,6 +19,13 @@ perf PID: "samples=N py=PCT agree=PCT" (weighted) of a recording of python3.12 -
   frames of the BPF walk (the frames with no mapping), each innermost
   first, must be the same sequence; py: the share with any. The first
   samples where they differ go to stderr.
+deep PID DEPTH: "samples=N module=PCT whole=PCT trunc=PCT eval=N" over ALL
+  of the main thread's samples (the thread PID) of mode deep DEPTH, a
+  recursion of DEPTH frames of deep: module, the share with <module>
+  rootward of the deep frames; whole, the share with all DEPTH deep frames
+  and <module> under them; trunc, the share whose stack ends in
+  [truncated]; eval, the samples with a _PyEval_EvalFrameDefault frame
+  left in them (one not replaced by the Python frames it ran: unnamed).
 shapes PID QUAL: one word per shape found in some sample, of: recursion
   (300 recurse frames and <module> under them), method (Worker.method when
   QUAL=1, else method), generator (gen), lambda (<lambda>), target
@@ -35,11 +42,12 @@ PY_NAMES = {"func_six", "func_three", "func_one", "split", "recurse", "Worker.me
             "wait_three", "wait_one"}
 
 
-def traces(text, pid, lines=False, mapped=False, value="cpu"):
+def traces(text, pid, lines=False, mapped=False, value="cpu", tid=None):
     """(weight, [frames leaf first]) of the samples of pid, from `pprof
     -raw`: its names as the profile holds them (pprof's other reports
     shorten names, cutting out what they take for C++ template
-    arguments). weight: the sample's value of that type."""
+    arguments). weight: the sample's value of that type; tid: that
+    thread's samples only."""
     locs, samples, part = {}, [], None
     last, col = None, None
     for ln in text.splitlines():
@@ -58,6 +66,9 @@ def traces(text, pid, lines=False, mapped=False, value="cpu"):
             m = re.search(r"pid:\[(\d+) pid\]", ln)
             if m and last:
                 last[2] = m.group(1)
+            m = re.search(r"tid:\[(\d+) tid\]", ln)
+            if m and last and tid is not None and m.group(1) != tid:
+                last[2] = None
         elif part == "Locations":
             # "ID: ADDR M=N NAME FILE:LINE s=START(SYSTEM_NAME)": pprof
             # shows a shortened name and, where it differs, the system
@@ -110,6 +121,24 @@ def main():
                     print("differ: perf map %s, walked %s" % (tramp, walked), file=sys.stderr)
         print("samples=%d py=%.1f agree=%.2f" % (n, 100 * py / (total or 1),
                                                 100 * agree / (total or 1)))
+        return
+    if mode == "deep":
+        depth = int(sys.argv[3])
+        ts = traces(text, pid, tid=pid)
+        total = sum(w for w, _ in ts) or 1
+        mod = whole = trunc = ev = 0
+        for w, f in ts:
+            d = [i for i, x in enumerate(f) if x == "deep"]
+            m = bool(d) and "<module>" in f[d[-1]:]
+            mod += w if m else 0
+            whole += w if m and len(d) == depth else 0
+            trunc += w if f and f[-1] == "[truncated]" else 0
+            if "_PyEval_EvalFrameDefault" in f:
+                ev += 1
+                if ev <= 3:
+                    print("eval frame left: %s" % f[:8], file=sys.stderr)
+        print("samples=%d module=%.2f whole=%.2f trunc=%.2f eval=%d" % (
+            len(ts), 100 * mod / total, 100 * whole / total, 100 * trunc / total, ev))
         return
     if mode == "offsplit":
         ts = traces(text, pid, value="offcpu")

@@ -20,7 +20,12 @@
 #     wait_three and wait_one (one native stack for the three): >= 98 % of
 #     ALL the process's off-CPU time carries a Python frame (none more than
 #     6 ms a thread, the waits under way at the start); the three within 3
-#     points of 60/30/10 of the time under waits.
+#     points of 60/30/10 of the time under waits;
+#   deep: a 1500-deep recursion (pywork.py deep 1500) with --max-stack
+#     8192: in >= 99 % of ALL the main thread's samples <module> under the
+#     1500 deep frames, all named; deep_cut: with --max-stack 600, every
+#     sample's stack ends in [truncated]; in neither an unnamed
+#     _PyEval_EvalFrameDefault (one the Python frames were not put in).
 # And python_perf_3.12, the cross-check: pyenv's 3.12 with -X perf (each
 # Python call through a trampoline its /tmp/perf-PID.map names
 # py::QUALNAME:FILE), split recorded with -p: in >= 99 % of ALL the
@@ -45,7 +50,7 @@ for py in "${PYS[@]}"; do
 	v=$(basename "$py")
 	[[ $py == /usr/* ]] && v=debian-$v
 	ALL+=("python_cmd_$v" "python_pid_$v" "python_list_$v" "python_gperf_$v" "python_shapes_$v"
-		"python_module_$v" "python_churn_$v" "python_offcpu_$v")
+		"python_module_$v" "python_churn_$v" "python_offcpu_$v" "python_deep_$v" "python_deep_cut_$v")
 done
 # The cross-check is the normal pass's (CI's time). The sanitizer build
 # loads the CFI tables later, and more of a -p recording's first samples
@@ -61,10 +66,10 @@ HOT=$(grep -n '# LINE:hot' "$W" | cut -d: -f1)
 EVEN=$(grep -n '# LINE:even' "$W" | cut -d: -f1)
 ODD=$(grep -n '# LINE:odd' "$W" | cut -d: -f1)
 
-# start PY [ARGS...] MODE: the workload running, its pid in $wpid once it
-# says ready.
+# [MARGS=...] start PY [ARGS...] MODE: the workload running (MODE's own
+# arguments MARGS), its pid in $wpid once it says ready.
 start() {
-	"${@:1:$#-1}" "$W" "${@: -1}" >"$TMP/ready" 2>&1 &
+	"${@:1:$#-1}" "$W" "${@: -1}" ${MARGS:-} >"$TMP/ready" 2>&1 &
 	wpid=$!
 	for _ in $(seq 200); do grep -q '^ready' "$TMP/ready" && return 0; sleep 0.05; done
 	return 1
@@ -92,7 +97,7 @@ for py in "${PYS[@]}"; do
 	[[ $py == /usr/* ]] && v=debian-$v
 	if [ ! -x "$py" ]; then
 		for t in python_cmd_$v python_pid_$v python_list_$v python_gperf_$v python_shapes_$v \
-			python_module_$v python_churn_$v python_offcpu_$v; do
+			python_module_$v python_churn_$v python_offcpu_$v python_deep_$v python_deep_cut_$v; do
 			if [ "${CI:-}" = true ]; then fail $t "$py missing in CI"; else skip $t "$py missing"; fi
 		done
 		continue
@@ -184,6 +189,33 @@ for py in "${PYS[@]}"; do
 		fail $t "$py did not start"
 	fi
 	stop
+
+	# Before the walk went on past 512 frames (PY_BPF_FRAMES then), the
+	# outer 988 levels were missing: on 3.12 module=0.00 whole=0.00, and
+	# on 3.8-3.11 their evaluation frames stood unnamed down to <module>'s
+	# caller, as if the stack were whole.
+	for cut in 8192 600; do
+		t=python_deep_$v
+		[ $cut = 600 ] && t=python_deep_cut_$v
+		if MARGS=1500 start "$py" deep; then
+			"$REC" -F 199 -d 2 --max-stack $cut -p "$wpid" -o "$TMP/deep-$v-$cut" >/dev/null 2>"$TMP/deep-$v-$cut.err"
+			r=$("$PPROF" -raw "$TMP/deep-$v-$cut/profile.pb.gz" 2>/dev/null |
+				python3 "$ROOT/tests/integration/py_traces.py" deep "$wpid" 1500 2>"$TMP/deep-$v-$cut.bad")
+			read -r n mod whole trunc ev <<<"$(sed 's/[a-z]*=//g' <<<"$r")"
+			if [ $cut = 600 ]; then
+				ok=$(at_least "${trunc:-0}" 100 && [ "${ev:-1}" = 0 ] && echo 1)
+			else
+				ok=$(at_least "${whole:-0}" 99 && at_least "${mod:-0}" 99 && [ "${ev:-1}" = 0 ] && echo 1)
+			fi
+			if [ "$ok" = 1 ]; then pass $t; else
+				fail $t "$r (want $([ $cut = 600 ] && echo "trunc 100" || echo "module and whole >= 99"), eval 0)"
+				head -3 "$TMP/deep-$v-$cut.bad" >&2
+			fi
+		else
+			fail $t "$py did not start"
+		fi
+		stop
+	done
 done
 
 # Before the walks knew the trampoline's frame (bpf/cfi.h's PY_TRAMP_*),

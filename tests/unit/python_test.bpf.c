@@ -16,13 +16,13 @@ struct {
 SEC("perf_event")
 int py_walk(struct bpf_perf_event_data *ctx)
 {
-	__u32 zero = 0, lost = PY_STAT_LOST;
+	__u32 key = py_slot_key(PY_SLOT_SAMPLE), lost = PY_STAT_LOST;
 	struct py_bpf_stack *s;
 	__u64 *v;
 
-	if (py_walk_frames(ctx) <= 0)
+	if (py_walk_frames(ctx, PY_BPF_FRAMES) <= 0)
 		return 0;
-	s = bpf_map_lookup_elem(&py_scratch, &zero);
+	s = bpf_map_lookup_elem(&py_scratch, &key);
 	if (s && bpf_ringbuf_output(&py_stacks, s, sizeof(*s), 0) &&
 	    (v = bpf_map_lookup_elem(&py_stats, &lost)))
 		*v += 1;

@@ -16,7 +16,8 @@ at an address its predecessor's had (the allocator reuses them), called
 from one of two lines by the parity of its number (LINE:even, LINE:odd):
 a frame named f_N under the other line was named wrongly.
 
-deep: one thread, 20 Python frames deep, spinning (scripts/bench-python.sh).
+deep [N]: one thread, N Python frames of deep (20 by default) under <module>,
+spinning in func_one (scripts/bench-python.sh; test_python.sh's 1500).
 
 waits: the main thread and another each sleep in wait_six, wait_three and
 wait_one in turn, 6, 3 and 1 ms: 60/30/10 of their time off the CPU, the
@@ -159,7 +160,7 @@ if __name__ == "__main__":
         waits(b)
     if mode == "deep":
         print("ready", os.getpid(), flush=True)
-        deep(19)
+        deep(int(sys.argv[2]) - 1 if len(sys.argv) > 2 else 19)
     if mode == "churn":
         print("ready", os.getpid(), flush=True)
         churn()

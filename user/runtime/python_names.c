@@ -252,6 +252,10 @@ struct py_runs {
 	const __u64 *w; /* two words a frame (struct py_bpf_frame) */
 	unsigned n, next;
 	int minor;
+	/* The last run ended with the frames, not at its evaluation call's
+	 * first frame: where the walk was cut (SAMPLE_PY_TRUNC), the frames
+	 * it did not reach would go on with it. */
+	bool open;
 	uint64_t run[PY_BPF_FRAMES];
 };
 
@@ -266,6 +270,7 @@ static int next_run(struct py_runs *r)
 {
 	int k = 0, named = 0;
 
+	r->open = true;
 	while (r->next < r->n) {
 		uint64_t code = r->w[2 * r->next], pc;
 		struct py_frame f;
@@ -274,8 +279,10 @@ static int next_run(struct py_runs *r)
 
 		r->next++;
 		if (shim == 1) {
-			if (k)
+			if (k) {
+				r->open = false;
 				break;
+			}
 			continue; /* the run starts after it */
 		}
 		pc = memo_pc(r->pn, r->e, code & ((1ULL << PY_FRAME_OWNER_SHIFT) - 1),
@@ -284,24 +291,33 @@ static int next_run(struct py_runs *r)
 		r->pn->st.unnamed += !pc;
 		if (k < PY_BPF_FRAMES)
 			r->run[k++] = pc;
-		if (r->minor <= 10 || (r->minor == 11 && (code & PY_FRAME_ENTRY)))
+		if (r->minor <= 10 || (r->minor == 11 && (code & PY_FRAME_ENTRY))) {
+			r->open = false;
 			break;
+		}
 	}
 	return k && !named ? -1 : k;
 }
 
 /* Each native _PyEval_EvalFrameDefault frame is replaced by the Python
  * frames it was running (a run, above), innermost first. Native frames of
- * C extensions and builtins stay where they are. */
+ * C extensions and builtins stay where they are. A stack of more than max
+ * frames so is cut at max; one whose Python frames the walk did not all
+ * read (SAMPLE_PY_TRUNC: deeper than --max-stack, or a frame not
+ * readable) where they end: the evaluation frames beyond would stand,
+ * unnamed, for the Python frames not read, as if the stack were whole. */
 static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s, uint64_t *pcs,
-			   int *n, int max)
+			   int *n, int max, bool *cut)
 {
 	struct py_names *pn = ctx;
-	struct py_runs r = {.pn = pn, .w = &s->ips[(size_t)s->nkernel + s->nuser]};
+	static __thread struct py_runs r; /* 64 KiB of run */
 	uint64_t out[MAX_USER_STACK];
-	int m = 0, k;
-	bool merged = false;
+	int m = 0, k, i;
+	bool merged = false, trunc = s->flags & SAMPLE_PY_TRUNC;
 
+	r.pn = pn;
+	r.w = &s->ips[(size_t)s->nkernel + s->nuser];
+	r.next = 0;
 	r.n = s->npython < PY_BPF_FRAMES ? s->npython : PY_BPF_FRAMES;
 	if (!r.n)
 		return;
@@ -312,31 +328,46 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 	r.minor = py_proc_binary(r.e->py)->minor;
 	if (max > MAX_USER_STACK)
 		max = MAX_USER_STACK;
-	for (int i = 0; i < *n && m < max; i++) {
+	for (i = 0; i < *n && m < max; i++) {
 		uint64_t a = i ? pcs[i] - 1 : pcs[i];
 
+		if (a >= r.e->eval_lo && a < r.e->eval_hi && r.next >= r.n && trunc)
+			break; /* its frames are those the walk did not reach */
 		if (a >= r.e->eval_lo && a < r.e->eval_hi && r.next < r.n) {
 			k = next_run(&r);
 			if (k > 0) {
+				int j;
+
 				/* One native frame for the frames not named
 				 * (in a row): what runs them. */
-				for (int j = 0; j < k && m < max; j++)
+				for (j = 0; j < k && m < max; j++)
 					if (r.run[j] || !j || r.run[j - 1])
 						out[m++] = r.run[j] ? r.run[j] : pcs[i];
 				pn->st.frames += k;
 				merged = true;
+				if (j < k || (r.open && trunc))
+					break;
 				continue;
 			}
 		}
 		out[m++] = pcs[i];
 	}
+	if (i < *n) {
+		/* Cut here: what the record has beyond is not put back. */
+		*cut = true;
+		r.next = r.n;
+	}
 	/* Python frames left when the native stack has no evaluation frame
-	 * for them: the native walk was cut (--max-stack, or a recursion of
-	 * 3.8-3.10, where each Python call is several native frames) or
-	 * failed. They are the outermost callers of what was walked, so they
-	 * go at the root end, where a reader looks for <module>; what is
-	 * missing is the native frames between them and the walked ones. */
-	while (r.next < r.n && m < max) {
+	 * for them: the native walk failed (one cut at --max-stack ends
+	 * there, in [truncated]). They are the outermost callers of what was
+	 * walked, so they go at the root end, where a reader looks for
+	 * <module>; what is missing is the native frames between them and
+	 * the walked ones. */
+	while (r.next < r.n && !*cut) {
+		if (m >= max) {
+			*cut = true;
+			break;
+		}
 		k = next_run(&r);
 		if (k < 0)
 			continue;

@@ -207,7 +207,7 @@ fail:
  * Only the CFI walk's ips are the frames the step saw: those a DWARF
  * unwind of the stack copy gave are left alone. */
 static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s, uint64_t *pcs,
-			   int *n, int max)
+			   int *n, int max, bool *cut)
 {
 	struct v8_names *vn = ctx;
 	const __u64 *w =
@@ -217,7 +217,8 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 	struct v8_pid *e;
 	uint64_t last_addr = 0, last_info = 0, last_pc = 0;
 
-	(void)max;
+	(void)max; /* pcs replaced in place: none added, none cut */
+	(void)cut;
 	if (!nv)
 		return;
 	vn->st.samples++;
