@@ -1694,11 +1694,13 @@ static int rec_write(struct recorder *r)
 		ri->py_no_tstate = py[PY_STAT_NO_TSTATE];
 		ri->py_fault = py[PY_STAT_FAULT];
 		ri->py_truncated = py[PY_STAT_TRUNCATED];
+		ri->py_restarted = py[PY_STAT_RESTARTED];
 		ri->py_samples = ps.samples;
 		ri->py_merged = ps.merged;
 		ri->py_frames = ps.frames;
 		ri->py_unnamed = ps.unnamed;
 		ri->py_leftover = ps.leftover;
+		ri->py_edge = ps.edge;
 	}
 	{
 		uint64_t jv[JVM_STAT_NR];

@@ -76,15 +76,18 @@ struct py_walk {
 	__u64 frame; /* the next frame to read, 0: none */
 	__u32 n, span, lo, oc, ol, oo, ob, oe;
 	__u8 emask;
-	bool fault;
 	__u64 hash; /* py_bpf_stack's */
 	/* The last frame's code object and its tag: a recursion's frames
 	 * share one, whose two reads a frame were two thirds of a deep walk's. */
 	__u64 tag_code;
 	__u32 tag;
+	/* 3.11, 3.12 (py_walk, PY_WALK_CHECK): the first frame that began
+	 * an evaluation call (3.11 is_entry, 3.12 the shim: owner cstack) is
+	 * to link to the previous cframe's current frame. */
+	__u8 cstack;
 };
 
-/* One frame: 0 to go on, 1 at the end (no frame) or a fault (w->fault).
+/* One frame: 0 to go on, 1 at the end (no frame) or a fault (s->fault).
  * compat: the bounded loop's step, which leaves out the frames' hash (only
  * the switch walk, a bpf_loop kernel's, uses it): its instructions, times
  * the loop's PY_BPF_FRAMES iterations, took on_sample_compat past the
@@ -102,7 +105,7 @@ static __always_inline int py_step(struct py_walk *w, const bool compat)
 	barrier_var(len);
 	len &= 2 * PY_BPF_SPAN - 1;
 	if (!len || bpf_probe_read_user(s->span, len, (void *)(w->frame + w->lo))) {
-		w->fault = true;
+		s->fault = 1;
 		return 1;
 	}
 	code = *(__u64 *)&s->span[w->oc & (PY_BPF_SPAN - 1)];
@@ -137,6 +140,11 @@ static __always_inline int py_step(struct py_walk *w, const bool compat)
 	}
 	w->n++;
 	w->frame = *(__u64 *)&s->span[w->ob & (PY_BPF_SPAN - 1)];
+	if (!compat && (s->wflags & (PY_WALK_CHECK | PY_WALK_SEEN)) == PY_WALK_CHECK &&
+	    (entry || owner == w->cstack)) {
+		s->wflags |= PY_WALK_SEEN;
+		s->entry_back = w->frame;
+	}
 	return 0;
 }
 
@@ -146,8 +154,26 @@ static __always_inline int py_step(struct py_walk *w, const bool compat)
  * every recording's start. */
 static long py_loop_step(__u32 i, struct py_walk *w)
 {
+	struct py_bpf_stack *s = w->s;
+
 	(void)i;
-	return py_step(w, false);
+	if (!py_step(w, false))
+		return 0;
+	/* Its end, or a fault (a stale frame's pointers), without a first
+	 * frame linked to the previous cframe's: again from that one, in the
+	 * same loop (a second bpf_loop took the verifier's states past its
+	 * limit). */
+	if ((s->wflags & PY_WALK_CHECK) &&
+	    (!(s->wflags & PY_WALK_SEEN) || s->entry_back != s->prev)) {
+		s->wflags = PY_WALK_AGAIN;
+		s->fault = 0;
+		w->frame = s->prev;
+		w->n = 0;
+		w->hash = 0;
+		w->tag = 0;
+		return w->frame ? 0 : 1;
+	}
+	return 1;
 }
 
 /* The walk into py_scratch's slot, max frames at most: the thread's
@@ -156,7 +182,7 @@ static long py_loop_step(__u32 i, struct py_walk *w)
  * (before 5.17), a bounded loop of PY_COMPAT_FRAMES. */
 static __always_inline int py_walk(const bool compat, __u32 slot, __u32 max)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts, frame = 0;
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts, frame = 0, cframe = 0, prev = 0;
 	__u32 tgid = pid_tgid >> 32;
 	const struct py_bpf_proc *p = bpf_map_lookup_elem(&py_procs, &tgid);
 	const struct py_layout *l;
@@ -175,13 +201,15 @@ static __always_inline int py_walk(const bool compat, __u32 slot, __u32 max)
 	s->truncated = 0;
 	s->nframes = 0;
 	s->hash = 0;
+	s->fault = 0;
+	s->wflags = 0;
 	ts = find_tstate(p, (__u32)pid_tgid);
 	if (!ts) {
 		py_count(PY_STAT_NO_TSTATE);
 		return 0;
 	}
 	if (rd_ptr(ts, l->tstate_frame, &frame) ||
-	    (l->cframe_current_frame != PY_OFF_NONE && frame &&
+	    (l->cframe_current_frame != PY_OFF_NONE && frame && (cframe = frame) &&
 	     rd_ptr(frame, l->cframe_current_frame, &frame)) ||
 	    l->frame_code == PY_OFF_NONE || l->frame_lasti == PY_OFF_NONE ||
 	    l->frame_back == PY_OFF_NONE || l->frame_owner == PY_OFF_NONE) {
@@ -224,6 +252,18 @@ static __always_inline int py_walk(const bool compat, __u32 slot, __u32 max)
 	 * in the step (the verifier's states). */
 	w.oe = l->frame_is_entry != PY_OFF_NONE ? l->frame_is_entry - lo : w.oo;
 	w.emask = l->frame_is_entry != PY_OFF_NONE ? 0xff : 0;
+	w.cstack = l->owner_cstack;
+	/* 3.11, 3.12: an evaluation call sets tstate->cframe to its own
+	 * cframe a few instructions before that cframe's current frame, which
+	 * until then is whatever the C stack held there (the last call's, at
+	 * the same depth). Such a frame does not link to the previous cframe's
+	 * current frame (_PyCFrame: current_frame, then previous), and the
+	 * walk starts again from that one: the state before the call. */
+	if (!compat && cframe && !rd_ptr(cframe, l->cframe_current_frame + 8, &prev) && prev &&
+	    !rd_ptr(prev, l->cframe_current_frame, &prev)) {
+		s->wflags = PY_WALK_CHECK;
+		s->prev = prev;
+	}
 	/* Each frame as it is in memory: its code object, the word at its
 	 * instruction field, its owner byte and is_entry flag (where the
 	 * version has them: user space fills frame_owner with a valid offset
@@ -237,10 +277,12 @@ static __always_inline int py_walk(const bool compat, __u32 slot, __u32 max)
 				break;
 	} else {
 		bpf_loop(max < PY_BPF_FRAMES ? max : PY_BPF_FRAMES, py_loop_step, &w, 0);
+		if (s->wflags & PY_WALK_AGAIN)
+			py_count(PY_STAT_RESTARTED);
 	}
 	s->nframes = w.n;
 	s->hash = w.hash;
-	if (w.fault) {
+	if (s->fault) {
 		s->truncated = 1;
 		py_count(PY_STAT_FAULT);
 		return w.n;

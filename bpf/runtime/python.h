@@ -111,6 +111,10 @@ static inline __u32 py_code_tag(__u64 file, __u64 name, __u64 head)
 	return (__u32)(h >> (64 - PY_TAG_BITS)) | 1; /* 0: no tag */
 }
 
+#define PY_WALK_CHECK 1 /* 3.11, 3.12: entry_back is to be prev */
+#define PY_WALK_SEEN  2 /* entry_back read */
+#define PY_WALK_AGAIN 4 /* walked again from prev */
+
 #define PY_BPF_SPAN 128 /* bytes of a frame read at once: its fields, 3.8-3.13 (<= 88) */
 struct py_bpf_stack {
 	__u32 tgid, tid;
@@ -120,6 +124,13 @@ struct py_bpf_stack {
 	 * sampler's): the off-CPU dedupe tells two waits apart by it whose
 	 * native stacks are the same (bpf/offcpu.bpf.h). */
 	__u64 hash;
+	/* The walk's own (bpf/python.bpf.c), here rather than in its state
+	 * on the BPF stack, where the verifier follows each flag's values and
+	 * they multiplied its states past its limit: a read failed; PY_WALK_*;
+	 * the first evaluation call's first frame's frame_back, and the
+	 * previous cframe's current frame it is to be. */
+	__u32 fault, wflags;
+	__u64 entry_back, prev;
 	struct py_bpf_frame frames[PY_BPF_FRAMES];
 	__u8 span[2 * PY_BPF_SPAN]; /* the walk's: the frame being read */
 };
@@ -129,6 +140,9 @@ enum py_bpf_stat {
 	PY_STAT_FAULT,	   /* a read failed: a partial stack sent */
 	PY_STAT_LOST,	   /* the ring buffer was full (the unit test's program) */
 	PY_STAT_TRUNCATED, /* deeper than the walk's max: the outermost frames left out */
+	/* 3.11, 3.12: the cframe's current frame not yet set (an evaluation
+	 * call's first instructions): walked from the previous cframe's */
+	PY_STAT_RESTARTED,
 	PY_STAT_NR,
 };
 
