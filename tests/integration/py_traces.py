@@ -30,7 +30,10 @@ deep PID DEPTH: "samples=N module=PCT whole=PCT trunc=PCT eval=N" over ALL
   rootward of the deep frames; whole, the share with all DEPTH deep frames
   and <module> under them; trunc, the share whose stack ends in
   [truncated]; eval, the samples with a _PyEval_EvalFrameDefault frame
-  left in them (one not replaced by the Python frames it ran: unnamed).
+  left in them rootward of a Python frame (one not replaced by the Python
+  frames it ran: unnamed). The innermost evaluation frame, with no Python
+  frame leafward of it, stays native as its call enters or leaves its
+  frame (func_one's calls), and is not counted.
 evalroot PID: "samples=N bad=N bare=N": of ALL the process's samples (PID
   "all": every process's), those whose outermost evaluation frame (of
   the Python frames and the native _PyEval_EvalFrameDefault frames) is a
@@ -156,16 +159,18 @@ def main():
         return
     if mode == "deep":
         depth = int(sys.argv[3])
-        ts = traces(text, pid, tid=pid)
+        ts = traces(text, pid, tid=pid, mapped=True)
         total = sum(w for w, _ in ts) or 1
         mod = whole = trunc = ev = 0
-        for w, f in ts:
+        for w, fm in ts:
+            f = [x for x, _, _ in fm]
+            py = [i for i, (_, _, m) in enumerate(fm) if not m and f[i] != "[truncated]"]
             d = [i for i, x in enumerate(f) if x == "deep"]
             m = bool(d) and "<module>" in f[d[-1]:]
             mod += w if m else 0
             whole += w if m and len(d) == depth else 0
             trunc += w if f and f[-1] == "[truncated]" else 0
-            if "_PyEval_EvalFrameDefault" in f:
+            if any(x == "_PyEval_EvalFrameDefault" and py and i > py[0] for i, x in enumerate(f)):
                 ev += 1
                 if ev <= 3:
                     print("eval frame left: %s" % f[:8], file=sys.stderr)

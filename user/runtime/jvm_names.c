@@ -322,8 +322,12 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 	jn->st.truncated += !!(s->flags & SAMPLE_JVM_TRUNC);
 	if (!(e = pid_find(jn, p->pid)))
 		return;
-	if (max > MAX_USER_STACK)
-		max = MAX_USER_STACK;
+	/* Inlined Java frames may go past --max-stack (max), as they did
+	 * before it counted Python frames: whether they count too is the
+	 * Java walk's question, not settled here. Only the stack's room
+	 * bounds them. */
+	(void)max;
+	max = MAX_USER_STACK;
 	for (i = 0; i < *n && m < max; i++) {
 		int k = 0;
 

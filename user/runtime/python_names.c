@@ -52,6 +52,7 @@ struct py_names {
 	VEC(struct py_pid) pids;
 	struct idtab pid_tab;
 	struct py_names_stats st;
+	struct py_runs *runs; /* source_rewrite's */
 };
 
 int py_names_new(struct py_names **out, struct python *py, int procs_fd)
@@ -82,6 +83,7 @@ void py_names_free(struct py_names *pn)
 	}
 	VEC_FREE(pn->pids);
 	idtab_free(&pn->pid_tab);
+	free(pn->runs);
 	free(pn);
 }
 
@@ -341,39 +343,43 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 			   int *n, int max, bool *cut)
 {
 	struct py_names *pn = ctx;
-	static __thread struct py_runs r; /* 128 KiB */
+	struct py_runs *r;
 	uint64_t out[MAX_USER_STACK];
 	int m = 0, i, nev = 0, ev = 0, skip = 0;
 	bool merged = false, trunc = s->flags & SAMPLE_PY_TRUNC;
 	unsigned used = 0;
 
-	r.n = s->npython < PY_BPF_FRAMES ? s->npython : PY_BPF_FRAMES;
-	if (!r.n)
+	if (!s->npython)
 		return;
+	/* 160 KiB, the recording's one (the rewrite is the drain's) */
+	if (!pn->runs && !(pn->runs = malloc(sizeof(*pn->runs))))
+		return;
+	r = pn->runs;
+	r->n = s->npython < PY_BPF_FRAMES ? s->npython : PY_BPF_FRAMES;
 	pn->st.samples++;
 	pn->st.truncated += trunc;
-	if (!(r.e = pid_find(pn, p->pid)))
+	if (!(r->e = pid_find(pn, p->pid)))
 		return;
-	r.pn = pn;
-	r.w = &s->ips[(size_t)s->nkernel + s->nuser];
-	r.next = r.nruns = r.npcs = 0;
-	r.minor = py_proc_binary(r.e->py)->minor;
-	while (next_run(&r))
+	r->pn = pn;
+	r->w = &s->ips[(size_t)s->nkernel + s->nuser];
+	r->next = r->nruns = r->npcs = 0;
+	r->minor = py_proc_binary(r->e->py)->minor;
+	while (next_run(r))
 		;
 	if (max > MAX_USER_STACK)
 		max = MAX_USER_STACK;
 	for (i = 0; i < *n; i++)
-		nev += in_eval(r.e, pcs, i);
+		nev += in_eval(r->e, pcs, i);
 	/* From the root: the innermost evaluation frames beyond the runs
 	 * have none. */
-	if (!trunc && !*cut && r.nruns <= (unsigned)nev) {
-		skip = nev - (int)r.nruns;
-		pn->st.edge += skip > 0 || (r.nruns && !r.runs[0].k);
+	if (!trunc && !*cut && r->nruns <= (unsigned)nev) {
+		skip = nev - (int)r->nruns;
+		pn->st.edge += skip > 0 || (r->nruns && !r->runs[0].k);
 	}
 	for (i = 0; i < *n && m < max; i++) {
 		const struct py_run *run;
 
-		if (!in_eval(r.e, pcs, i)) {
+		if (!in_eval(r->e, pcs, i)) {
 			out[m++] = pcs[i];
 			continue;
 		}
@@ -381,13 +387,13 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 			out[m++] = pcs[i];
 			continue;
 		}
-		if (used >= r.nruns) {
+		if (used >= r->nruns) {
 			if (trunc)
 				break; /* its frames are those the walk did not reach */
 			out[m++] = pcs[i];
 			continue;
 		}
-		run = &r.runs[used++];
+		run = &r->runs[used++];
 		if (!run->named) { /* none (an empty run), or none named */
 			out[m++] = pcs[i];
 		} else {
@@ -396,7 +402,7 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 			/* One native frame for the frames not named (in a
 			 * row): what runs them. */
 			for (j = 0; j < run->k && m < max; j++) {
-				const uint64_t *f = &r.pcs[run->at + j];
+				const uint64_t *f = &r->pcs[run->at + j];
 
 				if (f[0] || !j || f[-1])
 					out[m++] = f[0] ? f[0] : pcs[i];
@@ -410,7 +416,7 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 	if (i < *n) {
 		/* Cut here: what the record has beyond is not put back. */
 		*cut = true;
-		used = r.nruns;
+		used = r->nruns;
 	}
 	/* Python frames left when the native stack has no evaluation frame
 	 * for them: the native walk failed (one cut at --max-stack ends
@@ -418,8 +424,8 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 	 * walked, so they go at the root end, where a reader looks for
 	 * <module>; what is missing is the native frames between them and
 	 * the walked ones. */
-	for (; used < r.nruns && !*cut; used++) {
-		const struct py_run *run = &r.runs[used];
+	for (; used < r->nruns && !*cut; used++) {
+		const struct py_run *run = &r->runs[used];
 
 		if (!run->named)
 			continue;
@@ -429,8 +435,8 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 				*cut = true;
 				break;
 			}
-			if (r.pcs[run->at + j]) /* no native frame to put for one not named */
-				out[m++] = r.pcs[run->at + j];
+			if (r->pcs[run->at + j]) /* no native frame to put for one not named */
+				out[m++] = r->pcs[run->at + j];
 		}
 		pn->st.frames += run->k;
 		merged = true;
