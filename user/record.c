@@ -982,7 +982,7 @@ static int rec_load(struct recorder *r)
 		procs_add_names(&r->procs, &jit_names); /* the first: cannot be full */
 	}
 	err = bpf_map__set_max_entries(skel->maps.scratch_map, libbpf_num_possible_cpus());
-	if (!err) /* two slots a CPU (bpf/python_maps.bpf.h) */
+	if (!err) /* two slots a CPU (bpf/runtime/python_maps.bpf.h) */
 		err =
 		    bpf_map__set_max_entries(skel->maps.py_scratch, 2 * libbpf_num_possible_cpus());
 	if (!err)

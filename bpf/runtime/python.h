@@ -124,7 +124,7 @@ struct py_bpf_stack {
 	 * sampler's): the off-CPU dedupe tells two waits apart by it whose
 	 * native stacks are the same (bpf/offcpu.bpf.h). */
 	__u64 hash;
-	/* The walk's own (bpf/python.bpf.c), here rather than in its state
+	/* The walk's own (bpf/runtime/python.bpf.c), here rather than in its state
 	 * on the BPF stack, where the verifier follows each flag's values and
 	 * they multiplied its states past its limit: a read failed; PY_WALK_*;
 	 * the first evaluation call's first frame's frame_back, and the

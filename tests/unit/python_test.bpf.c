@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The unit test's program of the Python walk (tests/unit/test_python_bpf.c):
  * bpf/runtime/python.bpf.c's py_walk_frames at each sample, its frames sent whole
- * into a ring buffer of their own. Linked with bpf/python.bpf.o. */
+ * into a ring buffer of their own. Linked with bpf/runtime/python.bpf.o. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include "bpf/runtime/python_maps.bpf.h"
