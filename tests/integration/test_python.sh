@@ -261,6 +261,17 @@ fi
 # took its caller's name: paired 91.6 % for json.tool (agree 91.6), 97.0 %
 # for difflib recorded from their start; with the trampoline's own four
 # instructions unwound (bpf/cfi_walk.bpf.h) the last 0.9 %.
+# What paired lets through is still wrong: by construction agree = paired -
+# edge, and json.tool's edge is ~10 % (534 samples: paired 100, agree 89.84,
+# edge 10.16). The trampolines are right there, the walk is not: 32 of the
+# 62 samples are in _PyEvalFrameClearAndPop (29 freeing json.tool.main's
+# decoded document: main's frame already unlinked, the thread's current
+# frame its evaluation call's entry shim), 24 in an evaluation call's
+# prologue or exit (22 of them generators', json's _iterencode_*: each
+# chunk enters and leaves every level, SEND not inlined under -X perf), 6
+# in a trampoline's own instructions. Naming those needs the frame being
+# cleared (thread-owned: still on the thread's data stack, its previous
+# still the shim) or entered, which the walk does not read yet.
 t=python_edges_3.12
 if [ "${SANITIZE:-}" = 1 ]; then
 	echo "python_edges_3.12: left to the normal pass (not run under SANITIZE=1)"
