@@ -249,7 +249,7 @@ static __always_inline int offcpu_send_stack(void *ctx, struct task_struct *prev
 	if (ips_len > IPS_MAX)
 		return -1;
 	if (npy > 0)
-		ips_len = py_append(s, ips_len, npy, PY_SLOT_SWITCH);
+		ips_len = py_append(s, ips_len, npy, PY_SLOT_SWITCH, compat);
 	ips_len = jvm_append(sc, s, ips_len, compat);
 	ips_len = v8_append(sc, s, ips_len, compat);
 	err = compat ? emit_compat(sc, ips_len, s->stack_len & 0xffff)
@@ -393,8 +393,8 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, cons
 		 * code it waits: its Python frames (read at every switch of a
 		 * process in py_procs, ~1 us) tell the places apart, and go
 		 * with the stack. bpf_loop's kernels (the walk's). */
-		if (!compat && user_stacks && (npy = py_walk_frames_switch()) > 0) {
-			__u32 ps_slot = PY_SLOT_SWITCH;
+		if (!compat && user_stacks && (npy = py_walk_frames_switch(max_stack)) > 0) {
+			__u32 ps_slot = py_slot_key(PY_SLOT_SWITCH);
 			struct py_bpf_stack *ps = bpf_map_lookup_elem(&py_scratch, &ps_slot);
 
 			if (ps)

@@ -90,8 +90,10 @@ struct {
 #define WIN_FIRST 512
 #define WIN_SZ	  PAGE_SZ
 
-/* A record's Python frames (bpf/runtime/python.bpf.c), after its ips. */
-#define PY_MAX (PY_BPF_FRAMES * sizeof(struct py_bpf_frame))
+/* A record's Python frames (bpf/runtime/python.bpf.c), after its ips; the
+ * compat walk's fewer. */
+#define PY_MAX	      (PY_BPF_FRAMES * sizeof(struct py_bpf_frame))
+#define PY_COMPAT_MAX (PY_COMPAT_FRAMES * sizeof(struct py_bpf_frame))
 /* ... and its Java frames (bpf/runtime/jvm.bpf.c), after those. */
 #define JVM_MAX (JVM_BPF_FRAMES * sizeof(struct jvm_bpf_frame))
 /* ... and its JavaScript frames (bpf/runtime/v8.bpf.c), after those. */
@@ -109,8 +111,8 @@ struct {
 #define V8_COMPAT_FRAMES 248
 #define V8_COMPAT_MAX	 (V8_COMPAT_FRAMES * sizeof(struct v8_bpf_frame))
 #define PRE_MAX                                                                                    \
-	(sizeof(struct ev_sample) + (MAX_FRAMES + COMPAT_USER_MAX) * sizeof(__u64) + PY_MAX +      \
-	 JVM_COMPAT_MAX + V8_COMPAT_MAX)
+	(sizeof(struct ev_sample) + (MAX_FRAMES + COMPAT_USER_MAX) * sizeof(__u64) +               \
+	 PY_COMPAT_MAX + JVM_COMPAT_MAX + V8_COMPAT_MAX)
 
 /* The CFI walk's state between its tail calls (bpf/cfi_walk.bpf.h). */
 struct cfi_state {
@@ -389,16 +391,20 @@ static __always_inline int emit_compat(struct scratch *sc, __u64 ips_len, __u32 
 /* The npy Python frames the walk left in py_scratch's slot, after the
  * record's ips (ips_len bytes of them): the new length. Only the walk of
  * this record's thread (the same CPU, the same thread). */
-static __always_inline __u64 py_append(struct ev_sample *s, __u64 ips_len, __u64 npy, __u32 slot)
+static __always_inline __u64 py_append(struct ev_sample *s, __u64 ips_len, __u64 npy, __u32 slot,
+				       const bool compat)
 {
 	struct py_bpf_stack *ps;
 	__u64 len;
 
 	s->npython = 0;
+	slot = py_slot_key(slot);
 	if (!npy || !(ps = bpf_map_lookup_elem(&py_scratch, &slot)))
 		return ips_len;
-	if (npy > PY_BPF_FRAMES)
-		npy = PY_BPF_FRAMES;
+	/* The compat record is copied whole into pre (emit_compat), sized
+	 * for the compat walk's frames. */
+	if (npy > (compat ? PY_COMPAT_FRAMES : PY_BPF_FRAMES))
+		npy = compat ? PY_COMPAT_FRAMES : PY_BPF_FRAMES;
 	len = npy * sizeof(struct py_bpf_frame);
 	barrier_var(len);
 	if (ps->tid != s->hdr.tid || len > PY_MAX || ips_len > IPS_MAX)
@@ -496,7 +502,7 @@ static __always_inline int send_sample(struct scratch *sc, __u64 nk, __u64 nu, c
 	ips_len = (nk + nu) * sizeof(__u64);
 	if (ips_len > IPS_MAX)
 		return 0; /* cannot happen: nk <= MAX_FRAMES, nu <= MAX_USER_STACK */
-	ips_len = py_append(s, ips_len, sc->npy, PY_SLOT_SAMPLE);
+	ips_len = py_append(s, ips_len, sc->npy, PY_SLOT_SAMPLE, compat);
 	ips_len = jvm_append(sc, s, ips_len, compat);
 	ips_len = v8_append(sc, s, ips_len, compat);
 	/* The mask only informs the verifier: stack_len <= MAX_STACK_COPY < 64 KiB. */
@@ -593,12 +599,12 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 	 * (py_procs): before the walks, as the CFI walk sends the record from
 	 * its own program (send_sample appends them). */
 	if (user_stacks && tgid != 0) {
-		int npy = compat ? py_walk_frames_compat(ctx) : py_walk_frames(ctx);
+		int npy = compat ? py_walk_frames_compat(ctx) : py_walk_frames(ctx, max_stack);
 
 		if (npy > 0)
 			sc->npy = npy;
 		if (npy >= 0) {
-			__u32 slot = PY_SLOT_SAMPLE;
+			__u32 slot = py_slot_key(PY_SLOT_SAMPLE);
 			struct py_bpf_stack *ps = bpf_map_lookup_elem(&py_scratch, &slot);
 
 			if (ps && ps->truncated)

@@ -732,6 +732,14 @@ static int store_sample(struct proc *p, const struct sample *smp)
 	return idtab_insert(&p->sample_tab, h, p->samples.n - 1);
 }
 
+/* --max-stack: the user frames a stack shows at most. */
+static int user_max(const struct proc *p)
+{
+	int max = p->set->max_stack ? (int)p->set->max_stack : MAX_STACK_DEFAULT;
+
+	return max > MAX_USER_STACK ? MAX_USER_STACK : max;
+}
+
 /* The user frames of a sample, leaf first: DWARF-unwound from the copied
  * stack when the record carries one, else the ips BPF walked (by CFI or by
  * frame pointers). Returns the count. */
@@ -739,11 +747,9 @@ static int user_frames(struct proc *p, const struct ev_sample *s, uint64_t *pcs,
 {
 	const __u64 *fp = &s->ips[s->nkernel];
 	const void *stack = &s->ips[ev_sample_ips(s)];
-	int n = 0, i, max = p->set->max_stack ? (int)p->set->max_stack : MAX_STACK_DEFAULT;
+	int n = 0, i, max = user_max(p);
 	unsigned flags = 0;
 
-	if (max > MAX_USER_STACK)
-		max = MAX_USER_STACK;
 	*cut = false;
 
 	/* Only a copy for DWARF needs one: an off-CPU stack walked in BPF
@@ -931,8 +937,8 @@ int proc_intern_record(struct procs *procs, const struct ev_sample *s, struct pr
 	nu = user_frames(p, s, upcs, &cut);
 	for (i = 0; i < procs->nnames; i++)
 		if (procs->names[i].rewrite)
-			procs->names[i].rewrite(procs->names[i].ctx, p, s, upcs, &nu,
-						MAX_USER_STACK);
+			procs->names[i].rewrite(procs->names[i].ctx, p, s, upcs, &nu, user_max(p),
+						&cut);
 	for (i = 0; i < (uint32_t)nu; i++) {
 		id = intern_frame(p, upcs[i], FRAME_USER, i > 0 && upcs[i] < SOURCE_PC_BASE);
 		if (id == UINT32_MAX)

@@ -184,11 +184,14 @@ struct name_source {
 	/* Whether the process's frames are named by the time of each sample
 	 * (a runtime reuses addresses): its samples are then kept one by one. */
 	bool (*by_time)(void *ctx, const struct proc *p);
-	/* A sample record's user frames, pcs[0..*n) leaf first (at most max),
-	 * rewritten from what the record carries besides its ips (Python's
-	 * frames): frames of SOURCE_PC_BASE and up, which find names. */
+	/* A sample record's user frames, pcs[0..*n) leaf first (at most max,
+	 * --max-stack's), rewritten from what the record carries besides its
+	 * ips (Python's frames): frames of SOURCE_PC_BASE and up, which find
+	 * names. *cut: the stack ends where it was cut (in [truncated], at
+	 * its end): set where the rewrite cut it, at max or where the frames
+	 * it had ran out; frames beyond a cut are not put back. */
 	void (*rewrite)(void *ctx, struct proc *p, const struct ev_sample *s, uint64_t *pcs, int *n,
-			int max);
+			int max, bool *cut);
 	/* A CPU sample's user leaf, interned. */
 	void (*leaf)(void *ctx, struct proc *p, const struct frame *leaf);
 };

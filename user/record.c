@@ -993,6 +993,9 @@ static int rec_load(struct recorder *r)
 		procs_add_names(&r->procs, &jit_names); /* the first: cannot be full */
 	}
 	err = bpf_map__set_max_entries(skel->maps.scratch_map, libbpf_num_possible_cpus());
+	if (!err) /* two slots a CPU (bpf/runtime/python_maps.bpf.h) */
+		err =
+		    bpf_map__set_max_entries(skel->maps.py_scratch, 2 * libbpf_num_possible_cpus());
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.events, env.ringbuf_mb << 20);
 	if (err) {
@@ -1702,11 +1705,13 @@ static int rec_write(struct recorder *r)
 		ri->py_no_tstate = py[PY_STAT_NO_TSTATE];
 		ri->py_fault = py[PY_STAT_FAULT];
 		ri->py_truncated = py[PY_STAT_TRUNCATED];
+		ri->py_restarted = py[PY_STAT_RESTARTED];
 		ri->py_samples = ps.samples;
 		ri->py_merged = ps.merged;
 		ri->py_frames = ps.frames;
 		ri->py_unnamed = ps.unnamed;
 		ri->py_leftover = ps.leftover;
+		ri->py_edge = ps.edge;
 	}
 	{
 		uint64_t jv[JVM_STAT_NR];

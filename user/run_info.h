@@ -77,7 +77,7 @@ struct run_info {
 	/* The Python walk (bpf/runtime/python.bpf.c, its py_stats) and what became of
 	 * its frames (user/runtime/python_names.h); none: no CPython seen. */
 	uint64_t py_walked, py_no_tstate, py_fault, py_truncated;
-	uint64_t py_samples, py_merged, py_frames, py_unnamed, py_leftover;
+	uint64_t py_samples, py_merged, py_frames, py_unnamed, py_leftover, py_edge, py_restarted;
 	/* The HotSpot walk (bpf/runtime/jvm.bpf.c, its jvm_stats) and what became of
 	 * its frames (user/runtime/jvm_names.c). */
 	uint64_t jvm_frames_walked, jvm_no_blob, jvm_bad_frame, jvm_read_fault, jvm_truncated;

@@ -177,10 +177,11 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 			", \"faulted\": %" PRIu64 ", \"truncated\": %" PRIu64
 			", \"samples_with_frames\": %" PRIu64 ", \"merged\": %" PRIu64
 			", \"frames\": %" PRIu64 ", \"frames_left_native\": %" PRIu64
-			", \"runs_at_root\": %" PRIu64 "}",
+			", \"runs_at_root\": %" PRIu64 ", \"at_eval_edge\": %" PRIu64
+			", \"walked_again\": %" PRIu64 "}",
 			ri->py_walked, ri->py_no_tstate, ri->py_fault, ri->py_truncated,
 			ri->py_samples, ri->py_merged, ri->py_frames, ri->py_unnamed,
-			ri->py_leftover);
+			ri->py_leftover, ri->py_edge, ri->py_restarted);
 	if (ri->jvm_frames_walked || ri->jvm_no_blob || ri->jvm_bad_frame || ri->jvm_samples)
 		fprintf(f,
 			",\n  \"jvm\": {\"frames_walked\": %" PRIu64

@@ -16,7 +16,8 @@
  * A global function (not static, not inlined): the verifier checks it once,
  * on its own, with a ctx argument and a scalar result, so its loops do not
  * add to the sampler's own verification; a frame per bpf_loop callback
- * where the kernel has bpf_loop (5.17), a bounded loop before (the compat
+ * where the kernel has bpf_loop (5.17), as many as the caller's max
+ * (--max-stack), a bounded loop of PY_COMPAT_FRAMES before (the compat
  * sampler's py_walk_frames_compat: global functions exist since 5.6). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -75,11 +76,18 @@ struct py_walk {
 	__u64 frame; /* the next frame to read, 0: none */
 	__u32 n, span, lo, oc, ol, oo, ob, oe;
 	__u8 emask;
-	bool fault;
 	__u64 hash; /* py_bpf_stack's */
+	/* The last frame's code object and its tag: a recursion's frames
+	 * share one, whose two reads a frame were two thirds of a deep walk's. */
+	__u64 tag_code;
+	__u32 tag;
+	/* 3.11, 3.12 (py_walk, PY_WALK_CHECK): the first frame that began
+	 * an evaluation call (3.11 is_entry, 3.12 the shim: owner cstack) is
+	 * to link to the previous cframe's current frame. */
+	__u8 cstack;
 };
 
-/* One frame: 0 to go on, 1 at the end (no frame) or a fault (w->fault).
+/* One frame: 0 to go on, 1 at the end (no frame) or a fault (s->fault).
  * compat: the bounded loop's step, which leaves out the frames' hash (only
  * the switch walk, a bpf_loop kernel's, uses it): its instructions, times
  * the loop's PY_BPF_FRAMES iterations, took on_sample_compat past the
@@ -97,7 +105,7 @@ static __always_inline int py_step(struct py_walk *w, const bool compat)
 	barrier_var(len);
 	len &= 2 * PY_BPF_SPAN - 1;
 	if (!len || bpf_probe_read_user(s->span, len, (void *)(w->frame + w->lo))) {
-		w->fault = true;
+		s->fault = 1;
 		return 1;
 	}
 	code = *(__u64 *)&s->span[w->oc & (PY_BPF_SPAN - 1)];
@@ -111,9 +119,16 @@ static __always_inline int py_step(struct py_walk *w, const bool compat)
 		__u64 fn[2] = {0, 0}, head = 0; /* co_filename, co_name */
 		__u32 tag;
 
-		bpf_probe_read_user(fn, 16, (void *)(PY_FRAME_CODE(code) + l->code_filename));
-		bpf_probe_read_user(&head, 8, (void *)(fn[1] + l->unicode_ascii));
-		tag = py_code_tag(fn[0], fn[1], head);
+		if (!compat && w->tag && PY_FRAME_CODE(code) == w->tag_code) {
+			tag = w->tag; /* the same object, at the same moment */
+		} else {
+			bpf_probe_read_user(fn, 16,
+					    (void *)(PY_FRAME_CODE(code) + l->code_filename));
+			bpf_probe_read_user(&head, 8, (void *)(fn[1] + l->unicode_ascii));
+			tag = py_code_tag(fn[0], fn[1], head);
+			w->tag_code = PY_FRAME_CODE(code);
+			w->tag = tag;
+		}
 		s->frames[k].lasti = PY_LASTI(s->frames[k].lasti) | PY_TAG_LASTI(tag);
 		code = PY_FRAME_CODE(code) | PY_TAG_CODE(tag);
 	}
@@ -125,6 +140,11 @@ static __always_inline int py_step(struct py_walk *w, const bool compat)
 	}
 	w->n++;
 	w->frame = *(__u64 *)&s->span[w->ob & (PY_BPF_SPAN - 1)];
+	if (!compat && (s->wflags & (PY_WALK_CHECK | PY_WALK_SEEN)) == PY_WALK_CHECK &&
+	    (entry || owner == w->cstack)) {
+		s->wflags |= PY_WALK_SEEN;
+		s->entry_back = w->frame;
+	}
 	return 0;
 }
 
@@ -134,17 +154,35 @@ static __always_inline int py_step(struct py_walk *w, const bool compat)
  * every recording's start. */
 static long py_loop_step(__u32 i, struct py_walk *w)
 {
+	struct py_bpf_stack *s = w->s;
+
 	(void)i;
-	return py_step(w, false);
+	if (!py_step(w, false))
+		return 0;
+	/* Its end, or a fault (a stale frame's pointers), without a first
+	 * frame linked to the previous cframe's: again from that one, in the
+	 * same loop (a second bpf_loop took the verifier's states past its
+	 * limit). */
+	if ((s->wflags & PY_WALK_CHECK) &&
+	    (!(s->wflags & PY_WALK_SEEN) || s->entry_back != s->prev)) {
+		s->wflags = PY_WALK_AGAIN;
+		s->fault = 0;
+		w->frame = s->prev;
+		w->n = 0;
+		w->hash = 0;
+		w->tag = 0;
+		return w->frame ? 0 : 1;
+	}
+	return 1;
 }
 
-/* The walk into py_scratch's slot: the thread's frames' number; 0: none
- * (not a Python thread, or its first read failed); -1: the process is not
- * one walked. compat: kernels without bpf_loop (before 5.17), a bounded
- * loop. */
-static __always_inline int py_walk(const bool compat, __u32 slot)
+/* The walk into py_scratch's slot, max frames at most: the thread's
+ * frames' number; 0: none (not a Python thread, or its first read failed);
+ * -1: the process is not one walked. compat: kernels without bpf_loop
+ * (before 5.17), a bounded loop of PY_COMPAT_FRAMES. */
+static __always_inline int py_walk(const bool compat, __u32 slot, __u32 max)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts, frame = 0;
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts, frame = 0, cframe = 0, prev = 0;
 	__u32 tgid = pid_tgid >> 32;
 	const struct py_bpf_proc *p = bpf_map_lookup_elem(&py_procs, &tgid);
 	const struct py_layout *l;
@@ -153,6 +191,7 @@ static __always_inline int py_walk(const bool compat, __u32 slot)
 
 	if (!p)
 		return -1;
+	slot = py_slot_key(slot);
 	s = bpf_map_lookup_elem(&py_scratch, &slot);
 	if (!s)
 		return 0;
@@ -162,13 +201,15 @@ static __always_inline int py_walk(const bool compat, __u32 slot)
 	s->truncated = 0;
 	s->nframes = 0;
 	s->hash = 0;
+	s->fault = 0;
+	s->wflags = 0;
 	ts = find_tstate(p, (__u32)pid_tgid);
 	if (!ts) {
 		py_count(PY_STAT_NO_TSTATE);
 		return 0;
 	}
 	if (rd_ptr(ts, l->tstate_frame, &frame) ||
-	    (l->cframe_current_frame != PY_OFF_NONE && frame &&
+	    (l->cframe_current_frame != PY_OFF_NONE && frame && (cframe = frame) &&
 	     rd_ptr(frame, l->cframe_current_frame, &frame)) ||
 	    l->frame_code == PY_OFF_NONE || l->frame_lasti == PY_OFF_NONE ||
 	    l->frame_back == PY_OFF_NONE || l->frame_owner == PY_OFF_NONE) {
@@ -211,6 +252,18 @@ static __always_inline int py_walk(const bool compat, __u32 slot)
 	 * in the step (the verifier's states). */
 	w.oe = l->frame_is_entry != PY_OFF_NONE ? l->frame_is_entry - lo : w.oo;
 	w.emask = l->frame_is_entry != PY_OFF_NONE ? 0xff : 0;
+	w.cstack = l->owner_cstack;
+	/* 3.11, 3.12: an evaluation call sets tstate->cframe to its own
+	 * cframe a few instructions before that cframe's current frame, which
+	 * until then is whatever the C stack held there (the last call's, at
+	 * the same depth). Such a frame does not link to the previous cframe's
+	 * current frame (_PyCFrame: current_frame, then previous), and the
+	 * walk starts again from that one: the state before the call. */
+	if (!compat && cframe && !rd_ptr(cframe, l->cframe_current_frame + 8, &prev) && prev &&
+	    !rd_ptr(prev, l->cframe_current_frame, &prev)) {
+		s->wflags = PY_WALK_CHECK;
+		s->prev = prev;
+	}
 	/* Each frame as it is in memory: its code object, the word at its
 	 * instruction field, its owner byte and is_entry flag (where the
 	 * version has them: user space fills frame_owner with a valid offset
@@ -219,15 +272,17 @@ static __always_inline int py_walk(const bool compat, __u32 slot)
 	 * mean is user space's (py_frame_decode): one path through the step
 	 * keeps the verifier's work linear in the frames. */
 	if (compat) {
-		for (int i = 0; i < PY_BPF_FRAMES; i++)
+		for (int i = 0; i < PY_COMPAT_FRAMES; i++)
 			if (py_step(&w, true))
 				break;
 	} else {
-		bpf_loop(PY_BPF_FRAMES, py_loop_step, &w, 0);
+		bpf_loop(max < PY_BPF_FRAMES ? max : PY_BPF_FRAMES, py_loop_step, &w, 0);
+		if (s->wflags & PY_WALK_AGAIN)
+			py_count(PY_STAT_RESTARTED);
 	}
 	s->nframes = w.n;
 	s->hash = w.hash;
-	if (w.fault) {
+	if (s->fault) {
 		s->truncated = 1;
 		py_count(PY_STAT_FAULT);
 		return w.n;
@@ -243,19 +298,19 @@ static __always_inline int py_walk(const bool compat, __u32 slot)
 /* Global functions (above): on_sample calls the first, on_sample_compat the
  * second, on_switch (--off-cpu) the third, and a program holds only the one
  * it calls. */
-__noinline int py_walk_frames(struct bpf_perf_event_data *ctx)
+__noinline int py_walk_frames(struct bpf_perf_event_data *ctx, __u32 max)
 {
 	(void)ctx;
-	return py_walk(false, PY_SLOT_SAMPLE);
+	return py_walk(false, PY_SLOT_SAMPLE, max);
 }
 
 __noinline int py_walk_frames_compat(struct bpf_perf_event_data *ctx)
 {
 	(void)ctx;
-	return py_walk(true, PY_SLOT_SAMPLE);
+	return py_walk(true, PY_SLOT_SAMPLE, PY_COMPAT_FRAMES);
 }
 
-__noinline int py_walk_frames_switch(void)
+__noinline int py_walk_frames_switch(__u32 max)
 {
-	return py_walk(false, PY_SLOT_SWITCH);
+	return py_walk(false, PY_SLOT_SWITCH, max);
 }

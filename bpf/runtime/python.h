@@ -60,12 +60,17 @@ struct py_layout {
 };
 
 /* The BPF walk (bpf/runtime/python.bpf.c): a process's layout and _PyRuntime's
- * address (py_procs, by tgid), and per sample the frames it read. 512
- * frames: a 300-deep recursion (and its start-up frames) is whole. */
-#define PY_BPF_FRAMES  512 /* a power of 2: the index is masked */
-#define PY_BPF_THREADS 64  /* thread states searched for the sampled thread */
-/* py_scratch's slots: the sampler's, and the switch program's (an NMI's
- * sample may come in the middle of its walk where a PMU samples). */
+ * address (py_procs, by tgid), and per sample the frames it read, as many
+ * as --max-stack (its caller's max): bpf/events.h's MAX_USER_STACK at
+ * most, so that no stack --max-stack shows whole loses its middle. */
+#define PY_BPF_FRAMES 8192 /* MAX_USER_STACK; a power of 2: the index is masked */
+/* Kernels without bpf_loop (5.10: py_walk_frames_compat), a bounded loop
+ * in one program: deeper stacks end in [truncated] where it stopped. */
+#define PY_COMPAT_FRAMES 512
+#define PY_BPF_THREADS	 64 /* thread states searched for the sampled thread */
+/* py_scratch's slots, two a CPU (py_slot_key): the sampler's, and the
+ * switch program's (an NMI's sample may come in the middle of its walk
+ * where a PMU samples). */
 #define PY_SLOT_SAMPLE 0
 #define PY_SLOT_SWITCH 1
 struct py_bpf_proc {
@@ -106,15 +111,26 @@ static inline __u32 py_code_tag(__u64 file, __u64 name, __u64 head)
 	return (__u32)(h >> (64 - PY_TAG_BITS)) | 1; /* 0: no tag */
 }
 
+#define PY_WALK_CHECK 1 /* 3.11, 3.12: entry_back is to be prev */
+#define PY_WALK_SEEN  2 /* entry_back read */
+#define PY_WALK_AGAIN 4 /* walked again from prev */
+
 #define PY_BPF_SPAN 128 /* bytes of a frame read at once: its fields, 3.8-3.13 (<= 88) */
 struct py_bpf_stack {
 	__u32 tgid, tid;
 	__u32 nframes;
-	__u32 truncated; /* deeper than PY_BPF_FRAMES, or a frame not readable */
+	__u32 truncated; /* deeper than the walk's max, or a frame not readable */
 	/* The frames' words, mixed (bpf_loop's walks; 0 in the compat
 	 * sampler's): the off-CPU dedupe tells two waits apart by it whose
 	 * native stacks are the same (bpf/offcpu.bpf.h). */
 	__u64 hash;
+	/* The walk's own (bpf/runtime/python.bpf.c), here rather than in its state
+	 * on the BPF stack, where the verifier follows each flag's values and
+	 * they multiplied its states past its limit: a read failed; PY_WALK_*;
+	 * the first evaluation call's first frame's frame_back, and the
+	 * previous cframe's current frame it is to be. */
+	__u32 fault, wflags;
+	__u64 entry_back, prev;
 	struct py_bpf_frame frames[PY_BPF_FRAMES];
 	__u8 span[2 * PY_BPF_SPAN]; /* the walk's: the frame being read */
 };
@@ -123,7 +139,10 @@ enum py_bpf_stat {
 	PY_STAT_NO_TSTATE, /* the thread has no thread state (yet, or not Python) */
 	PY_STAT_FAULT,	   /* a read failed: a partial stack sent */
 	PY_STAT_LOST,	   /* the ring buffer was full (the unit test's program) */
-	PY_STAT_TRUNCATED, /* deeper than PY_BPF_FRAMES: the outermost frames left out */
+	PY_STAT_TRUNCATED, /* deeper than the walk's max: the outermost frames left out */
+	/* 3.11, 3.12: the cframe's current frame not yet set (an evaluation
+	 * call's first instructions): walked from the previous cframe's */
+	PY_STAT_RESTARTED,
 	PY_STAT_NR,
 };
 

@@ -13,12 +13,33 @@ split PID: "py=PCT six=PCT three=PCT one=PCT": the share of samples with a
   function's cumulative share.
 churn PID EVEN ODD: "right=N wrong=N": frames f_N under churn at the line
   of N's parity (EVEN or ODD), and those not.
-perf PID: "samples=N py=PCT agree=PCT" (weighted) of a recording of python3.12 -X
-  perf: per sample, the Python functions named by the interpreter's own
-  perf map (its trampolines' frames, "py::QUALNAME:FILE") and the Python
-  frames of the BPF walk (the frames with no mapping), each innermost
-  first, must be the same sequence; py: the share with any. The first
-  samples where they differ go to stderr.
+perf PID: "samples=N py=PCT agree=PCT paired=PCT edge=PCT" (weighted) of a
+  recording of python3.12 -X perf: agree, the share where the Python
+  functions named by the interpreter's own perf map (its trampolines'
+  frames, "py::QUALNAME:FILE") and the Python frames of the BPF walk (the
+  frames with no mapping), each innermost first, are the same sequence;
+  paired, where each trampoline has its own function's frame, and only
+  that, leafward of it (up to the next trampoline), or (the innermost
+  only) none: the call entering or leaving that frame (in the trampoline,
+  or in the evaluation loop's native frame), which the thread's state
+  does not link then (edge: those); py: the share with any. The first
+  samples not paired go to stderr.
+deep PID DEPTH: "samples=N module=PCT whole=PCT trunc=PCT eval=N" over ALL
+  of the main thread's samples (the thread PID) of mode deep DEPTH, a
+  recursion of DEPTH frames of deep: module, the share with <module>
+  rootward of the deep frames; whole, the share with all DEPTH deep frames
+  and <module> under them; trunc, the share whose stack ends in
+  [truncated]; eval, the samples with a _PyEval_EvalFrameDefault frame
+  left in them rootward of a Python frame (one not replaced by the Python
+  frames it ran: unnamed). The innermost evaluation frame, with no Python
+  frame leafward of it, stays native as its call enters or leaves its
+  frame (func_one's calls), and is not counted.
+evalroot PID: "samples=N bad=N bare=N": of ALL the process's samples (PID
+  "all": every process's), those whose outermost evaluation frame (of
+  the Python frames and the native _PyEval_EvalFrameDefault frames) is a
+  native _PyEval_EvalFrameDefault, unnamed: bad, with Python frames
+  elsewhere in the stack; bare, with none (the thread ran no Python frame
+  then: the interpreter's start, before its first frame is linked).
 shapes PID QUAL: one word per shape found in some sample, of: recursion
   (300 recurse frames and <module> under them), method (Worker.method when
   QUAL=1, else method), generator (gen), lambda (<lambda>), target
@@ -35,11 +56,12 @@ PY_NAMES = {"func_six", "func_three", "func_one", "split", "recurse", "Worker.me
             "wait_three", "wait_one"}
 
 
-def traces(text, pid, lines=False, mapped=False, value="cpu"):
+def traces(text, pid, lines=False, mapped=False, value="cpu", tid=None):
     """(weight, [frames leaf first]) of the samples of pid, from `pprof
     -raw`: its names as the profile holds them (pprof's other reports
     shorten names, cutting out what they take for C++ template
-    arguments). weight: the sample's value of that type."""
+    arguments). weight: the sample's value of that type; tid: that
+    thread's samples only."""
     locs, samples, part = {}, [], None
     last, col = None, None
     for ln in text.splitlines():
@@ -58,6 +80,9 @@ def traces(text, pid, lines=False, mapped=False, value="cpu"):
             m = re.search(r"pid:\[(\d+) pid\]", ln)
             if m and last:
                 last[2] = m.group(1)
+            m = re.search(r"tid:\[(\d+) tid\]", ln)
+            if m and last and tid is not None and m.group(1) != tid:
+                last[2] = None
         elif part == "Locations":
             # "ID: ADDR M=N NAME FILE:LINE s=START(SYSTEM_NAME)": pprof
             # shows a shortened name and, where it differs, the system
@@ -95,7 +120,7 @@ def main():
         print("right=%d wrong=%d" % (right, wrong))
         return
     if mode == "perf":
-        total = agree = py = bad = n = 0
+        total = agree = paired = edge = py = bad = n = 0
         for w, f in traces(text, pid, mapped=True):
             n += 1
             tramp = [n[4:].split(":", 1)[0] for n, _, _ in f if n.startswith("py::")]
@@ -104,12 +129,72 @@ def main():
             py += w if tramp or walked else 0
             if tramp == walked:
                 agree += w
-            else:
+            # Each trampoline calls one evaluation of its function's
+            # frame: the Python frames leafward of it, up to the next
+            # trampoline, are that one; or, the innermost only, none and
+            # the evaluation loop's native frame, entering or leaving
+            # it (its frame not linked into the thread's state).
+            ok, at_edge, run, inner = True, False, [], True
+            for name, _, has_map in f:
+                if name.startswith("py::"):
+                    fn = name[4:].split(":", 1)[0]
+                    if run != [fn]:
+                        if inner and not run:
+                            at_edge = True
+                        else:
+                            ok = False
+                    run, inner = [], False
+                elif not has_map:
+                    run.append(name)
+            ok = ok and not run
+            paired += w if ok else 0
+            edge += w if ok and at_edge else 0
+            if not ok:
                 bad += 1
                 if bad <= 3:
                     print("differ: perf map %s, walked %s" % (tramp, walked), file=sys.stderr)
-        print("samples=%d py=%.1f agree=%.2f" % (n, 100 * py / (total or 1),
-                                                100 * agree / (total or 1)))
+        print("samples=%d py=%.1f agree=%.2f paired=%.2f edge=%.2f" % (
+            n, 100 * py / (total or 1), 100 * agree / (total or 1),
+            100 * paired / (total or 1), 100 * edge / (total or 1)))
+        return
+    if mode == "deep":
+        depth = int(sys.argv[3])
+        ts = traces(text, pid, tid=pid, mapped=True)
+        total = sum(w for w, _ in ts) or 1
+        mod = whole = trunc = ev = 0
+        for w, fm in ts:
+            f = [x for x, _, _ in fm]
+            py = [i for i, (_, _, m) in enumerate(fm) if not m and f[i] != "[truncated]"]
+            d = [i for i, x in enumerate(f) if x == "deep"]
+            m = bool(d) and "<module>" in f[d[-1]:]
+            mod += w if m else 0
+            whole += w if m and len(d) == depth else 0
+            trunc += w if f and f[-1] == "[truncated]" else 0
+            if any(x == "_PyEval_EvalFrameDefault" and py and i > py[0] for i, x in enumerate(f)):
+                ev += 1
+                if ev <= 3:
+                    print("eval frame left: %s" % f[:8], file=sys.stderr)
+        print("samples=%d module=%.2f whole=%.2f trunc=%.2f eval=%d" % (
+            len(ts), 100 * mod / total, 100 * whole / total, 100 * trunc / total, ev))
+        return
+    if mode == "evalroot":
+        pids = sorted(set(re.findall(r"pid:\[(\d+) pid\]", text))) if pid == "all" else [pid]
+        n = bad = bare = 0
+        for p in pids:
+            for w, f in traces(text, p, mapped=True):
+                n += 1
+                ev = [(name, has_map) for name, _, has_map in f
+                      if not has_map or name == "_PyEval_EvalFrameDefault"]
+                ev = [e for e in ev if e[0] != "[truncated]"]
+                if not ev or not ev[-1][1]:
+                    continue
+                if any(not m for _, m in ev):
+                    bad += 1
+                    if bad <= 3:
+                        print("unnamed outermost: %s" % [x for x, _, _ in f][-12:], file=sys.stderr)
+                else:
+                    bare += 1
+        print("samples=%d bad=%d bare=%d" % (n, bad, bare))
         return
     if mode == "offsplit":
         ts = traces(text, pid, value="offcpu")

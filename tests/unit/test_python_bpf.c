@@ -202,9 +202,17 @@ out:
 static void test_walk(void)
 {
 	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
-	struct python_test *skel = python_test__open_and_load();
+	struct python_test *skel = python_test__open();
 	struct python *py = NULL;
 	char exe[512];
+
+	/* Two slots a CPU, as the recorder sizes them (user/record.c). */
+	if (skel &&
+	    (bpf_map__set_max_entries(skel->maps.py_scratch, 2 * libbpf_num_possible_cpus()) ||
+	     python_test__load(skel))) {
+		python_test__destroy(skel);
+		skel = NULL;
+	}
 
 	/* Said at once: on an emulated 5.10 the test has been seen to give
 	 * nothing for minutes, and where it stood was not known. */

@@ -16,7 +16,14 @@ at an address its predecessor's had (the allocator reuses them), called
 from one of two lines by the parity of its number (LINE:even, LINE:odd):
 a frame named f_N under the other line was named wrongly.
 
-deep: one thread, 20 Python frames deep, spinning (scripts/bench-python.sh).
+deep [N]: one thread, N Python frames of deep (20 by default) under <module>,
+spinning in func_one (scripts/bench-python.sh; test_python.sh's 1500).
+
+difflib: difflib's unified and ndiff diffs of two texts of 8000 lines
+that differ at every seventh, in turn. jsontool FILE: json.tool's main
+(python -m json.tool FILE), over and over, its output to /dev/null. Both
+enter and leave evaluation loops as a library does (C code calling
+Python: generators, json's encoder), for test_python.sh's python_edges.
 
 waits: the main thread and another each sleep in wait_six, wait_three and
 wait_one in turn, 6, 3 and 1 ms: 60/30/10 of their time off the CPU, the
@@ -128,6 +135,16 @@ def deep(n):
         func_one()
 
 
+def diffs():
+    import difflib
+    import random
+    r = random.Random(1)
+    a = ["line %d %s\n" % (i, r.choice("abcdefgh") * r.randint(1, 30)) for i in range(8000)]
+    b = [x if i % 7 else "changed %d %s" % (i, x) for i, x in enumerate(a)]
+    n = len(list(difflib.unified_diff(a, b)))
+    return n + len(list(difflib.ndiff(a, b)))
+
+
 def churn():
     ns = {}
     for i in itertools.count():
@@ -159,10 +176,20 @@ if __name__ == "__main__":
         waits(b)
     if mode == "deep":
         print("ready", os.getpid(), flush=True)
-        deep(19)
+        deep(int(sys.argv[2]) - 1 if len(sys.argv) > 2 else 19)
     if mode == "churn":
         print("ready", os.getpid(), flush=True)
         churn()
+    if mode == "difflib":
+        print("ready", os.getpid(), flush=True)
+        while True:
+            diffs()
+    if mode == "jsontool":
+        import json.tool
+        sys.argv = ["json.tool", sys.argv[2], os.devnull]
+        print("ready", os.getpid(), flush=True)
+        while True:
+            json.tool.main()
     threading.Thread(target=thread_target, args=(a,), daemon=True).start()
     a.wait()
     print("ready", os.getpid(), flush=True)

@@ -307,14 +307,14 @@ static int frame_pcs(struct jvm_names *jn, struct jvm_pid *e, uint64_t addr, uin
  * order: an index whose pc is not in the code cache (a stack unwound by
  * DWARF from there on) is left alone. */
 static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s, uint64_t *pcs,
-			   int *n, int max)
+			   int *n, int max, bool *cut)
 {
 	struct jvm_names *jn = ctx;
 	const __u64 *w = &s->ips[(size_t)s->nkernel + s->nuser + 2 * (size_t)s->npython];
 	uint64_t out[MAX_USER_STACK];
 	struct jvm_pid *e;
 	unsigned nj = s->njvm < JVM_BPF_FRAMES ? s->njvm : JVM_BPF_FRAMES, next = 0;
-	int m = 0;
+	int m = 0, i;
 
 	if (!nj)
 		return;
@@ -322,9 +322,13 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 	jn->st.truncated += !!(s->flags & SAMPLE_JVM_TRUNC);
 	if (!(e = pid_find(jn, p->pid)))
 		return;
-	if (max > MAX_USER_STACK)
-		max = MAX_USER_STACK;
-	for (int i = 0; i < *n && m < max; i++) {
+	/* Inlined Java frames may go past --max-stack (max), as they did
+	 * before it counted Python frames: whether they count too is the
+	 * Java walk's question, not settled here. Only the stack's room
+	 * bounds them. */
+	(void)max;
+	max = MAX_USER_STACK;
+	for (i = 0; i < *n && m < max; i++) {
 		int k = 0;
 
 		/* The records are in the walk's order, innermost first. */
@@ -348,6 +352,8 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 		if (!k)
 			out[m++] = pcs[i];
 	}
+	if (i < *n) /* max: the frames after are cut */
+		*cut = true;
 	memcpy(pcs, out, (size_t)m * sizeof(*pcs));
 	*n = m;
 }

@@ -52,6 +52,7 @@ struct py_names {
 	VEC(struct py_pid) pids;
 	struct idtab pid_tab;
 	struct py_names_stats st;
+	struct py_runs *runs; /* source_rewrite's */
 };
 
 int py_names_new(struct py_names **out, struct python *py, int procs_fd)
@@ -82,6 +83,7 @@ void py_names_free(struct py_names *pn)
 	}
 	VEC_FREE(pn->pids);
 	idtab_free(&pn->pid_tab);
+	free(pn->runs);
 	free(pn);
 }
 
@@ -245,27 +247,42 @@ static uint64_t memo_pc(struct py_names *pn, struct py_pid *e, uint64_t code, ui
 	return k.pc;
 }
 
-/* The record's Python frames, read run by run. */
+/* The record's Python frames, read run by run: runs[i] is the i-th
+ * evaluation call's, innermost first, its frames pcs[at, at + k). */
+struct py_run {
+	unsigned at, k;
+	bool named; /* a frame of it named */
+	/* It ended with the frames, not at its evaluation call's first
+	 * frame: where the walk was cut (SAMPLE_PY_TRUNC), the frames it did
+	 * not reach would go on with it. */
+	bool open;
+};
 struct py_runs {
 	struct py_names *pn;
 	struct py_pid *e;
 	const __u64 *w; /* two words a frame (struct py_bpf_frame) */
-	unsigned n, next;
+	unsigned n, next, nruns, npcs;
 	int minor;
-	uint64_t run[PY_BPF_FRAMES];
+	uint64_t pcs[PY_BPF_FRAMES];
+	struct py_run runs[PY_BPF_FRAMES];
 };
 
-/* The frames one evaluation call runs, from next on, as pcs into r->run:
+/* The frames one evaluation call runs, from next on, as pcs into r->pcs:
  * one frame up to 3.10; from 3.11 several, up to and including the one
  * with is_entry (3.11), or up to the C stack's shim frame (3.12 on, which
- * py_frame_decode says is one). Their count, 0 when none is left. A frame
- * whose code object is not the one the sample saw (freed and reused, or
- * not a code object) is a 0 pc, never named wrongly: the caller puts the
- * native frame there; -1 when no frame of the run is named. */
-static int next_run(struct py_runs *r)
+ * py_frame_decode says is one). False when none is left. A shim first
+ * ends an empty run: that call's frames are all popped (from its last
+ * frame's return to its own), or none is pushed yet. A frame whose code
+ * object is not the one the sample saw (freed and reused, or not a code
+ * object) is a 0 pc, never named wrongly: the caller puts the native
+ * frame there. */
+static bool next_run(struct py_runs *r)
 {
-	int k = 0, named = 0;
+	struct py_run *run = &r->runs[r->nruns];
 
+	if (r->next >= r->n || r->nruns >= PY_BPF_FRAMES)
+		return false;
+	*run = (struct py_run){.at = r->npcs, .open = true};
 	while (r->next < r->n) {
 		uint64_t code = r->w[2 * r->next], pc;
 		struct py_frame f;
@@ -274,79 +291,154 @@ static int next_run(struct py_runs *r)
 
 		r->next++;
 		if (shim == 1) {
-			if (k)
-				break;
-			continue; /* the run starts after it */
+			run->open = false;
+			break;
 		}
 		pc = memo_pc(r->pn, r->e, code & ((1ULL << PY_FRAME_OWNER_SHIFT) - 1),
 			     r->w[2 * r->next - 1], &f, PY_FRAME_TAG(code, r->w[2 * r->next - 1]));
-		named += !!pc;
+		run->named |= !!pc;
 		r->pn->st.unnamed += !pc;
-		if (k < PY_BPF_FRAMES)
-			r->run[k++] = pc;
-		if (r->minor <= 10 || (r->minor == 11 && (code & PY_FRAME_ENTRY)))
+		r->pcs[r->npcs++] = pc;
+		run->k++;
+		if (r->minor <= 10 || (r->minor == 11 && (code & PY_FRAME_ENTRY))) {
+			run->open = false;
 			break;
+		}
 	}
-	return k && !named ? -1 : k;
+	r->nruns++;
+	return true;
+}
+
+static bool in_eval(const struct py_pid *e, const uint64_t *pcs, int i)
+{
+	uint64_t a = i ? pcs[i] - 1 : pcs[i];
+
+	return a >= e->eval_lo && a < e->eval_hi;
 }
 
 /* Each native _PyEval_EvalFrameDefault frame is replaced by the Python
  * frames it was running (a run, above), innermost first. Native frames of
- * C extensions and builtins stay where they are. */
+ * C extensions and builtins stay where they are.
+ *
+ * Which evaluation frame runs which run: counted from the root when both
+ * stacks are whole. Only the innermost evaluation call can be without its
+ * frames linked into the thread's state, as it enters (its prologue, up
+ * to where it links the frame it was given: 3.8-3.10 tstate->frame, 3.11
+ * on the cframe's or thread's current frame) or leaves (from its last
+ * frame's pop: _PyEvalFrameClearAndPop, _PyFrame_ClearExceptCode, its
+ * epilogue): counted from the leaf, each level took its caller's frames
+ * there and the outermost evaluation frame none. That one evaluation
+ * frame, with no run or an empty one, stays native: the interpreter is in
+ * its C code, with no Python frame of its own (python3.12 -X perf shows
+ * the function entered or left by its trampoline's frame, outside it).
+ * Counted from the leaf when the native walk was cut (--max-stack) or did
+ * not reach the root (more runs than evaluation frames), or the Python
+ * walk was cut (SAMPLE_PY_TRUNC).
+ *
+ * A stack of more than max frames so is cut at max; one whose Python
+ * frames the walk did not all read (deeper than --max-stack, or a frame
+ * not readable) where they end: the evaluation frames beyond would stand,
+ * unnamed, for the Python frames not read, as if the stack were whole. */
 static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s, uint64_t *pcs,
-			   int *n, int max)
+			   int *n, int max, bool *cut)
 {
 	struct py_names *pn = ctx;
-	struct py_runs r = {.pn = pn, .w = &s->ips[(size_t)s->nkernel + s->nuser]};
+	struct py_runs *r;
 	uint64_t out[MAX_USER_STACK];
-	int m = 0, k;
-	bool merged = false;
+	int m = 0, i, nev = 0, ev = 0, skip = 0;
+	bool merged = false, trunc = s->flags & SAMPLE_PY_TRUNC;
+	unsigned used = 0;
 
-	r.n = s->npython < PY_BPF_FRAMES ? s->npython : PY_BPF_FRAMES;
-	if (!r.n)
+	if (!s->npython)
 		return;
+	/* 160 KiB, the recording's one (the rewrite is the drain's) */
+	if (!pn->runs && !(pn->runs = malloc(sizeof(*pn->runs))))
+		return;
+	r = pn->runs;
+	r->n = s->npython < PY_BPF_FRAMES ? s->npython : PY_BPF_FRAMES;
 	pn->st.samples++;
-	pn->st.truncated += !!(s->flags & SAMPLE_PY_TRUNC);
-	if (!(r.e = pid_find(pn, p->pid)))
+	pn->st.truncated += trunc;
+	if (!(r->e = pid_find(pn, p->pid)))
 		return;
-	r.minor = py_proc_binary(r.e->py)->minor;
+	r->pn = pn;
+	r->w = &s->ips[(size_t)s->nkernel + s->nuser];
+	r->next = r->nruns = r->npcs = 0;
+	r->minor = py_proc_binary(r->e->py)->minor;
+	while (next_run(r))
+		;
 	if (max > MAX_USER_STACK)
 		max = MAX_USER_STACK;
-	for (int i = 0; i < *n && m < max; i++) {
-		uint64_t a = i ? pcs[i] - 1 : pcs[i];
+	for (i = 0; i < *n; i++)
+		nev += in_eval(r->e, pcs, i);
+	/* From the root: the innermost evaluation frames beyond the runs
+	 * have none. */
+	if (!trunc && !*cut && r->nruns <= (unsigned)nev) {
+		skip = nev - (int)r->nruns;
+		pn->st.edge += skip > 0 || (r->nruns && !r->runs[0].k);
+	}
+	for (i = 0; i < *n && m < max; i++) {
+		const struct py_run *run;
 
-		if (a >= r.e->eval_lo && a < r.e->eval_hi && r.next < r.n) {
-			k = next_run(&r);
-			if (k > 0) {
-				/* One native frame for the frames not named
-				 * (in a row): what runs them. */
-				for (int j = 0; j < k && m < max; j++)
-					if (r.run[j] || !j || r.run[j - 1])
-						out[m++] = r.run[j] ? r.run[j] : pcs[i];
-				pn->st.frames += k;
-				merged = true;
-				continue;
-			}
+		if (!in_eval(r->e, pcs, i)) {
+			out[m++] = pcs[i];
+			continue;
 		}
-		out[m++] = pcs[i];
+		if (ev++ < skip) {
+			out[m++] = pcs[i];
+			continue;
+		}
+		if (used >= r->nruns) {
+			if (trunc)
+				break; /* its frames are those the walk did not reach */
+			out[m++] = pcs[i];
+			continue;
+		}
+		run = &r->runs[used++];
+		if (!run->named) { /* none (an empty run), or none named */
+			out[m++] = pcs[i];
+		} else {
+			unsigned j;
+
+			/* One native frame for the frames not named (in a
+			 * row): what runs them. */
+			for (j = 0; j < run->k && m < max; j++) {
+				const uint64_t *f = &r->pcs[run->at + j];
+
+				if (f[0] || !j || f[-1])
+					out[m++] = f[0] ? f[0] : pcs[i];
+			}
+			pn->st.frames += run->k;
+			merged = true;
+			if (j < run->k || (run->open && trunc))
+				break;
+		}
+	}
+	if (i < *n) {
+		/* Cut here: what the record has beyond is not put back. */
+		*cut = true;
+		used = r->nruns;
 	}
 	/* Python frames left when the native stack has no evaluation frame
-	 * for them: the native walk was cut (--max-stack, or a recursion of
-	 * 3.8-3.10, where each Python call is several native frames) or
-	 * failed. They are the outermost callers of what was walked, so they
-	 * go at the root end, where a reader looks for <module>; what is
-	 * missing is the native frames between them and the walked ones. */
-	while (r.next < r.n && m < max) {
-		k = next_run(&r);
-		if (k < 0)
+	 * for them: the native walk failed (one cut at --max-stack ends
+	 * there, in [truncated]). They are the outermost callers of what was
+	 * walked, so they go at the root end, where a reader looks for
+	 * <module>; what is missing is the native frames between them and
+	 * the walked ones. */
+	for (; used < r->nruns && !*cut; used++) {
+		const struct py_run *run = &r->runs[used];
+
+		if (!run->named)
 			continue;
-		if (!k)
-			break;
 		pn->st.leftover++;
-		for (int j = 0; j < k && m < max; j++)
-			if (r.run[j]) /* no native frame to put for one not named */
-				out[m++] = r.run[j];
-		pn->st.frames += k;
+		for (unsigned j = 0; j < run->k; j++) {
+			if (m >= max) {
+				*cut = true;
+				break;
+			}
+			if (r->pcs[run->at + j]) /* no native frame to put for one not named */
+				out[m++] = r->pcs[run->at + j];
+		}
+		pn->st.frames += run->k;
 		merged = true;
 	}
 	pn->st.merged += merged;

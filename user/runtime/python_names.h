@@ -26,6 +26,9 @@ struct py_names_stats {
 	    unnamed; /* frames left native: their code object not readable, or not the sample's */
 	uint64_t leftover;  /* runs with no native evaluation frame left, put at the root */
 	uint64_t truncated; /* records whose Python frames were cut (SAMPLE_PY_TRUNC) */
+	/* Records taken as the innermost evaluation call entered or left its
+	 * frame (not linked): its native frame left so (python_names.c). */
+	uint64_t edge;
 };
 
 struct py_names;

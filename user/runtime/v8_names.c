@@ -400,14 +400,14 @@ static void xcheck(struct v8_names *vn, const struct v8_pid *e, struct proc *p, 
  * index there is named only when its pc is V8's code, as the JVM's rewrite
  * does. */
 static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s, uint64_t *pcs,
-			   int *n, int max)
+			   int *n, int max, bool *cut)
 {
 	struct v8_names *vn = ctx;
 	const __u64 *w =
 	    &s->ips[(size_t)s->nkernel + s->nuser + 2 * (size_t)s->npython + 2 * (size_t)s->njvm];
 	unsigned nv = s->nv8 < V8_BPF_FRAMES ? s->nv8 : V8_BPF_FRAMES, next = 0;
 	uint64_t out[MAX_USER_STACK];
-	int walked = *n, m = 0;
+	int walked = *n, m = 0, i;
 	struct v8_pid *e;
 	uint64_t last_addr = 0, last_info = 0, last_pc = 0;
 
@@ -421,7 +421,7 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 		walked = (s->flags & SAMPLE_DWARF_AT) ? s->dwarf_at : 0;
 	if (max > MAX_USER_STACK)
 		max = MAX_USER_STACK;
-	for (int i = 0; i < *n && m < max; i++) {
+	for (i = 0; i < *n && m < max; i++) {
 		uint64_t addr, info;
 		struct v8_function f;
 		int k;
@@ -468,6 +468,8 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 		last_addr = addr;
 		last_info = info;
 	}
+	if (i < *n) /* max, with the inlined frames: the frames after are cut */
+		*cut = true;
 	memcpy(pcs, out, (size_t)m * sizeof(*pcs));
 	*n = m;
 }
