@@ -11,7 +11,7 @@
 #                 (the smallest time of `perf script`)
 #
 # Cases: cpu-p (-p of a running two-thread spin), cpu-cmd (`-- spin`),
-# offcpu (--off-cpu -p), trace (-t chunk -p) and python (-p of a CPython busy
+# offcpu (--off-cpu -p), trace (-t run -p) and python (-p of a CPython busy
 # loop). Each case's peer is `perf record -g` of the same target (perf has
 # no off-CPU or call-trace mode of the same kind: the CPU sampling start-up
 # is the bar). Per case and load: the medians over the rounds and the median
@@ -54,7 +54,7 @@ def cmd_of(case, pid):
 def run_rec(binary, case, pid):
     """(launch->recording s, launch->first sample s) of one bpftrace-rec run."""
     args = [binary, "-v", "-o", os.path.join(tmp, "rec")]
-    args += {"offcpu": ["--off-cpu"], "trace": ["-t", "chunk"]}.get(case, [])
+    args += {"offcpu": ["--off-cpu"], "trace": ["-t", "run"]}.get(case, [])
     args += ["-d", "1"] if pid else []
     args += cmd_of(case, pid)
     t0 = mono()

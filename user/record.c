@@ -1957,9 +1957,12 @@ static int rec_write(struct recorder *r)
 		ri->v8_named = vs.frames;
 		ri->v8_unnamed = vs.unnamed;
 	}
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC), t1, t2;
+
 	jit_load_all(&r->procs);
 	for (size_t i = 0; i < r->procs.v.n; i++)
 		proc_name_again(r->procs.v.v[i]);
+	t1 = now_ns(CLOCK_MONOTONIC);
 	/* --window: the last window, up to the stop; else one window, the
 	 * whole recording. Then what the push destinations still hold is
 	 * sent, or kept in their spools for the next start. */
@@ -1967,7 +1970,15 @@ static int rec_write(struct recorder *r)
 		code = rec_window(r, r->stop_ns, true) ? 1 : 0;
 	else
 		code = sinks_emit(&r->sinks, &(struct window){ri}) ? 1 : 0;
-	return sinks_finish(&r->sinks) ? 1 : code;
+	t2 = now_ns(CLOCK_MONOTONIC);
+	if (sinks_finish(&r->sinks))
+		code = 1;
+	/* What the user waits for after the stop (scripts/bench-stop.sh). */
+	debug("stop to files %.1f ms: the last records and counters %.1f, naming again %.1f, "
+	      "files %.1f, sinks' end %.1f",
+	      (now_ns(CLOCK_MONOTONIC) - r->stop_ns) / 1e6, (t0 - r->stop_ns) / 1e6,
+	      (t1 - t0) / 1e6, (t2 - t1) / 1e6, (now_ns(CLOCK_MONOTONIC) - t2) / 1e6);
+	return code;
 }
 
 /* The exit status: the command's for `--` (124 when -d ended it, as
