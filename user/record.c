@@ -938,7 +938,7 @@ static int walker_insert(struct recorder *r)
 }
 
 /* The CFI walker takes 3/4 of the start-up's BPF verification (2.3 of
- * 3.1 s on a loaded 2-core host, on_sample 0.8 s): under -p and -a it is
+ * 3.1 s on a loaded 2-core host, on_sample 0.8 s): under -p it is
  * verified after the sampler has started, by a thread, while the targets
  * are sampled already. Until it is in the tail-call slot each sample's
  * tail call fails and the sampler walks the stack itself (frame pointers,
@@ -960,6 +960,11 @@ struct walker_job {
 	int err;
 	uint64_t in_ns; /* CLOCK_MONOTONIC: in the tail-call slot */
 };
+
+static bool walker_late(const struct recorder *r)
+{
+	return r->target.child <= 0 && !env.all;
+}
 
 static void walker_job_free(struct walker_job *j)
 {
@@ -1090,7 +1095,7 @@ static int rec_load_cfi(struct recorder *r)
 	struct sample_bpf *skel = r->skel;
 	int err;
 
-	err = r->target.child > 0 ? walker_insert(r) : walker_open(r);
+	err = walker_late(r) ? walker_open(r) : walker_insert(r);
 	if (err) {
 		err("the CFI walker: %s", strerror(-err));
 		return -1;
@@ -1206,10 +1211,10 @@ static int rec_load(struct recorder *r)
 	bpf_program__set_autoload(skel->progs.on_sample, !r->feat.compat_sampler);
 	bpf_program__set_autoload(skel->progs.on_sample_compat, r->feat.compat_sampler);
 	if (env.call_graph == CG_CFI && !env.no_user) {
-		/* Loaded with the sampler for `--` only (its command waits for
-		 * the start anyway, and every one of its samples is walked);
-		 * else after the start (walker_start). */
-		bool now = r->target.child > 0;
+		/* Late under -p only (walker_start): `--`'s command waits for
+		 * the start anyway, and under -a no stack copy stands in for
+		 * the walker meanwhile (dwarf_pids holds the -p targets). */
+		bool now = !walker_late(r);
 
 		skel->rodata->cfi_walk = true;
 		bpf_program__set_autoload(skel->progs.on_cfi_walk, now && !r->feat.compat_sampler);

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Start-up (issue #35): no target's samples lost to it, -v says where it
 # went, and the samples taken before the CFI walker is in (it is verified
-# after sampling starts, under -p and -a) are whole stacks. Real processes:
-# split's CPU is 60/30/10 in func_six, func_three and lib_spin by
-# construction, nofp has no frame pointers.
+# after sampling starts, under -p) are whole stacks. Real processes: spin
+# does a fixed work in its threads' run(), nofp has no frame pointers.
 source "$(dirname "$0")/lib.sh"
 
 ALL=(short_process_under_a short_command startup_phases_verbose before_walker_whole)
