@@ -961,9 +961,15 @@ struct walker_job {
 	uint64_t in_ns; /* CLOCK_MONOTONIC: in the tail-call slot */
 };
 
+/* -p without --off-cpu: `--`'s command waits for the start anyway, -a has
+ * no stack copy standing in (dwarf_pids holds -p's targets), and with
+ * --off-cpu a JVM's parked threads' Java frames came out wrong with the
+ * walker from the second object (test_jvm's jvm_offcpu: 6/0/94 for
+ * 60/30/10, loaded late or not; cause not found): the walker is loaded
+ * with the sampler there, as before. */
 static bool walker_late(const struct recorder *r)
 {
-	return r->target.child <= 0 && !env.all;
+	return r->target.child <= 0 && !env.all && !env.off_cpu;
 }
 
 static void walker_job_free(struct walker_job *j)
@@ -1044,6 +1050,23 @@ static void *walker_load(void *arg)
 	return NULL;
 }
 
+/* Before the sampler's attach: a JVM or V8 among the targets (their maps,
+ * read already, put it in jvm_procs or v8_procs) has its JIT frames walked
+ * by the walker alone, which no stack copy stands in for: the walker is
+ * loaded now, as for `--`. */
+static void walker_now_if_runtime(struct recorder *r)
+{
+	struct walker_job *j = r->walker;
+	char k[64]; /* any key of theirs */
+
+	if (!j || (bpf_map_get_next_key(bpf_map__fd(r->skel->maps.jvm_procs), NULL, k) &&
+		   bpf_map_get_next_key(bpf_map__fd(r->skel->maps.v8_procs), NULL, k)))
+		return;
+	walker_load(j);
+	j->thread = pthread_self();
+	j->started = true;
+}
+
 /* After the sampler's attach: the walker's load, in the background. */
 static void walker_start(struct recorder *r)
 {
@@ -1051,7 +1074,7 @@ static void walker_start(struct recorder *r)
 	__u8 one = 1;
 	int i;
 
-	if (!j)
+	if (!j || j->started)
 		return;
 	for (i = 0; i < env.npids; i++)
 		bpf_map_update_elem(j->dwarf_fd, &(__u32){(__u32)env.pids[i]}, &one, BPF_ANY);
@@ -1396,6 +1419,7 @@ static int rec_attach(struct recorder *r)
 		if (err)
 			return -1;
 	}
+	walker_now_if_runtime(r);
 	if (attach_sampler(r->feat.compat_sampler ? r->skel->progs.on_sample_compat
 						  : r->skel->progs.on_sample,
 			   &r->links, &r->nlinks, &r->event) ||
