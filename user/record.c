@@ -7,7 +7,6 @@
 #include <linux/capability.h>
 #include <linux/perf_event.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,13 +107,6 @@ struct recorder {
 	 * process is added, its samples are copied for DWARF unwinding. */
 	struct cfi_maps *cfi;
 	struct cfi_worker *cfi_worker;
-	/* The CFI walker loaded late (walker_start), or NULL. */
-	struct walker_job *walker;
-	/* /proc/kallsyms read by a thread (kallsyms_start) while the BPF
-	 * objects load; its result. */
-	pthread_t ksyms_thread;
-	bool ksyms_loading;
-	int ksyms_err;
 	struct usdt *usdt; /* -t usdt:..., or NULL */
 	struct xray *xray; /* the XRay function ids, for -t, usdt and the timelines */
 	/* The CPython interpreters among the processes (user/runtime/python.c), found
@@ -178,13 +170,6 @@ struct recorder {
 	uint64_t windows_lost; /* windows whose directory could not be made */
 	enum stop_reason stop;
 	unsigned nsnapshots;
-	/* Start-up, for -v and scripts/bench-startup.sh (CLOCK_MONOTONIC):
-	 * record_run's entry, each phase's end, the BPF load's own span
-	 * inside rec_load, and the first sample's BPF timestamp. */
-	struct {
-		uint64_t begin, kallsyms, prepared, bpf_load0, bpf_load1, loaded, attached;
-		uint64_t first_sample;
-	} t;
 	bool tty, started;
 	bool cmd_stopped; /* the command was still running at -d: signalled */
 	bool child_execd; /* the command has exec'd: its samples are its own */
@@ -519,12 +504,6 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		 * to be let go: not what was asked for. */
 		if (r->target.child > 0 && s->hdr.pid == (__u32)r->target.child && !r->child_execd)
 			return 0;
-		if (!r->t.first_sample) {
-			r->t.first_sample = s->hdr.time_ns;
-			debug("first sample: %.1f ms after the start (CLOCK_MONOTONIC %llu ns)",
-			      ((int64_t)(s->hdr.time_ns - r->t.begin)) / 1e6,
-			      (unsigned long long)s->hdr.time_ns);
-		}
 		r->samples++;
 		r->sample_bytes += size;
 		r->size_hist[size / 8 < SIZE_HIST_N ? size / 8 : SIZE_HIST_N - 1]++;
@@ -856,41 +835,6 @@ static void warn_idle_targets(struct recorder *r)
 
 /* Phase 1: the checks that need no BPF, the signals, and the command started
  * (held before its exec until sampling runs). 0 or -1 after a message. */
-/* /proc/kallsyms's 200 k lines take 0.3 to 1.3 s to read and sort on a
- * loaded 2-core host, a sixth to a third of the start-up: read by a thread
- * while the BPF programs load and verify, and waited for (kallsyms_join)
- * once sampling has started, before any kernel frame is named. */
-static void *kallsyms_thread(void *arg)
-{
-	struct recorder *r = arg;
-	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
-
-	r->ksyms_err = kallsyms_load();
-	r->t.kallsyms = now_ns(CLOCK_MONOTONIC) - t0;
-	return NULL;
-}
-
-static void kallsyms_start(struct recorder *r)
-{
-	r->ksyms_loading = !pthread_create(&r->ksyms_thread, NULL, kallsyms_thread, r);
-	if (!r->ksyms_loading)
-		kallsyms_thread(r); /* no thread: read on the way, as before */
-	else
-		return;
-	if (r->ksyms_err)
-		warn("/proc/kallsyms: %s; kernel frames stay unnamed", strerror(-r->ksyms_err));
-}
-
-static void kallsyms_join(struct recorder *r)
-{
-	if (!r->ksyms_loading)
-		return;
-	pthread_join(r->ksyms_thread, NULL);
-	r->ksyms_loading = false;
-	if (r->ksyms_err)
-		warn("/proc/kallsyms: %s; kernel frames stay unnamed", strerror(-r->ksyms_err));
-}
-
 static int rec_prepare(struct recorder *r)
 {
 	static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1};
@@ -923,8 +867,8 @@ static int rec_prepare(struct recorder *r)
 		return -1;
 	/* Now, so that an exit during the set-up still stops the recording. */
 	target_watch_pids(&r->target, env.pids, env.npids);
-	if (!env.no_kernel)
-		kallsyms_start(r);
+	if (!env.no_kernel && (err = kallsyms_load()))
+		warn("/proc/kallsyms: %s; kernel frames stay unnamed", strerror(-err));
 	/* stderr may be a pipe whose reader went away (| head): its messages
 	 * are lost, the recording and its files are not. */
 	signal(SIGPIPE, SIG_IGN);
@@ -937,201 +881,16 @@ static int rec_prepare(struct recorder *r)
 
 /* The CFI walker in the sampler's tail-call slot (bpf/cfi_walk.bpf.h: 0,
  * or 1 for the compat variant), and the tables' maps. */
-static int walker_insert(struct recorder *r)
+static int rec_load_cfi(struct recorder *r)
 {
 	struct sample_bpf *skel = r->skel;
 	__u32 key = r->feat.compat_sampler ? 1 : 0;
 	int fd = bpf_program__fd(r->feat.compat_sampler ? skel->progs.on_cfi_walk_compat
-							: skel->progs.on_cfi_walk);
+							: skel->progs.on_cfi_walk),
+	    err;
 
-	return bpf_map_update_elem(bpf_map__fd(skel->maps.cfi_progs), &key, &fd, BPF_ANY) ? -errno
-											  : 0;
-}
-
-/* The CFI walker takes 3/4 of the start-up's BPF verification (2.3 of
- * 3.1 s on a loaded 2-core host, on_sample 0.8 s): under -p it is
- * verified after the sampler has started, by a thread, while the targets
- * are sampled already. Until it is in the tail-call slot each sample's
- * tail call fails and the sampler walks the stack itself (frame pointers,
- * as a kernel without the walker); the -p targets are put in dwarf_pids
- * meanwhile, so that their samples carry the stack copy too and are
- * unwound whole in user space, as the walker's own samples of a process
- * without tables. The job is the thread's alone (its own fds, nothing of
- * the recorder's): a stop before it is done leaves it verifying, and the
- * exit ends it (the verifier stops at a fatal signal), so that a short or
- * overloaded recording does not wait for it. */
-struct walker_job {
-	struct sample_bpf *obj; /* the object again, the walker alone */
-	pthread_t thread;
-	int progs_fd, dwarf_fd; /* dup'd: cfi_progs, dwarf_pids */
-	__u32 key;		/* its slot: 1 for the compat variant */
-	bool compat;
-	bool started;	   /* walker_start ran: thread is set */
-	_Atomic bool done; /* the thread has ended: err and in_ns are set */
-	int err;
-	uint64_t in_ns; /* CLOCK_MONOTONIC: in the tail-call slot */
-};
-
-/* -p without --off-cpu: `--`'s command waits for the start anyway, -a has
- * no stack copy standing in (dwarf_pids holds -p's targets), and with
- * --off-cpu a JVM's parked threads' Java frames came out wrong with the
- * walker from the second object (test_jvm's jvm_offcpu: 6/0/94 for
- * 60/30/10, loaded late or not; cause not found): the walker is loaded
- * with the sampler there, as before. */
-static bool walker_late(const struct recorder *r)
-{
-	return r->target.child <= 0 && !env.all && !env.off_cpu;
-}
-
-static void walker_job_free(struct walker_job *j)
-{
-	sample_bpf__destroy(j->obj);
-	if (j->progs_fd >= 0)
-		close(j->progs_fd);
-	if (j->dwarf_fd >= 0)
-		close(j->dwarf_fd);
-	free(j);
-}
-
-/* Opened here, on the sampler's maps (every map, the .rodata with it: the
- * same constants to the verifier). */
-static int walker_open(struct recorder *r)
-{
-	struct walker_job *j = calloc(1, sizeof(*j));
-	struct bpf_program *prog;
-	struct bpf_map *m;
-	int err = 0;
-
-	if (!j)
-		return -ENOMEM;
-	j->compat = r->feat.compat_sampler;
-	j->key = j->compat ? 1 : 0;
-	j->progs_fd = fcntl(bpf_map__fd(r->skel->maps.cfi_progs), F_DUPFD_CLOEXEC, 0);
-	j->dwarf_fd = fcntl(bpf_map__fd(r->skel->maps.dwarf_pids), F_DUPFD_CLOEXEC, 0);
-	j->obj = sample_bpf__open();
-	if (!j->obj || j->progs_fd < 0 || j->dwarf_fd < 0) {
-		err = -errno;
-		walker_job_free(j);
-		return err;
-	}
-	bpf_object__for_each_program(prog, j->obj->obj) bpf_program__set_autoload(prog, false);
-	bpf_program__set_autoload(
-	    j->compat ? j->obj->progs.on_cfi_walk_compat : j->obj->progs.on_cfi_walk, true);
-	bpf_object__for_each_map(m, j->obj->obj)
-	{
-		struct bpf_map *mine = bpf_object__find_map_by_name(r->skel->obj, bpf_map__name(m));
-		int fd = mine ? bpf_map__fd(mine) : -1;
-
-		/* One the sampler's run did not create: not the walker's. */
-		err = fd < 0 ? bpf_map__set_autocreate(m, false) : bpf_map__reuse_fd(m, fd);
-		if (err)
-			break;
-	}
-	if (err) {
-		walker_job_free(j);
-		return err;
-	}
-	r->walker = j;
-	return 0;
-}
-
-static void *walker_load(void *arg)
-{
-	struct walker_job *j = arg;
-	int err, fd, i;
-
-	/* BPFTRACE_REC_NO_FEATURES=late_walker (the tests'): never in, the
-	 * whole recording is as its first seconds before the walker. */
-	err = list_has(getenv("BPFTRACE_REC_NO_FEATURES"), "late_walker")
-		  ? -ECANCELED
-		  : sample_bpf__load(j->obj);
-	if (!err) {
-		fd = bpf_program__fd(j->compat ? j->obj->progs.on_cfi_walk_compat
-					       : j->obj->progs.on_cfi_walk);
-		err = bpf_map_update_elem(j->progs_fd, &j->key, &fd, BPF_ANY) ? -errno : 0;
-	}
-	if (!err) {
-		j->in_ns = now_ns(CLOCK_MONOTONIC);
-		/* Walked by CFI from here: no stack copy for every sample. */
-		for (i = 0; i < env.npids; i++)
-			bpf_map_delete_elem(j->dwarf_fd, &(__u32){(__u32)env.pids[i]});
-	}
-	j->err = err;
-	j->done = true;
-	return NULL;
-}
-
-/* Before the sampler's attach: a JVM or V8 among the targets (their maps,
- * read already, put it in jvm_procs or v8_procs) has its JIT frames walked
- * by the walker alone, which no stack copy stands in for: the walker is
- * loaded now, as for `--`. */
-static void walker_now_if_runtime(struct recorder *r)
-{
-	struct walker_job *j = r->walker;
-	char k[64]; /* any key of theirs */
-
-	if (!j || (bpf_map_get_next_key(bpf_map__fd(r->skel->maps.jvm_procs), NULL, k) &&
-		   bpf_map_get_next_key(bpf_map__fd(r->skel->maps.v8_procs), NULL, k)))
-		return;
-	walker_load(j);
-	j->thread = pthread_self();
-	j->started = true;
-}
-
-/* After the sampler's attach: the walker's load, in the background. */
-static void walker_start(struct recorder *r)
-{
-	struct walker_job *j = r->walker;
-	__u8 one = 1;
-	int i;
-
-	if (!j || j->started)
-		return;
-	for (i = 0; i < env.npids; i++)
-		bpf_map_update_elem(j->dwarf_fd, &(__u32){(__u32)env.pids[i]}, &one, BPF_ANY);
-	if (pthread_create(&j->thread, NULL, walker_load, j)) {
-		walker_load(j); /* no thread: on the way, as before */
-		j->thread = pthread_self();
-	}
-	j->started = true;
-}
-
-/* At the stop: done, said how, and freed; else left to the exit. */
-static void walker_end(struct recorder *r)
-{
-	struct walker_job *j = r->walker;
-
-	if (!j)
-		return;
-	r->walker = NULL;
-	if (!j->started) { /* the start-up failed before it */
-		walker_job_free(j);
-		return;
-	}
-	if (!j->done) {
-		debug("the CFI walker still in the verifier at the stop: left to the exit");
-		pthread_detach(j->thread);
-		return;
-	}
-	if (!pthread_equal(j->thread, pthread_self()))
-		pthread_join(j->thread, NULL);
-	if (j->err)
-		warn("the CFI walker could not be loaded (%s): stacks were walked by frame "
-		     "pointers, the -p targets' unwound from their stack copies",
-		     strerror(-j->err));
-	else
-		debug("the CFI walker in %.1f ms after the start", (j->in_ns - r->t.begin) / 1e6);
-	walker_job_free(j);
-}
-
-static int rec_load_cfi(struct recorder *r)
-{
-	struct sample_bpf *skel = r->skel;
-	int err;
-
-	err = walker_late(r) ? walker_open(r) : walker_insert(r);
-	if (err) {
-		err("the CFI walker: %s", strerror(-err));
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.cfi_progs), &key, &fd, BPF_ANY)) {
+		err("the CFI walker's tail call: %s", strerror(errno));
 		return -1;
 	}
 	err = cfi_maps_new(bpf_map__fd(skel->maps.cfi_rows), bpf_map__fd(skel->maps.cfi_tables),
@@ -1248,15 +1007,9 @@ static int rec_load(struct recorder *r)
 	bpf_program__set_autoload(skel->progs.on_sample, !r->feat.compat_sampler);
 	bpf_program__set_autoload(skel->progs.on_sample_compat, r->feat.compat_sampler);
 	if (env.call_graph == CG_CFI && !env.no_user) {
-		/* Late under -p only (walker_start): `--`'s command waits for
-		 * the start anyway, and under -a no stack copy stands in for
-		 * the walker meanwhile (dwarf_pids holds the -p targets). */
-		bool now = !walker_late(r);
-
 		skel->rodata->cfi_walk = true;
-		bpf_program__set_autoload(skel->progs.on_cfi_walk, now && !r->feat.compat_sampler);
-		bpf_program__set_autoload(skel->progs.on_cfi_walk_compat,
-					  now && r->feat.compat_sampler);
+		bpf_program__set_autoload(skel->progs.on_cfi_walk, !r->feat.compat_sampler);
+		bpf_program__set_autoload(skel->progs.on_cfi_walk_compat, r->feat.compat_sampler);
 		bpf_map__set_max_entries(skel->maps.cfi_files,
 					 bpf_map__max_entries(skel->maps.cfi_tables));
 		bpf_map__set_max_entries(skel->maps.cfi_pcache, 4096);
@@ -1283,9 +1036,7 @@ static int rec_load(struct recorder *r)
 			     &r->degraded);
 	if (err)
 		return -1;
-	r->t.bpf_load0 = now_ns(CLOCK_MONOTONIC);
 	err = sample_bpf__load(skel);
-	r->t.bpf_load1 = now_ns(CLOCK_MONOTONIC);
 	if (err) {
 		err("load BPF programs on kernel %s: %s (run with -vv for the verifier's log)",
 		    r->feat.kernel, strerror(-err));
@@ -1433,16 +1184,14 @@ static int rec_attach(struct recorder *r)
 		if (err)
 			return -1;
 	}
-	walker_now_if_runtime(r);
 	if (attach_sampler(r->feat.compat_sampler ? r->skel->progs.on_sample_compat
 						  : r->skel->progs.on_sample,
 			   &r->links, &r->nlinks, &r->event) ||
 	    offcpu_attach(r->offcpu, r->skel))
 		return -1;
-	r->start_ns = r->t.attached = now_ns(CLOCK_MONOTONIC);
+
+	r->start_ns = now_ns(CLOCK_MONOTONIC);
 	ri->start_realtime_ns = now_ns(CLOCK_REALTIME);
-	walker_start(r);
-	kallsyms_join(r); /* before the sleepers' stacks are named */
 	/* After the start: their waits count from it, within the duration. */
 	if (offcpu_sleepers_read(r->offcpu, r->skel, &r->procs, r->target.child)) {
 		err("--off-cpu: out of memory");
@@ -1497,12 +1246,6 @@ static int rec_attach(struct recorder *r)
 		}
 	}
 	note_degraded(r);
-	debug("start-up %.1f ms to sampling: prepare %.1f (kallsyms, in a thread: %.1f), load %.1f "
-	      "(BPF load and verify "
-	      "%.1f), attach %.1f",
-	      (r->t.attached - r->t.begin) / 1e6, (r->t.prepared - r->t.begin) / 1e6,
-	      r->t.kallsyms / 1e6, (r->t.loaded - r->t.prepared) / 1e6,
-	      (r->t.bpf_load1 - r->t.bpf_load0) / 1e6, (r->t.attached - r->t.loaded) / 1e6);
 	if (!env.quiet)
 		info("recording %s at %d Hz (%s)%s", env.all ? "all CPUs" : "targets", env.freq,
 		     r->event, r->tty ? "; Ctrl-C to stop" : "");
@@ -1809,13 +1552,11 @@ static void rec_stop(struct recorder *r)
 	uint64_t *st = r->stats;
 
 	r->stop_ns = now_ns(CLOCK_MONOTONIC);
-	kallsyms_join(r); /* a start-up that failed before rec_attach's */
 	/* Entry probes first: no call starts after the stop. */
 	trace_detach(&r->tlinks);
 	usdt_detach(r->usdt);
 	heap_detach(r->heap);
 	detach_sampler(r->links, r->nlinks);
-	walker_end(r);
 	if (r->skel) {
 		struct bpf_prog_info pi = {0};
 		__u32 len = sizeof(pi);
@@ -2003,12 +1744,9 @@ static int rec_write(struct recorder *r)
 		ri->v8_unnamed = vs.unnamed;
 		ri->v8_inlined = vs.inlined;
 	}
-	uint64_t t0 = now_ns(CLOCK_MONOTONIC), t1, t2;
-
 	jit_load_all(&r->procs);
 	for (size_t i = 0; i < r->procs.v.n; i++)
 		proc_name_again(r->procs.v.v[i]);
-	t1 = now_ns(CLOCK_MONOTONIC);
 	/* --window: the last window, up to the stop; else one window, the
 	 * whole recording. Then what the push destinations still hold is
 	 * sent, or kept in their spools for the next start. */
@@ -2016,15 +1754,7 @@ static int rec_write(struct recorder *r)
 		code = rec_window(r, r->stop_ns, true) ? 1 : 0;
 	else
 		code = sinks_emit(&r->sinks, &(struct window){ri}) ? 1 : 0;
-	t2 = now_ns(CLOCK_MONOTONIC);
-	if (sinks_finish(&r->sinks))
-		code = 1;
-	/* What the user waits for after the stop (scripts/bench-stop.sh). */
-	debug("stop to files %.1f ms: the last records and counters %.1f, naming again %.1f, "
-	      "files %.1f, sinks' end %.1f",
-	      (now_ns(CLOCK_MONOTONIC) - r->stop_ns) / 1e6, (t0 - r->stop_ns) / 1e6,
-	      (t1 - t0) / 1e6, (t2 - t1) / 1e6, (now_ns(CLOCK_MONOTONIC) - t2) / 1e6);
-	return code;
+	return sinks_finish(&r->sinks) ? 1 : code;
 }
 
 /* The exit status: the command's for `--` (124 when -d ended it, as
@@ -2054,7 +1784,6 @@ static int rec_finish(struct recorder *r, int code)
 	r->jvm = NULL;
 	python_free(r->python);
 	r->python = NULL;
-	walker_end(r);
 	sample_bpf__destroy(r->skel);
 	if (r->target.child > 0) {
 		if (!r->started)
@@ -2097,9 +1826,7 @@ int record_run(void)
 	};
 	int code = 1;
 
-	r.t.begin = now_ns(CLOCK_MONOTONIC);
-	if (!rec_prepare(&r) && (r.t.prepared = now_ns(CLOCK_MONOTONIC), !rec_load(&r)) &&
-	    (r.t.loaded = now_ns(CLOCK_MONOTONIC), !rec_attach(&r)))
+	if (!rec_prepare(&r) && !rec_load(&r) && !rec_attach(&r))
 		rec_drain(&r);
 	rec_stop(&r);
 	if (r.started)
