@@ -96,8 +96,8 @@ struct proc {
 	uint64_t exit_ns;  /* CLOCK_MONOTONIC of its exit event */
 	char *maps_text;   /* the latest /proc/PID/maps, each line sanitized */
 	uint64_t maps_read_ns;
-	bool maps_read_queued;		/* in the list procs_take_maps_read gives */
-	bool maps_stale;		/* a re-read the rate limit put off (procs_reread_stale) */
+	bool maps_read_queued; /* in the list procs_take_maps_read gives */
+	bool maps_stale;       /* a re-read the rate limit put off (procs_reread_stale) */
 	/* A runtime walk names its JIT code in place (user/runtime/: the JVM's,
 	 * V8's): its unnamed JIT frames (a start-up's, before the runtime was
 	 * found) call for no perf map. */
