@@ -399,13 +399,14 @@ static __always_inline void offcpu_end(const struct offcpu_start *st, __u32 tid,
 }
 
 /* prev leaves the CPU with a wait still in offcpu_start: no switch
- * program saw the switch that ended it. Seen with bpf_printk in this
- * program (a few threads a second, most of them woken through irq_work;
- * the program's recursion misses at 0), not without it so far. Left there,
- * the start would be overwritten now, or deleted at the thread's last
- * leave, and the wait lost unnamed. The thread ran since for its CPU
- * time's growth and waited the rest (both in ns; sum_exec_runtime is
- * brought up to date before the switch's tracepoint). */
+ * program saw the switch that ended it. The kernel ran the program for
+ * prev's leave but not for its return (seen for a few threads a second,
+ * most of them woken through irq_work, with the program's recursion misses
+ * at 0). Left there, the start would be overwritten now, or deleted at
+ * the thread's last leave, and the wait lost unnamed: a process's last
+ * wait before its exit went missing that way (offcpu_all_last_wait). The
+ * thread ran since for its CPU time's growth, and waited the rest (both
+ * in ns; sum_exec_runtime is brought up to date before the tracepoint). */
 static __always_inline void offcpu_unseen(struct task_struct *prev, __u32 tid)
 {
 	struct offcpu_start *st = bpf_map_lookup_elem(&offcpu_start, &tid), c;
