@@ -338,93 +338,6 @@ static __always_inline bool offcpu_sig_hash(struct scratch *sc, struct offcpu_st
 	return true;
 }
 
-/* Adds a wait to a sums map; -1 when it is full. */
-static __always_inline int sum_add(void *map, struct offcpu_key *k, __u64 delta)
-{
-	struct offcpu_val *v = bpf_map_lookup_elem(map, k), one;
-
-	if (!v) {
-		one.ns = delta;
-		one.count = 1;
-		if (!bpf_map_update_elem(map, k, &one, BPF_NOEXIST))
-			return 0;
-		/* Another CPU may have added the key since: then add to it. */
-		v = bpf_map_lookup_elem(map, k);
-		if (!v)
-			return -1;
-	}
-	__sync_fetch_and_add(&v->ns, delta);
-	__sync_fetch_and_add(&v->count, 1);
-	return 0;
-}
-
-/* A wait of thread tid (of st) that ended at now after delta: into the
- * sums, and with timelines sent as an EV_OFFCPU. */
-static __always_inline void offcpu_end(const struct offcpu_start *st, __u32 tid, __u64 now,
-				       __u64 delta)
-{
-	struct offcpu_key k = {.tgid = st->tgid, .tid = tid, .stack = st->stack, .kind = st->kind};
-	struct ev_offcpu *e;
-	__u32 gen;
-
-	if (delta < offcpu_min_ns) {
-		count(STAT_OFFCPU_SHORT);
-		count_add(STAT_OFFCPU_SHORT_NS, delta);
-		return;
-	}
-	gen = offcpu_gen & 1;
-	if (sum_add(gen ? (void *)&offcpu_sums1 : (void *)&offcpu_sums0, &k, delta)) {
-		k.stack = 0;
-		if (!sum_add(gen ? (void *)&offcpu_tsums1 : (void *)&offcpu_tsums0, &k, delta)) {
-			count(STAT_OFFCPU_THREAD_ONLY);
-			count_add(STAT_OFFCPU_THREAD_ONLY_NS, delta);
-		} else {
-			count(STAT_OFFCPU_LOST);
-			count_add(STAT_OFFCPU_LOST_NS, delta);
-		}
-	}
-	if (!offcpu_events)
-		return;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(STAT_OFFCPU_LOST_EVENTS); /* its time is in the sums */
-		return;
-	}
-	fill_hdr(&e->hdr, EV_OFFCPU, st->tgid, tid);
-	e->hdr.time_ns = now;
-	e->start_ns = now - delta;
-	e->stack = st->stack;
-	e->kind = st->kind;
-	bpf_ringbuf_submit(e, rb_flags());
-}
-
-/* prev leaves the CPU with a wait still in offcpu_start: no switch
- * program saw the switch that ended it. The kernel ran the program for
- * prev's leave but not for its return (seen for a few threads a second,
- * most of them woken through irq_work, with the program's recursion misses
- * at 0). Left there, the start would be overwritten now, or deleted at
- * the thread's last leave, and the wait lost unnamed: a process's last
- * wait before its exit went missing that way (offcpu_all_last_wait). The
- * thread ran since for its CPU time's growth, and waited the rest (both
- * in ns; sum_exec_runtime is brought up to date before the tracepoint). */
-static __always_inline void offcpu_unseen(struct task_struct *prev, __u32 tid)
-{
-	struct offcpu_start *st = bpf_map_lookup_elem(&offcpu_start, &tid), c;
-	__u64 now, ran, delta;
-
-	if (!st)
-		return;
-	c = *st;
-	now = bpf_ktime_get_ns();
-	ran = BPF_CORE_READ(prev, se.sum_exec_runtime) - c.runtime;
-	delta = now - c.ts;
-	delta = delta > ran ? delta - ran : 0;
-	count(STAT_OFFCPU_WAITS);
-	count(STAT_OFFCPU_UNSEEN);
-	count_add(STAT_OFFCPU_UNSEEN_NS, delta);
-	offcpu_end(&c, tid, c.ts + delta, delta);
-}
-
 /* prev leaves the CPU: the wait starts. */
 static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, const bool compat)
 {
@@ -442,17 +355,14 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, cons
 	/* An exiting thread's last switch: it never comes back (and its tid
 	 * may be another thread's next). */
 	if (task_state(prev) & OFFCPU_TASK_DEAD) {
-		offcpu_unseen(prev, tid);
 		bpf_map_delete_elem(&offcpu_start, &tid);
 		return;
 	}
-	offcpu_unseen(prev, tid);
 	count(STAT_OFFCPU_SWITCHES);
 	st.ts = bpf_ktime_get_ns();
 	st.tgid = k.tgid;
 	st.pad = 0;
 	st.switches = task_switches(prev);
-	st.runtime = BPF_CORE_READ(prev, se.sum_exec_runtime);
 	st.kind = task_state(prev) == 0 ? OFFCPU_PREEMPTED : OFFCPU_BLOCKED;
 	k.kind = st.kind;
 	/* A kernel stack id costs a walk of the kernel stack at every switch
@@ -534,12 +444,35 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, cons
 		count(STAT_OFFCPU_LOST_STARTS);
 }
 
+/* Adds a wait to a sums map; -1 when it is full. */
+static __always_inline int sum_add(void *map, struct offcpu_key *k, __u64 delta)
+{
+	struct offcpu_val *v = bpf_map_lookup_elem(map, k), one;
+
+	if (!v) {
+		one.ns = delta;
+		one.count = 1;
+		if (!bpf_map_update_elem(map, k, &one, BPF_NOEXIST))
+			return 0;
+		/* Another CPU may have added the key since: then add to it. */
+		v = bpf_map_lookup_elem(map, k);
+		if (!v)
+			return -1;
+	}
+	__sync_fetch_and_add(&v->ns, delta);
+	__sync_fetch_and_add(&v->count, 1);
+	return 0;
+}
+
 /* next comes back: the wait ends. */
 static __always_inline void offcpu_in(struct task_struct *next_task)
 {
 	__u32 tid = next_task->pid;
-	struct offcpu_start *st = bpf_map_lookup_elem(&offcpu_start, &tid), c;
-	__u64 now;
+	struct offcpu_start *st = bpf_map_lookup_elem(&offcpu_start, &tid);
+	struct offcpu_key k;
+	struct ev_offcpu *e;
+	__u64 now, delta;
+	__u32 gen, st_stack;
 
 	if (!st)
 		return;
@@ -549,10 +482,43 @@ static __always_inline void offcpu_in(struct task_struct *next_task)
 		return;
 	}
 	now = bpf_ktime_get_ns();
-	c = *st;
+	delta = now - st->ts;
+	k.tgid = next_task->tgid;
+	k.tid = tid;
+	k.stack = st->stack;
+	k.kind = st->kind;
+	st_stack = st->stack;
 	bpf_map_delete_elem(&offcpu_start, &tid);
 	count(STAT_OFFCPU_WAITS);
-	offcpu_end(&c, tid, now, now - c.ts);
+	if (delta < offcpu_min_ns) {
+		count(STAT_OFFCPU_SHORT);
+		count_add(STAT_OFFCPU_SHORT_NS, delta);
+		return;
+	}
+	gen = offcpu_gen & 1;
+	if (sum_add(gen ? (void *)&offcpu_sums1 : (void *)&offcpu_sums0, &k, delta)) {
+		k.stack = 0;
+		if (!sum_add(gen ? (void *)&offcpu_tsums1 : (void *)&offcpu_tsums0, &k, delta)) {
+			count(STAT_OFFCPU_THREAD_ONLY);
+			count_add(STAT_OFFCPU_THREAD_ONLY_NS, delta);
+		} else {
+			count(STAT_OFFCPU_LOST);
+			count_add(STAT_OFFCPU_LOST_NS, delta);
+		}
+	}
+	if (!offcpu_events)
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(STAT_OFFCPU_LOST_EVENTS); /* its time is in the sums */
+		return;
+	}
+	fill_hdr(&e->hdr, EV_OFFCPU, k.tgid, tid);
+	e->hdr.time_ns = now;
+	e->start_ns = now - delta;
+	e->stack = st_stack;
+	e->kind = k.kind;
+	bpf_ringbuf_submit(e, rb_flags());
 }
 
 static __always_inline int offcpu_switch(void *ctx, struct task_struct *prev,
@@ -604,7 +570,6 @@ int offcpu_sleepers(struct bpf_iter__task *ctx)
 		return 0;
 	st.ts = bpf_ktime_get_ns();
 	st.switches = task_switches(t);
-	st.runtime = BPF_CORE_READ(t, se.sum_exec_runtime);
 	st.kind = state == 0 ? OFFCPU_PREEMPTED : OFFCPU_BLOCKED;
 	st.tgid = t->tgid;
 	/* Ids of their own (top bit set): the iterator may be preempted, and

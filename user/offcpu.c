@@ -884,8 +884,6 @@ int offcpu_collect(struct offcpu *oc, struct procs *procs, struct sample_bpf *sk
 	    .min_ns = oc->min_ns,
 	    .open = oc->tot.open,
 	    .stale = st[STAT_OFFCPU_STALE],
-	    .unseen = st[STAT_OFFCPU_UNSEEN],
-	    .unseen_ns = st[STAT_OFFCPU_UNSEEN_NS],
 	    .sums_entries = oc->sums_entries,
 	    .threads_entries = oc->threads_entries,
 	};
