@@ -39,15 +39,20 @@ fail() {
 # not the tool. What fails twice fails; what passes the second time is said
 # (KTEST RETRIED, on the kernel's result line), with the first try's output
 # above it, so that a flaky check stays in sight.
+# Each check's seconds go in TIMES, printed at the end: the guests are the
+# longest part of CI's kernel matrix, and this says where their time goes.
+TIMES=
 check() {
-	local name=$1 before
+	local name=$1 before t0=$SECONDS
 	TRY=1 FIRST_FAIL=
 	"c_$name"
 	TRY=2
-	[ -z "$FIRST_FAIL" ] && return
-	before=$npass
-	"c_$name"
-	[ $npass -gt "$before" ] && echo "KTEST RETRIED $name: first try: $FIRST_FAIL"
+	if [ -n "$FIRST_FAIL" ]; then
+		before=$npass
+		"c_$name"
+		[ $npass -gt "$before" ] && echo "KTEST RETRIED $name: first try: $FIRST_FAIL"
+	fi
+	TIMES+=" $name=$((SECONDS - t0))s"
 }
 skip() { echo "KTEST SKIP $1: $2"; }
 info() { echo "KTEST INFO $*"; }
@@ -573,5 +578,6 @@ c_node_frames() {
 }
 check node_frames
 
+info "seconds by check:$TIMES ($SECONDS in all)"
 echo "KTEST DONE $npass $nfail"
 [ $nfail = 0 ]
