@@ -113,7 +113,8 @@ const struct offcpu_wait *offcpu_waits_of(const struct offcpu *oc, const struct 
 /* For summary.json. */
 struct offcpu_totals {
 	uint64_t switches, waits, short_waits, short_ns, stacks, lost_stacks, lost;
-	uint64_t open, stale; /* waits still open at the stop; starts dropped */
+	uint64_t open, stale;	    /* waits still open at the stop; starts dropped */
+	uint64_t unseen, unseen_ns; /* waits whose end no switch program saw (counted) */
 	uint64_t min_ns;
 	uint64_t lost_ns;		      /* the lost waits' time */
 	uint64_t thread_only, thread_only_ns; /* waits counted under their thread, no stack */
