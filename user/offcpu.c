@@ -376,12 +376,12 @@ int offcpu_sleepers_step(struct offcpu *oc, struct procs *procs, uint64_t until_
 	return err;
 }
 
-void offcpu_detach(struct offcpu *oc)
+void offcpu_detach(struct offcpu *oc, uint64_t stop_ns)
 {
 	if (!oc) /* rec_load failed before it was made */
 		return;
 	if (oc->link)
-		oc->stop_ns = now_ns(CLOCK_MONOTONIC);
+		oc->stop_ns = stop_ns;
 	bpf_link__destroy(oc->link);
 	oc->link = NULL;
 }
@@ -977,7 +977,7 @@ void offcpu_free(struct offcpu *oc)
 
 	if (!oc)
 		return;
-	offcpu_detach(oc);
+	offcpu_detach(oc, now_ns(CLOCK_MONOTONIC));
 	for (i = 0; i < oc->names.n; i++)
 		free(oc->names.v[i]);
 	VEC_FREE(oc->names);

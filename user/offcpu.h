@@ -44,8 +44,9 @@ int offcpu_prepare(struct offcpu *oc, struct sample_bpf *skel, const struct offc
 		   struct degraded *d);
 /* After the load: attaches the switch program. 0 or -errno after a message. */
 int offcpu_attach(struct offcpu *oc, struct sample_bpf *skel);
-/* Detached (NULL: nothing to do); the open waits count up to now. */
-void offcpu_detach(struct offcpu *oc);
+/* Detached (NULL: nothing to do); the open waits count up to stop_ns (the
+ * recording's stop, CLOCK_MONOTONIC: -d's end when the drain got to it late). */
+void offcpu_detach(struct offcpu *oc, uint64_t stop_ns);
 /* After offcpu_attach: the recorded threads off the CPU now start their
  * wait here, with their stacks (a BPF task iterator); held: the command
  * of `--`, still our fork before its exec, left out. 0 or -ENOMEM; a
