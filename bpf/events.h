@@ -281,6 +281,7 @@ struct offcpu_val {
  * waits still open at the stop are counted up to it from here. */
 struct offcpu_start {
 	__u64 ts, switches;
+	__u64 runtime; /* the thread's CPU time then (se.sum_exec_runtime) */
 	__u32 stack, kind;
 	__u32 tgid, pad;
 };
@@ -353,6 +354,8 @@ enum stat_idx {
 	STAT_OFFCPU_SLEEPERS,	 /* threads found off the CPU at the start */
 	STAT_OFFCPU_CFI,	 /* new stacks whose user part the CFI walk walked */
 	STAT_OFFCPU_CFI_NOTABLE, /* ... that met a mapping without a table (copied for DWARF) */
+	STAT_OFFCPU_UNSEEN,    /* waits whose end no switch program saw: ended at the next leave */
+	STAT_OFFCPU_UNSEEN_NS, /* ... their total time */
 	/* -t usdt: */
 	STAT_USDT_FIRED,     /* probes of recorded processes that fired */
 	STAT_USDT_LOST,	     /* ... that the ring buffer could not take */

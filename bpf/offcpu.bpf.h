@@ -338,6 +338,104 @@ static __always_inline bool offcpu_sig_hash(struct scratch *sc, struct offcpu_st
 	return true;
 }
 
+/* Adds a wait to a sums map; -1 when it is full. */
+static __always_inline int sum_add(void *map, struct offcpu_key *k, __u64 delta)
+{
+	struct offcpu_val *v = bpf_map_lookup_elem(map, k), one;
+
+	if (!v) {
+		one.ns = delta;
+		one.count = 1;
+		if (!bpf_map_update_elem(map, k, &one, BPF_NOEXIST))
+			return 0;
+		/* Another CPU may have added the key since: then add to it. */
+		v = bpf_map_lookup_elem(map, k);
+		if (!v)
+			return -1;
+	}
+	__sync_fetch_and_add(&v->ns, delta);
+	__sync_fetch_and_add(&v->count, 1);
+	return 0;
+}
+
+/* A wait of thread tid that ended at now after delta, st its start (read
+ * in place, in the map): into the sums, and with timelines sent as an
+ * EV_OFFCPU. Not inlined, so that its locals take a frame of their own
+ * while it runs rather than a place on the switch program's (offcpu_out's
+ * locals and the frames of its callees come near the verifier's 512 bytes:
+ * a copy of the start and a second inlined copy of these locals took it to
+ * 528, and 6.1 and 6.12 refused it). An int for the verifier's r0. */
+static __noinline int offcpu_end(const struct offcpu_start *st, __u32 tid, __u64 now, __u64 delta)
+{
+	struct offcpu_key k = {.tgid = st->tgid, .tid = tid, .stack = st->stack, .kind = st->kind};
+	struct ev_offcpu *e;
+	__u32 gen;
+
+	if (delta < offcpu_min_ns) {
+		count(STAT_OFFCPU_SHORT);
+		count_add(STAT_OFFCPU_SHORT_NS, delta);
+		return 0;
+	}
+	gen = offcpu_gen & 1;
+	if (sum_add(gen ? (void *)&offcpu_sums1 : (void *)&offcpu_sums0, &k, delta)) {
+		k.stack = 0;
+		if (!sum_add(gen ? (void *)&offcpu_tsums1 : (void *)&offcpu_tsums0, &k, delta)) {
+			count(STAT_OFFCPU_THREAD_ONLY);
+			count_add(STAT_OFFCPU_THREAD_ONLY_NS, delta);
+		} else {
+			count(STAT_OFFCPU_LOST);
+			count_add(STAT_OFFCPU_LOST_NS, delta);
+		}
+	}
+	if (!offcpu_events)
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(STAT_OFFCPU_LOST_EVENTS); /* its time is in the sums */
+		return 0;
+	}
+	fill_hdr(&e->hdr, EV_OFFCPU, k.tgid, tid);
+	e->hdr.time_ns = now;
+	e->start_ns = now - delta;
+	e->stack = k.stack;
+	e->kind = k.kind;
+	bpf_ringbuf_submit(e, rb_flags());
+	return 0;
+}
+
+/* prev leaves the CPU with a wait still in offcpu_start: no switch program
+ * saw the switch that ended it (with bpf_printk in the program, hundreds a
+ * minute: the program ran for the thread's leave but not for its return,
+ * with its recursion misses at 0). Left there, the start would be
+ * overwritten now, or deleted at the thread's exit, and the wait lost
+ * unnamed: a process's last wait before its exit went missing that way
+ * (offcpu_all_last_wait). Where this leave is the thread's only switch
+ * since, the thread ran since for its CPU time's growth and waited the
+ * rest (both in ns; sum_exec_runtime is brought up to date before the
+ * tracepoint): the wait is counted on the stack it left from. Where more
+ * switches went unseen, the waits between cannot be told apart: dropped
+ * and counted, as offcpu_in's stale starts. */
+static __always_inline void offcpu_unseen(struct task_struct *prev, __u32 tid)
+{
+	struct offcpu_start *st = bpf_map_lookup_elem(&offcpu_start, &tid);
+	__u64 now, ran, delta;
+
+	if (!st)
+		return;
+	if (st->switches + 1 != task_switches(prev)) {
+		count(STAT_OFFCPU_STALE);
+		return;
+	}
+	now = bpf_ktime_get_ns();
+	ran = BPF_CORE_READ(prev, se.sum_exec_runtime) - st->runtime;
+	delta = now - st->ts;
+	delta = delta > ran ? delta - ran : 0;
+	count(STAT_OFFCPU_WAITS);
+	count(STAT_OFFCPU_UNSEEN);
+	count_add(STAT_OFFCPU_UNSEEN_NS, delta);
+	offcpu_end(st, tid, st->ts + delta, delta);
+}
+
 /* prev leaves the CPU: the wait starts. */
 static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, const bool compat)
 {
@@ -354,6 +452,7 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, cons
 		return;
 	/* An exiting thread's last switch: it never comes back (and its tid
 	 * may be another thread's next). */
+	offcpu_unseen(prev, tid);
 	if (task_state(prev) & OFFCPU_TASK_DEAD) {
 		bpf_map_delete_elem(&offcpu_start, &tid);
 		return;
@@ -363,6 +462,7 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, cons
 	st.tgid = k.tgid;
 	st.pad = 0;
 	st.switches = task_switches(prev);
+	st.runtime = BPF_CORE_READ(prev, se.sum_exec_runtime);
 	st.kind = task_state(prev) == 0 ? OFFCPU_PREEMPTED : OFFCPU_BLOCKED;
 	k.kind = st.kind;
 	/* A kernel stack id costs a walk of the kernel stack at every switch
@@ -444,35 +544,12 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, cons
 		count(STAT_OFFCPU_LOST_STARTS);
 }
 
-/* Adds a wait to a sums map; -1 when it is full. */
-static __always_inline int sum_add(void *map, struct offcpu_key *k, __u64 delta)
-{
-	struct offcpu_val *v = bpf_map_lookup_elem(map, k), one;
-
-	if (!v) {
-		one.ns = delta;
-		one.count = 1;
-		if (!bpf_map_update_elem(map, k, &one, BPF_NOEXIST))
-			return 0;
-		/* Another CPU may have added the key since: then add to it. */
-		v = bpf_map_lookup_elem(map, k);
-		if (!v)
-			return -1;
-	}
-	__sync_fetch_and_add(&v->ns, delta);
-	__sync_fetch_and_add(&v->count, 1);
-	return 0;
-}
-
 /* next comes back: the wait ends. */
 static __always_inline void offcpu_in(struct task_struct *next_task)
 {
 	__u32 tid = next_task->pid;
 	struct offcpu_start *st = bpf_map_lookup_elem(&offcpu_start, &tid);
-	struct offcpu_key k;
-	struct ev_offcpu *e;
-	__u64 now, delta;
-	__u32 gen, st_stack;
+	__u64 now;
 
 	if (!st)
 		return;
@@ -482,43 +559,10 @@ static __always_inline void offcpu_in(struct task_struct *next_task)
 		return;
 	}
 	now = bpf_ktime_get_ns();
-	delta = now - st->ts;
-	k.tgid = next_task->tgid;
-	k.tid = tid;
-	k.stack = st->stack;
-	k.kind = st->kind;
-	st_stack = st->stack;
-	bpf_map_delete_elem(&offcpu_start, &tid);
 	count(STAT_OFFCPU_WAITS);
-	if (delta < offcpu_min_ns) {
-		count(STAT_OFFCPU_SHORT);
-		count_add(STAT_OFFCPU_SHORT_NS, delta);
-		return;
-	}
-	gen = offcpu_gen & 1;
-	if (sum_add(gen ? (void *)&offcpu_sums1 : (void *)&offcpu_sums0, &k, delta)) {
-		k.stack = 0;
-		if (!sum_add(gen ? (void *)&offcpu_tsums1 : (void *)&offcpu_tsums0, &k, delta)) {
-			count(STAT_OFFCPU_THREAD_ONLY);
-			count_add(STAT_OFFCPU_THREAD_ONLY_NS, delta);
-		} else {
-			count(STAT_OFFCPU_LOST);
-			count_add(STAT_OFFCPU_LOST_NS, delta);
-		}
-	}
-	if (!offcpu_events)
-		return;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(STAT_OFFCPU_LOST_EVENTS); /* its time is in the sums */
-		return;
-	}
-	fill_hdr(&e->hdr, EV_OFFCPU, k.tgid, tid);
-	e->hdr.time_ns = now;
-	e->start_ns = now - delta;
-	e->stack = st_stack;
-	e->kind = k.kind;
-	bpf_ringbuf_submit(e, rb_flags());
+	/* Read in place, then deleted: the thread is this CPU's. */
+	offcpu_end(st, tid, now, now - st->ts);
+	bpf_map_delete_elem(&offcpu_start, &tid);
 }
 
 static __always_inline int offcpu_switch(void *ctx, struct task_struct *prev,
@@ -570,6 +614,7 @@ int offcpu_sleepers(struct bpf_iter__task *ctx)
 		return 0;
 	st.ts = bpf_ktime_get_ns();
 	st.switches = task_switches(t);
+	st.runtime = BPF_CORE_READ(t, se.sum_exec_runtime);
 	st.kind = state == 0 ? OFFCPU_PREEMPTED : OFFCPU_BLOCKED;
 	st.tgid = t->tgid;
 	/* Ids of their own (top bit set): the iterator may be preempted, and

@@ -546,6 +546,13 @@ static __always_inline struct pt_regs *user_regs(struct task_struct *task, const
 /* The sample's body. compat: for kernels before 5.19, without bpf_loop,
  * ring-buffer dynptrs, bpf_get_current_task_btf or bpf_task_pt_regs (the
  * loader picks on_sample or on_sample_compat by probing the helpers). */
+/* -d's end (CLOCK_MONOTONIC ns; 0: none), written by user space at the
+ * start: a sample after it is not the recording's, however late the drain
+ * gets to the stop (busy with one record for seconds, such as a large
+ * binary's symbols on a loaded machine, it let -a -F 50000 -d 2 sample on
+ * for 9.5 s, into a full ring buffer). */
+volatile __u64 sample_until_ns = 0;
+
 static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool compat)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -562,6 +569,8 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 	} else if ((tid == 0 && !include_idle) || (tgid == self_tgid && tgid)) {
 		return 0;
 	}
+	if (sample_until_ns && bpf_ktime_get_ns() > sample_until_ns)
+		return 0;
 
 	exit_name(tgid);
 	sc = bpf_map_lookup_elem(&scratch_map, &cpu);

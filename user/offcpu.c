@@ -216,9 +216,18 @@ static void offcpu_warn_losses(const struct offcpu_totals *t)
 	if (t->lost_starts)
 		ADD("%s%llu waits not measured: the map of waits in progress (%u threads) was full",
 		    n ? "; " : "", (unsigned long long)t->lost_starts, t->threads_entries);
+	if (t->stale)
+		ADD("%s%llu waits dropped: switches of their thread went unseen by the switch "
+		    "program, so their time and stacks are not known",
+		    n ? "; " : "", (unsigned long long)t->stale);
 #undef ADD
 	if (n)
 		warn("--off-cpu: %s", buf);
+	/* Not lost: counted on their stack (bpf/offcpu.bpf.h offcpu_unseen). */
+	if (t->unseen)
+		debug("--off-cpu: %llu waits (%.3f s) whose return to the CPU the switch program "
+		      "did not see, counted at their thread's next leave or exit",
+		      (unsigned long long)t->unseen, t->unseen_ns / 1e9);
 }
 
 int offcpu_attach(struct offcpu *oc, struct sample_bpf *skel)
@@ -367,12 +376,12 @@ int offcpu_sleepers_step(struct offcpu *oc, struct procs *procs, uint64_t until_
 	return err;
 }
 
-void offcpu_detach(struct offcpu *oc)
+void offcpu_detach(struct offcpu *oc, uint64_t stop_ns)
 {
 	if (!oc) /* rec_load failed before it was made */
 		return;
 	if (oc->link)
-		oc->stop_ns = now_ns(CLOCK_MONOTONIC);
+		oc->stop_ns = stop_ns;
 	bpf_link__destroy(oc->link);
 	oc->link = NULL;
 }
@@ -860,7 +869,7 @@ int offcpu_collect(struct offcpu *oc, struct procs *procs, struct sample_bpf *sk
 	vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
-	for (i = STAT_OFFCPU_SWITCHES; i <= STAT_OFFCPU_CFI_NOTABLE; i++)
+	for (i = STAT_OFFCPU_SWITCHES; i <= STAT_OFFCPU_UNSEEN_NS; i++)
 		if (!bpf_map_lookup_elem(sfd, &i, vals))
 			for (c = 0; c < ncpu; c++)
 				st[i] += vals[c];
@@ -884,6 +893,8 @@ int offcpu_collect(struct offcpu *oc, struct procs *procs, struct sample_bpf *sk
 	    .min_ns = oc->min_ns,
 	    .open = oc->tot.open,
 	    .stale = st[STAT_OFFCPU_STALE],
+	    .unseen = st[STAT_OFFCPU_UNSEEN],
+	    .unseen_ns = st[STAT_OFFCPU_UNSEEN_NS],
 	    .sums_entries = oc->sums_entries,
 	    .threads_entries = oc->threads_entries,
 	};
@@ -966,7 +977,7 @@ void offcpu_free(struct offcpu *oc)
 
 	if (!oc)
 		return;
-	offcpu_detach(oc);
+	offcpu_detach(oc, now_ns(CLOCK_MONOTONIC));
 	for (i = 0; i < oc->names.n; i++)
 		free(oc->names.v[i]);
 	VEC_FREE(oc->names);

@@ -44,8 +44,9 @@ int offcpu_prepare(struct offcpu *oc, struct sample_bpf *skel, const struct offc
 		   struct degraded *d);
 /* After the load: attaches the switch program. 0 or -errno after a message. */
 int offcpu_attach(struct offcpu *oc, struct sample_bpf *skel);
-/* Detached (NULL: nothing to do); the open waits count up to now. */
-void offcpu_detach(struct offcpu *oc);
+/* Detached (NULL: nothing to do); the open waits count up to stop_ns (the
+ * recording's stop, CLOCK_MONOTONIC: -d's end when the drain got to it late). */
+void offcpu_detach(struct offcpu *oc, uint64_t stop_ns);
 /* After offcpu_attach: the recorded threads off the CPU now start their
  * wait here, with their stacks (a BPF task iterator); held: the command
  * of `--`, still our fork before its exec, left out. 0 or -ENOMEM; a
@@ -113,7 +114,8 @@ const struct offcpu_wait *offcpu_waits_of(const struct offcpu *oc, const struct 
 /* For summary.json. */
 struct offcpu_totals {
 	uint64_t switches, waits, short_waits, short_ns, stacks, lost_stacks, lost;
-	uint64_t open, stale; /* waits still open at the stop; starts dropped */
+	uint64_t open, stale;	    /* waits still open at the stop; starts dropped */
+	uint64_t unseen, unseen_ns; /* waits whose end no switch program saw (counted) */
 	uint64_t min_ns;
 	uint64_t lost_ns;		      /* the lost waits' time */
 	uint64_t thread_only, thread_only_ns; /* waits counted under their thread, no stack */

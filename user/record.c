@@ -137,7 +137,10 @@ struct recorder {
 	struct procs procs; /* the model: every process seen (user/proc.c) */
 	uint64_t stats[STAT_NR];
 	uint64_t start_ns, stop_ns; /* CLOCK_MONOTONIC; stop: sampling and tracing ended */
-	uint64_t yield_ns;	    /* handle_event returns to the loop after this; 0: unset */
+	/* -d's end (0: none): the recording's stop even when the drain gets to
+	 * it late (after_stop). */
+	uint64_t until_ns;
+	uint64_t yield_ns; /* handle_event returns to the loop after this; 0: unset */
 	uint64_t samples, sample_bytes, last_status_ns;
 	/* Sample records by size in 8-byte steps (the last: all larger), for
 	 * the median of summary.json: a few DWARF copies of 8 KB move the mean,
@@ -487,6 +490,21 @@ static void tables_sync(struct recorder *r)
 	cfi_worker_kick(r->cfi_worker);
 }
 
+/* The recording's stop as the records see it: its time once rec_stop has
+ * run, else -d's end. The drain can get to a stop seconds late (one record
+ * can cost that: a large binary's symbols read on a loaded machine); what
+ * came after -d's end is not the recording's, as the sampler's BPF program
+ * also knows (sample_until_ns). 0: none yet. */
+static uint64_t stop_time(const struct recorder *r)
+{
+	return r->stop_ns ? r->stop_ns : r->until_ns;
+}
+
+static bool after_stop(const struct recorder *r, uint64_t t)
+{
+	return stop_time(r) && t > stop_time(r);
+}
+
 static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size)
 {
 	const void *data = h;
@@ -503,6 +521,8 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		/* The command of `--` before its exec is our own fork, waiting
 		 * to be let go: not what was asked for. */
 		if (r->target.child > 0 && s->hdr.pid == (__u32)r->target.child && !r->child_execd)
+			return 0;
+		if (after_stop(r, h->time_ns))
 			return 0;
 		r->samples++;
 		r->sample_bytes += size;
@@ -571,7 +591,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 
 		/* After the stop: entries no longer come, and an exit that
 		 * does is dropped; the calls still open are closed at the stop. */
-		if (r->stop_ns && h->time_ns > r->stop_ns)
+		if (after_stop(r, h->time_ns))
 			break;
 		if (size >= fixed && c->nargs <= MAX_TRACE_ARGS &&
 		    size >= fixed + c->nargs * sizeof(__u64) + extra) {
@@ -598,7 +618,7 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 	}
 	case EV_USDT:
 	case EV_USDT_STR:
-		if (usdt_on_event(r->usdt, &r->procs, h, size, r->stop_ns))
+		if (usdt_on_event(r->usdt, &r->procs, h, size, stop_time(r)))
 			return -ENOMEM;
 		break;
 	case EV_MIGRATE: {
@@ -1192,6 +1212,10 @@ static int rec_attach(struct recorder *r)
 
 	r->start_ns = now_ns(CLOCK_MONOTONIC);
 	ri->start_realtime_ns = now_ns(CLOCK_REALTIME);
+	if (env.duration > 0) {
+		r->until_ns = r->start_ns + (uint64_t)(env.duration * 1e9);
+		r->skel->bss->sample_until_ns = r->until_ns;
+	}
 	/* After the start: their waits count from it, within the duration. */
 	if (offcpu_sleepers_read(r->offcpu, r->skel, &r->procs, r->target.child)) {
 		err("--off-cpu: out of memory");
@@ -1552,6 +1576,9 @@ static void rec_stop(struct recorder *r)
 	uint64_t *st = r->stats;
 
 	r->stop_ns = now_ns(CLOCK_MONOTONIC);
+	/* A drain late for -d: the records after its end were left out. */
+	if (r->until_ns && r->stop_ns > r->until_ns)
+		r->stop_ns = r->until_ns;
 	/* Entry probes first: no call starts after the stop. */
 	trace_detach(&r->tlinks);
 	usdt_detach(r->usdt);
@@ -1568,7 +1595,7 @@ static void rec_stop(struct recorder *r)
 			r->bpf_run_cnt = pi.run_cnt;
 		}
 	}
-	offcpu_detach(r->offcpu);
+	offcpu_detach(r->offcpu, r->stop_ns);
 	free(r->links);
 	r->links = NULL;
 	trace_bpf__destroy(r->tracer);

@@ -214,12 +214,14 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 			", \"thread_only_waits_ns\": %" PRIu64 ", \"lost_timeline_waits\": %" PRIu64
 			", \"lost_starts\": %" PRIu64 ", \"sleepers_at_start\": %" PRIu64
 			", \"open_waits\": %" PRIu64 ", \"stale_waits\": %" PRIu64
+			", \"unseen_ends\": %" PRIu64 ", \"unseen_ends_ns\": %" PRIu64
 			", \"sums_entries\": %" PRIu32 ", \"threads_entries\": %" PRIu32
 			", \"cfi_walked\": %" PRIu64 ", \"cfi_to_dwarf\": %" PRIu64 "}",
 			t.switches, t.waits, t.min_ns, t.short_waits, t.short_ns, t.stacks,
 			t.lost_stacks, t.lost, t.lost_ns, t.thread_only, t.thread_only_ns,
-			t.lost_events, t.lost_starts, t.sleepers, t.open, t.stale, t.sums_entries,
-			t.threads_entries, t.cfi_walked, t.cfi_to_dwarf);
+			t.lost_events, t.lost_starts, t.sleepers, t.open, t.stale, t.unseen,
+			t.unseen_ns, t.sums_entries, t.threads_entries, t.cfi_walked,
+			t.cfi_to_dwarf);
 	}
 	if (ri->usdt) {
 		struct usdt_probe_stat ps;
