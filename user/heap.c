@@ -307,13 +307,17 @@ static bool glibc_object(const char *path)
 
 /* The libraries path names in its DT_NEEDED, found in the system's
  * directories as target_find_library finds them (not its RPATH), each
- * handed to add; glibc's left out. */
-static void needed_libs(const char *path, void (*add)(void *, char *), void *ctx)
+ * handed to add (glibc's left out); and whether it imports dlsym (an
+ * undefined one in .dynsym). Either may be NULL. */
+static void read_dynamic(const char *path, void (*add)(void *, char *), void *ctx,
+			 bool *imports_dlsym)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	Elf_Scn *scn = NULL;
 	Elf *e;
 
+	if (imports_dlsym)
+		*imports_dlsym = false;
 	if (fd < 0)
 		return;
 	elf_version(EV_CURRENT);
@@ -322,10 +326,21 @@ static void needed_libs(const char *path, void (*add)(void *, char *), void *ctx
 		GElf_Shdr sh;
 		Elf_Data *d;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize ||
-		    !(d = elf_getdata(scn, NULL)))
+		if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
 			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+		for (size_t i = 0;
+		     imports_dlsym && sh.sh_type == SHT_DYNSYM && i < sh.sh_size / sh.sh_entsize;
+		     i++) {
+			GElf_Sym sym;
+			const char *name;
+
+			if (gelf_getsym(d, (int)i, &sym) && sym.st_shndx == SHN_UNDEF &&
+			    (name = elf_strptr(e, sh.sh_link, sym.st_name)) &&
+			    !strncmp(name, "dlsym", 5) && (!name[5] || name[5] == '@'))
+				*imports_dlsym = true;
+		}
+		for (size_t i = 0;
+		     add && sh.sh_type == SHT_DYNAMIC && i < sh.sh_size / sh.sh_entsize; i++) {
 			GElf_Dyn dyn;
 			const char *name;
 			char *lib;
@@ -382,7 +397,7 @@ static char *replacement(struct heap *h, pid_t pid, const char *exe, struct foun
 				add_file(&files, lib);
 		}
 		free(list);
-		needed_libs(exe, add_file, &files);
+		read_dynamic(exe, add_file, &files, NULL);
 	} else if (pid > 0) {
 		snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 		if (!read_path_all(path, 0, 64 << 20, &text, &len) &&
@@ -407,6 +422,23 @@ static char *replacement(struct heap *h, pid_t pid, const char *exe, struct foun
 			continue;
 		if (f.jemalloc || f.tcmalloc || f.has_malloc) {
 			const char *name = f.jemalloc ? "jemalloc" : f.tcmalloc ? "tcmalloc" : NULL;
+			bool wraps;
+
+			read_dynamic(files.v[i], NULL, NULL, &wraps);
+			if (!name && wraps) {
+				/* A wrapper that finds the next malloc with dlsym
+				 * (RTLD_NEXT), as heaptrack's preloaded library
+				 * does: its calls reach the allocator after it,
+				 * which is probed. Not its own: a return probe on
+				 * its malloc puts the kernel's trampoline in its
+				 * return address, and heaptrack, which unwinds
+				 * there, lost every frame past it (test_heap's
+				 * heap_vs_heaptrack_cxx). */
+				info("--heap: pid %d: %s wraps malloc (it imports dlsym): the "
+				     "allocator it calls is probed, not it",
+				     pid, files.v[i]);
+				continue;
+			}
 
 			if (!f.has_malloc) {
 				/* Prefixed (je_malloc): the program calls those, not
@@ -429,6 +461,35 @@ static char *replacement(struct heap *h, pid_t pid, const char *exe, struct foun
 		free(files.v[i]);
 	VEC_FREE(files);
 	return best;
+}
+
+/* The system's jemalloc and tcmalloc, probed beside glibc's: a uprobe is
+ * placed on a file, and the kernel writes its breakpoints into whatever
+ * process maps the file, then or later. So a process that loads one with
+ * dlopen after the start, and under -a (pid 0) every process linked with
+ * one, has its calls probed; a file no target maps costs nothing. Another
+ * allocator (at another path, or mimalloc's) loaded later is not probed:
+ * heap_report's warning of no call says so. glibc: its path (not probed
+ * twice, should a system link one name to it). */
+static int probe_later(struct heap *h, pid_t pid, const char *glibc)
+{
+	static const char *const libs[] = {"libjemalloc.so.2", "libtcmalloc.so.4",
+					   "libtcmalloc_minimal.so.4"};
+	int err = 0;
+
+	for (size_t i = 0; i < sizeof(libs) / sizeof(*libs) && !err; i++) {
+		char *path = target_find_library(libs[i]), real[PATH_MAX], greal[PATH_MAX];
+		struct found f;
+
+		if (path && realpath(path, real) && realpath(glibc, greal) && strcmp(real, greal) &&
+		    !scan_file(real, &f) && f.has_malloc) {
+			debug("--heap: %s probed too, for a process that loads it later (pid %d)",
+			      real, pid);
+			err = probe_file(h, real, &f, pid);
+		}
+		free(path);
+	}
+	return err;
 }
 
 static int heap_attach_one(struct heap *h, pid_t pid, const char *exe)
@@ -454,6 +515,8 @@ static int heap_attach_one(struct heap *h, pid_t pid, const char *exe)
 			h->allocator = "glibc";
 	}
 	err = probe_file(h, path, &f, pid);
+	if (!err && !strcmp(h->allocator, "glibc"))
+		err = probe_later(h, pid, path);
 	free(path);
 	return err;
 }
@@ -591,7 +654,8 @@ void heap_report(const struct heap *h)
 	 * loaded with dlopen, a static program's own) looks like this. */
 	if (!st[HEAP_STAT_CALLS])
 		warn("--heap: no allocation call seen: the targets did not allocate, or not "
-		     "with the functions probed (%s's)",
+		     "with the functions probed (%s's; the system's jemalloc and tcmalloc "
+		     "when loaded later, not another allocator loaded with dlopen)",
 		     heap_allocator(h));
 	if (st[HEAP_STAT_LOST])
 		warn("--heap: %llu sampled allocations lost: the ring buffer was full (raise "

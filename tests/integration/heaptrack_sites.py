@@ -19,14 +19,23 @@ The file's lines (heaptrack's interpreted format, numbers in hex):
   heaptrack_sites.py FUNC... < data
 prints, per FUNC: "FUNC calls=N allocated=B leaked=B", and the same of
 every stack as "TOTAL ...".
+  heaptrack_sites.py --module PATH < data
+the same per call site in the object PATH (a stripped program, whose frames
+have no name): each stack's innermost ip in it, "0xIP calls=...", with
+"NONE ..." for the stacks that do not pass through it. The ips are return
+addresses, as libunwind gives them.
 """
 import sys
 
 
 def main():
+    module = None
     funcs = sys.argv[1:]
+    if funcs[:1] == ["--module"]:
+        module, funcs = funcs[1], []
     strings = [None]
     ips = [()]  # the function names of each ip
+    ip_at = [(0, None)]  # (ip, module) of each ip
     traces = [(0, 0)]  # (ip, parent)
     kinds = []  # (size, trace)
     calls, live = [], []
@@ -39,6 +48,7 @@ def main():
             strings.append(line.rstrip("\n").split(" ", 2)[2] if len(f) > 2 else "")
         elif tag == "i":
             ips.append(tuple(strings[int(x, 16)] for x in f[3::3]))
+            ip_at.append((int(f[1], 16), strings[int(f[2], 16)]))
         elif tag == "t":
             traces.append((int(f[1], 16), int(f[2], 16)))
         elif tag == "a":
@@ -54,10 +64,16 @@ def main():
     out = {fn: [0, 0, 0] for fn in funcs + ["TOTAL"]}
     for k, (size, t) in enumerate(kinds):
         names = set()
+        site = "NONE"
         while t:
             ip, t = traces[t]
             names.update(ips[ip])
+            if module and site == "NONE" and ip_at[ip][1] == module:
+                site = "0x%x" % ip_at[ip][0]
         names.add("TOTAL")
+        if module:
+            names.add(site)
+            out.setdefault(site, [0, 0, 0])
         for fn in out:
             if fn in names:
                 out[fn][0] += calls[k]
