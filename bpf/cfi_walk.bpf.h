@@ -205,8 +205,20 @@ static __always_inline int cfi_by_file(struct cfi_state *st, __u64 addr, struct 
 	st->vma_done = 1;
 	if (bpf_find_vma(bpf_get_current_task_btf(), addr, vma_info_cb, &vi, 0))
 		return miss; /* no vma (a garbage pc), or the mm busy */
-	if (!vi.kind)	     /* anonymous memory: JIT code of a loaded process */
-		return m ? CFI_LK_NOMAP : miss;
+	if (!vi.kind) {	     /* anonymous memory: JIT code of a loaded process */
+		if (!m)
+			return miss;
+		/* The vma is the state's mapping from here: the next frames
+		 * in it (V8's JavaScript frames in a code page committed
+		 * since, dozens deep) are walked by frame pointer too. Else
+		 * the second met no table, the one bpf_find_vma of a walk
+		 * spent, and its deep stack went to DWARF and was cut. */
+		st->m_table = CFI_TABLE_NOMAP;
+		st->m_bias = 0;
+		st->m_start = vi.start;
+		st->m_end = vi.end;
+		return CFI_LK_NOMAP;
+	}
 	if (vi.kind == 1) {
 		k.dev = vi.dev;
 		k.ino = vi.ino;

@@ -48,6 +48,8 @@ TEST_DEPS=(
   heaptrack libjemalloc2
   # JIT runtimes (test_jit.sh, test_jitguide.sh) and flamegraph.html's browser
   nodejs openjdk-17-jdk-headless chromium
+  # test_node's real program against node --cpu-prof: TypeScript's compiler
+  node-typescript
   # make test-kernels: Debian's kernels booted in qemu from a busybox initramfs
   qemu-system-x86 busybox-static cpio xz-utils zstd
   # servers the tests start on loopback and record, with their load

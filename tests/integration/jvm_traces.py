@@ -48,8 +48,9 @@ import sys
 
 
 def parse(text, value="samples"):
-    """[(weight, [(name, file, line, sysname, addr)] leaf first, labels)]:
-    weight, the sample's value of that type."""
+    """[(weight, [(name, file, line, sysname, addr, start)] leaf first, labels)]:
+    weight, the sample's value of that type; start, the function's first
+    line (pprof's s=)."""
     locs, samples, part, last, col = {}, [], None, None, 0
     for ln in text.splitlines():
         if ln.startswith(("Samples:", "Locations", "Mappings")):
@@ -69,11 +70,11 @@ def parse(text, value="samples"):
                 if last:
                     last[2][k] = v.split()[0] if k != "comm" else v
         elif part == "Locations":
-            m = re.match(r"\s+(\d+): 0x([0-9a-f]+) (?:M=\d+ )?(.*?) (\S*):(-?\d+) s=\d+(?:\((.*)\))?$", ln)
+            m = re.match(r"\s+(\d+): 0x([0-9a-f]+) (?:M=\d+ )?(.*?) (\S*):(-?\d+) s=(\d+)(?:\((.*)\))?$", ln)
             if m:
-                locs[int(m.group(1))] = (m.group(3), m.group(4), int(m.group(5)), m.group(6) or "",
-                                         int(m.group(2), 16))
-    return [(w, [locs.get(i, ("?", "", 0, "", 0)) for i in ids], lab) for w, ids, lab in samples]
+                locs[int(m.group(1))] = (m.group(3), m.group(4), int(m.group(5)), m.group(7) or "",
+                                         int(m.group(2), 16), int(m.group(6)))
+    return [(w, [locs.get(i, ("?", "", 0, "", 0, 0)) for i in ids], lab) for w, ids, lab in samples]
 
 
 def kernel(f):

@@ -576,6 +576,22 @@ static struct v8_fn_ent *fn_entry(struct v8_proc *p, uint64_t addr, uint64_t dat
 	return e;
 }
 
+/* Whether the function_data data is baseline code compiled since the sample
+ * from the BytecodeArray the sample saw (its cookie): Sparkplug replaces an
+ * interpreted function's data with its Code as it runs, often within the
+ * milliseconds before the drain reads it (5402 of 5606 frames left native
+ * in a tsc compile's first seconds). The object is the one sampled all the
+ * same: that Code's bytecode is the sampled data. */
+static bool tiered_from(const struct v8_proc *p, uint64_t data, uint64_t info)
+{
+	uint64_t bca;
+	uint16_t t;
+
+	return p->l.code_bytecode && is_obj(p, data) && !type_of(p, data, &t) &&
+	       t == p->l.type_code && !field(p, data, p->l.code_bytecode, &bca) &&
+	       V8_COOKIE(bca) == V8_FRAME_COOKIE(info);
+}
+
 int v8_frame_function(struct v8_proc *p, uint64_t addr, uint64_t info, struct v8_function *out)
 {
 	struct v8_fn_ent *e;
@@ -592,7 +608,7 @@ int v8_frame_function(struct v8_proc *p, uint64_t addr, uint64_t info, struct v8
 		return -ESTALE;
 	if ((r = field(p, addr, p->l.sfi_data, &data)))
 		return r;
-	if (V8_COOKIE(data) != V8_FRAME_COOKIE(info))
+	if (V8_COOKIE(data) != V8_FRAME_COOKIE(info) && !tiered_from(p, data, info))
 		return -ESTALE;
 	if (!(e = fn_entry(p, addr, data, &r)))
 		return r;
