@@ -1806,7 +1806,7 @@ static int rec_write(struct recorder *r)
 		ri->v8_unnamed = vs.unnamed;
 		ri->v8_inlined = vs.inlined;
 	}
-	uint64_t t0 = now_ns(CLOCK_MONOTONIC), t1, t2;
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC), t1, t2, t3;
 
 	jit_load_all(&r->procs);
 	for (size_t i = 0; i < r->procs.v.n; i++)
@@ -1822,11 +1822,12 @@ static int rec_write(struct recorder *r)
 	t2 = now_ns(CLOCK_MONOTONIC);
 	if (sinks_finish(&r->sinks))
 		code = 1;
+	t3 = now_ns(CLOCK_MONOTONIC);
 	/* What the user waits for after the stop (scripts/bench-stop.sh). */
 	debug("stop to files %.1f ms: the last records and counters %.1f, naming again %.1f, "
 	      "files %.1f, sinks' end %.1f",
-	      (now_ns(CLOCK_MONOTONIC) - r->stop_ns) / 1e6, (t0 - r->stop_ns) / 1e6,
-	      (t1 - t0) / 1e6, (t2 - t1) / 1e6, (now_ns(CLOCK_MONOTONIC) - t2) / 1e6);
+	      (t3 - r->stop_ns) / 1e6, (t0 - r->stop_ns) / 1e6, (t1 - t0) / 1e6, (t2 - t1) / 1e6,
+	      (t3 - t2) / 1e6);
 	return code;
 }
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Start-up (issue #35): no target's samples lost to it, and -v says where it
-# went. Real processes: spin does a fixed work in its threads' run().
+# Start-up and stop (issue #35): no target's samples lost to the start-up,
+# -v says where it went, and the work left for the stop does not grow with
+# the recording. Real processes: spin does a fixed work in its threads'
+# run(), deep spins under a 600-frame stack.
 source "$(dirname "$0")/lib.sh"
 
-ALL=(short_process_under_a short_command startup_phases_verbose)
+ALL=(short_process_under_a short_command startup_phases_verbose stop_flat)
 require_bpf "${ALL[@]}"
 
 # share FOLDED COMM FUNC: % of COMM's samples (folded lines "COMM;...")
@@ -99,3 +101,33 @@ total, *parts = map(float, m.groups())
 assert abs(sum(parts) - total) < 0.5, m.group(0)
 EOF
 
+
+# --- the stop's work does not grow with the recording ----------------------
+# deep's 600-frame stack at 499 Hz, -d 2 and -d 10: the writers name and add
+# each distinct stack once, not every sample's 600 frames again at the stop.
+# The CPU of two of the files (-v; CPU, not the clock, so that the host's
+# load does not count) for each sample more in the long one: before, 20-40
+# us (each sample's 600 frames named and added again), now ~0. Not
+# profile.pb.gz's: its fixed part (a program's debug info read for source
+# lines, 45-90 ms) is noisier than the samples' part.
+t=stop_flat
+for d in 2 10; do
+	"$WL/deep" 600 64 100 > /dev/null & deep=$!
+	sleep 0.3
+	"$REC" -v -F 499 -p $deep -d $d -o "$TMP/s$d" 2> "$TMP/s$d.err"
+	kill $deep
+done
+if python3 - "$TMP/s2" "$TMP/s10" << 'EOF'; then pass $t; else fail $t; cat "$TMP/s2.err" "$TMP/s10.err" >&2; fi
+import re, sys
+cpu, n = [], []
+for d in sys.argv[1:]:
+    e = open(d + ".err").read()
+    m = re.search(r"files' CPU [\d.]+ ms: .*, flame graphs ([\d.]+), cpu-PID.prof ([\d.]+)", e)
+    cpu.append(float(m.group(1)) + float(m.group(2)))
+    n.append(sum(int(l.split()[-1]) for l in open(d + "/stacks.folded")))
+us = (cpu[1] - cpu[0]) * 1000 / max(n[1] - n[0], 1)
+print("samples %d %d, stop CPU %.1f %.1f ms: %.1f us a sample more" % (*n, *cpu, us), file=sys.stderr)
+# The long one has the samples to show it (deep ran all along).
+assert n[1] - n[0] >= 500, n
+assert us < 8, us
+EOF
