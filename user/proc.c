@@ -1088,6 +1088,12 @@ void frame_iter_init(struct frame_iter *it, struct proc *p, const struct sample 
 	it->n = it->nk + nu;
 }
 
+/* frame_iter's stable: named from a symbol, or a kernel frame. */
+static bool frame_stable(const struct frame *f)
+{
+	return f->name || f->kind != FRAME_USER;
+}
+
 bool frame_iter_next(struct frame_iter *it)
 {
 	if (it->k >= it->n)
@@ -1095,8 +1101,68 @@ bool frame_iter_next(struct frame_iter *it)
 	it->id = it->ids[it->root_first ? it->n - 1 - it->k : it->k];
 	it->k++;
 	it->f = &it->p->frames.v[it->id];
-	it->stable = it->f->name || it->f->kind != FRAME_USER;
+	it->stable = frame_stable(it->f);
 	return true;
+}
+
+bool proc_stack_stable(const struct proc *p, uint32_t stack)
+{
+	uint32_t nk, nu, i;
+	const uint32_t *ids = proc_stack(p, stack, &nk, &nu);
+
+	for (i = 0; i < nk + nu; i++)
+		if (!frame_stable(&p->frames.v[ids[i]]))
+			return false;
+	return true;
+}
+
+struct merge_ctx {
+	const struct sample *out;
+};
+
+static bool merged_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct sample *a = &((const struct merge_ctx *)ctx)->out[id], *b = key;
+
+	return a->stack == b->stack && a->tid == b->tid && a->cpu == b->cpu;
+}
+
+ssize_t proc_samples_merged(const struct proc *p, size_t first, size_t end, struct sample *out)
+{
+	/* Per stack: 0 not looked at yet, 1 stable, 2 not. */
+	uint8_t *stable = calloc(p->stack_off.n ? p->stack_off.n : 1, 1);
+	struct merge_ctx mc = {out};
+	struct idtab tab = {0};
+	size_t j, n = 0;
+	ssize_t ret = -ENOMEM;
+
+	if (!stable)
+		return -ENOMEM;
+	for (j = first; j < end; j++) {
+		const struct sample *s = &p->samples.v[j];
+		uint64_t h = sample_hash(s);
+		uint32_t id;
+
+		if (s->stack < p->stack_off.n && !stable[s->stack])
+			stable[s->stack] = proc_stack_stable(p, s->stack) ? 1 : 2;
+		if (s->stack >= p->stack_off.n || stable[s->stack] != 1) {
+			out[n++] = *s;
+			continue;
+		}
+		id = idtab_find(&tab, h, merged_eq, &mc, s);
+		if (id != UINT32_MAX) {
+			out[id].count += s->count;
+			continue;
+		}
+		out[n] = *s;
+		if (idtab_insert(&tab, h, (uint32_t)n++))
+			goto out;
+	}
+	ret = (ssize_t)n;
+out:
+	idtab_free(&tab);
+	free(stable);
+	return ret;
 }
 
 const char *frame_iter_name(const struct frame_iter *it, char *buf, size_t len,

@@ -384,6 +384,20 @@ bool frame_iter_next(struct frame_iter *it);
  * sample's time); its system name, file and line as frame_name_at's. */
 const char *frame_iter_name(const struct frame_iter *it, char *buf, size_t len,
 			    const char **system_name, const char **file, int *line);
+/* Whether every frame of the stack is stable (frame_iter's): its names are
+ * the same in every sample of it, whatever the sample's time. */
+bool proc_stack_stable(const struct proc *p, uint32_t stack);
+/* For the writers whose files add up the samples of one stack, thread and
+ * CPU (profile.pb.gz, the folded stacks, cpu-PID.prof): p's samples
+ * first..end-1 into out (room for end - first), those of a stable stack
+ * (proc_stack_stable) merged into the first of them with the sum of their
+ * counts, the others one by one, in their order. A writer then names and
+ * adds each distinct stack once, not each sample's frames again: under -p,
+ * where samples are kept one by one (the timelines, per-process files),
+ * that work grew with the recording's length and was all done at the
+ * stop. The same files, since they add those samples up anyway. The
+ * number in out, or -ENOMEM. */
+ssize_t proc_samples_merged(const struct proc *p, size_t first, size_t end, struct sample *out);
 void procs_free(struct procs *procs);
 
 #endif

@@ -7,6 +7,7 @@
 #include <linux/capability.h>
 #include <linux/perf_event.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,11 @@ struct recorder {
 	 * process is added, its samples are copied for DWARF unwinding. */
 	struct cfi_maps *cfi;
 	struct cfi_worker *cfi_worker;
+	/* /proc/kallsyms read by a thread (kallsyms_start) while the BPF
+	 * objects load; its result. */
+	pthread_t ksyms_thread;
+	bool ksyms_loading;
+	int ksyms_err;
 	struct usdt *usdt; /* -t usdt:..., or NULL */
 	struct xray *xray; /* the XRay function ids, for -t, usdt and the timelines */
 	/* The CPython interpreters among the processes (user/runtime/python.c), found
@@ -173,6 +179,13 @@ struct recorder {
 	uint64_t windows_lost; /* windows whose directory could not be made */
 	enum stop_reason stop;
 	unsigned nsnapshots;
+	/* Start-up, for -v and scripts/bench-startup.sh (CLOCK_MONOTONIC):
+	 * record_run's entry, each phase's end, the BPF load's own span
+	 * inside rec_load, and the first sample's BPF timestamp. */
+	struct {
+		uint64_t begin, kallsyms, prepared, bpf_load0, bpf_load1, loaded, attached;
+		uint64_t first_sample;
+	} t;
 	bool tty, started;
 	bool cmd_stopped; /* the command was still running at -d: signalled */
 	bool child_execd; /* the command has exec'd: its samples are its own */
@@ -524,6 +537,12 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 			return 0;
 		if (after_stop(r, h->time_ns))
 			return 0;
+		if (!r->t.first_sample) {
+			r->t.first_sample = s->hdr.time_ns;
+			debug("first sample: %.1f ms after the start (CLOCK_MONOTONIC %llu ns)",
+			      ((int64_t)(s->hdr.time_ns - r->t.begin)) / 1e6,
+			      (unsigned long long)s->hdr.time_ns);
+		}
 		r->samples++;
 		r->sample_bytes += size;
 		r->size_hist[size / 8 < SIZE_HIST_N ? size / 8 : SIZE_HIST_N - 1]++;
@@ -853,6 +872,40 @@ static void warn_idle_targets(struct recorder *r)
 	}
 }
 
+/* /proc/kallsyms's 200 k lines take 0.3 to 1.3 s to read and sort on a
+ * loaded 2-core host, a sixth to a third of the start-up: read by a thread
+ * while the BPF programs load and verify, and waited for (kallsyms_join)
+ * once sampling has started, before any kernel frame is named. */
+static void *kallsyms_thread(void *arg)
+{
+	struct recorder *r = arg;
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+
+	r->ksyms_err = kallsyms_load();
+	r->t.kallsyms = now_ns(CLOCK_MONOTONIC) - t0;
+	return NULL;
+}
+
+static void kallsyms_start(struct recorder *r)
+{
+	r->ksyms_loading = !pthread_create(&r->ksyms_thread, NULL, kallsyms_thread, r);
+	if (r->ksyms_loading)
+		return;
+	kallsyms_thread(r); /* no thread: read on the way, as before */
+	if (r->ksyms_err)
+		warn("/proc/kallsyms: %s; kernel frames stay unnamed", strerror(-r->ksyms_err));
+}
+
+static void kallsyms_join(struct recorder *r)
+{
+	if (!r->ksyms_loading)
+		return;
+	pthread_join(r->ksyms_thread, NULL);
+	r->ksyms_loading = false;
+	if (r->ksyms_err)
+		warn("/proc/kallsyms: %s; kernel frames stay unnamed", strerror(-r->ksyms_err));
+}
+
 /* Phase 1: the checks that need no BPF, the signals, and the command started
  * (held before its exec until sampling runs). 0 or -1 after a message. */
 static int rec_prepare(struct recorder *r)
@@ -887,8 +940,8 @@ static int rec_prepare(struct recorder *r)
 		return -1;
 	/* Now, so that an exit during the set-up still stops the recording. */
 	target_watch_pids(&r->target, env.pids, env.npids);
-	if (!env.no_kernel && (err = kallsyms_load()))
-		warn("/proc/kallsyms: %s; kernel frames stay unnamed", strerror(-err));
+	if (!env.no_kernel)
+		kallsyms_start(r);
 	/* stderr may be a pipe whose reader went away (| head): its messages
 	 * are lost, the recording and its files are not. */
 	signal(SIGPIPE, SIG_IGN);
@@ -1056,7 +1109,9 @@ static int rec_load(struct recorder *r)
 			     &r->degraded);
 	if (err)
 		return -1;
+	r->t.bpf_load0 = now_ns(CLOCK_MONOTONIC);
 	err = sample_bpf__load(skel);
+	r->t.bpf_load1 = now_ns(CLOCK_MONOTONIC);
 	if (err) {
 		err("load BPF programs on kernel %s: %s (run with -vv for the verifier's log)",
 		    r->feat.kernel, strerror(-err));
@@ -1209,13 +1264,13 @@ static int rec_attach(struct recorder *r)
 			   &r->links, &r->nlinks, &r->event) ||
 	    offcpu_attach(r->offcpu, r->skel))
 		return -1;
-
-	r->start_ns = now_ns(CLOCK_MONOTONIC);
+	r->start_ns = r->t.attached = now_ns(CLOCK_MONOTONIC);
 	ri->start_realtime_ns = now_ns(CLOCK_REALTIME);
 	if (env.duration > 0) {
 		r->until_ns = r->start_ns + (uint64_t)(env.duration * 1e9);
 		r->skel->bss->sample_until_ns = r->until_ns;
 	}
+	kallsyms_join(r); /* before the sleepers' stacks are named */
 	/* After the start: their waits count from it, within the duration. */
 	if (offcpu_sleepers_read(r->offcpu, r->skel, &r->procs, r->target.child)) {
 		err("--off-cpu: out of memory");
@@ -1270,6 +1325,12 @@ static int rec_attach(struct recorder *r)
 		}
 	}
 	note_degraded(r);
+	debug("start-up %.1f ms to sampling: prepare %.1f (kallsyms, in a thread: %.1f), load %.1f "
+	      "(BPF load and verify "
+	      "%.1f), attach %.1f",
+	      (r->t.attached - r->t.begin) / 1e6, (r->t.prepared - r->t.begin) / 1e6,
+	      r->t.kallsyms / 1e6, (r->t.loaded - r->t.prepared) / 1e6,
+	      (r->t.bpf_load1 - r->t.bpf_load0) / 1e6, (r->t.attached - r->t.loaded) / 1e6);
 	if (!env.quiet)
 		info("recording %s at %d Hz (%s)%s", env.all ? "all CPUs" : "targets", env.freq,
 		     r->event, r->tty ? "; Ctrl-C to stop" : "");
@@ -1579,6 +1640,7 @@ static void rec_stop(struct recorder *r)
 	/* A drain late for -d: the records after its end were left out. */
 	if (r->until_ns && r->stop_ns > r->until_ns)
 		r->stop_ns = r->until_ns;
+	kallsyms_join(r); /* a start-up that failed before rec_attach's */
 	/* Entry probes first: no call starts after the stop. */
 	trace_detach(&r->tlinks);
 	usdt_detach(r->usdt);
@@ -1771,9 +1833,12 @@ static int rec_write(struct recorder *r)
 		ri->v8_unnamed = vs.unnamed;
 		ri->v8_inlined = vs.inlined;
 	}
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC), t1, t2, t3;
+
 	jit_load_all(&r->procs);
 	for (size_t i = 0; i < r->procs.v.n; i++)
 		proc_name_again(r->procs.v.v[i]);
+	t1 = now_ns(CLOCK_MONOTONIC);
 	/* --window: the last window, up to the stop; else one window, the
 	 * whole recording. Then what the push destinations still hold is
 	 * sent, or kept in their spools for the next start. */
@@ -1781,7 +1846,16 @@ static int rec_write(struct recorder *r)
 		code = rec_window(r, r->stop_ns, true) ? 1 : 0;
 	else
 		code = sinks_emit(&r->sinks, &(struct window){ri}) ? 1 : 0;
-	return sinks_finish(&r->sinks) ? 1 : code;
+	t2 = now_ns(CLOCK_MONOTONIC);
+	if (sinks_finish(&r->sinks))
+		code = 1;
+	t3 = now_ns(CLOCK_MONOTONIC);
+	/* What the user waits for after the stop (scripts/bench-stop.sh). */
+	debug("stop to files %.1f ms: the last records and counters %.1f, naming again %.1f, "
+	      "files %.1f, sinks' end %.1f",
+	      (t3 - r->stop_ns) / 1e6, (t0 - r->stop_ns) / 1e6, (t1 - t0) / 1e6, (t2 - t1) / 1e6,
+	      (t3 - t2) / 1e6);
+	return code;
 }
 
 /* The exit status: the command's for `--` (124 when -d ended it, as
@@ -1853,7 +1927,9 @@ int record_run(void)
 	};
 	int code = 1;
 
-	if (!rec_prepare(&r) && !rec_load(&r) && !rec_attach(&r))
+	r.t.begin = now_ns(CLOCK_MONOTONIC);
+	if (!rec_prepare(&r) && (r.t.prepared = now_ns(CLOCK_MONOTONIC), !rec_load(&r)) &&
+	    (r.t.loaded = now_ns(CLOCK_MONOTONIC), !rec_attach(&r)))
 		rec_drain(&r);
 	rec_stop(&r);
 	if (r.started)

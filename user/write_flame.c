@@ -106,13 +106,18 @@ static void add_sampled(struct flame_views *fv, struct proc *p, const struct sam
 void flame_fold_add(struct flame_views *fv, struct proc *p, const struct offcpu *oc)
 {
 	const struct offcpu_sum *os;
+	struct sample *ms = malloc((p->samples.n ? p->samples.n : 1) * sizeof(*ms));
+	ssize_t nm = ms ? proc_samples_merged(p, 0, p->samples.n, ms) : -ENOMEM;
 	size_t j, n;
 
-	for (j = 0; j < p->samples.n; j++) {
-		const struct sample *s = &p->samples.v[j];
-
-		add_sampled(fv, p, s, (uint64_t[V_SAMPLED]){s->count, 0, 0});
+	/* Each distinct stack once: the tree adds them up anyway. */
+	if (nm < 0) {
+		fv->err = fv->err ? fv->err : (int)nm;
+		fv->not_in_tree += p->samples.n;
 	}
+	for (j = 0; nm >= 0 && j < (size_t)nm; j++)
+		add_sampled(fv, p, &ms[j], (uint64_t[V_SAMPLED]){ms[j].count, 0, 0});
+	free(ms);
 	os = offcpu_sums_of(oc, p, &n);
 	for (j = 0; j < n; j++) {
 		struct sample s = {.stack = os[j].stack, .tid = os[j].tid};

@@ -49,13 +49,14 @@ static int fill_jitelf(void *ctx, FILE *f, int fd)
 	return jitelf_write(fd, ji->funcs.v, ji->funcs.n, &ji->start, &ji->end, &ji->offset);
 }
 
-/* The JIT functions the samples of p ran in, named as at their times. */
-static int collect_jit(struct proc *p, struct jit_image *ji)
+/* The JIT functions the samples v[0..n) of p ran in, named as at their
+ * times. */
+static int collect_jit(struct proc *p, const struct sample *v, size_t n, struct jit_image *ji)
 {
 	size_t j;
 
-	for (j = 0; j < p->samples.n; j++) {
-		const struct sample *s = &p->samples.v[j];
+	for (j = 0; j < n; j++) {
+		const struct sample *s = &v[j];
 		struct frame_iter it;
 
 		frame_iter_init(&it, p, s, false);
@@ -273,9 +274,9 @@ static int add_source_frame(struct proc *p, struct names_image *ni, const struct
 	return 0;
 }
 
-/* The runs of named code that file's samples (first..end) ran in. */
-static int collect_names(struct proc *p, struct names_image *ni, size_t file, size_t first,
-			 size_t end)
+/* The runs of named code that file's samples (v[first..end)) ran in. */
+static int collect_names(struct proc *p, struct names_image *ni, size_t file,
+			 const struct sample *v, size_t first, size_t end)
 {
 	uint8_t *seen = calloc(p->frames.n ? p->frames.n : 1, 1);
 	size_t j;
@@ -286,7 +287,7 @@ static int collect_names(struct proc *p, struct names_image *ni, size_t file, si
 	for (j = first; j < end && !err; j++) {
 		struct frame_iter it;
 
-		frame_iter_init(&it, p, &p->samples.v[j], false);
+		frame_iter_init(&it, p, &v[j], false);
 		while (frame_iter_next(&it) && !err) {
 			const struct frame *f = it.f;
 			struct run_ctx rc = {ni, f->map, {0, 0, ni->next, file}, 0};
@@ -369,15 +370,15 @@ static int fill_vdso(void *ctx, FILE *f, int fd)
 	return n < 0 ? -errno : 0;
 }
 
-/* The vdso mapping p's samples ran in, or NULL. */
-static const struct mapping *sampled_vdso(struct proc *p)
+/* The vdso mapping p's samples v[0..n) ran in, or NULL. */
+static const struct mapping *sampled_vdso(struct proc *p, const struct sample *v, size_t n)
 {
 	size_t j;
 
-	for (j = 0; j < p->samples.n; j++) {
+	for (j = 0; j < n; j++) {
 		struct frame_iter it;
 
-		frame_iter_init(&it, p, &p->samples.v[j], false);
+		frame_iter_init(&it, p, &v[j], false);
 		while (frame_iter_next(&it))
 			if (it.f->kind == FRAME_USER && it.f->map && it.f->map->vdso &&
 			    it.f->map->vdso <= p->set->vdsos.n)
@@ -393,7 +394,8 @@ struct cpuprof_ctx {
 	const struct vdso_file *vdso;	 /* NULL: no vdso file */
 	const struct names_image *names; /* NULL: no names image */
 	size_t file;			 /* which cpu file: its runs in names */
-	size_t first, end;		 /* the image's samples */
+	const struct sample *v;		 /* p's samples, merged (proc_samples_merged) */
+	size_t first, end;		 /* the image's: v[first..end) */
 	const char *maps;		 /* the image's maps */
 };
 
@@ -542,7 +544,7 @@ static int fill_cpuprofile(void *ctx, FILE *f, int fd)
 	if (!c)
 		return -ENOMEM;
 	for (j = cc->first; j < cc->end && !err; j++) {
-		const struct sample *s = &p->samples.v[j];
+		const struct sample *s = &cc->v[j];
 		struct frame_iter it;
 		size_t nu = 0;
 
@@ -604,20 +606,36 @@ int write_cpuprofile(const struct run_info *ri, struct proc *p)
 	struct vdso_file vf = {0};
 	struct names_image ni = {0};
 	const struct mapping *vm;
-	struct cpuprof_ctx cc = {ri,	      p, NULL,	       NULL,	    NULL,
-				 p->images.n, 0, p->samples.n, p->maps_text};
+	/* The samples of each image (p->images' samples_end, then the
+	 * current one's) merged, into ms[mend[i - 1]..mend[i]): each
+	 * distinct stack is walked once, the file adds them up anyway. */
+	struct sample *ms = malloc((p->samples.n ? p->samples.n : 1) * sizeof(*ms));
+	size_t *mend = calloc(p->images.n + 1, sizeof(*mend));
+	struct cpuprof_ctx cc = {ri, p, NULL, NULL, NULL, p->images.n, ms, 0, 0, p->maps_text};
 	char name[64], cmd[3 * PATH_MAX], exe[PATH_MAX], dir[PATH_MAX];
-	int first = 0;
+	int first = ms && mend ? 0 : -ENOMEM;
 	size_t i, from = 0;
 
-	/* Named code first: every cpu file's lines point at names-PID.so. */
 	for (i = 0; i <= p->images.n && !first; i++) {
 		size_t end = i < p->images.n ? p->images.v[i].samples_end : p->samples.n;
+		ssize_t n = end > from ? proc_samples_merged(p, from, end, ms + cc.end) : 0;
 
-		if (end > from)
-			OUT_FIRST(first, collect_names(p, &ni, i, from, end));
+		if (n < 0)
+			first = (int)n;
+		cc.end += n > 0 ? (size_t)n : 0;
+		mend[i] = cc.end;
 		from = end > from ? end : from;
 	}
+	if (first) {
+		free(ms);
+		free(mend);
+		return first;
+	}
+	/* Named code first: every cpu file's lines point at names-PID.so. */
+	for (i = 0; i <= p->images.n && !first; i++)
+		if (mend[i] > (i ? mend[i - 1] : 0))
+			OUT_FIRST(first,
+				  collect_names(p, &ni, i, ms, i ? mend[i - 1] : 0, mend[i]));
 	if (ni.runs.n && outdir_realpath(ri->out, dir, sizeof(dir))) {
 		snprintf(name, sizeof(name), "names-%d.so", p->pid);
 		snprintf(cmd, sizeof(cmd), "%s%s/%s", ri->readers.nm ? "nm -n " : "", ri->outdir,
@@ -631,15 +649,8 @@ int write_cpuprofile(const struct run_info *ri, struct proc *p)
 			cc.names = &ni;
 	}
 	for (i = 0; i < p->images.n; i++) {
-		struct cpuprof_ctx ic = {ri,
-					 p,
-					 NULL,
-					 NULL,
-					 cc.names,
-					 i,
-					 cc.first,
-					 p->images.v[i].samples_end,
-					 p->images.v[i].maps_text};
+		struct cpuprof_ctx ic = {ri, p,	 NULL,	   NULL,    cc.names,
+					 i,  ms, cc.first, mend[i], p->images.v[i].maps_text};
 
 		cc.first = ic.end;
 		if (!ic.maps || ic.end <= ic.first)
@@ -650,7 +661,7 @@ int write_cpuprofile(const struct run_info *ri, struct proc *p)
 		OUT_FIRST(first, outdir_emit(ri->out, name, p->pid, cmd, fill_cpuprofile, &ic));
 	}
 
-	OUT_FIRST(first, collect_jit(p, &ji));
+	OUT_FIRST(first, collect_jit(p, ms, cc.end, &ji));
 	if (ji.funcs.n && outdir_realpath(ri->out, dir, sizeof(dir))) {
 		snprintf(name, sizeof(name), "jit-%d.so", p->pid);
 		snprintf(cmd, sizeof(cmd), "%s%s/%s", ri->readers.nm ? "nm -n " : "", ri->outdir,
@@ -663,7 +674,7 @@ int write_cpuprofile(const struct run_info *ri, struct proc *p)
 			cc.jit = &ji;
 		}
 	}
-	if ((vm = sampled_vdso(p)) && outdir_realpath(ri->out, dir, sizeof(dir))) {
+	if ((vm = sampled_vdso(p, ms, cc.end)) && outdir_realpath(ri->out, dir, sizeof(dir))) {
 		vf.fd = p->set->vdsos.v[vm->vdso - 1].fd;
 		vf.start = vm->start;
 		snprintf(name, sizeof(name), "vdso-%d.so", p->pid);
@@ -690,5 +701,7 @@ int write_cpuprofile(const struct run_info *ri, struct proc *p)
 	VEC_FREE(ni.owned);
 	VEC_FREE(ni.src_at);
 	VEC_FREE(ni.src_fns);
+	free(ms);
+	free(mend);
 	return first;
 }

@@ -155,13 +155,16 @@ static int add_proc(struct pprof *pp, const struct offcpu *oc, struct proc *p, u
 {
 	uint64_t locs[MAX_STACK_FRAMES];
 	uint64_t *loc_of = calloc(p->frames.n ? p->frames.n : 1, sizeof(*loc_of));
+	struct sample *ms = malloc((p->samples.n ? p->samples.n : 1) * sizeof(*ms));
+	ssize_t nm = ms ? proc_samples_merged(p, 0, p->samples.n, ms) : -ENOMEM;
 	size_t j;
-	int err = 0, n;
+	int err = nm < 0 ? (int)nm : 0, n;
 
 	if (!loc_of)
-		return -ENOMEM;
-	for (j = 0; j < p->samples.n && !err; j++) {
-		const struct sample *s = &p->samples.v[j];
+		err = -ENOMEM;
+	/* Each distinct stack once: the profile adds them up anyway. */
+	for (j = 0; !err && j < (size_t)nm; j++) {
+		const struct sample *s = &ms[j];
 		const struct thread *t = proc_thread_find(p, s->tid);
 		struct pprof_label labels[4] = {
 		    /* Units keep value 0 (cpu 0, pid 0): pprof drops a
@@ -177,6 +180,7 @@ static int add_proc(struct pprof *pp, const struct offcpu *oc, struct proc *p, u
 	}
 	if (!err && oc)
 		err = add_offcpu(pp, oc, p, loc_of, kmap, lines);
+	free(ms);
 	free(loc_of);
 	return err;
 }

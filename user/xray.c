@@ -223,6 +223,41 @@ static int stack_ids(struct xray *x, struct proc *p, const struct sample *s, uin
 	return n;
 }
 
+/* A sample's stack_ids, looked up once per stable stack
+ * (proc_stack_stable): a deep stack's 600 frames were named and looked up
+ * again for every sample, at the stop, in time that grew with the
+ * recording. at[stack]: 0 not seen, UINT32_MAX not stable (each sample
+ * named at its time), else 1 + the place in ids of its count, then its
+ * ids. */
+struct ids_memo {
+	uint32_t *at;
+	size_t nat;
+	VEC(uint32_t) ids;
+};
+
+static int sample_ids(struct xray *x, struct proc *p, const struct sample *s, uint32_t *ids,
+		      struct ids_memo *m)
+{
+	uint32_t *at = m->at && s->stack < m->nat ? &m->at[s->stack] : NULL;
+	int n;
+
+	if (at && *at && *at != UINT32_MAX) {
+		n = (int)m->ids.v[*at - 1];
+		memcpy(ids, &m->ids.v[*at], n * sizeof(*ids));
+		return n;
+	}
+	n = stack_ids(x, p, s, ids, false);
+	if (at && !*at && !proc_stack_stable(p, s->stack))
+		*at = UINT32_MAX;
+	else if (at && !*at && !VEC_RESERVE(m->ids, m->ids.n + n + 1)) {
+		m->ids.v[m->ids.n++] = (uint32_t)n;
+		*at = (uint32_t)m->ids.n;
+		memcpy(&m->ids.v[m->ids.n], ids, n * sizeof(*ids));
+		m->ids.n += n;
+	}
+	return n;
+}
+
 /* Sampled timeline: per thread, compare consecutive samples' stacks from
  * the root down; frames that went away exit, frames that appeared enter, at
  * the sample's kernel timestamp. */
@@ -254,6 +289,7 @@ static int write_sampled(struct xray *x, const struct offcpu *oc, struct proc *p
 	uint64_t last_end = 0, exit_ts;
 	bool after_wait = false; /* the thread's last event was a wait */
 	struct fdr *w;
+	struct ids_memo memo = {0}; /* without its memory: each sample looked up */
 
 	if (!p->samples.n && !nw)
 		return -ENODATA;
@@ -264,6 +300,8 @@ static int write_sampled(struct xray *x, const struct offcpu *oc, struct proc *p
 		fdr_free(w);
 		return -ENOMEM;
 	}
+	if ((memo.at = calloc(p->stack_off.n ? p->stack_off.n : 1, sizeof(*memo.at))))
+		memo.nat = p->stack_off.n;
 	for (i = 0; i < p->samples.n; i++)
 		ev[k++] = (struct tl_ev){p->samples.v[i].time_ns, p->samples.v[i].tid, i};
 	for (i = 0; i < p->migrations.n; i++)
@@ -302,7 +340,7 @@ static int write_sampled(struct xray *x, const struct offcpu *oc, struct proc *p
 			last_cpu = wt->cpu;
 		} else {
 			s = &p->samples.v[ev[i].idx];
-			nc = stack_ids(x, p, s, cur, false);
+			nc = sample_ids(x, p, s, cur, &memo);
 			last_cpu = s->cpu;
 		}
 		/* After a wait, the frames this event does not share with it
@@ -334,6 +372,8 @@ static int write_sampled(struct xray *x, const struct offcpu *oc, struct proc *p
 	}
 	if (!err)
 		err = fdr_write(w, f);
+	free(memo.at);
+	VEC_FREE(memo.ids);
 	fdr_free(w);
 	free(ev);
 	return err;
