@@ -471,31 +471,38 @@ static char *replacement(struct heap *h, pid_t pid, const char *exe, struct foun
  * allocator (at another path, or mimalloc's) loaded later is not probed:
  * heap_report's warning of no call says so. glibc: its path (not probed
  * twice, should a system link one name to it). */
-static int probe_later(struct heap *h, pid_t pid, const char *glibc)
+static void probe_later(struct heap *h, pid_t pid, const char *glibc)
 {
 	static const char *const libs[] = {"libjemalloc.so.2", "libtcmalloc.so.4",
 					   "libtcmalloc_minimal.so.4"};
-	int err = 0;
+	int err;
 
-	for (size_t i = 0; i < sizeof(libs) / sizeof(*libs) && !err; i++) {
+	for (size_t i = 0; i < sizeof(libs) / sizeof(*libs); i++) {
 		char *path = target_find_library(libs[i]), real[PATH_MAX], greal[PATH_MAX];
 		struct found f;
 
 		if (path && realpath(path, real) && realpath(glibc, greal) && strcmp(real, greal) &&
 		    !scan_file(real, &f) && f.has_malloc) {
-			debug("--heap: %s probed too, for a process that loads it later (pid %d)",
-			      real, pid);
-			err = probe_file(h, real, &f, pid);
+			/* Not fatal: glibc's are probed, which is what the
+			 * targets use now; probe_file has said why. */
+			if ((err = probe_file(h, real, &f, pid)))
+				warn("--heap: %s not probed: a process that loads it later is "
+				     "not followed there",
+				     real);
+			else
+				debug("--heap: %s probed too, for a process that loads it later "
+				      "(pid %d)",
+				      real, pid);
 		}
 		free(path);
 	}
-	return err;
 }
 
 static int heap_attach_one(struct heap *h, pid_t pid, const char *exe)
 {
 	struct found f;
 	char *path = replacement(h, pid, exe, &f);
+	bool glibc = !path;
 	int err;
 
 	if (!path) {
@@ -515,8 +522,8 @@ static int heap_attach_one(struct heap *h, pid_t pid, const char *exe)
 			h->allocator = "glibc";
 	}
 	err = probe_file(h, path, &f, pid);
-	if (!err && !strcmp(h->allocator, "glibc"))
-		err = probe_later(h, pid, path);
+	if (!err && glibc)
+		probe_later(h, pid, path);
 	free(path);
 	return err;
 }
