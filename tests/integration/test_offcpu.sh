@@ -284,7 +284,9 @@ fi
 # times it writes its own thread a start as of a leave 2 s ago, then sleeps
 # 0.1 s; "injected K": the starts no preemption made stale (those are
 # dropped and counted as stale_waits). Before, the start was overwritten
-# at the leave and the 2 s lost without a count.
+# at the leave and the 2 s lost without a count. (The kernel's own unseen
+# returns come on top, in any number: 6 for 5 injected once under load,
+# and 49, 8.8 s, in offcpu_all_exited's 9 s of -a.)
 t=offcpu_unseen_end
 "$REC" --off-cpu -F 99 -o "$TMP/u" -- python3 "$ROOT/tests/workloads/unseen_end.py" 5 >"$TMP/u.out" 2>"$TMP/u.err"
 k=$(awk '$1 == "injected" { print $2 }' "$TMP/u.out")
@@ -298,7 +300,7 @@ pp=$("$PPROF" -sample_index=offcpu -tags "$TMP/u/profile.pb.gz" 2>/dev/null |
 		on { v = $1; if (sub("ms$", "", v)) ; else if (sub("s$", "", v)) v *= 1000; print $NF, v }' |
 	sort -n | awk 'NR == 1 { print $2 }')
 if at_least "${k:-0}" 1 && [ "${un:-0}" -ge "$k" ] && [ $((un + stale)) -le 5 ] &&
-	within "${unms:-0}" $((un * 2000)) $((un * 100)) && at_least "${pms:-0}" $((k * 2000 + 450)) &&
+	at_least "${unms:-0}" $((k * 2000)) && at_least "${pms:-0}" $((k * 2000 + 450)) &&
 	at_least "${pp:-0}" $((k * 2000 + 450)); then
 	pass $t
 else
