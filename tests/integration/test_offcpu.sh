@@ -218,7 +218,13 @@ t=offcpu_all_exited
 # 64 MiB of ring buffer: at load 11 on 2 cores the default 8 lost 2,049
 # fork, exec and exit events of 9 s of -a, and the processes they tell of
 # were split or missing.
-"$REC" -a --off-cpu -F 99 -d 9 --ringbuf-size 64 -o "$TMP/all" 2>"$TMP/all.err" & rec=$!
+# Stopped by SIGINT 3 s after the last workload's exit, not by -d 9: -d
+# counts from the start, seconds before the "recording" line on a loaded
+# machine, and its end is now the recording's however late the drain gets
+# to it, so the workloads' last waits could fall after it (sleep_wait read
+# 0 ms once in a stress run at load average 20: the cause read, not
+# reproduced).
+"$REC" -a --off-cpu -F 99 -d 120 --ringbuf-size 64 -o "$TMP/all" 2>"$TMP/all.err" & rec=$!
 # Recording: -a reads every process first, seconds on a loaded machine
 # (there, a fixed second's wait started the workloads before it, and
 # their waits were missing).
@@ -236,7 +242,10 @@ done
 # armed: 1 s can read a few us short, 999.99 ms seen; 5 ms a process spare.)
 for i in 1 2 3; do sleep 1 & lw+=("$!:995"); done
 wait $wp
-wait # the recorder too
+for e in "${lw[@]}"; do wait "${e%%:*}"; done
+sleep 3
+kill -INT $rec
+wait $rec
 # By its pid: other runs of waits on the machine are recorded too.
 s=$("$PPROF" -sample_index=offcpu -unit=ms -top -nodecount=1000 -tagfocus=pid=$wp "$TMP/all/profile.pb.gz" 2>/dev/null | cum_ms sleep_wait)
 if within "$s" 2000 100; then pass $t; else fail $t "sleep_wait $s ms of an exited process under -a (want 2000 +-100)"; fi
