@@ -371,6 +371,13 @@ static __noinline int offcpu_end(const struct offcpu_start *st, __u32 tid, __u64
 	struct ev_offcpu *e;
 	__u32 gen;
 
+	/* Up to -d's end only, as the waits open at the stop (offcpu_detach). */
+	if (sample_until_ns && now > sample_until_ns) {
+		if (now - delta >= sample_until_ns)
+			return 0;
+		delta -= now - sample_until_ns;
+		now = sample_until_ns;
+	}
 	if (delta < offcpu_min_ns) {
 		count(STAT_OFFCPU_SHORT);
 		count_add(STAT_OFFCPU_SHORT_NS, delta);

@@ -535,6 +535,13 @@ static __always_inline struct pt_regs *user_regs(struct task_struct *task, const
 	return (struct pt_regs *)((char *)BPF_CORE_READ(task, stack) + THREAD_SIZE_X86) - 1;
 }
 
+/* -d's end (CLOCK_MONOTONIC ns; 0: none), written by user space at the
+ * start: a sample, or the part of an off-CPU wait, after it is not the
+ * recording's, however late the drain gets to the stop (busy with one record
+ * for seconds, such as a large binary's symbols on a loaded machine, it let
+ * -a -F 50000 -d 2 sample on for 9.5 s, into a full ring buffer). */
+volatile __u64 sample_until_ns = 0;
+
 #include "bpf/offcpu.bpf.h"
 
 /* Offset of cs in the perf_event context's registers: bpf_user_pt_regs_t
@@ -546,13 +553,6 @@ static __always_inline struct pt_regs *user_regs(struct task_struct *task, const
 /* The sample's body. compat: for kernels before 5.19, without bpf_loop,
  * ring-buffer dynptrs, bpf_get_current_task_btf or bpf_task_pt_regs (the
  * loader picks on_sample or on_sample_compat by probing the helpers). */
-/* -d's end (CLOCK_MONOTONIC ns; 0: none), written by user space at the
- * start: a sample after it is not the recording's, however late the drain
- * gets to the stop (busy with one record for seconds, such as a large
- * binary's symbols on a loaded machine, it let -a -F 50000 -d 2 sample on
- * for 9.5 s, into a full ring buffer). */
-volatile __u64 sample_until_ns = 0;
-
 static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool compat)
 {
 	__u64 id = bpf_get_current_pid_tgid();

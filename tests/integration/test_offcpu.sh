@@ -74,15 +74,22 @@ else
 	head -60 <<<"$tr" >&2
 fi
 
-# The default view is still CPU: burn_cpu holds the thread's CPU, waits none.
+# The default view is still CPU: burn_cpu holds the thread's CPU, the waits
+# next to none.
 t=offcpu_cpu_view
 cpu=$("$PPROF" -unit=ms -top -nodecount=1000 "$P" 2>/dev/null)
-b=$(cum_ms burn_cpu <<<"$cpu"); total=$(awk '/^Showing nodes accounting for/ { v = $NF; sub("ms$", "", v); print v; exit }' <<<"$cpu")
-if grep -q "^Type: cpu$" <<<"$cpu" && at_least "$b" 1 && [ "$(cum_ms sleep_wait <<<"$cpu")" = 0 ] &&
-	[ "$(cum_ms pipe_wait <<<"$cpu")" = 0 ] && at_least "$b" "$(awk -v t="$total" 'BEGIN { print t * 0.9 }')"; then
+# The waits' own CPU is their system calls' way in and out: a sample there
+# is right (2 ms at 499 Hz in pipe_wait's read, fdget_pos, once of 93
+# samples under load), a wait counted as CPU is not: at most 5 % of it.
+# (The total is the number before "total": $NF, the word, made the 90 %
+# bound 0.)
+b=$(cum_ms burn_cpu <<<"$cpu"); total=$(awk '/^Showing nodes accounting for/ { v = $(NF - 1); sub("ms$", "", v); print v; exit }' <<<"$cpu")
+wc=$(awk -v a="$(cum_ms sleep_wait <<<"$cpu")" -v b="$(cum_ms pipe_wait <<<"$cpu")" 'BEGIN { print a + b }')
+if grep -q "^Type: cpu$" <<<"$cpu" && at_least "$b" 1 && at_least "$(awk -v t="$total" 'BEGIN { print t * 0.05 }')" "$wc" &&
+	at_least "$b" "$(awk -v t="$total" 'BEGIN { print t * 0.9 }')"; then
 	pass $t
 else
-	fail $t "burn_cpu $b ms of $total ms CPU; sleep_wait and pipe_wait must have none"
+	fail $t "burn_cpu $b ms of $total ms CPU (want 90 % at least); sleep_wait and pipe_wait $wc ms (want 5 % at most)"
 	head -12 <<<"$cpu" >&2
 fi
 
@@ -197,16 +204,27 @@ ctop=$("$PPROF" -sample_index=offcpu -unit=ms -top -nodecount=1000 "$TMP/c/profi
 check_waits offcpu_callers $rc "$ctop" "$TMP/c.err" read_a 500 50 read_b 1000 50
 
 # A wait still open at the stop counts up to it: stopped by -d 2 in the
-# main thread's 2 s sleep (from 1 s to 3 s), sleep_wait has about 1 s.
+# main thread's 2 s sleep (from 1 s of its own to 3 s), sleep_wait has the
+# main thread's time in the recording less burn_cpu's 1 s: about 1 s, less
+# the time from the start to waits' exec. That is the recording's set-up
+# tail (the sleepers read, the command let go), 166 ms once at load
+# average 20, since -d's end is the stop however late the drain gets to it
+# (sleep_wait 834 ms then); the main thread's wall total (-sample_index=wall,
+# CPU and waits) holds the same.
 t=offcpu_open_at_stop
 "$REC" -q --off-cpu -d 2 -F 99 -o "$TMP/o" -- "$WL/waits" 2>"$TMP/o.err"
 otop=$("$PPROF" -sample_index=offcpu -unit=ms -top -nodecount=1000 "$TMP/o/profile.pb.gz" 2>/dev/null)
 os=$(cum_ms sleep_wait <<<"$otop")
 oo=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["offcpu"]["open_waits"])' "$TMP/o/summary.json" 2>/dev/null)
-if within "$os" 1000 150 && at_least "${oo:-0}" 1; then
+opid=$(python3 -c 'import json,sys; print([p["pid"] for p in json.load(open(sys.argv[1]))["processes"] if p["comm"] == "waits"][0])' "$TMP/o/summary.json" 2>/dev/null)
+ow=$("$PPROF" -sample_index=wall -tags "$TMP/o/profile.pb.gz" 2>/dev/null |
+	awk -v t="${opid:-none}" '/^ tid:/ { on = 1; next } on && NF == 0 { exit }
+		on && $NF == t { v = $1; if (sub("ms$", "", v)) ; else if (sub("us$", "", v)) v /= 1000;
+			else if (sub("s$", "", v)) v *= 1000; print v - 1000 }')
+if within "$os" "$ow" 150 && within "$ow" 1000 500 && at_least "${oo:-0}" 1; then
 	pass $t
 else
-	fail $t "sleep_wait $os ms (want 1000 +-150), open_waits ${oo:-none}"
+	fail $t "sleep_wait $os ms (want the main thread's wall less 1 s: $ow, +-150, itself 1000 +-500), open_waits ${oo:-none}"
 	cat "$TMP/o.err" >&2
 fi
 
@@ -218,7 +236,13 @@ t=offcpu_all_exited
 # 64 MiB of ring buffer: at load 11 on 2 cores the default 8 lost 2,049
 # fork, exec and exit events of 9 s of -a, and the processes they tell of
 # were split or missing.
-"$REC" -a --off-cpu -F 99 -d 9 --ringbuf-size 64 -o "$TMP/all" 2>"$TMP/all.err" & rec=$!
+# Stopped by SIGINT 3 s after the last workload's exit, not by -d 9: -d
+# counts from the start, seconds before the "recording" line on a loaded
+# machine, and its end is now the recording's however late the drain gets
+# to it, so the workloads' last waits could fall after it (sleep_wait read
+# 0 ms once in a stress run at load average 20: the cause read, not
+# reproduced).
+"$REC" -a --off-cpu -F 99 -d 120 --ringbuf-size 64 -o "$TMP/all" 2>"$TMP/all.err" & rec=$!
 # Recording: -a reads every process first, seconds on a loaded machine
 # (there, a fixed second's wait started the workloads before it, and
 # their waits were missing).
@@ -236,7 +260,10 @@ done
 # armed: 1 s can read a few us short, 999.99 ms seen; 5 ms a process spare.)
 for i in 1 2 3; do sleep 1 & lw+=("$!:995"); done
 wait $wp
-wait # the recorder too
+for e in "${lw[@]}"; do wait "${e%%:*}"; done
+sleep 3
+kill -INT $rec
+wait $rec
 # By its pid: other runs of waits on the machine are recorded too.
 s=$("$PPROF" -sample_index=offcpu -unit=ms -top -nodecount=1000 -tagfocus=pid=$wp "$TMP/all/profile.pb.gz" 2>/dev/null | cum_ms sleep_wait)
 if within "$s" 2000 100; then pass $t; else fail $t "sleep_wait $s ms of an exited process under -a (want 2000 +-100)"; fi
@@ -284,7 +311,9 @@ fi
 # times it writes its own thread a start as of a leave 2 s ago, then sleeps
 # 0.1 s; "injected K": the starts no preemption made stale (those are
 # dropped and counted as stale_waits). Before, the start was overwritten
-# at the leave and the 2 s lost without a count.
+# at the leave and the 2 s lost without a count. (The kernel's own unseen
+# returns come on top, in any number: 6 for 5 injected once under load,
+# and 49, 8.8 s, in offcpu_all_exited's 9 s of -a.)
 t=offcpu_unseen_end
 "$REC" --off-cpu -F 99 -o "$TMP/u" -- python3 "$ROOT/tests/workloads/unseen_end.py" 5 >"$TMP/u.out" 2>"$TMP/u.err"
 k=$(awk '$1 == "injected" { print $2 }' "$TMP/u.out")
@@ -298,7 +327,7 @@ pp=$("$PPROF" -sample_index=offcpu -tags "$TMP/u/profile.pb.gz" 2>/dev/null |
 		on { v = $1; if (sub("ms$", "", v)) ; else if (sub("s$", "", v)) v *= 1000; print $NF, v }' |
 	sort -n | awk 'NR == 1 { print $2 }')
 if at_least "${k:-0}" 1 && [ "${un:-0}" -ge "$k" ] && [ $((un + stale)) -le 5 ] &&
-	within "${unms:-0}" $((un * 2000)) $((un * 100)) && at_least "${pms:-0}" $((k * 2000 + 450)) &&
+	at_least "${unms:-0}" $((k * 2000)) && at_least "${pms:-0}" $((k * 2000 + 450)) &&
 	at_least "${pp:-0}" $((k * 2000 + 450)); then
 	pass $t
 else
