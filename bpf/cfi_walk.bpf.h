@@ -575,6 +575,9 @@ static __always_inline void cfi_v8(struct cfi_state *st)
 			if ((vs = bpf_map_lookup_elem(&v8_scratch, &slot))) {
 				vs->n = 0;
 				vs->truncated = 0;
+				for (int c = 0; c < V8_FN_CACHE; c++)
+					vs->c_fn[c] = 0;
+				vs->proc = *p;
 				vs->tid = (__u32)bpf_get_current_pid_tgid();
 			}
 		}

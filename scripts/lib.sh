@@ -1,5 +1,18 @@
 # Shared by the benchmark scripts (source it after `cd` to the tree).
 
+# bench_begin NAME [COMMAND...]: a benchmark's checks (root, the tree
+# built, each COMMAND on PATH), then bpf_stats_begin.
+bench_begin() {
+	local name=$1 c
+	shift
+	[ "$(id -u)" = 0 ] || { echo "$name: run as root" >&2; exit 1; }
+	[ -x bpftrace-rec ] || { echo "$name: make first" >&2; exit 1; }
+	for c in "$@"; do
+		command -v "$c" > /dev/null || { echo "$name: no $c (make test-deps)" >&2; exit 1; }
+	done
+	bpf_stats_begin
+}
+
 # bpf_stats_begin: a temporary directory in TMP and kernel.bpf_stats_enabled
 # on (programs' run_time_ns and run_cnt), both undone when the script exits.
 bpf_stats_begin() {
@@ -45,4 +58,54 @@ pid_bpf_ns() {
 import json, sys
 ids = set(map(int, sys.argv[1].split()))
 print(sum(p.get("run_time_ns", 0) for p in json.load(sys.stdin) if p["id"] in ids))' "$ids"
+}
+
+# walk_bench LABEL FEATURE: a runtime walk's cost, paired. The caller
+# defines start_target, which starts the workload in the background, waits
+# until it is warm and sets TARGET_PID. ROUNDS times (default 5), in turn:
+# a recording of a new target with -p at 999 Hz for SECONDS_REC (default 4)
+# with the walk, and one without it (BPFTRACE_REC_NO_FEATURES=FEATURE: the
+# native walk alone, which steps JIT frames by rbp). For each: the
+# sampler's BPF time per sample (run_time_ns / run_cnt from summary.json,
+# with bpf_stats_begin; tail-called walkers' time is the sampler's) and
+# the drain's CPU per sample after the first second (the runtime's names
+# cached by then). Prints the medians and the walk's added BPF time per
+# sample.
+walk_bench() {
+	local label=$1 feature=$2 r
+	for r in $(seq "${ROUNDS:-5}"); do
+		echo "$label $(walk_measure "$label$r")" >> "$TMP/all"
+		echo "native $(walk_measure "native$r" BPFTRACE_REC_NO_FEATURES="$feature")" >> "$TMP/all"
+	done
+	python3 - "$TMP/all" "$label" << 'PYEOF'
+import statistics, sys
+rows, label = {}, sys.argv[2]
+for ln in open(sys.argv[1]):
+    k, b, d, n = ln.split()
+    rows.setdefault(k, []).append((float(b), float(d), int(n)))
+med = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v),
+           statistics.median(x[2] for x in v)) for k, v in rows.items()}
+for k in (label, "native"):
+    print("%-7s BPF %6.0f ns/sample  drain %6.0f ns/sample  samples %d" % ((k,) + med[k]))
+print("%s walk added: %.0f ns of BPF time per sample (%.2fx), %.0f ns of drain CPU per sample"
+      % (label, med[label][0] - med["native"][0], med[label][0] / med["native"][0],
+         med[label][1] - med["native"][1]))
+PYEOF
+}
+
+# walk_measure NAME [ENV...]: one recording of a new target (start_target);
+# prints "bpf_ns_per_sample drain_ns_per_sample samples".
+walk_measure() {
+	local name=$1
+	shift
+	start_target
+	env "$@" ./bpftrace-rec -F 999 -d "${SECONDS_REC:-4}" -p "$TARGET_PID" -o "$TMP/$name" > /dev/null 2>&1
+	kill "$TARGET_PID" 2> /dev/null || true
+	wait "$TARGET_PID" 2> /dev/null || true
+	python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+d = s["drain_after_1s"]
+print("%.0f %.0f %d" % (s["sampler_run_time_ns"] / max(s["sampler_run_cnt"], 1),
+                       d["cpu_ns"] / max(d["samples"], 1), s["samples"]))' "$TMP/$name/summary.json"
 }

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "formats/procmaps.h"
 #include "formats/util.h"
 #include "user/util.h"
 
@@ -264,4 +266,69 @@ void elf_scan_dynsym(Elf *elf,
 				fn(ctx, name, sym.st_value, sym.st_size);
 		}
 	}
+}
+
+void *vec_pid_find(const void *v, size_t n, size_t size, size_t off, pid_t pid)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *e = (const char *)v + i * size;
+		pid_t p;
+
+		memcpy(&p, e + off, sizeof(p));
+		if (p == pid)
+			return (void *)e;
+	}
+	return NULL;
+}
+
+void vec_pid_drop(void *v, size_t *n, size_t size, size_t off, pid_t pid)
+{
+	char *e = vec_pid_find(v, *n, size, off, pid);
+
+	if (e && e != (char *)v + --*n * size)
+		memcpy(e, (char *)v + *n * size, size);
+}
+
+static bool memo_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct file_memo *fm = ctx;
+
+	return !memcmp(fm->v + (size_t)id * fm->size, key, sizeof(struct file_memo_key));
+}
+
+void *file_memo_get(struct file_memo *fm, pid_t pid, const struct procmaps_entry *m,
+		    file_memo_read_fn fn, void *ctx)
+{
+	struct file_memo_key k = {.dev = (uint64_t)m->dev_major << 32 | m->dev_minor,
+				  .ino = m->inode};
+	uint64_t h = hash_u64(k.dev ^ hash_u64(k.ino));
+	uint32_t id = idtab_find(&fm->by_file, h, memo_eq, fm, &k);
+	char path[64], *e;
+	int fd;
+
+	if (id != UINT32_MAX)
+		return fm->v + (size_t)id * fm->size;
+	if (fmt_grow((void **)&fm->v, &fm->cap, fm->n + 1, fm->size))
+		return NULL;
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m->start,
+		 m->end);
+	fd = open_regular(path, 0);
+	if (fd < 0)
+		return NULL;
+	e = fm->v + fm->n * fm->size;
+	memset(e, 0, fm->size);
+	memcpy(e, &k, sizeof(k));
+	fn(ctx, fd, m, e);
+	close(fd);
+	if (idtab_insert(&fm->by_file, h, (uint32_t)fm->n))
+		return NULL;
+	fm->n++;
+	return e;
+}
+
+void file_memo_free(struct file_memo *fm)
+{
+	free(fm->v);
+	idtab_free(&fm->by_file);
+	*fm = (struct file_memo){.size = fm->size};
 }

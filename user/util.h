@@ -67,4 +67,38 @@ void elf_scan_dynsym(Elf *elf,
 		     void (*fn)(void *ctx, const char *name, uint64_t value, uint64_t size),
 		     void *ctx);
 
+/* A VEC of a few per-process entries, each with a pid_t member named pid: a
+ * scan. VEC_PID_FIND(a, pid): its entry, or NULL; VEC_PID_DROP(a, pid):
+ * removed, the last entry moved to its place. */
+void *vec_pid_find(const void *v, size_t n, size_t size, size_t off, pid_t pid);
+void vec_pid_drop(void *v, size_t *n, size_t size, size_t off, pid_t pid);
+#define VEC_PID_FIND(a, key)                                                                       \
+	((__typeof__((a).v))vec_pid_find((a).v, (a).n, sizeof(*(a).v),                             \
+					 offsetof(__typeof__(*(a).v), pid), (key)))
+#define VEC_PID_DROP(a, key)                                                                       \
+	vec_pid_drop((a).v, &(a).n, sizeof(*(a).v), offsetof(__typeof__(*(a).v), pid), (key))
+
+/* What a runtime reads once a recording from each file it meets mapped (an
+ * interpreter, a libjvm, a node): entries of size bytes, each beginning
+ * with the file's uint64_t dev, ino (struct file_memo_key), found by them.
+ * file_memo_get: mapping m's entry, read the first time by fn (the entry
+ * zeroed but its key) from the file opened through /proc/PID/map_files
+ * (the mapped file itself, in any mount namespace, even deleted or
+ * replaced since); NULL when it does not open (gone, or not ours to read:
+ * tried again next time) or on ENOMEM. The pointer lasts until the next
+ * entry is added. */
+struct procmaps_entry;
+struct file_memo_key {
+	uint64_t dev, ino;
+};
+struct file_memo {
+	char *v; /* n entries of size bytes */
+	size_t n, cap, size;
+	struct idtab by_file;
+};
+typedef void (*file_memo_read_fn)(void *ctx, int fd, const struct procmaps_entry *m, void *entry);
+void *file_memo_get(struct file_memo *fm, pid_t pid, const struct procmaps_entry *m,
+		    file_memo_read_fn fn, void *ctx);
+void file_memo_free(struct file_memo *fm);
+
 #endif

@@ -34,14 +34,14 @@ static __always_inline __u64 slot(const struct v8_bpf_step *st, __s16 off)
 
 __noinline int v8_record(__u32 slot_id)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32, i;
-	const struct v8_bpf_proc *p = bpf_map_lookup_elem(&v8_procs, &tgid);
 	struct v8_bpf_step *st = bpf_map_lookup_elem(&v8_scratch, &slot_id);
+	const struct v8_bpf_proc *p;
 	__u64 ctxw, bc, off;
-	__u32 kind = V8_KIND_JS, o = 0;
+	__u32 kind = V8_KIND_JS, o = 0, c, i;
 
-	if (!p || !st)
+	if (!st)
 		return -1;
+	p = &st->proc; /* the walk's process's, copied at its start */
 	if (!st->bp || (st->bp & 7) || st->bp < V8_FP_WORDS * 8)
 		return 0;
 	if (bpf_probe_read_user(st->w, sizeof(st->w), (void *)(st->bp - V8_FP_WORDS * 8))) {
@@ -57,11 +57,21 @@ __noinline int v8_record(__u32 slot_id)
 		v8_count(V8_STAT_NOT_JS);
 		return 0;
 	}
-	if (bpf_probe_read_user(&st->sfi, 8, (void *)(st->fn - p->heap_tag + p->jsf_shared)) ||
-	    (st->sfi & p->heap_tag_mask) != p->heap_tag ||
-	    bpf_probe_read_user(&st->data, 8, (void *)(st->sfi - p->heap_tag + p->sfi_data))) {
+	c = (__u32)(st->fn >> 3) & (V8_FN_CACHE - 1);
+	if (st->c_fn[c] == st->fn) {
+		st->sfi = st->c_sfi[c];
+		st->data = st->c_data[c];
+	} else if (bpf_probe_read_user(&st->sfi, 8,
+				       (void *)(st->fn - p->heap_tag + p->jsf_shared)) ||
+		   (st->sfi & p->heap_tag_mask) != p->heap_tag ||
+		   bpf_probe_read_user(&st->data, 8,
+				       (void *)(st->sfi - p->heap_tag + p->sfi_data))) {
 		v8_count(V8_STAT_READ_FAULT);
 		return 0;
+	} else {
+		st->c_fn[c] = st->fn;
+		st->c_sfi[c] = st->sfi;
+		st->c_data[c] = st->data;
 	}
 	/* An interpreted frame holds its function's BytecodeArray (the
 	 * function_data of one not compiled further) and the offset of the

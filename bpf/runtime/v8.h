@@ -59,6 +59,7 @@ enum v8_frame_kind {
 #define V8_FP_WORDS 8
 
 /* One step's state (a v8_scratch slot), as struct jvm_bpf_step. */
+#define V8_FN_CACHE 4 /* a power of 2 */
 struct v8_bpf_step {
 	__u64 pc, bp;
 	__u32 tid;
@@ -70,6 +71,15 @@ struct v8_bpf_step {
 	 * the step (and their bpf_loop callbacks) share. */
 	__u64 w[V8_FP_WORDS];
 	__u64 fn, sfi, data;
+	/* The walk's functions seen: their SharedFunctionInfo and its
+	 * function_data, by the function's address (V8_FN_CACHE ways, direct
+	 * mapped; emptied at the walk's start). A recursion's frames, direct
+	 * or through a few functions, are read once: the two reads a frame
+	 * would cost again give the same words within one walk. */
+	__u64 c_fn[V8_FN_CACHE], c_sfi[V8_FN_CACHE], c_data[V8_FN_CACHE];
+	/* The process's v8_procs entry, copied at the walk's start: a hash
+	 * lookup at each frame was a third of the step's time. */
+	struct v8_bpf_proc proc;
 };
 
 enum v8_bpf_stat {

@@ -35,9 +35,9 @@ V8_EXTERN struct {
 } v8_scratch SEC(".maps");
 
 /* The frame of the slot's (pc, rbp), whose pc is V8's code in a process of
- * v8_procs: its record appended when it is a JavaScript frame. Nothing of
- * the walk changes: rbp frames, stepped by the CFI walk. 0, or -1 when the
- * process is not one of v8_procs. */
+ * v8_procs (its entry copied to the slot's proc at the walk's start): its
+ * record appended when it is a JavaScript frame. Nothing of the walk
+ * changes: rbp frames, stepped by the CFI walk. 0, or -1 without the slot. */
 int v8_record(__u32 slot);
 
 #endif

@@ -107,35 +107,9 @@ void jvm_names_get_stats(const struct jvm_names *jn, struct jvm_names_stats *out
 	*out = jn ? jn->st : (struct jvm_names_stats){0};
 }
 
-/* Few JVMs a recording: a scan. */
-static struct jvm_pid *pid_find(const struct jvm_names *jn, pid_t pid)
-{
-	for (size_t i = 0; i < jn->pids.n; i++)
-		if (jn->pids.v[i].pid == pid)
-			return &jn->pids.v[i];
-	return NULL;
-}
-
 int jvm_names_walked(const struct jvm_names *jn, pid_t pid)
 {
-	return jn && pid_find(jn, pid);
-}
-
-/* The pending entry of pid, or NULL. */
-static struct jvm_pending *pending_find(struct jvm_names *jn, pid_t pid)
-{
-	for (size_t i = 0; i < jn->pending.n; i++)
-		if (jn->pending.v[i].pid == pid)
-			return &jn->pending.v[i];
-	return NULL;
-}
-
-static void pending_drop(struct jvm_names *jn, pid_t pid)
-{
-	struct jvm_pending *q = pending_find(jn, pid);
-
-	if (q)
-		*q = jn->pending.v[--jn->pending.n];
+	return jn && VEC_PID_FIND(jn->pids, pid);
 }
 
 void jvm_names_forget(struct jvm_names *jn, pid_t pid)
@@ -144,8 +118,8 @@ void jvm_names_forget(struct jvm_names *jn, pid_t pid)
 	__u32 key = (__u32)pid;
 
 	if (jn)
-		pending_drop(jn, pid);
-	if (!jn || !(e = pid_find(jn, pid)))
+		VEC_PID_DROP(jn->pending, pid);
+	if (!jn || !(e = VEC_PID_FIND(jn->pids, pid)))
 		return;
 	if (jn->procs_fd >= 0)
 		bpf_map_delete_elem(jn->procs_fd, &key);
@@ -166,20 +140,20 @@ static void source_maps_read(void *ctx, struct proc *p)
 	__u32 key = (__u32)p->pid;
 	int err;
 
-	if (!p->maps_text || pid_find(jn, p->pid))
+	if (!p->maps_text || VEC_PID_FIND(jn->pids, p->pid))
 		return;
 	err = jvm_attach_maps(jn->j, p->pid, p->maps_text, strlen(p->maps_text), &jp);
 	if (err == -EAGAIN) {
 		struct jvm_pending q = {p->pid, now_ns(CLOCK_MONOTONIC) + JVM_RETRY_NS}, *o;
 
 		p->jit_walked = true; /* a JVM starting: walked once its code cache is made */
-		if ((o = pending_find(jn, p->pid)))
+		if ((o = VEC_PID_FIND(jn->pending, p->pid)))
 			o->next_ns = q.next_ns;
 		else if (VEC_PUSH(jn->pending, q))
 			return; /* ENOMEM: named as JIT code */
 		return;
 	}
-	pending_drop(jn, p->pid);
+	VEC_PID_DROP(jn->pending, p->pid);
 	if (err)
 		return;
 	e.jp = jp;
@@ -206,7 +180,7 @@ static void source_leaf(void *ctx, struct proc *p, const struct frame *leaf)
 	struct jvm_pending *q;
 
 	(void)leaf;
-	if (!jn->pending.n || !(q = pending_find(jn, p->pid)) ||
+	if (!jn->pending.n || !(q = VEC_PID_FIND(jn->pending, p->pid)) ||
 	    now_ns(CLOCK_MONOTONIC) < q->next_ns)
 		return;
 	source_maps_read(jn, p);
@@ -320,7 +294,7 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 		return;
 	jn->st.samples++;
 	jn->st.truncated += !!(s->flags & SAMPLE_JVM_TRUNC);
-	if (!(e = pid_find(jn, p->pid)))
+	if (!(e = VEC_PID_FIND(jn->pids, p->pid)))
 		return;
 	/* Inlined Java frames may go past --max-stack (max), as they did
 	 * before it counted Python frames: whether they count too is the

@@ -380,8 +380,7 @@ struct bin_ent {
 };
 
 struct python {
-	VEC(struct bin_ent) bins;
-	struct idtab bins_by_file; /* (device, inode) -> index in bins */
+	struct file_memo bins; /* struct bin_ent */
 	VEC(struct py_proc *) procs;
 	unsigned warned[128]; /* minor versions without a layout, said once */
 };
@@ -389,7 +388,10 @@ struct python {
 int python_new(struct python **out)
 {
 	*out = calloc(1, sizeof(**out));
-	return *out ? 0 : -ENOMEM;
+	if (!*out)
+		return -ENOMEM;
+	(*out)->bins.size = sizeof(struct bin_ent);
+	return 0;
 }
 
 static void code_clear(struct code_ent *e)
@@ -416,8 +418,7 @@ void python_free(struct python *py)
 	for (size_t i = 0; i < py->procs.n; i++)
 		proc_free(py->procs.v[i]);
 	VEC_FREE(py->procs);
-	VEC_FREE(py->bins);
-	idtab_free(&py->bins_by_file);
+	file_memo_free(&py->bins);
 	free(py);
 }
 
@@ -432,41 +433,19 @@ const struct py_binary *py_proc_binary(const struct py_proc *p)
 	return &p->bin;
 }
 
-static bool bin_eq(const void *ctx, uint32_t id, const void *key)
+/* A file's interpreter facts (a file_memo_read_fn). */
+static void bin_ent_read(void *ctx, int fd, const struct procmaps_entry *m, void *entry)
 {
-	const struct bin_ent *b = &((const struct python *)ctx)->bins.v[id], *k = key;
+	struct bin_ent *e = entry;
 
-	return b->dev == k->dev && b->ino == k->ino;
+	(void)ctx;
+	e->ret = py_binary_read(fd, m->path, &e->bin);
 }
 
 /* The file of a mapping, read once per recording. */
 static const struct bin_ent *bin_of(struct python *py, pid_t pid, const struct procmaps_entry *m)
 {
-	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor,
-		 h = hash_u64(dev ^ hash_u64(m->inode));
-	struct bin_ent e = {.dev = dev, .ino = m->inode};
-	uint32_t id = idtab_find(&py->bins_by_file, h, bin_eq, py, &e);
-	char path[64];
-	int fd;
-
-	if (id != UINT32_MAX)
-		return &py->bins.v[id];
-	/* map_files: the mapped file itself, in any mount namespace, even
-	 * deleted or replaced since. */
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m->start,
-		 m->end);
-	fd = open_regular(path, 0);
-	if (fd < 0)
-		return NULL; /* gone, or not ours to read: try again next time */
-	e.ret = py_binary_read(fd, m->path, &e.bin);
-	close(fd);
-	if (VEC_PUSH(py->bins, e))
-		return NULL;
-	if (idtab_insert(&py->bins_by_file, h, (uint32_t)(py->bins.n - 1))) {
-		py->bins.n--;
-		return NULL;
-	}
-	return &py->bins.v[py->bins.n - 1];
+	return file_memo_get(&py->bins, pid, m, bin_ent_read, NULL);
 }
 
 void python_forget(struct python *py, pid_t pid)

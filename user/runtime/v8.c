@@ -69,14 +69,17 @@ struct v8_proc {
 };
 
 struct v8 {
-	VEC(struct v8_bin) bins;
+	struct file_memo bins; /* struct v8_bin */
 	VEC(struct v8_proc *) procs;
 };
 
 int v8_new(struct v8 **out)
 {
 	*out = calloc(1, sizeof(**out));
-	return *out ? 0 : -ENOMEM;
+	if (!*out)
+		return -ENOMEM;
+	(*out)->bins.size = sizeof(struct v8_bin);
+	return 0;
 }
 
 static void proc_free(struct v8_proc *p)
@@ -100,7 +103,7 @@ void v8_free(struct v8 *v)
 	for (size_t i = 0; i < v->procs.n; i++)
 		proc_free(v->procs.v[i]);
 	VEC_FREE(v->procs);
-	VEC_FREE(v->bins);
+	file_memo_free(&v->bins);
 	free(v);
 }
 
@@ -196,12 +199,16 @@ static uint64_t decode_ret(int fd, Elf *elf, size_t nph, uint64_t fn)
 	return 0;
 }
 
-static void bin_read(int fd, struct v8_bin *b)
+/* A file's v8dbg_* metadata (a file_memo_read_fn). */
+static void bin_read(void *ctx, int fd, const struct procmaps_entry *m, void *entry)
 {
+	struct v8_bin *b = entry;
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	struct scan s = {.b = b};
 	size_t n = 0;
 
+	(void)ctx;
+	(void)m;
 	b->ret = -ENOENT;
 	if (!elf)
 		return;
@@ -232,25 +239,7 @@ static void bin_read(int fd, struct v8_bin *b)
 
 static struct v8_bin *bin_of(struct v8 *v, pid_t pid, const struct procmaps_entry *m)
 {
-	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
-	struct v8_bin e = {.dev = dev, .ino = m->inode};
-	char path[64];
-	int fd;
-
-	/* Few binaries a recording: a scan. */
-	for (size_t i = 0; i < v->bins.n; i++)
-		if (v->bins.v[i].dev == dev && v->bins.v[i].ino == m->inode)
-			return &v->bins.v[i];
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m->start,
-		 m->end);
-	fd = open_regular(path, 0);
-	if (fd < 0)
-		return NULL;
-	bin_read(fd, &e);
-	close(fd);
-	if (VEC_PUSH(v->bins, e))
-		return NULL;
-	return &v->bins.v[v->bins.n - 1];
+	return file_memo_get(&v->bins, pid, m, bin_read, NULL);
 }
 
 static int meta_get(void *ctx, const char *name, int32_t *val)

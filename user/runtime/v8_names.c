@@ -114,33 +114,9 @@ void v8_names_get_stats(const struct v8_names *vn, struct v8_names_stats *out)
 	*out = vn ? vn->st : (struct v8_names_stats){0};
 }
 
-static struct v8_pid *pid_find(const struct v8_names *vn, pid_t pid)
-{
-	for (size_t i = 0; i < vn->pids.n; i++)
-		if (vn->pids.v[i].pid == pid)
-			return &vn->pids.v[i];
-	return NULL;
-}
-
 int v8_names_walked(const struct v8_names *vn, pid_t pid)
 {
-	return vn && pid_find(vn, pid);
-}
-
-static struct v8_pending *pending_find(struct v8_names *vn, pid_t pid)
-{
-	for (size_t i = 0; i < vn->pending.n; i++)
-		if (vn->pending.v[i].pid == pid)
-			return &vn->pending.v[i];
-	return NULL;
-}
-
-static void pending_drop(struct v8_names *vn, pid_t pid)
-{
-	struct v8_pending *q = pending_find(vn, pid);
-
-	if (q)
-		*q = vn->pending.v[--vn->pending.n];
+	return vn && VEC_PID_FIND(vn->pids, pid);
 }
 
 void v8_names_forget(struct v8_names *vn, pid_t pid)
@@ -150,11 +126,11 @@ void v8_names_forget(struct v8_names *vn, pid_t pid)
 
 	if (!vn)
 		return;
-	pending_drop(vn, pid);
+	VEC_PID_DROP(vn->pending, pid);
 	for (size_t i = 0; i < vn->refused.n; i++)
 		if (vn->refused.v[i] == pid)
 			vn->refused.v[i--] = vn->refused.v[--vn->refused.n];
-	if (!(e = pid_find(vn, pid)))
+	if (!(e = VEC_PID_FIND(vn->pids, pid)))
 		return;
 	if (vn->procs_fd >= 0)
 		bpf_map_delete_elem(vn->procs_fd, &key);
@@ -198,7 +174,7 @@ static void source_maps_read(void *ctx, struct proc *p)
 	__u32 key = (__u32)p->pid;
 	int err;
 
-	if (!p->maps_text || pid_find(vn, p->pid))
+	if (!p->maps_text || VEC_PID_FIND(vn->pids, p->pid))
 		return;
 	for (size_t i = 0; i < vn->refused.n; i++)
 		if (vn->refused.v[i] == p->pid)
@@ -215,7 +191,7 @@ static void source_maps_read(void *ctx, struct proc *p)
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
 		struct v8_pending q = {p->pid, now + V8_RETRY_NS, now + V8_RETRY_FOR_NS}, *o;
 
-		if (!(o = pending_find(vn, p->pid))) {
+		if (!(o = VEC_PID_FIND(vn->pending, p->pid))) {
 			VEC_PUSH(vn->pending, q); /* ENOMEM: looked at at its next maps */
 			return;
 		}
@@ -223,7 +199,7 @@ static void source_maps_read(void *ctx, struct proc *p)
 			o->next_ns = q.next_ns;
 			return;
 		}
-		pending_drop(vn, p->pid);
+		VEC_PID_DROP(vn->pending, p->pid);
 		debug("process %d: no V8 found in %llu ms: not looked at again", (int)p->pid,
 		      (unsigned long long)(V8_RETRY_FOR_NS / 1000000));
 	}
@@ -231,7 +207,7 @@ static void source_maps_read(void *ctx, struct proc *p)
 		VEC_PUSH(vn->refused, p->pid); /* ENOMEM: looked at again */
 		return;
 	}
-	pending_drop(vn, p->pid);
+	VEC_PID_DROP(vn->pending, p->pid);
 	e.vp = vp;
 	v8_proc_bpf(vp, &val);
 	if (vn->procs_fd >= 0 && bpf_map_update_elem(vn->procs_fd, &key, &val, BPF_ANY)) {
@@ -257,7 +233,7 @@ static void source_leaf(void *ctx, struct proc *p, const struct frame *leaf)
 	struct v8_pending *q;
 
 	(void)leaf;
-	if (!vn->pending.n || !(q = pending_find(vn, p->pid)) ||
+	if (!vn->pending.n || !(q = VEC_PID_FIND(vn->pending, p->pid)) ||
 	    now_ns(CLOCK_MONOTONIC) < q->next_ns)
 		return;
 	source_maps_read(vn, p);
@@ -415,7 +391,7 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 		return;
 	vn->st.samples++;
 	vn->st.truncated += !!(s->flags & SAMPLE_V8_TRUNC);
-	if (!(e = pid_find(vn, p->pid)))
+	if (!(e = VEC_PID_FIND(vn->pids, p->pid)))
 		return;
 	if (s->flags & SAMPLE_DWARF)
 		walked = (s->flags & SAMPLE_DWARF_AT) ? s->dwarf_at : 0;
