@@ -110,12 +110,18 @@ EOF
 # us (each sample's 600 frames named and added again), now ~0. Not
 # profile.pb.gz's: its fixed part (a program's debug info read for source
 # lines, 45-90 ms) is noisier than the samples' part.
+# On a host loaded enough that deep got too few samples in 10 s for the
+# difference to show (it had 5 % of a core once), the long one is taken
+# again at 25 s.
 t=stop_flat
-for d in 2 10; do
+nsamples() { awk '{ n += $NF } END { print n + 0 }' "$1/stacks.folded" 2>/dev/null; }
+for d in 2 10 25; do
+	[ $d = 25 ] && [ "$(nsamples "$TMP/s10")" -ge $(($(nsamples "$TMP/s2") + 300)) ] && break
 	"$WL/deep" 600 64 100 > /dev/null & deep=$!
 	sleep 0.3
 	"$REC" -v -F 499 -p $deep -d $d -o "$TMP/s$d" 2> "$TMP/s$d.err"
 	kill $deep
+	[ $d = 25 ] && rm -rf "$TMP/s10" && mv "$TMP/s25" "$TMP/s10" && mv "$TMP/s25.err" "$TMP/s10.err"
 done
 if python3 - "$TMP/s2" "$TMP/s10" << 'EOF'; then pass $t; else fail $t; cat "$TMP/s2.err" "$TMP/s10.err" >&2; fi
 import re, sys
@@ -128,6 +134,6 @@ for d in sys.argv[1:]:
 us = (cpu[1] - cpu[0]) * 1000 / max(n[1] - n[0], 1)
 print("samples %d %d, stop CPU %.1f %.1f ms: %.1f us a sample more" % (*n, *cpu, us), file=sys.stderr)
 # The long one has the samples to show it (deep ran all along).
-assert n[1] - n[0] >= 500, n
+assert n[1] - n[0] >= 300, n
 assert us < 8, us
 EOF
