@@ -33,8 +33,14 @@ cpuprof CPUPROFILE MARKS PID: V8's own profiler against ours, in the same
   threads too: 12 % of its samples against our 3 % of CPU). A function is
   (name, script's base name, first line): V8's lineNumber + 1, our s=.
   The TOP functions with the most samples under them in the .cpuprofile,
-  each one's share of the samples there and here: "ok ..." when all are
-  within 3 points, else "differ ...".
+  each one's share there, of its samples and of their time (DevTools'
+  reading: each sample lasts to the next one's timestamp), and of our
+  samples here: "ok ..." when ours is within 3 points of the two (of the
+  range between them), else "differ ...". The two readings of V8's agree
+  on a quiet machine; under load they part (51.1 and 60.0 for tsc's
+  getSemanticDiagnostics at load 15-18, ours 54.6): V8's sampler is one
+  of node's threads, and the GC's helper threads take its CPU, and its
+  ticks, in the phases where they run.
 """
 import json
 import math
@@ -106,23 +112,27 @@ TOP = 20
 
 def cpuprofile(path, t0, t1):
     """The function keys of each of the .cpuprofile's samples taken within
-    [t0, t1], but those in its garbage collector."""
+    [t0, t1], but those in its garbage collector, with its time (to the
+    next sample's timestamp, as DevTools counts it)."""
     p = json.load(open(path))
     nodes = {n["id"]: n for n in p["nodes"]}
     parent = {c: n["id"] for n in p["nodes"] for c in n.get("children", [])}
-    out, t = [], p["startTime"]
-    for sid, dt in zip(p["samples"], p["timeDeltas"]):
+    ts, t = [], p["startTime"]
+    for dt in p["timeDeltas"]:
         t += dt
-        if not t0 <= t <= t1 or nodes[sid]["callFrame"]["functionName"] == "(garbage collector)":
+        ts.append(t)
+    out = []
+    for i, sid in enumerate(p["samples"]):
+        if not t0 <= ts[i] <= t1 or nodes[sid]["callFrame"]["functionName"] == "(garbage collector)":
             continue
-        keys, i = set(), sid
-        while i in nodes:
-            cf = nodes[i]["callFrame"]
+        keys, j = set(), sid
+        while j in nodes:
+            cf = nodes[j]["callFrame"]
             if cf["url"]:
                 keys.add((cf["functionName"] or "<anonymous>", os.path.basename(cf["url"]),
                           cf["lineNumber"] + 1))
-            i = parent.get(i)
-        out.append(keys)
+            j = parent.get(j)
+        out.append((keys, max((ts[i + 1] if i + 1 < len(ts) else p["endTime"]) - ts[i], 0)))
     return out
 
 
@@ -136,19 +146,22 @@ def cpuprof(text, path, marks, pid):
         if lab.get("pid") != pid or lab.get("tid") != pid or any(GC.search(f[0]) for f in fr):
             continue
         ours.append((w, {(f[0], os.path.basename(f[1]), f[5]) for f in fr if f[5]}))
-    nt, no = len(theirs), sum(w for w, _ in ours)
-    if nt < 1000 or no < 1000:
+    nt, no, tt = len(theirs), sum(w for w, _ in ours), sum(d for _, d in theirs)
+    if nt < 1000 or no < 1000 or not tt:
         return "differ: too few samples (cpuprofile %d, ours %d)" % (nt, no)
-    inc = {}
-    for keys in theirs:
+    inc, inct = {}, {}
+    for keys, d in theirs:
         for k in keys:
             inc[k] = inc.get(k, 0) + 1
+            inct[k] = inct.get(k, 0) + d
     rows, ok, worst = [], True, 0.0
     for k, c in sorted(inc.items(), key=lambda x: (-x[1], x[0]))[:TOP]:
-        a, b = pct(c, nt), pct(sum(w for w, keys in ours if k in keys), no)
-        ok = ok and abs(a - b) <= 3
-        worst = max(worst, abs(a - b))
-        rows.append("%s@%s:%d v8=%.1f ours=%.1f" % (k[0], k[1], k[2], a, b))
+        a, at = pct(c, nt), pct(inct[k], tt)
+        b = pct(sum(w for w, keys in ours if k in keys), no)
+        off = max(min(a, at) - b, b - max(a, at), 0)
+        ok = ok and off <= 3
+        worst = max(worst, off)
+        rows.append("%s@%s:%d v8=%.1f/%.1f ours=%.1f" % (k[0], k[1], k[2], a, at, b))
     return "%s (cpuprofile %d samples, ours %d, worst %.1f points) %s" % (
         "ok" if ok else "differ", nt, no, worst, "; ".join(rows))
 
