@@ -143,6 +143,18 @@ struct ev_task {
 	char comm[COMM_LEN];
 };
 
+/* EV_EXEC's record: the task's, and the file exec'd, by its identity and
+ * the path given to exec: a process that exits before user space reads its
+ * maps has its executable found by that path, as its exit-time mappings
+ * (struct ev_vma) name a file by its inode and bare name only. */
+#define EXEC_PATH_LEN 256
+struct ev_exec {
+	struct ev_task task;
+	__u64 ino;
+	__u32 dev_major, dev_minor; /* as in /proc/PID/maps */
+	char path[EXEC_PATH_LEN];   /* bprm->filename: absolute, or the exec's cwd's */
+};
+
 #define VMA_NAME_LEN 64
 
 /* Sent for each executable file mapping of a process as its last thread

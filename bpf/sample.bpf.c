@@ -798,9 +798,11 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 }
 
 SEC("tp_btf/sched_process_exec")
-int BPF_PROG(on_exec, struct task_struct *p)
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct ev_exec *e;
+	dev_t dev;
 
 	/* The mappings found for the old image are not the new one's, nor
 	 * are the rows the walk kept for its pcs. */
@@ -814,7 +816,22 @@ int BPF_PROG(on_exec, struct task_struct *p)
 	}
 	if (filter_pids && !is_target(tgid))
 		return 0;
-	task_event(EV_EXEC, tgid, 0);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(STAT_LOST_TASK);
+		return 0;
+	}
+	fill_hdr(&e->task.hdr, EV_EXEC, tgid, (__u32)bpf_get_current_pid_tgid());
+	e->task.child_pid = e->task.pad = 0;
+	bpf_get_current_comm(e->task.comm, sizeof(e->task.comm));
+	e->ino = BPF_CORE_READ(bprm, file, f_inode, i_ino);
+	dev = BPF_CORE_READ(bprm, file, f_inode, i_sb, s_dev);
+	e->dev_major = dev >> 20; /* the kernel's dev_t: MINORBITS 20 */
+	e->dev_minor = dev & 0xfffff;
+	if (bpf_probe_read_kernel_str(e->path, sizeof(e->path), BPF_CORE_READ(bprm, filename)) < 0)
+		e->path[0] = 0;
+	/* As task_event's: woken for targets, the timer's drain under -a. */
+	bpf_ringbuf_submit(e, filter_pids ? BPF_RB_FORCE_WAKEUP : rb_flags());
 	return 0;
 }
 

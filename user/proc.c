@@ -63,6 +63,28 @@ static void add_known_file(struct procs *procs, const struct mapping *m)
 		free(procs->files.v.v[--procs->files.v.n].path);
 }
 
+void procs_exec_file(struct procs *procs, uint32_t dev_major, uint32_t dev_minor, uint64_t ino,
+		     const char *path, size_t n)
+{
+	struct mapping k = {.inode = ino, .dev_major = dev_major, .dev_minor = dev_minor};
+	char given[EXEC_PATH_LEN], real[PATH_MAX];
+	struct stat st;
+
+	if (!ino || !n || path[0] != '/' || known_file(procs, &k))
+		return;
+	n = strnlen(path, n < sizeof(given) ? n : sizeof(given) - 1);
+	memcpy(given, path, n);
+	given[n] = 0;
+	/* The path is the exec's, written by whoever ran it: taken only for
+	 * the file the kernel exec'd (its inode and device now), by its
+	 * resolved name (a link's target). */
+	if (!realpath(given, real) || stat(real, &st) || !S_ISREG(st.st_mode) || st.st_ino != ino ||
+	    major(st.st_dev) != dev_major || minor(st.st_dev) != dev_minor)
+		return;
+	k.path = real;
+	add_known_file(procs, &k);
+}
+
 static bool proc_eq(const void *ctx, uint32_t id, const void *key)
 {
 	return ((const struct procs *)ctx)->v.v[id]->pid == *(const pid_t *)key;

@@ -261,6 +261,11 @@ int proc_add_sample(struct procs *procs, const struct ev_sample *s);
 int proc_intern_record(struct procs *procs, const struct ev_sample *s, struct proc **pp,
 		       uint32_t *stack);
 void proc_on_exec(struct procs *procs, pid_t pid, const char *comm);
+/* A process exec'd the file (dev_major, dev_minor, ino) by path (n bytes at
+ * most, from struct ev_exec): the file's path, for the exit-time mappings of
+ * processes whose maps were never read, where the path names that file now. */
+void procs_exec_file(struct procs *procs, uint32_t dev_major, uint32_t dev_minor, uint64_t ino,
+		     const char *path, size_t n);
 /* The process exited (time: its event's): what only a live process needs
  * goes now (the unwinder and its open files). */
 void proc_on_exit(struct procs *procs, pid_t pid, uint64_t time_ns);

@@ -580,6 +580,12 @@ static int handle_record(struct recorder *r, const struct ev_hdr *h, size_t size
 		v8_names_forget(r->v8names, h->pid);
 		if (size >= sizeof(struct ev_task) && (!env.all || proc_find(&r->procs, h->pid)))
 			proc_on_exec(&r->procs, h->pid, ((const struct ev_task *)data)->comm);
+		if (size >= sizeof(struct ev_exec)) {
+			const struct ev_exec *e = data;
+
+			procs_exec_file(&r->procs, e->dev_major, e->dev_minor, e->ino, e->path,
+					sizeof(e->path));
+		}
 		break;
 	case EV_FORK:
 		if (size >= sizeof(struct ev_task))
