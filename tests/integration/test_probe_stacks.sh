@@ -82,7 +82,12 @@ else
 	# here reliably; probe_emulated_push below makes them common.
 	t=probe_redis_unknown
 	unk=$("$PPROF" -traces "$TMP/redis/profile.pb.gz" 2>/dev/null | grep -c '^ .*\[unknown\]$')
-	if [ "$unk" = 0 ]; then pass $t; else fail $t "$unk [unknown] frames"; fi
+	if [ "$unk" = 0 ]; then pass $t; else
+		fail $t "$unk [unknown] frames"
+		# The samples, for which window it was.
+		"$PPROF" -traces "$TMP/redis/profile.pb.gz" 2>/dev/null |
+			awk 'BEGIN { RS = "-----------\\+" } /\[unknown\]/ { if (n++ < 3) print }' >&2
+	fi
 fi
 
 # The same window made common: fib (its first instruction `push %rbp`,
