@@ -326,7 +326,7 @@ pp=$("$PPROF" -sample_index=offcpu -tags "$TMP/u/profile.pb.gz" 2>/dev/null |
 	awk '/^ pid:/ { on = 1; next } on && NF == 0 { exit }
 		on { v = $1; if (sub("ms$", "", v)) ; else if (sub("s$", "", v)) v *= 1000; print $NF, v }' |
 	sort -n | awk 'NR == 1 { print $2 }')
-if at_least "${k:-0}" 1 && [ "${un:-0}" -ge "$k" ] && [ $((un + stale)) -le 5 ] &&
+if at_least "${k:-0}" 1 && [ "${un:-0}" -ge "$k" ] &&
 	at_least "${unms:-0}" $((k * 2000)) && at_least "${pms:-0}" $((k * 2000 + 450)) &&
 	at_least "${pp:-0}" $((k * 2000 + 450)); then
 	pass $t
