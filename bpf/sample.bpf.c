@@ -759,6 +759,23 @@ int on_sample_compat(struct bpf_perf_event_data *ctx)
 	return sample(ctx, true);
 }
 
+/* A task event's common part, and its submission: for targets, rare and
+ * time-critical (the reader reads /proc/PID/maps now), so the reader is
+ * woken. Under -a every exec in the system comes here, and a wakeup costs
+ * tens of us: the timer drain will do. */
+static __always_inline void task_fill(struct ev_task *e, __u32 type, __u32 pid, __u32 child)
+{
+	fill_hdr(&e->hdr, type, pid, (__u32)bpf_get_current_pid_tgid());
+	e->child_pid = child;
+	e->pad = 0;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+}
+
+static __always_inline __u64 task_wake(void)
+{
+	return filter_pids ? BPF_RB_FORCE_WAKEUP : rb_flags();
+}
+
 static __always_inline void task_event(__u32 type, __u32 pid, __u32 child)
 {
 	struct ev_task *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -767,14 +784,8 @@ static __always_inline void task_event(__u32 type, __u32 pid, __u32 child)
 		count(STAT_LOST_TASK);
 		return;
 	}
-	fill_hdr(&e->hdr, type, pid, (__u32)bpf_get_current_pid_tgid());
-	e->child_pid = child;
-	e->pad = 0;
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	/* For targets, rare and time-critical (the reader reads /proc/PID/maps
-	 * now), so wake it. Under -a every exec in the system comes here, and a
-	 * wakeup costs tens of us: the timer drain will do. */
-	bpf_ringbuf_submit(e, filter_pids ? BPF_RB_FORCE_WAKEUP : rb_flags());
+	task_fill(e, type, pid, child);
+	bpf_ringbuf_submit(e, task_wake());
 }
 
 SEC("tp_btf/sched_process_fork")
@@ -821,17 +832,14 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		count(STAT_LOST_TASK);
 		return 0;
 	}
-	fill_hdr(&e->task.hdr, EV_EXEC, tgid, (__u32)bpf_get_current_pid_tgid());
-	e->task.child_pid = e->task.pad = 0;
-	bpf_get_current_comm(e->task.comm, sizeof(e->task.comm));
+	task_fill(&e->task, EV_EXEC, tgid, 0);
 	e->ino = BPF_CORE_READ(bprm, file, f_inode, i_ino);
 	dev = BPF_CORE_READ(bprm, file, f_inode, i_sb, s_dev);
 	e->dev_major = dev >> 20; /* the kernel's dev_t: MINORBITS 20 */
 	e->dev_minor = dev & 0xfffff;
 	if (bpf_probe_read_kernel_str(e->path, sizeof(e->path), BPF_CORE_READ(bprm, filename)) < 0)
 		e->path[0] = 0;
-	/* As task_event's: woken for targets, the timer's drain under -a. */
-	bpf_ringbuf_submit(e, filter_pids ? BPF_RB_FORCE_WAKEUP : rb_flags());
+	bpf_ringbuf_submit(e, task_wake());
 	return 0;
 }
 
