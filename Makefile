@@ -102,6 +102,10 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(FORMATS_OB
 	@mkdir -p $(@D)
 	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(FORMATS_OBJ) $(LDLIBS)
 
+# The inlined-method chain's naming (a user/ header, the process read
+# through a callback).
+$(OUT)/tests/test_jvm_chain: user/runtime/jvm_chain.h user/runtime/jvm.h
+
 # The unwinder is user/ code but unit-testable alone (libdw only). The test
 # unwinds its own functions, whose frame layout it knows: it is compiled
 # without sanitizers even in the sanitizer build (ASan's redzones would move

@@ -12,6 +12,7 @@
 #include "formats/jvm_tables.h"
 #include "formats/procmaps.h"
 #include "user/runtime/jvm.h"
+#include "user/runtime/jvm_chain.h"
 #include "user/util.h"
 
 /* Bounds of what is read from a process. */
@@ -906,6 +907,18 @@ fail:
 	return NULL;
 }
 
+/* jvm_chain_names' reader: a method of the process, any ConstMethod (the
+ * nmethod's compile id vouches for its metadata). */
+static int chain_read(void *ctx, uint64_t method, int32_t bci, struct jvm_named *out)
+{
+	const struct jvm_method_ent *me = method_get(ctx, method, COOKIE_ANY);
+
+	if (!me)
+		return -1;
+	*out = (struct jvm_named){&me->m, bci >= 0 ? method_line(me, (uint32_t)bci) : 0};
+	return 0;
+}
+
 int jvm_frame_names(struct jvm_proc *p, uint64_t addr, uint64_t info, struct jvm_named *out,
 		    int max)
 {
@@ -915,9 +928,9 @@ int jvm_frame_names(struct jvm_proc *p, uint64_t addr, uint64_t info, struct jvm
 	const struct jvm_method_ent *me;
 	struct jvm_scope sc[JVM_INLINE_MAX];
 	struct jvm_pcdesc pd;
-	int n = 0, k;
+	int n, k;
 
-	if (max < 1)
+	if (max < 2)
 		return 0;
 	/* The names handed out before are the caller's copies by now. */
 	dead_clear(p);
@@ -949,18 +962,7 @@ int jvm_frame_names(struct jvm_proc *p, uint64_t addr, uint64_t info, struct jvm
 			     &pd))
 		k = jvm_scopes_chain(nm->scopes, nm->nscopes, pd.scope_decode_offset, sc,
 				     JVM_INLINE_MAX);
-	for (int i = 0; i < k && n < max; i++) {
-		int mi = sc[i].metadata_index;
-		uint64_t m;
-
-		if (mi <= 0 || (size_t)mi > nm->nmeta)
-			break;
-		m = nm->meta[mi - 1];
-		if (!(me = method_get(p, m, COOKIE_ANY)))
-			break;
-		out[n++] = (struct jvm_named){
-		    &me->m, sc[i].bci >= 0 ? method_line(me, (uint32_t)sc[i].bci) : 0};
-	}
+	n = jvm_chain_names(sc, k, nm->meta, nm->nmeta, nm->method, chain_read, p, out, max);
 	if (n == 0) { /* no scopes (a native wrapper, a pc with none): the method alone */
 		if (!(me = method_get(p, nm->method, COOKIE_ANY)))
 			return 0;

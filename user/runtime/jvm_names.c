@@ -6,6 +6,7 @@
 #include <bpf/bpf.h>
 #include "user/runtime/jvm_names.h"
 #include "user/runtime/jvm.h"
+#include "user/runtime/jvm_chain.h"
 #include "user/proc.h"
 #include "user/util.h"
 
@@ -247,8 +248,11 @@ static int frame_pcs(struct jvm_names *jn, struct jvm_pid *e, uint64_t addr, uin
 		jn->st.inlined += f->n > 1 ? f->n - 1 : 0;
 		return m;
 	}
+	bool cut = false;
+
 	n = jvm_frame_names(e->jp, addr, info, named, JVM_EXPAND_MAX);
 	for (int j = 0; j < n && m < max; j++) {
+		cut |= named[j].m == &jvm_chain_cut;
 		uint32_t fn = fn_intern(jn, named[j].m);
 		int line = named[j].line;
 
@@ -258,9 +262,13 @@ static int frame_pcs(struct jvm_names *jn, struct jvm_pid *e, uint64_t addr, uin
 			line = 0;
 		out[m++] = JVM_PC(fn, line);
 	}
-	jn->st.inlined += m > 1 ? (uint64_t)m - 1 : 0;
-	if (!m)
-		return 0;
+	/* Beyond the frame's own method, the cut's mark not counted. */
+	jn->st.inlined += m > 1 ? (uint64_t)(m - 1 - cut) : 0;
+	jn->st.inline_cut += cut;
+	/* A cut chain is not remembered: the read that failed (a method
+	 * being unloaded, a copy racing the JIT) may succeed at the next. */
+	if (!m || cut)
+		return m;
 	if (e->memo.n >= JVM_MEMO_MAX || e->pool.n + (size_t)m > JVM_POOL_MAX) {
 		e->memo.n = e->pool.n = 0;
 		idtab_clear(&e->memo_tab);
