@@ -15,9 +15,16 @@ of each; perf's is record's plus report's), and its peak RSS (the larger of
 record's and report's). Per tool the medians, and the median of the rounds'
 ratios against perf -g's (issue #35: bpftrace-rec <= 1.0x).
 
-Usage: scripts/bench-life.py [--rounds N] [--seconds S] [--freq F]  (as root, after make)
+--target pg: the target is PostgreSQL's backends under pgbench instead (a
+server initdb'd in a directory of its own, on a loopback port, fsync off,
+pgbench -c 8 -j 2 for the whole run): each tool gets -p of the same list,
+the postmaster and every process it started (the backends of pgbench's 8
+connections, made before the first round).
+
+Usage: scripts/bench-life.py [--rounds N] [--seconds S] [--freq F] [--target spin|pg]
+       (as root, after make)
 """
-import argparse, os, statistics, subprocess, tempfile, time
+import argparse, glob, os, pwd, re, socket, statistics, subprocess, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ap = argparse.ArgumentParser()
@@ -25,6 +32,7 @@ ap.add_argument("--rounds", type=int, default=3)
 ap.add_argument("--seconds", type=int, default=10)
 ap.add_argument("--freq", type=int, default=499)
 ap.add_argument("--rec", default=os.path.join(ROOT, "bpftrace-rec"))
+ap.add_argument("--target", choices=("spin", "pg"), default="spin")
 a = ap.parse_args()
 tmp = tempfile.mkdtemp()
 
@@ -50,19 +58,65 @@ tools = {
     "perf -g": lambda pid: perf(pid, ["-g"]),
     "perf dwarf": lambda pid: perf(pid, ["--call-graph", "dwarf"]),
 }
+
+
+def pg_start(d):
+    """PostgreSQL under pgbench in d: (the pids to record, a stop function)."""
+    pgbin = sorted(glob.glob("/usr/lib/postgresql/*/bin"),
+                   key=lambda b: int(re.sub(r"\D", "", b) or 0))[-1]
+    pw = pwd.getpwnam("postgres")
+    os.chmod(tmp, 0o711)  # the server's user reaches its directory, lists nothing
+    os.makedirs(d)
+    os.chown(d, pw.pw_uid, pw.pw_gid)
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        port = str(so.getsockname()[1])
+    as_pg = ["runuser", "-u", "postgres", "--"]
+    q = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    subprocess.run(as_pg + [pgbin + "/initdb", "-D", d + "/data", "-A", "trust", "-U", "postgres"], **q)
+    subprocess.run(as_pg + [pgbin + "/pg_ctl", "-D", d + "/data", "-l", d + "/log", "-w", "-o",
+                            f"-p {port} -k {d} -c listen_addresses=127.0.0.1 -c fsync=off", "start"], **q)
+    pgb = as_pg + ["pgbench", "-h", "127.0.0.1", "-p", port, "-U", "postgres"]
+    subprocess.run(pgb + ["-i", "-s", "2", "postgres"], **q)
+    bench = subprocess.Popen(pgb + ["-c", "8", "-j", "2", "-T", "86400", "postgres"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(2)
+    pm = int(open(d + "/data/postmaster.pid").readline())
+    kids = []
+    for st in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            f = open(st).read()
+        except OSError:
+            continue
+        if int(f[f.rindex(")") + 2:].split()[1]) == pm:
+            kids.append(int(st.split("/")[2]))
+
+    def stop():
+        bench.kill()
+        bench.wait()
+        subprocess.run(as_pg + [pgbin + "/pg_ctl", "-D", d + "/data", "-m", "fast", "-w", "stop"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return ",".join(str(p) for p in [pm] + sorted(kids)), stop
+
+
 res = {k: [] for k in tools}
-spin = subprocess.Popen([os.path.join(ROOT, "build/workloads/spin"), "1000000000000"])
-time.sleep(0.5)
+if a.target == "pg":
+    target, target_stop = pg_start(os.path.join(tmp, "pg"))
+else:
+    spin = subprocess.Popen([os.path.join(ROOT, "build/workloads/spin"), "1000000000000"])
+    target, target_stop = spin.pid, spin.kill
+    time.sleep(0.5)
 try:
     for rnd in range(a.rounds):
         names = list(tools) if rnd % 2 == 0 else list(tools)[::-1]
         for n in names:
-            res[n].append(tools[n](spin.pid))
+            res[n].append(tools[n](target))
 finally:
-    spin.kill()
+    target_stop()
     subprocess.run(["rm", "-rf", tmp])
 
-print(f"# scripts/bench-life.py --rounds {a.rounds} --seconds {a.seconds} --freq {a.freq}: "
+print(f"# scripts/bench-life.py --rounds {a.rounds} --seconds {a.seconds} --freq {a.freq} "
+      f"--target {a.target} ({len(str(target).split(','))} processes): "
       "whole-life CPU and peak RSS, medians; ratio: median of the rounds' tool/perf -g")
 print("tool            cpu s   rss MiB  cpu ratio  rss ratio  rounds (cpu s)")
 base = res["perf -g"]
