@@ -59,7 +59,7 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 	bench-helpers fuzz fuzz-run test-kernels
 all: $(BIN) $(UNIT_BIN)
 
-BPF_HDRS := bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h bpf/runtime/python.h \
+BPF_HDRS := bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h bpf/runtime/python.h bpf/runtime/jvm_code.h \
 	    bpf/runtime/python_maps.bpf.h bpf/runtime/jvm.h bpf/runtime/jvm_maps.bpf.h bpf/runtime/v8.h bpf/runtime/v8_maps.bpf.h \
 	    bpf/uprobe_regs.bpf.h bpf/heap_sample.h vmlinux/vmlinux.h
 $(OUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS)
@@ -101,6 +101,9 @@ $(BIN): $(USER_OBJ) $(FORMATS_OBJ)
 $(OUT)/tests/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(FORMATS_OBJ)
 	@mkdir -p $(@D)
 	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(FORMATS_OBJ) $(LDLIBS)
+
+# The BPF walk's code reader, a header it shares with its unit test.
+$(OUT)/tests/test_jvm_code: bpf/runtime/jvm_code.h
 
 # The unwinder is user/ code but unit-testable alone (libdw only). The test
 # unwinds its own functions, whose frame layout it knows: it is compiled

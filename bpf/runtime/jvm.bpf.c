@@ -14,6 +14,7 @@
 #include <bpf/bpf_tracing.h>
 #define JVM_EXTERN /* the definitions */
 #include "bpf/runtime/jvm_maps.bpf.h"
+#include "bpf/runtime/jvm_code.h"
 
 /* The counter's key in the slot, not on the stack (jvm_unwind's below). */
 static __always_inline void jvm_count(struct jvm_bpf_step *st, __u32 what)
@@ -140,34 +141,14 @@ static __always_inline int step_interp(struct jvm_bpf_step *st)
 	return 0;
 }
 
-/* A compiled frame whose pc is the sample's in its prologue or epilogue:
- * the words pushed so far. Returns the bytes of frame on the stack above
- * sp (8: the return address alone; 16: and the saved rbp), or 0 when the
- * frame is whole. */
+/* A compiled frame whose pc is the sample's: what of it is on the stack,
+ * from the code around the pc (bpf/runtime/jvm_code.h): its result, 0 when
+ * the frame is whole or the code cannot be read. */
 static __always_inline __u32 leaf_partial(struct jvm_bpf_step *st)
 {
-	__s32 complete = st->complete;
-	__u8 *code = (__u8 *)st->w;
-
-	/* The prologue: stack banging, push rbp, sub rsp (HotSpot's
-	 * MacroAssembler::verified_entry); the last instruction is the sub. */
-	if (complete > 0 && st->pc < st->begin + (__u32)complete)
-		return st->pc >= st->begin + (__u32)complete - 4 ? 16 : 8;
-	/* The epilogue: add rsp, N; pop rbp; the return's safepoint poll
-	 * (C2: cmp rsp, [r15 + off]; ja stub; C1: a test of the polling
-	 * word); ret. code[8] is the byte at pc, code[0..7] the ones before. */
-	if (bpf_probe_read_user(code, 16, (void *)(st->pc - 8)))
+	if (bpf_probe_read_user(st->w, JVM_CODE_LEN, (void *)(st->pc - JVM_CODE_AT)))
 		return 0;
-	if (code[8] == 0xc3) /* ret */
-		return 8;
-	if (code[8] == 0x5d) /* pop rbp */
-		return 16;
-	/* Past pop rbp: at the poll, or its jump (after a 4- or 7-byte cmp
-	 * of rsp with [r15 + off]). */
-	if (code[7] == 0x5d || (code[4] == 0x49 && code[5] == 0x3b && code[6] == 0x67) ||
-	    (code[1] == 0x49 && code[2] == 0x3b && code[3] == 0xa7))
-		return 8;
-	return 0;
+	return jvm_code_partial((const __u8 *)st->w, st->pc, st->begin, st->complete);
 }
 
 /* The blob at st's pc and the fields the step takes of it, into st: 0, or
@@ -306,11 +287,11 @@ __noinline int jvm_unwind(__u32 slot)
 		if (st->name == JVM_NAME_VTABLE || st->name == JVM_NAME_ITABLE)
 			st->partial = 8;
 		else if (!st->fsize)
-			st->partial = 0xffff; /* by rbp, below */
+			st->partial = JVM_PARTIAL_SIZE; /* by rbp, below */
 		else
 			st->partial = st->leaf ? leaf_partial(st) : 0;
 	}
-	if (st->partial == 0xffff) {
+	if (st->partial == JVM_PARTIAL_SIZE) {
 		if (st->bp < st->sp || (st->bp & 7) || st->bp - st->sp > (1u << 20) ||
 		    stack_rd(st, st->bp, 16)) {
 			if (!st->leaf) {
@@ -326,17 +307,20 @@ __noinline int jvm_unwind(__u32 slot)
 		}
 	}
 	if (st->partial) {
-		if (stack_rd(st, st->sp, 16)) {
-			jvm_count(st, JVM_STAT_READ_FAULT);
-			return JVM_STEP_FAIL;
-		}
-		if (st->partial == 16) {
+		/* The return address ends the partial frame; the saved rbp
+		 * at sp where it was pushed (else rbp is still the caller's). */
+		if (st->partial & JVM_PARTIAL_BP) {
+			if (stack_rd(st, st->sp, 16))
+				goto fault;
 			st->bp = st->w[0];
 			st->pc = st->w[1];
-		} else {
-			st->pc = st->w[0];
+			st->sp += 16;
+			goto record;
 		}
-		st->sp += st->partial;
+		if (stack_rd(st, st->sp + (st->partial & JVM_PARTIAL_SIZE) - 8, 16))
+			goto fault;
+		st->pc = st->w[0];
+		st->sp += st->partial & JVM_PARTIAL_SIZE;
 		goto record;
 	}
 	/* A whole frame: frame_size words, the return address last and the
@@ -359,6 +343,10 @@ __noinline int jvm_unwind(__u32 slot)
 	st->pc = st->w[(i + 1) & 15];
 	st->bp = st->w[i & 15];
 	st->sp += (__u64)i * 8;
+	goto record;
+fault:
+	jvm_count(st, JVM_STAT_READ_FAULT);
+	return JVM_STEP_FAIL;
 record:
 	jvm_count(st, JVM_STAT_FRAMES);
 	i = st->n;
