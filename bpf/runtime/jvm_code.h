@@ -17,12 +17,19 @@
  * - the return poll's out-of-line stub (C1SafepointPollStub,
  *   C2SafepointPollStub), past the method's last PcDesc, reached from that
  *   `ja` with the frame already popped: `movabs r10, poll_pc; mov [r15 +
- *   saved_exception_pc], r10; jmp polling_page_return_handler_blob`.
- * Before this reader, a pc in that stub was read as a whole frame (its
- * frame size stepped from the caller's sp: the return address looked for
- * inside the caller's frame), a pc after a bang-less prologue's sub as the
- * return address alone (a stale word of the new frame read for it), and
- * one after push rbp before a 7-byte sub as nothing pushed. */
+ *   saved_exception_pc], r10; jmp polling_page_return_handler_blob`;
+ * - C1's OSR entry: a prologue of its own (bang; push rbp; sub rsp, F)
+ *   after the method's body, past the frame complete offset of its entry,
+ *   jumped to by the interpreter with its own frame popped.
+ * Before this reader, a pc at that OSR entry's bang or push, or in the
+ * poll stub, was read as a whole frame: its frame size stepped from the
+ * caller's sp, the return address search found the caller's own return
+ * address and saved rbp, and the caller was named by the frame above it
+ * (CI's jvm_churn: Worker.oddSpin at line 0 directly under JChurn.main,
+ * Worker.run lost; reproduced and caught at the C1 OSR entry's push rbp).
+ * A pc after a bang-less prologue's sub was read as the return address
+ * alone (a stale word of the new frame taken for it), and one after push
+ * rbp before a 7-byte sub as nothing pushed. */
 #ifndef BPF_JVM_CODE_H
 #define BPF_JVM_CODE_H
 
@@ -67,6 +74,13 @@ static __always_inline bool jvm_code_poll_stub(const __u8 *c, int i, __u64 lo, _
 	       c[i + 12] == 0x97 && poll >= lo && poll < hi;
 }
 
+/* Whether c[i] starts a stack bang, `mov [rsp - N], eax` (disp32, negative:
+ * compiled code stores nothing below rsp but there). */
+static __always_inline bool jvm_code_bang(const __u8 *c, int i)
+{
+	return c[i] == 0x89 && c[i + 1] == 0x84 && c[i + 2] == 0x24 && (c[i + 6] & 0x80);
+}
+
 /* c: JVM_CODE_LEN bytes around pc (above); begin: the blob's code begin;
  * complete: its frame complete offset (<= 0: none known). */
 static __always_inline __u32 jvm_code_partial(const __u8 *c, __u64 pc, __u64 begin, __s32 complete)
@@ -101,6 +115,13 @@ static __always_inline __u32 jvm_code_partial(const __u8 *c, __u64 pc, __u64 beg
 		/* Nothing pushed yet (the entry, its nops, the bang). */
 		return 8;
 	}
+	/* A second entry's prologue, past the first's frame complete offset:
+	 * C1's OSR entry (bang; push rbp; sub rsp, F) after the method's
+	 * body, where the interpreter jumps with its own frame popped. */
+	if (jvm_code_bang(c, P) || (c[P] == 0x55 && jvm_code_bang(c, P - 7)))
+		return 8;
+	if (c[P - 1] == 0x55 && jvm_code_bang(c, P - 8))
+		return 16 | JVM_PARTIAL_BP;
 	if (c[P] == 0xc3) /* ret */
 		return 8;
 	if (c[P] == 0x5d) /* pop rbp */

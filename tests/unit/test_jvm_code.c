@@ -1,7 +1,8 @@
 /* bpf/runtime/jvm_code.h, the BPF walk's reading of a compiled frame's
  * code at a sampled pc, on HotSpot's own code: each instruction of a real
  * nmethod (OpenJDK 17's C2, copied from a JVM running
- * tests/workloads/JChurn.java) and of the prologues C1 and C2 write,
+ * tests/workloads/JChurn.java, a C2 OSR one and a C1 one) and of the
+ * prologues C1 and C2 write,
  * each with the part of its frame on the stack there, known by the
  * instructions run before it. */
 #include <stdio.h>
@@ -25,6 +26,34 @@ static const char osr_hex[] =
     "8e7df2d4b17f00004d899758030000e94e8ba6fff4f4f4f4f4f4f4f4f4f4f4f4f4f4e93b64a7ffe80000"
     "000048832c2405e9cc9fa6fff4f4f4f4";
 #define OSR_BEGIN 0x7fb1d4f27d20ULL
+
+/* Worker.evenSpin's C1 (tier 3, profiled) nmethod from the same JVM, frame
+ * size 14 words, frame complete 0x0c, at code begin 0x7f2aad4773c0:
+ *   0x00 bang; 0x07 push rbp; 0x08 sub rsp, 0x60   the entry
+ *   0x0c..0xde the body (counters, the loop, its poll at 0x92)
+ *   0xe1 add rsp, 0x60; 0xe5 pop rbp; 0xe6 cmp rsp, [r15 + 0x340];
+ *   0xed ja 0x181; 0xf3 ret
+ *   0xf4 bang; 0xfb push rbp; 0xfc sub rsp, 0x60   the OSR entry
+ *   0x100..0x13a the OSR buffer's migration, a call, a jmp to the loop
+ *   0x13f, 0x160 the counter overflow stubs (calls, the frame whole)
+ *   0x181 movabs r10, begin + 0xe6; 0x18b mov [r15 + 0x358], r10; 0x192
+ *   jmp: the return poll's stub
+ *   0x199..0x1bb the unwind handler (add rsp, 0x60; pop rbp; jmp).
+ * CI's jvm_churn failure was a sample at 0xfb, read as a whole frame. */
+static const char c1_hex[] =
+    "89842400c0feff554883ec6048bf003540432a7f00008b9ff400000083c302899ff400000081e3fe0700"
+    "0083fb000f840b01000048c7c70000000048c7c300000000e96100000090b903000000488bc348d3e848"
+    "33c74803c349c7c2010000004903fa48bb003540432a7f00008b93f800000083c2028993f800000081e2"
+    "fe3f000083fa000f84d50000004d8b974803000041850248bb003540432a7f0000ff8358010000488bd8"
+    "488bcf483bce48b9003540432a7f000048c7c0480100000f8c0700000048c7c038010000488b1401488d"
+    "5201488914010f8c6affffff488bc34883c4605d493ba7400300000f878e000000c389842400c0feff55"
+    "4883ec60488b5e20488b4610488b16488bfe48895c245048894424484889542440e8de07271c488b5424"
+    "40488bfa488b442448488bd8488b4c2450488bf1e969ffffff49ba603340432a7f00004c8954240848c7"
+    "0424ffffffffe865ce5b07e9d4feffff49ba603340432a7f00004c8954240848c704241b000000e844ce"
+    "5b07e90affffff49baa67447ad2a7f00004d899758030000e9a99351079090498b87d003000049c787d0"
+    "0300000000000049c787d8030000000000004883c4605de9809f5207e87b915b0748bf4ad69bc92a7f00"
+    "004883e4f0e8581f091cf449ba997547ad2a7f00004152e9f6a75107f4f4f4f4f4f4";
+#define C1_BEGIN 0x7f2aad4773c0ULL
 
 static size_t unhex(const char *hex, unsigned char *out, size_t max)
 {
@@ -88,6 +117,50 @@ static void test_c2_nmethod(void)
 	/* The stub's movabs naming a pc outside the code before it is no
 	 * poll stub of this blob: whole. */
 	CHECK(at(code, len, OSR_BEGIN + 0x1000, 0x1c, 0x7c) == 0);
+}
+
+static void test_c1_nmethod(void)
+{
+	unsigned char code[512];
+	size_t len = unhex(c1_hex, code, sizeof(code));
+	const struct {
+		size_t off;
+		__u32 want;
+	} cases[] = {
+	    {0x00, 8},
+	    {0x07, 8},
+	    {0x08, 16 | JVM_PARTIAL_BP},
+	    {0x0c, 0},
+	    {0x48, 0},
+	    {0x92, 0},
+	    {0xde, 0},
+	    {0xe1, 0},
+	    {0xe5, 16 | JVM_PARTIAL_BP},
+	    {0xe6, 8},
+	    {0xed, 8},
+	    {0xf3, 8},
+	    {0xf4, 8},			 /* the OSR entry's bang (was read whole) */
+	    {0xfb, 8},			 /* its push rbp (was read whole: CI's) */
+	    {0xfc, 16 | JVM_PARTIAL_BP}, /* its sub (was read whole) */
+	    {0x100, 0},
+	    {0x122, 0},
+	    {0x13f, 0},
+	    {0x156, 0},
+	    {0x181, 8},
+	    {0x18b, 8},
+	    {0x192, 8},
+	    {0x1b6, 0},
+	    {0x1ba, 16 | JVM_PARTIAL_BP},
+	    {0x1bb, 8},
+	};
+
+	CHECKF(len == 0x1f0, "%zu bytes of code", len);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		__u32 got = at(code, len, C1_BEGIN, 0x0c, cases[i].off);
+
+		CHECKF(got == cases[i].want, "at %#zx: %#x, want %#x", cases[i].off, got,
+		       cases[i].want);
+	}
 }
 
 /* A prologue with a stack bang (java.lang.ref.Reference.<init>'s, C2,
@@ -169,6 +242,7 @@ static void test_nobang_prologues(void)
 int main(void)
 {
 	RUN_TEST(test_c2_nmethod);
+	RUN_TEST(test_c1_nmethod);
 	RUN_TEST(test_bang_prologues);
 	RUN_TEST(test_nobang_prologues);
 	return check_tests_failed ? 1 : 0;
