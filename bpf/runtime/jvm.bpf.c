@@ -148,7 +148,7 @@ static __always_inline __u32 leaf_partial(struct jvm_bpf_step *st)
 {
 	if (bpf_probe_read_user(st->w, JVM_CODE_LEN, (void *)(st->pc - JVM_CODE_AT)))
 		return 0;
-	return jvm_code_partial((const __u8 *)st->w, st->pc, st->begin, st->complete);
+	return jvm_code_partial((jvm_code_t)st->w, st->pc, st->begin, st->complete);
 }
 
 /* The blob at st's pc and the fields the step takes of it, into st: 0, or
@@ -235,6 +235,10 @@ __noinline int jvm_unwind(__u32 slot)
 
 			if (r)
 				return r;
+			/* The fields are loaded again from st below, not kept
+			 * in registers from the read: those were spilled to
+			 * the stack (tests/unit/test_bpf_stack.c). */
+			asm volatile("" ::: "memory");
 			/* Found again: the read may have spilled the pointer. */
 			c = &st->bcache[((st->pc * 0x9e3779b97f4a7c15ULL) >>
 					 (64 - JVM_BCACHE_BITS)) &
@@ -278,7 +282,7 @@ __noinline int jvm_unwind(__u32 slot)
 		    !bpf_probe_read_user(st->w, 8, (void *)(st->sp + st->orig_pc)) &&
 		    st->w[0] >= st->begin && st->w[0] < st->end)
 			st->off = (__u32)(st->w[0] - st->begin);
-		st->partial = st->leaf ? leaf_partial(st) : 0;
+		st->partial = 0;
 	} else {
 		st->kind = JVM_KIND_STUB;
 		/* vtable and itable stubs push nothing: the return address
@@ -289,8 +293,13 @@ __noinline int jvm_unwind(__u32 slot)
 		else if (!st->fsize)
 			st->partial = JVM_PARTIAL_SIZE; /* by rbp, below */
 		else
-			st->partial = st->leaf ? leaf_partial(st) : 0;
+			st->partial = 0;
 	}
+	/* A compiled frame's, or a stub's with a frame size: its code read
+	 * here, one inlined copy of the decoder rather than two (jvm_unwind's
+	 * registers and stack: tests/unit/test_bpf_stack.c). */
+	if (!st->partial && st->leaf)
+		st->partial = leaf_partial(st);
 	if (st->partial == JVM_PARTIAL_SIZE) {
 		if (st->bp < st->sp || (st->bp & 7) || st->bp - st->sp > (1u << 20) ||
 		    stack_rd(st, st->bp, 16)) {

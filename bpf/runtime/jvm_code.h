@@ -53,37 +53,50 @@
 #define JVM_PARTIAL_BP	 0x10000u
 #define JVM_PARTIAL_SIZE 0xffffu
 
-static __always_inline __u32 jvm_code_u32(const __u8 *c, int i)
-{
-	return (__u32)c[i] | (__u32)c[i + 1] << 8 | (__u32)c[i + 2] << 16 | (__u32)c[i + 3] << 24;
-}
+/* The bytes are read through a volatile pointer, each where it is tested,
+ * and the immediates are put together a byte at a time into one register:
+ * else the compiler loads the bytes ahead and keeps them, and jvm_unwind
+ * (bpf/runtime/jvm.bpf.c), into which this is inlined, has too few
+ * registers: they were spilled to its stack, which took the CFI walk's
+ * deepest call chain to 544 bytes, past the 512 of Debian's 6.1 and of 5.10
+ * (tests/unit/test_bpf_stack.c measures it). */
+typedef const volatile __u8 *jvm_code_t;
 
-static __always_inline __u64 jvm_code_u64(const __u8 *c, int i)
+/* The little-endian immediate of n bytes at c[i]. */
+static __always_inline __u64 jvm_code_imm(jvm_code_t c, int i, int n)
 {
-	return (__u64)jvm_code_u32(c, i) | (__u64)jvm_code_u32(c, i + 4) << 32;
+	__u64 v = 0;
+	int k;
+
+	for (k = n - 1; k >= 0; k--)
+		v = v << 8 | c[i + k];
+	return v;
 }
 
 /* Whether c[i] starts `movabs r10, imm64` whose imm64 is in [lo, hi), followed by
  * `mov [r15 + disp32], r10`: a return poll stub's first two instructions,
  * naming a poll pc of this blob before the stub. */
-static __always_inline bool jvm_code_poll_stub(const __u8 *c, int i, __u64 lo, __u64 hi)
+static __always_inline bool jvm_code_poll_stub(jvm_code_t c, int i, __u64 lo, __u64 hi)
 {
-	__u64 poll = jvm_code_u64(c, i + 2);
+	__u64 poll;
 
-	return c[i] == 0x49 && c[i + 1] == 0xba && c[i + 10] == 0x4d && c[i + 11] == 0x89 &&
-	       c[i + 12] == 0x97 && poll >= lo && poll < hi;
+	if (c[i] != 0x49 || c[i + 1] != 0xba || c[i + 10] != 0x4d || c[i + 11] != 0x89 ||
+	    c[i + 12] != 0x97)
+		return false;
+	poll = jvm_code_imm(c, i + 2, 8);
+	return poll >= lo && poll < hi;
 }
 
 /* Whether c[i] starts a stack bang, `mov [rsp - N], eax` (disp32, negative:
  * compiled code stores nothing below rsp but there). */
-static __always_inline bool jvm_code_bang(const __u8 *c, int i)
+static __always_inline bool jvm_code_bang(jvm_code_t c, int i)
 {
 	return c[i] == 0x89 && c[i + 1] == 0x84 && c[i + 2] == 0x24 && (c[i + 6] & 0x80);
 }
 
 /* c: JVM_CODE_LEN bytes around pc (above); begin: the blob's code begin;
  * complete: its frame complete offset (<= 0: none known). */
-static __always_inline __u32 jvm_code_partial(const __u8 *c, __u64 pc, __u64 begin, __s32 complete)
+static __always_inline __u32 jvm_code_partial(jvm_code_t c, __u64 pc, __u64 begin, __s32 complete)
 {
 	const int P = JVM_CODE_AT;
 	__u32 d;
@@ -95,7 +108,7 @@ static __always_inline __u32 jvm_code_partial(const __u8 *c, __u64 pc, __u64 beg
 		if (c[P] == 0x48 && c[P + 1] == 0x89 && c[P + 2] == 0x6c && c[P + 3] == 0x24)
 			return (__u32)c[P + 4] + 16;
 		if (c[P] == 0x48 && c[P + 1] == 0x89 && c[P + 2] == 0xac && c[P + 3] == 0x24) {
-			d = jvm_code_u32(c, P + 4);
+			d = (__u32)jvm_code_imm(c, P + 4, 4);
 			return d < JVM_PARTIAL_SIZE - 16 ? d + 16 : 0;
 		}
 		if (c[P] == 0x48 && c[P + 1] == 0x89 && c[P + 2] == 0x2c && c[P + 3] == 0x24)
