@@ -189,6 +189,12 @@ $(OUT)/tests/test_cfi_bpf: tests/unit/test_cfi_bpf.c $(wildcard tests/unit/*.h) 
 		$(OUT)/user/unwind.o $(OUT)/user/util.o $(OUT)/formats/util.o $(OUT)/formats/procmaps.o \
 		$(LDLIBS)
 
+# The sampler's stack on the oldest verifiers' count (real BPF, root): its
+# skeleton alone.
+$(OUT)/tests/test_bpf_stack: tests/unit/test_bpf_stack.c tests/unit/check.h $(OUT)/sample.skel.h
+	@mkdir -p $(@D)
+	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(LDLIBS)
+
 unit-tests: $(UNIT_BIN)
 
 # scripts/bench-helpers.sh: one BPF program per piece of a sample's cost.
