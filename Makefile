@@ -59,7 +59,7 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 	bench-helpers fuzz fuzz-run test-kernels
 all: $(BIN) $(UNIT_BIN)
 
-BPF_HDRS := bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h bpf/runtime/python.h \
+BPF_HDRS := bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h bpf/runtime/python.h bpf/runtime/jvm_code.h \
 	    bpf/runtime/python_maps.bpf.h bpf/runtime/jvm.h bpf/runtime/jvm_maps.bpf.h bpf/runtime/v8.h bpf/runtime/v8_maps.bpf.h \
 	    bpf/uprobe_regs.bpf.h bpf/heap_sample.h vmlinux/vmlinux.h
 $(OUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS)
@@ -105,6 +105,9 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(FORMATS_OB
 # The inlined-method chain's naming (a user/ header, the process read
 # through a callback).
 $(OUT)/tests/test_jvm_chain: user/runtime/jvm_chain.h user/runtime/jvm.h
+
+# The BPF walk's code reader, a header it shares with its unit test.
+$(OUT)/tests/test_jvm_code: bpf/runtime/jvm_code.h
 
 # The unwinder is user/ code but unit-testable alone (libdw only). The test
 # unwinds its own functions, whose frame layout it knows: it is compiled
@@ -189,6 +192,12 @@ $(OUT)/tests/test_cfi_bpf: tests/unit/test_cfi_bpf.c $(wildcard tests/unit/*.h) 
 	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/cfi_maps.o $(OUT)/user/cfi_table.o \
 		$(OUT)/user/unwind.o $(OUT)/user/util.o $(OUT)/formats/util.o $(OUT)/formats/procmaps.o \
 		$(LDLIBS)
+
+# The sampler's stack on the oldest verifiers' count (real BPF, root): its
+# skeleton alone.
+$(OUT)/tests/test_bpf_stack: tests/unit/test_bpf_stack.c tests/unit/check.h $(OUT)/sample.skel.h
+	@mkdir -p $(@D)
+	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(LDLIBS)
 
 unit-tests: $(UNIT_BIN)
 

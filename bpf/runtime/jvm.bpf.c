@@ -14,6 +14,7 @@
 #include <bpf/bpf_tracing.h>
 #define JVM_EXTERN /* the definitions */
 #include "bpf/runtime/jvm_maps.bpf.h"
+#include "bpf/runtime/jvm_code.h"
 
 /* The counter's key in the slot, not on the stack (jvm_unwind's below). */
 static __always_inline void jvm_count(struct jvm_bpf_step *st, __u32 what)
@@ -140,34 +141,14 @@ static __always_inline int step_interp(struct jvm_bpf_step *st)
 	return 0;
 }
 
-/* A compiled frame whose pc is the sample's in its prologue or epilogue:
- * the words pushed so far. Returns the bytes of frame on the stack above
- * sp (8: the return address alone; 16: and the saved rbp), or 0 when the
- * frame is whole. */
+/* A compiled frame whose pc is the sample's: what of it is on the stack,
+ * from the code around the pc (bpf/runtime/jvm_code.h): its result, 0 when
+ * the frame is whole or the code cannot be read. */
 static __always_inline __u32 leaf_partial(struct jvm_bpf_step *st)
 {
-	__s32 complete = st->complete;
-	__u8 *code = (__u8 *)st->w;
-
-	/* The prologue: stack banging, push rbp, sub rsp (HotSpot's
-	 * MacroAssembler::verified_entry); the last instruction is the sub. */
-	if (complete > 0 && st->pc < st->begin + (__u32)complete)
-		return st->pc >= st->begin + (__u32)complete - 4 ? 16 : 8;
-	/* The epilogue: add rsp, N; pop rbp; the return's safepoint poll
-	 * (C2: cmp rsp, [r15 + off]; ja stub; C1: a test of the polling
-	 * word); ret. code[8] is the byte at pc, code[0..7] the ones before. */
-	if (bpf_probe_read_user(code, 16, (void *)(st->pc - 8)))
+	if (bpf_probe_read_user(st->w, JVM_CODE_LEN, (void *)(st->pc - JVM_CODE_AT)))
 		return 0;
-	if (code[8] == 0xc3) /* ret */
-		return 8;
-	if (code[8] == 0x5d) /* pop rbp */
-		return 16;
-	/* Past pop rbp: at the poll, or its jump (after a 4- or 7-byte cmp
-	 * of rsp with [r15 + off]). */
-	if (code[7] == 0x5d || (code[4] == 0x49 && code[5] == 0x3b && code[6] == 0x67) ||
-	    (code[1] == 0x49 && code[2] == 0x3b && code[3] == 0xa7))
-		return 8;
-	return 0;
+	return jvm_code_partial((jvm_code_t)st->w, st->pc, st->begin, st->complete);
 }
 
 /* The blob at st's pc and the fields the step takes of it, into st: 0, or
@@ -254,6 +235,10 @@ __noinline int jvm_unwind(__u32 slot)
 
 			if (r)
 				return r;
+			/* The fields are loaded again from st below, not kept
+			 * in registers from the read: those were spilled to
+			 * the stack (tests/unit/test_bpf_stack.c). */
+			asm volatile("" ::: "memory");
 			/* Found again: the read may have spilled the pointer. */
 			c = &st->bcache[((st->pc * 0x9e3779b97f4a7c15ULL) >>
 					 (64 - JVM_BCACHE_BITS)) &
@@ -297,7 +282,7 @@ __noinline int jvm_unwind(__u32 slot)
 		    !bpf_probe_read_user(st->w, 8, (void *)(st->sp + st->orig_pc)) &&
 		    st->w[0] >= st->begin && st->w[0] < st->end)
 			st->off = (__u32)(st->w[0] - st->begin);
-		st->partial = st->leaf ? leaf_partial(st) : 0;
+		st->partial = 0;
 	} else {
 		st->kind = JVM_KIND_STUB;
 		/* vtable and itable stubs push nothing: the return address
@@ -306,11 +291,16 @@ __noinline int jvm_unwind(__u32 slot)
 		if (st->name == JVM_NAME_VTABLE || st->name == JVM_NAME_ITABLE)
 			st->partial = 8;
 		else if (!st->fsize)
-			st->partial = 0xffff; /* by rbp, below */
+			st->partial = JVM_PARTIAL_SIZE; /* by rbp, below */
 		else
-			st->partial = st->leaf ? leaf_partial(st) : 0;
+			st->partial = 0;
 	}
-	if (st->partial == 0xffff) {
+	/* A compiled frame's, or a stub's with a frame size: its code read
+	 * here, one inlined copy of the decoder rather than two (jvm_unwind's
+	 * registers and stack: tests/unit/test_bpf_stack.c). */
+	if (!st->partial && st->leaf)
+		st->partial = leaf_partial(st);
+	if (st->partial == JVM_PARTIAL_SIZE) {
 		if (st->bp < st->sp || (st->bp & 7) || st->bp - st->sp > (1u << 20) ||
 		    stack_rd(st, st->bp, 16)) {
 			if (!st->leaf) {
@@ -326,17 +316,20 @@ __noinline int jvm_unwind(__u32 slot)
 		}
 	}
 	if (st->partial) {
-		if (stack_rd(st, st->sp, 16)) {
-			jvm_count(st, JVM_STAT_READ_FAULT);
-			return JVM_STEP_FAIL;
-		}
-		if (st->partial == 16) {
+		/* The return address ends the partial frame; the saved rbp
+		 * at sp where it was pushed (else rbp is still the caller's). */
+		if (st->partial & JVM_PARTIAL_BP) {
+			if (stack_rd(st, st->sp, 16))
+				goto fault;
 			st->bp = st->w[0];
 			st->pc = st->w[1];
-		} else {
-			st->pc = st->w[0];
+			st->sp += 16;
+			goto record;
 		}
-		st->sp += st->partial;
+		if (stack_rd(st, st->sp + (st->partial & JVM_PARTIAL_SIZE) - 8, 16))
+			goto fault;
+		st->pc = st->w[0];
+		st->sp += st->partial & JVM_PARTIAL_SIZE;
 		goto record;
 	}
 	/* A whole frame: frame_size words, the return address last and the
@@ -359,6 +352,10 @@ __noinline int jvm_unwind(__u32 slot)
 	st->pc = st->w[(i + 1) & 15];
 	st->bp = st->w[i & 15];
 	st->sp += (__u64)i * 8;
+	goto record;
+fault:
+	jvm_count(st, JVM_STAT_READ_FAULT);
+	return JVM_STEP_FAIL;
 record:
 	jvm_count(st, JVM_STAT_FRAMES);
 	i = st->n;
