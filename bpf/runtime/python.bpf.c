@@ -242,6 +242,9 @@ static __always_inline int py_walk(const bool compat, __u32 slot, __u32 max)
 	w.s = s;
 	w.l = l;
 	w.frame = frame;
+	s->first = frame;
+	s->tstate = ts;
+	s->max = max;
 	w.span = hi - lo;
 	w.lo = lo;
 	w.oc = l->frame_code - lo;
@@ -295,13 +298,96 @@ static __always_inline int py_walk(const bool compat, __u32 slot, __u32 max)
 	return w.n;
 }
 
+/* 3.12: the frame an evaluation call enters or leaves while the thread's
+ * state does not link it, appended as a last frame of owner
+ * PY_OWNER_PENDING (user space names the innermost evaluation frame with
+ * none by it: user/runtime/python_names.c). Such a frame is on the
+ * thread's data stack (thread-owned), the last pushed: datastack_top is
+ * its end, its start the end of the innermost thread-owned frame linked
+ * (every live frame of the data stack is in the chain, which a stack's
+ * order makes the one below), or its chunk's first word where that is in
+ * an older chunk. Taken when the code object there spans it exactly, and
+ * its previous is the shim the walk began with where it began with its
+ * own evaluation call's shim (being cleared and popped:
+ * _PyEvalFrameClearAndPop): none when it began with a frame (the call's
+ * prologue, its frame pushed: _PyEval_Vector, the trampolines, up to
+ * where it links it), whose previous is not set yet. A generator's frame
+ * is not on the data stack and is not found so. A global function, called
+ * after the walk (py_walk_frames, py_walk_frames_switch): the verifier
+ * checks it on its own, where in the walk its branches took the states
+ * pending past the verifier's limit. 1: a frame added. */
+__noinline int py_pending(__u32 slot)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, k;
+	const struct py_bpf_proc *p = bpf_map_lookup_elem(&py_procs, &tgid);
+	const struct py_layout *l;
+	struct py_bpf_stack *s;
+	__u64 top = 0, chunk = 0, cand, code = 0, back = 0, shim = 0, fn[2] = {0, 0}, head = 0,
+	      lasti = 0, tframe;
+	__s32 size = 0;
+	__u8 owner = 0xff;
+	__u32 tag;
+
+	slot = py_slot_key(slot);
+	s = bpf_map_lookup_elem(&py_scratch, &slot);
+	if (!p || !s || s->truncated || !s->nframes || s->nframes >= s->max)
+		return 0;
+	l = &p->layout;
+	k = s->nframes & (PY_BPF_FRAMES - 1);
+	if (l->tstate_datastack_top == PY_OFF_NONE || l->tstate_datastack_chunk == PY_OFF_NONE ||
+	    l->chunk_data == PY_OFF_NONE || l->code_framesize == PY_OFF_NONE)
+		return 0;
+	if (!(s->wflags & PY_WALK_AGAIN) && PY_FRAME_OWNER(s->frames[0].code) == l->owner_cstack)
+		shim = s->first;
+	if (rd_ptr(s->tstate, l->tstate_datastack_top, &top) ||
+	    rd_ptr(s->tstate, l->tstate_datastack_chunk, &chunk) || !top || !chunk)
+		return 0;
+	/* The innermost thread-owned frame linked: from the frame the walk
+	 * began with (past a shim, generators' frames), a few steps at most
+	 * (here, not in the walk's step, whose every branch multiplies the
+	 * verifier's states of the bpf_loop callback). */
+	tframe = s->wflags & PY_WALK_AGAIN ? s->prev : s->first;
+	for (int i = 0; i < 4 && tframe; i++) {
+		owner = 0xff;
+		if (bpf_probe_read_user(&owner, 1, (void *)(tframe + l->frame_owner)))
+			return 0;
+		if (owner == PY_OWNER_THREAD)
+			break;
+		if (rd_ptr(tframe, l->frame_back, &tframe))
+			return 0;
+	}
+	cand = chunk + l->chunk_data;
+	if (tframe && owner == PY_OWNER_THREAD && !rd_ptr(tframe, l->frame_code, &code) &&
+	    !bpf_probe_read_user(&size, sizeof(size), (void *)(code + l->code_framesize)) &&
+	    size > 0 && tframe + 8 * (__u64)size >= cand && tframe + 8 * (__u64)size < top)
+		cand = tframe + 8 * (__u64)size;
+	owner = 0xff;
+	if (cand >= top || rd_ptr(cand, l->frame_code, &code) ||
+	    rd_ptr(cand, l->frame_back, &back) || rd_ptr(cand, l->frame_lasti, &lasti) ||
+	    bpf_probe_read_user(&owner, 1, (void *)(cand + l->frame_owner)) ||
+	    owner != PY_OWNER_THREAD || (shim && back != shim) || PY_FRAME_CODE(code) != code ||
+	    bpf_probe_read_user(&size, sizeof(size), (void *)(code + l->code_framesize)) ||
+	    size <= 0 || cand + 8 * (__u64)size != top)
+		return 0;
+	bpf_probe_read_user(fn, 16, (void *)(code + l->code_filename));
+	bpf_probe_read_user(&head, 8, (void *)(fn[1] + l->unicode_ascii));
+	tag = py_code_tag(fn[0], fn[1], head);
+	s->frames[k].code =
+	    code | PY_TAG_CODE(tag) | (__u64)PY_OWNER_PENDING << PY_FRAME_OWNER_SHIFT;
+	s->frames[k].lasti = PY_LASTI(lasti) | PY_TAG_LASTI(tag);
+	s->nframes++;
+	return 1;
+}
+
 /* Global functions (above): on_sample calls the first, on_sample_compat the
  * second, on_switch (--off-cpu) the third, and a program holds only the one
  * it calls. */
 __noinline int py_walk_frames(struct bpf_perf_event_data *ctx, __u32 max)
 {
+	int n = py_walk(false, PY_SLOT_SAMPLE, max);
+
 	(void)ctx;
-	return py_walk(false, PY_SLOT_SAMPLE, max);
+	return n > 0 ? n + py_pending(PY_SLOT_SAMPLE) : n;
 }
 
 __noinline int py_walk_frames_compat(struct bpf_perf_event_data *ctx)
@@ -312,5 +398,7 @@ __noinline int py_walk_frames_compat(struct bpf_perf_event_data *ctx)
 
 __noinline int py_walk_frames_switch(__u32 max)
 {
-	return py_walk(false, PY_SLOT_SWITCH, max);
+	int n = py_walk(false, PY_SLOT_SWITCH, max);
+
+	return n > 0 ? n + py_pending(PY_SLOT_SWITCH) : n;
 }

@@ -140,6 +140,21 @@ int main(void)
 #else
 	off("state_ready_shift", STATE_SHIFT(ready));
 #endif
+	/* 3.12: the thread's data stack, where the frame an evaluation call
+	 * enters or leaves is while it is not linked (bpf/runtime/python.bpf.c's
+	 * py_pending). Not 3.11 (is_entry frames, no shim to check the frame
+	 * against) nor 3.13, whose _Py_DebugOffsets do not give them. */
+#if PY_VERSION_HEX >= 0x030c0000 && PY_VERSION_HEX < 0x030d0000
+	off("tstate_datastack_chunk", OFF(PyThreadState, datastack_chunk));
+	off("tstate_datastack_top", OFF(PyThreadState, datastack_top));
+	off("chunk_data", OFF(_PyStackChunk, data));
+	off("code_framesize", OFF(PyCodeObject, co_framesize));
+#else
+	none("tstate_datastack_chunk");
+	none("tstate_datastack_top");
+	none("chunk_data");
+	none("code_framesize");
+#endif
 	printf("},\n");
 	return 0;
 }

@@ -271,7 +271,13 @@ fi
 # chunk enters and leaves every level, SEND not inlined under -X perf), 6
 # in a trampoline's own instructions. Naming those needs the frame being
 # cleared (thread-owned: still on the thread's data stack, its previous
-# still the shim) or entered, which the walk does not read yet.
+# still the shim) or entered. The walk reads a function's (py_pending in
+# bpf/runtime/python.bpf.c): clear, the share of json.tool's samples in a
+# function call's _PyEvalFrameClearAndPop that agree, was 0 (main's
+# document freed: main named by its trampoline alone), 100 with it; agree
+# 87.8 -> 91.9. What is left is generators' (their frame, unlinked as they
+# yield or return, is on no stack the state reaches) and the trampolines'
+# own instructions.
 t=python_edges_3.12
 if [ "${SANITIZE:-}" = 1 ]; then
 	echo "python_edges_3.12: left to the normal pass (not run under SANITIZE=1)"
@@ -296,10 +302,11 @@ PY
 		raw=$("$PPROF" -raw "$TMP/edges/profile.pb.gz" 2>/dev/null)
 		rj=$(python3 "$ROOT/tests/integration/py_traces.py" perf "$jpid" <<<"$raw" 2>"$TMP/edges.differ")
 		rd=$(python3 "$ROOT/tests/integration/py_traces.py" perf "$dpid" <<<"$raw" 2>>"$TMP/edges.differ")
-		read -r _ _ _ pj _ <<<"$(sed 's/[a-z]*=//g' <<<"$rj")"
+		read -r _ _ _ pj _ cj nj <<<"$(sed 's/[a-z]*=//g' <<<"$rj")"
 		read -r _ _ _ pd _ <<<"$(sed 's/[a-z]*=//g' <<<"$rd")"
-		if at_least "${pj:-0}" 99.9 && at_least "${pd:-0}" 99.9; then pass $t; else
-			fail $t "json.tool: $rj; difflib: $rd (want paired >= 99.9 each)"
+		if at_least "${pj:-0}" 99.9 && at_least "${pd:-0}" 99.9 && at_least "${nj:-0}" 5 &&
+			at_least "${cj:-0}" 99; then pass $t; else
+			fail $t "json.tool: $rj; difflib: $rd (want paired >= 99.9 each; json.tool's clear >= 99 of >= 5)"
 			head -3 "$TMP/edges.differ" >&2
 		fi
 	else

@@ -41,6 +41,10 @@ static const struct py_layout py_layouts[] = {
 	.state_compact_shift = 5,
 	.state_ascii_shift = 6,
 	.state_ready_shift = 7,
+	.tstate_datastack_chunk = PY_OFF_NONE,
+	.tstate_datastack_top = PY_OFF_NONE,
+	.chunk_data = PY_OFF_NONE,
+	.code_framesize = PY_OFF_NONE,
     },
     {
 	.version = 0x309, /* 3.9.18 */
@@ -77,6 +81,10 @@ static const struct py_layout py_layouts[] = {
 	.state_compact_shift = 5,
 	.state_ascii_shift = 6,
 	.state_ready_shift = 7,
+	.tstate_datastack_chunk = PY_OFF_NONE,
+	.tstate_datastack_top = PY_OFF_NONE,
+	.chunk_data = PY_OFF_NONE,
+	.code_framesize = PY_OFF_NONE,
     },
     {
 	.version = 0x30a, /* 3.10.13 */
@@ -113,6 +121,10 @@ static const struct py_layout py_layouts[] = {
 	.state_compact_shift = 5,
 	.state_ascii_shift = 6,
 	.state_ready_shift = 7,
+	.tstate_datastack_chunk = PY_OFF_NONE,
+	.tstate_datastack_top = PY_OFF_NONE,
+	.chunk_data = PY_OFF_NONE,
+	.code_framesize = PY_OFF_NONE,
     },
     {
 	.version = 0x30b, /* 3.11.7 */
@@ -149,6 +161,10 @@ static const struct py_layout py_layouts[] = {
 	.state_compact_shift = 5,
 	.state_ascii_shift = 6,
 	.state_ready_shift = 7,
+	.tstate_datastack_chunk = PY_OFF_NONE,
+	.tstate_datastack_top = PY_OFF_NONE,
+	.chunk_data = PY_OFF_NONE,
+	.code_framesize = PY_OFF_NONE,
     },
     {
 	.version = 0x30c, /* 3.12.1 */
@@ -185,6 +201,10 @@ static const struct py_layout py_layouts[] = {
 	.state_compact_shift = 5,
 	.state_ascii_shift = 6,
 	.state_ready_shift = 255,
+	.tstate_datastack_chunk = 232,
+	.tstate_datastack_top = 240,
+	.chunk_data = 24,
+	.code_framesize = 76,
     },
     {
 	.version = 0x30d, /* 3.13.0 */
@@ -221,6 +241,10 @@ static const struct py_layout py_layouts[] = {
 	.state_compact_shift = 5,
 	.state_ascii_shift = 6,
 	.state_ready_shift = 255,
+	.tstate_datastack_chunk = PY_OFF_NONE,
+	.tstate_datastack_top = PY_OFF_NONE,
+	.chunk_data = PY_OFF_NONE,
+	.code_framesize = PY_OFF_NONE,
     },
 };
 
