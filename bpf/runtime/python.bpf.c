@@ -139,6 +139,8 @@ static __always_inline int py_step(struct py_walk *w, const bool compat)
 		w->hash ^= w->hash >> 31;
 	}
 	w->n++;
+	if (!compat && !s->tframe && owner == PY_OWNER_THREAD) /* py_pending's */
+		s->tframe = w->frame;
 	w->frame = *(__u64 *)&s->span[w->ob & (PY_BPF_SPAN - 1)];
 	if (!compat && (s->wflags & (PY_WALK_CHECK | PY_WALK_SEEN)) == PY_WALK_CHECK &&
 	    (entry || owner == w->cstack)) {
@@ -167,6 +169,7 @@ static long py_loop_step(__u32 i, struct py_walk *w)
 	    (!(s->wflags & PY_WALK_SEEN) || s->entry_back != s->prev)) {
 		s->wflags = PY_WALK_AGAIN;
 		s->fault = 0;
+		s->tframe = 0;
 		w->frame = s->prev;
 		w->n = 0;
 		w->hash = 0;
@@ -243,6 +246,7 @@ static __always_inline int py_walk(const bool compat, __u32 slot, __u32 max)
 	w.l = l;
 	w.frame = frame;
 	s->first = frame;
+	s->tframe = 0;
 	s->tstate = ts;
 	s->max = max;
 	w.span = hi - lo;
@@ -304,6 +308,7 @@ static __always_inline int py_walk(const bool compat, __u32 slot, __u32 max)
  * none by it: user/runtime/python_names.c). Such a frame is on the
  * thread's data stack (thread-owned), the last pushed: datastack_top is
  * its end, its start the end of the innermost thread-owned frame linked
+ * (the walk's step keeps it: tframe)
  * (every live frame of the data stack is in the chain, which a stack's
  * order makes the one below), or its chunk's first word where that is in
  * an older chunk. Taken when the code object there spans it exactly, and
@@ -342,22 +347,10 @@ __noinline int py_pending(__u32 slot)
 	if (rd_ptr(s->tstate, l->tstate_datastack_top, &top) ||
 	    rd_ptr(s->tstate, l->tstate_datastack_chunk, &chunk) || !top || !chunk)
 		return 0;
-	/* The innermost thread-owned frame linked: from the frame the walk
-	 * began with (past a shim, generators' frames), a few steps at most
-	 * (here, not in the walk's step, whose every branch multiplies the
-	 * verifier's states of the bpf_loop callback). */
-	tframe = s->wflags & PY_WALK_AGAIN ? s->prev : s->first;
-	for (int i = 0; i < 4 && tframe; i++) {
-		owner = 0xff;
-		if (bpf_probe_read_user(&owner, 1, (void *)(tframe + l->frame_owner)))
-			return 0;
-		if (owner == PY_OWNER_THREAD)
-			break;
-		if (rd_ptr(tframe, l->frame_back, &tframe))
-			return 0;
-	}
+	/* The innermost thread-owned frame linked (the walk's). */
+	tframe = s->tframe;
 	cand = chunk + l->chunk_data;
-	if (tframe && owner == PY_OWNER_THREAD && !rd_ptr(tframe, l->frame_code, &code) &&
+	if (tframe && !rd_ptr(tframe, l->frame_code, &code) &&
 	    !bpf_probe_read_user(&size, sizeof(size), (void *)(code + l->code_framesize)) &&
 	    size > 0 && tframe + 8 * (__u64)size >= cand && tframe + 8 * (__u64)size < top)
 		cand = tframe + 8 * (__u64)size;

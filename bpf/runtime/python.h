@@ -146,7 +146,7 @@ struct py_bpf_stack {
 	__u64 entry_back, prev;
 	/* py_pending's: the frame the walk began with, the thread state, the
 	 * walk's max frames */
-	__u64 first, tstate;
+	__u64 first, tstate, tframe;
 	__u32 max, pad;
 	struct py_bpf_frame frames[PY_BPF_FRAMES];
 	__u8 span[2 * PY_BPF_SPAN]; /* the walk's: the frame being read */
