@@ -356,11 +356,41 @@ __noinline int py_pending(__u32 slot)
 		cand = tframe + 8 * (__u64)size;
 	owner = 0xff;
 	if (cand >= top || rd_ptr(cand, l->frame_code, &code) ||
-	    rd_ptr(cand, l->frame_back, &back) || rd_ptr(cand, l->frame_lasti, &lasti) ||
+	    rd_ptr(cand, l->frame_back, &back) ||
 	    bpf_probe_read_user(&owner, 1, (void *)(cand + l->frame_owner)) ||
 	    owner != PY_OWNER_THREAD || (shim && back != shim) || PY_FRAME_CODE(code) != code ||
 	    bpf_probe_read_user(&size, sizeof(size), (void *)(code + l->code_framesize)) ||
-	    size <= 0 || cand + 8 * (__u64)size != top)
+	    size <= 0 || cand + 8 * (__u64)size != top) {
+		/* A generator's frame, in its object, as the call resuming it
+		 * enters it: gen_send_ex2 made the thread's exc_info its
+		 * generator's and the frame's previous the frame that resumes
+		 * it (the walk's first, or the previous cframe's where the
+		 * cframe is the new call's already), which the call then makes
+		 * its shim, the shim's previous that frame. The walk may begin
+		 * with that shim: the new cframe's current frame, not set yet,
+		 * is the last call's at the same depth, which left it at its
+		 * shim, at the same address. Not as it leaves: exc_info is the
+		 * caller's again before the frame is unlinked (YIELD_VALUE,
+		 * clear_gen_frame). */
+		__u64 exc = 0, caller = s->wflags & PY_WALK_AGAIN ? s->prev : s->first, b2 = 0;
+
+		if (l->tstate_exc_info == PY_OFF_NONE || l->gen_exc_state == PY_OFF_NONE ||
+		    l->gen_iframe == PY_OFF_NONE || rd_ptr(s->tstate, l->tstate_exc_info, &exc) ||
+		    !exc)
+			return 0;
+		cand = exc - l->gen_exc_state + l->gen_iframe;
+		owner = 0xff;
+		if (rd_ptr(cand, l->frame_code, &code) || rd_ptr(cand, l->frame_back, &back) ||
+		    bpf_probe_read_user(&owner, 1, (void *)(cand + l->frame_owner)) ||
+		    owner != PY_OWNER_GENERATOR || PY_FRAME_CODE(code) != code || !back ||
+		    (shim && back != shim) ||
+		    (!shim && back != caller &&
+		     (rd_ptr(back, l->frame_back, &b2) || b2 != caller ||
+		      bpf_probe_read_user(&owner, 1, (void *)(back + l->frame_owner)) ||
+		      owner != l->owner_cstack)))
+			return 0;
+	}
+	if (rd_ptr(cand, l->frame_lasti, &lasti))
 		return 0;
 	bpf_probe_read_user(fn, 16, (void *)(code + l->code_filename));
 	bpf_probe_read_user(&head, 8, (void *)(fn[1] + l->unicode_ascii));

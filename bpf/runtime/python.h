@@ -62,6 +62,9 @@ struct py_layout {
 	 * int, in words): where the frame an evaluation call enters or leaves
 	 * is on the thread's data stack (python.bpf.c's py_pending). */
 	__u32 tstate_datastack_chunk, tstate_datastack_top, chunk_data, code_framesize;
+	/* 3.12: PyThreadState's exc_info (a generator's gi_exc_state while it
+	 * runs), and PyGenObject's gi_exc_state and gi_iframe (its frame). */
+	__u32 tstate_exc_info, gen_exc_state, gen_iframe;
 };
 
 /* The BPF walk (bpf/runtime/python.bpf.c): a process's layout and _PyRuntime's
@@ -98,6 +101,7 @@ struct py_bpf_frame {
 /* FRAME_OWNED_BY_THREAD (3.11-3.13 pycore_frame.h): a frame on the
  * thread's data stack. */
 #define PY_OWNER_THREAD 0
+#define PY_OWNER_GENERATOR 1 /* FRAME_OWNED_BY_GENERATOR: in its generator object */
 /* The owner byte of a last frame that is not linked (3.12): the one an
  * evaluation call enters or leaves (py_pending in python.bpf.c), which
  * user space puts in place of the innermost evaluation frame with no

@@ -45,6 +45,9 @@ static const struct py_layout py_layouts[] = {
 	.tstate_datastack_top = PY_OFF_NONE,
 	.chunk_data = PY_OFF_NONE,
 	.code_framesize = PY_OFF_NONE,
+	.tstate_exc_info = PY_OFF_NONE,
+	.gen_exc_state = PY_OFF_NONE,
+	.gen_iframe = PY_OFF_NONE,
     },
     {
 	.version = 0x309, /* 3.9.18 */
@@ -85,6 +88,9 @@ static const struct py_layout py_layouts[] = {
 	.tstate_datastack_top = PY_OFF_NONE,
 	.chunk_data = PY_OFF_NONE,
 	.code_framesize = PY_OFF_NONE,
+	.tstate_exc_info = PY_OFF_NONE,
+	.gen_exc_state = PY_OFF_NONE,
+	.gen_iframe = PY_OFF_NONE,
     },
     {
 	.version = 0x30a, /* 3.10.13 */
@@ -125,6 +131,9 @@ static const struct py_layout py_layouts[] = {
 	.tstate_datastack_top = PY_OFF_NONE,
 	.chunk_data = PY_OFF_NONE,
 	.code_framesize = PY_OFF_NONE,
+	.tstate_exc_info = PY_OFF_NONE,
+	.gen_exc_state = PY_OFF_NONE,
+	.gen_iframe = PY_OFF_NONE,
     },
     {
 	.version = 0x30b, /* 3.11.7 */
@@ -165,6 +174,9 @@ static const struct py_layout py_layouts[] = {
 	.tstate_datastack_top = PY_OFF_NONE,
 	.chunk_data = PY_OFF_NONE,
 	.code_framesize = PY_OFF_NONE,
+	.tstate_exc_info = PY_OFF_NONE,
+	.gen_exc_state = PY_OFF_NONE,
+	.gen_iframe = PY_OFF_NONE,
     },
     {
 	.version = 0x30c, /* 3.12.1 */
@@ -205,6 +217,9 @@ static const struct py_layout py_layouts[] = {
 	.tstate_datastack_top = 240,
 	.chunk_data = 24,
 	.code_framesize = 76,
+	.tstate_exc_info = 104,
+	.gen_exc_state = 40,
+	.gen_iframe = 72,
     },
     {
 	.version = 0x30d, /* 3.13.0 */
@@ -245,6 +260,9 @@ static const struct py_layout py_layouts[] = {
 	.tstate_datastack_top = PY_OFF_NONE,
 	.chunk_data = PY_OFF_NONE,
 	.code_framesize = PY_OFF_NONE,
+	.tstate_exc_info = PY_OFF_NONE,
+	.gen_exc_state = PY_OFF_NONE,
+	.gen_iframe = PY_OFF_NONE,
     },
 };
 
