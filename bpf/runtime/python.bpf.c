@@ -363,10 +363,12 @@ __noinline int py_pending(__u32 slot)
 	    size <= 0 || cand + 8 * (__u64)size != top) {
 		/* A generator's frame, in its object, as the call resuming it
 		 * enters it: gen_send_ex2 made the thread's exc_info its
-		 * generator's and the frame's previous the frame that resumes
-		 * it (the walk's first, or the previous cframe's where the
-		 * cframe is the new call's already), which the call then makes
-		 * its shim, the shim's previous that frame. The walk may begin
+		 * generator's; the frame's previous is 0 (its last yield's)
+		 * until the call makes it its shim, whose previous is the frame
+		 * that resumes it (the walk's first, or the previous cframe's
+		 * where the cframe is the new call's already); a frame running
+		 * has a previous, and exc_info is another's once its frame is
+		 * unlinked (below). The walk may begin
 		 * with that shim: the new cframe's current frame, not set yet,
 		 * is the last call's at the same depth, which left it at its
 		 * shim, at the same address. Not as it leaves: exc_info is the
@@ -382,9 +384,9 @@ __noinline int py_pending(__u32 slot)
 		owner = 0xff;
 		if (rd_ptr(cand, l->frame_code, &code) || rd_ptr(cand, l->frame_back, &back) ||
 		    bpf_probe_read_user(&owner, 1, (void *)(cand + l->frame_owner)) ||
-		    owner != PY_OWNER_GENERATOR || PY_FRAME_CODE(code) != code || !back ||
-		    (shim && back != shim) ||
-		    (!shim && back != caller &&
+		    owner != PY_OWNER_GENERATOR || PY_FRAME_CODE(code) != code ||
+		    (shim && back && back != shim) ||
+		    (!shim && back && back != caller &&
 		     (rd_ptr(back, l->frame_back, &b2) || b2 != caller ||
 		      bpf_probe_read_user(&owner, 1, (void *)(back + l->frame_owner)) ||
 		      owner != l->owner_cstack)))
