@@ -305,22 +305,22 @@ static __always_inline int py_walk(const bool compat, __u32 slot, __u32 max)
 /* 3.12: the frame an evaluation call enters or leaves while the thread's
  * state does not link it, appended as a last frame of owner
  * PY_OWNER_PENDING (user space names the innermost evaluation frame with
- * none by it: user/runtime/python_names.c). Such a frame is on the
+ * none by it: user/runtime/python_names.c). A function's frame is on the
  * thread's data stack (thread-owned), the last pushed: datastack_top is
  * its end, its start the end of the innermost thread-owned frame linked
- * (the walk's step keeps it: tframe)
- * (every live frame of the data stack is in the chain, which a stack's
- * order makes the one below), or its chunk's first word where that is in
- * an older chunk. Taken when the code object there spans it exactly, and
- * its previous is the shim the walk began with where it began with its
- * own evaluation call's shim (being cleared and popped:
- * _PyEvalFrameClearAndPop): none when it began with a frame (the call's
- * prologue, its frame pushed: _PyEval_Vector, the trampolines, up to
- * where it links it), whose previous is not set yet. A generator's frame
- * is not on the data stack and is not found so. A global function, called
- * after the walk (py_walk_frames, py_walk_frames_switch): the verifier
- * checks it on its own, where in the walk its branches took the states
- * pending past the verifier's limit. 1: a frame added. */
+ * (the walk's step keeps it, tframe: every live frame of the data stack is
+ * in the chain, which a stack's order makes the one below), or its
+ * chunk's first word where that is in an older chunk. Taken when the code
+ * object there spans it exactly, and, where the walk began with the
+ * call's own shim (the frame being cleared and popped:
+ * _PyEvalFrameClearAndPop), its previous is that shim; in the prologue
+ * (its frame pushed: _PyEval_Vector, the trampolines, up to where it links
+ * it) its previous is not set yet. A generator's frame (in its object) is
+ * found as it is resumed, by exc_info (below); not as it yields or
+ * returns, when nothing the state reaches points at it. A global
+ * function, called after the walk (py_walk_frames, py_walk_frames_switch):
+ * the verifier checks it on its own, where in the walk its branches took
+ * the states pending past the verifier's limit. 1: a frame added. */
 __noinline int py_pending(__u32 slot)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, k;

@@ -25,8 +25,10 @@ perf PID: "samples=N py=PCT agree=PCT paired=PCT edge=PCT" (weighted) of a
   does not link then (edge: those); py: the share with any; clear, the
   share agreeing of the clearn samples taken as a function's call (not
   a generator's resumption) clears and pops its frame
-  (_PyEvalFrameClearAndPop leafward of the innermost trampoline). The
-  first samples not paired go to stderr.
+  (_PyEvalFrameClearAndPop leafward of the innermost trampoline);
+  unentered, the samples whose leaf is a native evaluation frame left
+  unnamed in its call's prologue (3.12.1's, by its lines) right under its
+  trampoline. The first samples not paired go to stderr.
 deep PID DEPTH: "samples=N module=PCT whole=PCT trunc=PCT eval=N" over ALL
   of the main thread's samples (the thread PID) of mode deep DEPTH, a
   recursion of DEPTH frames of deep: module, the share with <module>
@@ -124,8 +126,8 @@ def main():
         return
     if mode == "perf":
         total = agree = paired = edge = py = bad = n = 0
-        clear = clear_ok = nclear = 0
-        for w, f in traces(text, pid, mapped=True):
+        clear = clear_ok = nclear = nenter = 0
+        for (w, f), (_, fl) in zip(traces(text, pid, mapped=True), traces(text, pid, lines=True)):
             n += 1
             tramp = [n[4:].split(":", 1)[0] for n, _, _ in f if n.startswith("py::")]
             walked = [n for n, _, has_map in f if not has_map]
@@ -150,6 +152,14 @@ def main():
                     clear += w
                     nclear += 1
                     clear_ok += w if tramp == walked else 0
+            # An evaluation call entering its frame, left unnamed: the
+            # leaf a native _PyEval_EvalFrameDefault (one named is replaced
+            # by its Python frame) in its prologue, before it links its
+            # frame, right under its trampoline (Python/ceval.c 655-745 in
+            # 3.12.1: the function's first line to its resume_frame label).
+            if t == 1 and names[0] == "_PyEval_EvalFrameDefault":
+                m = re.match(r"(?:.*/)?Python/ceval\.c:(\d+)$", fl[0][1])
+                nenter += 1 if m and 655 <= int(m.group(1)) < 746 else 0
             # Each trampoline calls one evaluation of its function's
             # frame: the Python frames leafward of it, up to the next
             # trampoline, are that one; or, the innermost only, none and
@@ -174,10 +184,11 @@ def main():
                 bad += 1
                 if bad <= 3:
                     print("differ: perf map %s, walked %s" % (tramp, walked), file=sys.stderr)
-        print("samples=%d py=%.1f agree=%.2f paired=%.2f edge=%.2f clear=%.2f clearn=%d" % (
-            n, 100 * py / (total or 1), 100 * agree / (total or 1),
-            100 * paired / (total or 1), 100 * edge / (total or 1),
-            100 * clear_ok / (clear or 1), nclear))
+        print("samples=%d py=%.1f agree=%.2f paired=%.2f edge=%.2f clear=%.2f clearn=%d "
+              "unentered=%d" % (
+                  n, 100 * py / (total or 1), 100 * agree / (total or 1),
+                  100 * paired / (total or 1), 100 * edge / (total or 1),
+                  100 * clear_ok / (clear or 1), nclear, nenter))
         return
     if mode == "deep":
         depth = int(sys.argv[3])
