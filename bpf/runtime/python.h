@@ -100,7 +100,7 @@ struct py_bpf_frame {
 #define PY_LASTI(w)	     ((w) & ((1ULL << 48) - 1))
 /* FRAME_OWNED_BY_THREAD (3.11-3.13 pycore_frame.h): a frame on the
  * thread's data stack. */
-#define PY_OWNER_THREAD 0
+#define PY_OWNER_THREAD	   0
 #define PY_OWNER_GENERATOR 1 /* FRAME_OWNED_BY_GENERATOR: in its generator object */
 /* The owner byte of a last frame that is not linked (3.12): the one an
  * evaluation call enters or leaves (py_pending in python.bpf.c), which
