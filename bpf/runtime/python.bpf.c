@@ -347,13 +347,18 @@ __noinline int py_pending(__u32 slot)
 	if (rd_ptr(s->tstate, l->tstate_datastack_top, &top) ||
 	    rd_ptr(s->tstate, l->tstate_datastack_chunk, &chunk) || !top || !chunk)
 		return 0;
-	/* The innermost thread-owned frame linked (the walk's). */
+	/* The innermost thread-owned frame linked (the walk's): in the top
+	 * chunk, the frame after it (none where it ends at the top: the chunk's
+	 * first frame would be a linked one); else the chunk's first. */
 	tframe = s->tframe;
 	cand = chunk + l->chunk_data;
-	if (tframe && !rd_ptr(tframe, l->frame_code, &code) &&
-	    !bpf_probe_read_user(&size, sizeof(size), (void *)(code + l->code_framesize)) &&
-	    size > 0 && tframe + 8 * (__u64)size >= cand && tframe + 8 * (__u64)size < top)
+	if (tframe >= cand && tframe < top) {
+		if (rd_ptr(tframe, l->frame_code, &code) ||
+		    bpf_probe_read_user(&size, sizeof(size), (void *)(code + l->code_framesize)) ||
+		    size <= 0)
+			return 0;
 		cand = tframe + 8 * (__u64)size;
+	}
 	owner = 0xff;
 	if (cand >= top || rd_ptr(cand, l->frame_code, &code) ||
 	    rd_ptr(cand, l->frame_back, &back) ||
