@@ -139,6 +139,8 @@ static __always_inline int py_step(struct py_walk *w, const bool compat)
 		w->hash ^= w->hash >> 31;
 	}
 	w->n++;
+	if (!compat && !s->tframe && owner == PY_OWNER_THREAD) /* py_pending's */
+		s->tframe = w->frame;
 	w->frame = *(__u64 *)&s->span[w->ob & (PY_BPF_SPAN - 1)];
 	if (!compat && (s->wflags & (PY_WALK_CHECK | PY_WALK_SEEN)) == PY_WALK_CHECK &&
 	    (entry || owner == w->cstack)) {
@@ -167,6 +169,7 @@ static long py_loop_step(__u32 i, struct py_walk *w)
 	    (!(s->wflags & PY_WALK_SEEN) || s->entry_back != s->prev)) {
 		s->wflags = PY_WALK_AGAIN;
 		s->fault = 0;
+		s->tframe = 0;
 		w->frame = s->prev;
 		w->n = 0;
 		w->hash = 0;
@@ -242,6 +245,10 @@ static __always_inline int py_walk(const bool compat, __u32 slot, __u32 max)
 	w.s = s;
 	w.l = l;
 	w.frame = frame;
+	s->first = frame;
+	s->tframe = 0;
+	s->tstate = ts;
+	s->max = max;
 	w.span = hi - lo;
 	w.lo = lo;
 	w.oc = l->frame_code - lo;
@@ -295,13 +302,122 @@ static __always_inline int py_walk(const bool compat, __u32 slot, __u32 max)
 	return w.n;
 }
 
+/* 3.12: the frame an evaluation call enters or leaves while the thread's
+ * state does not link it, appended as a last frame of owner
+ * PY_OWNER_PENDING (user space names the innermost evaluation frame with
+ * none by it: user/runtime/python_names.c). A function's frame is on the
+ * thread's data stack (thread-owned), the last pushed: datastack_top is
+ * its end, its start the end of the innermost thread-owned frame linked
+ * (the walk's step keeps it, tframe: every live frame of the data stack is
+ * in the chain, which a stack's order makes the one below), or its
+ * chunk's first word where that is in an older chunk. Taken when the code
+ * object there spans it exactly, and, where the walk began with the
+ * call's own shim (the frame being cleared and popped:
+ * _PyEvalFrameClearAndPop), its previous is that shim; in the prologue
+ * (its frame pushed: _PyEval_Vector, the trampolines, up to where it links
+ * it) its previous is not set yet. A generator's frame (in its object) is
+ * found as it is resumed, by exc_info (below); not as it yields or
+ * returns, when nothing the state reaches points at it. A global
+ * function, called after the walk (py_walk_frames, py_walk_frames_switch):
+ * the verifier checks it on its own, where in the walk its branches took
+ * the states pending past the verifier's limit. 1: a frame added. */
+__noinline int py_pending(__u32 slot)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, k;
+	const struct py_bpf_proc *p = bpf_map_lookup_elem(&py_procs, &tgid);
+	const struct py_layout *l;
+	struct py_bpf_stack *s;
+	__u64 top = 0, chunk = 0, cand, code = 0, back = 0, shim = 0, fn[2] = {0, 0}, head = 0,
+	      lasti = 0, tframe;
+	__s32 size = 0;
+	__u8 owner = 0xff;
+	__u32 tag;
+
+	slot = py_slot_key(slot);
+	s = bpf_map_lookup_elem(&py_scratch, &slot);
+	if (!p || !s || s->truncated || !s->nframes || s->nframes >= s->max)
+		return 0;
+	l = &p->layout;
+	k = s->nframes & (PY_BPF_FRAMES - 1);
+	if (l->tstate_datastack_top == PY_OFF_NONE || l->tstate_datastack_chunk == PY_OFF_NONE ||
+	    l->chunk_data == PY_OFF_NONE || l->code_framesize == PY_OFF_NONE)
+		return 0;
+	if (!(s->wflags & PY_WALK_AGAIN) && PY_FRAME_OWNER(s->frames[0].code) == l->owner_cstack)
+		shim = s->first;
+	if (rd_ptr(s->tstate, l->tstate_datastack_top, &top) ||
+	    rd_ptr(s->tstate, l->tstate_datastack_chunk, &chunk) || !top || !chunk)
+		return 0;
+	/* The innermost thread-owned frame linked (the walk's): in the top
+	 * chunk, the frame after it (none where it ends at the top: the chunk's
+	 * first frame would be a linked one); else the chunk's first. */
+	tframe = s->tframe;
+	cand = chunk + l->chunk_data;
+	if (tframe >= cand && tframe < top) {
+		if (rd_ptr(tframe, l->frame_code, &code) ||
+		    bpf_probe_read_user(&size, sizeof(size), (void *)(code + l->code_framesize)) ||
+		    size <= 0)
+			return 0;
+		cand = tframe + 8 * (__u64)size;
+	}
+	owner = 0xff;
+	if (cand >= top || rd_ptr(cand, l->frame_code, &code) ||
+	    rd_ptr(cand, l->frame_back, &back) ||
+	    bpf_probe_read_user(&owner, 1, (void *)(cand + l->frame_owner)) ||
+	    owner != PY_OWNER_THREAD || (shim && back != shim) || PY_FRAME_CODE(code) != code ||
+	    bpf_probe_read_user(&size, sizeof(size), (void *)(code + l->code_framesize)) ||
+	    size <= 0 || cand + 8 * (__u64)size != top) {
+		/* A generator's frame, in its object, as the call resuming it
+		 * enters it: gen_send_ex2 made the thread's exc_info its
+		 * generator's; the frame's previous is 0 (its last yield's)
+		 * until the call makes it its shim, whose previous is the frame
+		 * that resumes it (the walk's first, or the previous cframe's
+		 * where the cframe is the new call's already); a frame running
+		 * has a previous, and exc_info is another's once its frame is
+		 * unlinked (below). The walk may begin
+		 * with that shim: the new cframe's current frame, not set yet,
+		 * is the last call's at the same depth, which left it at its
+		 * shim, at the same address. Not as it leaves: exc_info is the
+		 * caller's again before the frame is unlinked (YIELD_VALUE,
+		 * clear_gen_frame). */
+		__u64 exc = 0, caller = s->wflags & PY_WALK_AGAIN ? s->prev : s->first, b2 = 0;
+
+		if (l->tstate_exc_info == PY_OFF_NONE || l->gen_exc_state == PY_OFF_NONE ||
+		    l->gen_iframe == PY_OFF_NONE || rd_ptr(s->tstate, l->tstate_exc_info, &exc) ||
+		    !exc)
+			return 0;
+		cand = exc - l->gen_exc_state + l->gen_iframe;
+		owner = 0xff;
+		if (rd_ptr(cand, l->frame_code, &code) || rd_ptr(cand, l->frame_back, &back) ||
+		    bpf_probe_read_user(&owner, 1, (void *)(cand + l->frame_owner)) ||
+		    owner != PY_OWNER_GENERATOR || PY_FRAME_CODE(code) != code ||
+		    (shim && back && back != shim) ||
+		    (!shim && back && back != caller &&
+		     (rd_ptr(back, l->frame_back, &b2) || b2 != caller ||
+		      bpf_probe_read_user(&owner, 1, (void *)(back + l->frame_owner)) ||
+		      owner != l->owner_cstack)))
+			return 0;
+	}
+	if (rd_ptr(cand, l->frame_lasti, &lasti))
+		return 0;
+	bpf_probe_read_user(fn, 16, (void *)(code + l->code_filename));
+	bpf_probe_read_user(&head, 8, (void *)(fn[1] + l->unicode_ascii));
+	tag = py_code_tag(fn[0], fn[1], head);
+	s->frames[k].code =
+	    code | PY_TAG_CODE(tag) | (__u64)PY_OWNER_PENDING << PY_FRAME_OWNER_SHIFT;
+	s->frames[k].lasti = PY_LASTI(lasti) | PY_TAG_LASTI(tag);
+	s->nframes++;
+	return 1;
+}
+
 /* Global functions (above): on_sample calls the first, on_sample_compat the
  * second, on_switch (--off-cpu) the third, and a program holds only the one
  * it calls. */
 __noinline int py_walk_frames(struct bpf_perf_event_data *ctx, __u32 max)
 {
+	int n = py_walk(false, PY_SLOT_SAMPLE, max);
+
 	(void)ctx;
-	return py_walk(false, PY_SLOT_SAMPLE, max);
+	return n > 0 ? n + py_pending(PY_SLOT_SAMPLE) : n;
 }
 
 __noinline int py_walk_frames_compat(struct bpf_perf_event_data *ctx)
@@ -312,5 +428,7 @@ __noinline int py_walk_frames_compat(struct bpf_perf_event_data *ctx)
 
 __noinline int py_walk_frames_switch(__u32 max)
 {
-	return py_walk(false, PY_SLOT_SWITCH, max);
+	int n = py_walk(false, PY_SLOT_SWITCH, max);
+
+	return n > 0 ? n + py_pending(PY_SLOT_SWITCH) : n;
 }

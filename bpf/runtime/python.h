@@ -57,6 +57,14 @@ struct py_layout {
 	__u32 unicode_length, unicode_state;  /* PyASCIIObject */
 	__u32 unicode_ascii, unicode_compact; /* data of compact ascii and compact strings */
 	__u8 state_kind_shift, state_compact_shift, state_ascii_shift, state_ready_shift; /* 0xff */
+	/* 3.12 (PY_OFF_NONE elsewhere): PyThreadState's datastack_chunk and
+	 * datastack_top, _PyStackChunk's data, PyCodeObject's co_framesize (an
+	 * int, in words): where the frame an evaluation call enters or leaves
+	 * is on the thread's data stack (python.bpf.c's py_pending). */
+	__u32 tstate_datastack_chunk, tstate_datastack_top, chunk_data, code_framesize;
+	/* 3.12: PyThreadState's exc_info (a generator's gi_exc_state while it
+	 * runs), and PyGenObject's gi_exc_state and gi_iframe (its frame). */
+	__u32 tstate_exc_info, gen_exc_state, gen_iframe;
 };
 
 /* The BPF walk (bpf/runtime/python.bpf.c): a process's layout and _PyRuntime's
@@ -90,6 +98,15 @@ struct py_bpf_frame {
 #define PY_FRAME_OWNER_SHIFT 56
 #define PY_FRAME_OWNER(w)    ((__u8)((w) >> PY_FRAME_OWNER_SHIFT))
 #define PY_LASTI(w)	     ((w) & ((1ULL << 48) - 1))
+/* FRAME_OWNED_BY_THREAD (3.11-3.13 pycore_frame.h): a frame on the
+ * thread's data stack. */
+#define PY_OWNER_THREAD	   0
+#define PY_OWNER_GENERATOR 1 /* FRAME_OWNED_BY_GENERATOR: in its generator object */
+/* The owner byte of a last frame that is not linked (3.12): the one an
+ * evaluation call enters or leaves (py_pending in python.bpf.c), which
+ * user space puts in place of the innermost evaluation frame with no
+ * frame linked (user/runtime/python_names.c). */
+#define PY_OWNER_PENDING 0xfe
 /* The code object's tag at the sample (py_code_tag, 23 bits): its low 16
  * bits in the lasti word's top 16 (an int's or a user address's, which are
  * free), its high 7 in the code word's bits 49-55. */
@@ -131,6 +148,10 @@ struct py_bpf_stack {
 	 * previous cframe's current frame it is to be. */
 	__u32 fault, wflags;
 	__u64 entry_back, prev;
+	/* py_pending's: the frame the walk began with, the thread state, the
+	 * walk's max frames */
+	__u64 first, tstate, tframe;
+	__u32 max, pad;
 	struct py_bpf_frame frames[PY_BPF_FRAMES];
 	__u8 span[2 * PY_BPF_SPAN]; /* the walk's: the frame being read */
 };

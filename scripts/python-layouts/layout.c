@@ -140,6 +140,27 @@ int main(void)
 #else
 	off("state_ready_shift", STATE_SHIFT(ready));
 #endif
+	/* 3.12: the thread's data stack, where the frame an evaluation call
+	 * enters or leaves is while it is not linked, and the generator whose
+	 * frame it is entering (bpf/runtime/python.bpf.c's py_pending). Not 3.11 (is_entry frames, no shim to check the frame
+	 * against) nor 3.13, whose _Py_DebugOffsets do not give them. */
+#if PY_VERSION_HEX >= 0x030c0000 && PY_VERSION_HEX < 0x030d0000
+	off("tstate_datastack_chunk", OFF(PyThreadState, datastack_chunk));
+	off("tstate_datastack_top", OFF(PyThreadState, datastack_top));
+	off("chunk_data", OFF(_PyStackChunk, data));
+	off("code_framesize", OFF(PyCodeObject, co_framesize));
+	off("tstate_exc_info", OFF(PyThreadState, exc_info));
+	off("gen_exc_state", OFF(PyGenObject, gi_exc_state));
+	off("gen_iframe", OFF(PyGenObject, gi_iframe));
+#else
+	none("tstate_datastack_chunk");
+	none("tstate_datastack_top");
+	none("chunk_data");
+	none("code_framesize");
+	none("tstate_exc_info");
+	none("gen_exc_state");
+	none("gen_iframe");
+#endif
 	printf("},\n");
 	return 0;
 }

@@ -22,8 +22,13 @@ perf PID: "samples=N py=PCT agree=PCT paired=PCT edge=PCT" (weighted) of a
   that, leafward of it (up to the next trampoline), or (the innermost
   only) none: the call entering or leaving that frame (in the trampoline,
   or in the evaluation loop's native frame), which the thread's state
-  does not link then (edge: those); py: the share with any. The first
-  samples not paired go to stderr.
+  does not link then (edge: those); py: the share with any; clear, the
+  share agreeing of the clearn samples taken as a function's call (not
+  a generator's resumption) clears and pops its frame
+  (_PyEvalFrameClearAndPop leafward of the innermost trampoline);
+  unentered, the samples whose leaf is a native evaluation frame left
+  unnamed in its call's prologue (3.12.1's, by its lines) right under its
+  trampoline. The first samples not paired go to stderr.
 deep PID DEPTH: "samples=N module=PCT whole=PCT trunc=PCT eval=N" over ALL
   of the main thread's samples (the thread PID) of mode deep DEPTH, a
   recursion of DEPTH frames of deep: module, the share with <module>
@@ -121,7 +126,8 @@ def main():
         return
     if mode == "perf":
         total = agree = paired = edge = py = bad = n = 0
-        for w, f in traces(text, pid, mapped=True):
+        clear = clear_ok = nclear = nenter = 0
+        for (w, f), (_, fl) in zip(traces(text, pid, mapped=True), traces(text, pid, lines=True)):
             n += 1
             tramp = [n[4:].split(":", 1)[0] for n, _, _ in f if n.startswith("py::")]
             walked = [n for n, _, has_map in f if not has_map]
@@ -129,6 +135,31 @@ def main():
             py += w if tramp or walked else 0
             if tramp == walked:
                 agree += w
+            # A function's frame being cleared and popped as its call
+            # leaves it (_PyEvalFrameClearAndPop leafward of the innermost
+            # trampoline), called by no generator's resumption (gen_*
+            # between that trampoline and its caller's Python frame): on
+            # the thread's data stack, named from there.
+            names = [x for x, _, _ in f]
+            t = next((i for i, x in enumerate(names) if x.startswith("py::")), None)
+            if t is not None and "_PyEvalFrameClearAndPop" in names[:t]:
+                up = []
+                for x, _, has_map in f[t + 1:]:
+                    if not has_map or x.startswith("py::"):
+                        break
+                    up.append(x)
+                if not any(x.startswith("gen_") for x in up):
+                    clear += w
+                    nclear += 1
+                    clear_ok += w if tramp == walked else 0
+            # An evaluation call entering its frame, left unnamed: the
+            # leaf a native _PyEval_EvalFrameDefault (one named is replaced
+            # by its Python frame) in its prologue, before it links its
+            # frame, right under its trampoline (Python/ceval.c 655-745 in
+            # 3.12.1: the function's first line to its resume_frame label).
+            if t == 1 and names[0] == "_PyEval_EvalFrameDefault":
+                m = re.match(r"(?:.*/)?Python/ceval\.c:(\d+)$", fl[0][1])
+                nenter += 1 if m and 655 <= int(m.group(1)) < 746 else 0
             # Each trampoline calls one evaluation of its function's
             # frame: the Python frames leafward of it, up to the next
             # trampoline, are that one; or, the innermost only, none and
@@ -153,9 +184,11 @@ def main():
                 bad += 1
                 if bad <= 3:
                     print("differ: perf map %s, walked %s" % (tramp, walked), file=sys.stderr)
-        print("samples=%d py=%.1f agree=%.2f paired=%.2f edge=%.2f" % (
-            n, 100 * py / (total or 1), 100 * agree / (total or 1),
-            100 * paired / (total or 1), 100 * edge / (total or 1)))
+        print("samples=%d py=%.1f agree=%.2f paired=%.2f edge=%.2f clear=%.2f clearn=%d "
+              "unentered=%d" % (
+                  n, 100 * py / (total or 1), 100 * agree / (total or 1),
+                  100 * paired / (total or 1), 100 * edge / (total or 1),
+                  100 * clear_ok / (clear or 1), nclear, nenter))
         return
     if mode == "deep":
         depth = int(sys.argv[3])

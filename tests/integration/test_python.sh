@@ -36,7 +36,9 @@
 # run with -p once ready: in >= 99.9 % of ALL of each process's samples
 # every trampoline has its own function's frame leafward of it, and only
 # that, or (the innermost) none: the call entering or leaving it, which
-# the thread's state does not link then (py_traces.py perf: paired).
+# the thread's state does not link then (py_traces.py perf: paired); and
+# those a function's call clears are named (clear), and none of an
+# evaluation call's prologue is left native (unentered).
 # python_eval_root: of ALL the samples of ALL this file's recordings,
 # none whose outermost evaluation frame is an unnamed
 # _PyEval_EvalFrameDefault where the stack has Python frames (py_traces.py
@@ -271,7 +273,17 @@ fi
 # chunk enters and leaves every level, SEND not inlined under -X perf), 6
 # in a trampoline's own instructions. Naming those needs the frame being
 # cleared (thread-owned: still on the thread's data stack, its previous
-# still the shim) or entered, which the walk does not read yet.
+# still the shim) or entered. The walk reads them (py_pending in
+# bpf/runtime/python.bpf.c): a function's on the data stack, a
+# generator's being resumed by the thread's exc_info. clear, the share of
+# json.tool's samples in a function call's _PyEvalFrameClearAndPop that
+# agree, was 0 (main's document freed: main named by its trampoline
+# alone), 100 with it; unentered, the samples left native in an
+# evaluation call's prologue, 7 of 184 (main's build), 0 with it. agree
+# 87.8-90.2 -> 92.0-93.8. What is left (~7 %) is generators' exits (their
+# frame, unlinked as they yield or return, is on no stack the state
+# reaches: YIELD_VALUE's unlinking, resume_frame to INTERPRETER_EXIT and
+# the epilogue, clear_gen_frame) and the trampolines' own instructions.
 t=python_edges_3.12
 if [ "${SANITIZE:-}" = 1 ]; then
 	echo "python_edges_3.12: left to the normal pass (not run under SANITIZE=1)"
@@ -296,10 +308,14 @@ PY
 		raw=$("$PPROF" -raw "$TMP/edges/profile.pb.gz" 2>/dev/null)
 		rj=$(python3 "$ROOT/tests/integration/py_traces.py" perf "$jpid" <<<"$raw" 2>"$TMP/edges.differ")
 		rd=$(python3 "$ROOT/tests/integration/py_traces.py" perf "$dpid" <<<"$raw" 2>>"$TMP/edges.differ")
-		read -r _ _ _ pj _ <<<"$(sed 's/[a-z]*=//g' <<<"$rj")"
-		read -r _ _ _ pd _ <<<"$(sed 's/[a-z]*=//g' <<<"$rd")"
-		if at_least "${pj:-0}" 99.9 && at_least "${pd:-0}" 99.9; then pass $t; else
-			fail $t "json.tool: $rj; difflib: $rd (want paired >= 99.9 each)"
+		read -r _ _ _ pj _ cj nj uj <<<"$(sed 's/[a-z]*=//g' <<<"$rj")"
+		read -r _ _ _ pd _ _ _ ud <<<"$(sed 's/[a-z]*=//g' <<<"$rd")"
+		# clear where json.tool had such samples: its main() may not end
+		# in the 4 s on a loaded machine (430 samples, one such, once).
+		if at_least "${pj:-0}" 99.9 && at_least "${pd:-0}" 99.9 &&
+			{ [ "${nj:-0}" = 0 ] || at_least "${cj:-0}" 99; } &&
+			[ "${uj:-1}" = 0 ] && [ "${ud:-1}" = 0 ]; then pass $t; else
+			fail $t "json.tool: $rj; difflib: $rd (want paired >= 99.9 each; json.tool's clear >= 99; unentered 0)"
 			head -3 "$TMP/edges.differ" >&2
 		fi
 	else

@@ -853,10 +853,13 @@ int py_frame_decode(const struct py_proc *p, uint64_t code, uint64_t raw, uint8_
 		    struct py_frame *f)
 {
 	const struct py_layout *l = &p->bin.layout;
+	int ret = 0;
 
 	/* A shim frame of the C stack (3.12 on) runs no code. */
 	if (l->owner_cstack != 0xff && owner == l->owner_cstack)
 		return 1;
+	if (owner == PY_OWNER_PENDING && l->code_framesize != PY_OFF_NONE)
+		ret = 2;
 	f->code = code;
 	raw = PY_LASTI(raw); /* the tag above it: py_code_tag */
 	switch (l->lasti_kind) {
@@ -869,7 +872,7 @@ int py_frame_decode(const struct py_proc *p, uint64_t code, uint64_t raw, uint8_
 	default:
 		f->lasti = (int32_t)raw;
 	}
-	return 0;
+	return ret;
 }
 
 void py_proc_bpf(const struct py_proc *p, struct py_bpf_proc *out)

@@ -109,7 +109,9 @@ struct py_thread {
 };
 /* A frame as read from memory (its code object, the 8 bytes at
  * frame_lasti, its owner byte): 0 and *f, or 1 for a frame that runs no
- * code (3.12 on, the C stack's shim frames), to be left out. The walk here
+ * code (3.12 on, the C stack's shim frames), to be left out, or 2 and *f
+ * for the BPF walk's last frame that the thread's state does not link
+ * (3.12, PY_OWNER_PENDING: an evaluation call's, entered or left). The walk here
  * and the BPF walk's records (bpf/runtime/python.bpf.c) both go through it. */
 int py_frame_decode(const struct py_proc *p, uint64_t code, uint64_t raw, uint8_t owner,
 		    struct py_frame *f);

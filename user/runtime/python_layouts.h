@@ -41,6 +41,13 @@ static const struct py_layout py_layouts[] = {
 	.state_compact_shift = 5,
 	.state_ascii_shift = 6,
 	.state_ready_shift = 7,
+	.tstate_datastack_chunk = PY_OFF_NONE,
+	.tstate_datastack_top = PY_OFF_NONE,
+	.chunk_data = PY_OFF_NONE,
+	.code_framesize = PY_OFF_NONE,
+	.tstate_exc_info = PY_OFF_NONE,
+	.gen_exc_state = PY_OFF_NONE,
+	.gen_iframe = PY_OFF_NONE,
     },
     {
 	.version = 0x309, /* 3.9.18 */
@@ -77,6 +84,13 @@ static const struct py_layout py_layouts[] = {
 	.state_compact_shift = 5,
 	.state_ascii_shift = 6,
 	.state_ready_shift = 7,
+	.tstate_datastack_chunk = PY_OFF_NONE,
+	.tstate_datastack_top = PY_OFF_NONE,
+	.chunk_data = PY_OFF_NONE,
+	.code_framesize = PY_OFF_NONE,
+	.tstate_exc_info = PY_OFF_NONE,
+	.gen_exc_state = PY_OFF_NONE,
+	.gen_iframe = PY_OFF_NONE,
     },
     {
 	.version = 0x30a, /* 3.10.13 */
@@ -113,6 +127,13 @@ static const struct py_layout py_layouts[] = {
 	.state_compact_shift = 5,
 	.state_ascii_shift = 6,
 	.state_ready_shift = 7,
+	.tstate_datastack_chunk = PY_OFF_NONE,
+	.tstate_datastack_top = PY_OFF_NONE,
+	.chunk_data = PY_OFF_NONE,
+	.code_framesize = PY_OFF_NONE,
+	.tstate_exc_info = PY_OFF_NONE,
+	.gen_exc_state = PY_OFF_NONE,
+	.gen_iframe = PY_OFF_NONE,
     },
     {
 	.version = 0x30b, /* 3.11.7 */
@@ -149,6 +170,13 @@ static const struct py_layout py_layouts[] = {
 	.state_compact_shift = 5,
 	.state_ascii_shift = 6,
 	.state_ready_shift = 7,
+	.tstate_datastack_chunk = PY_OFF_NONE,
+	.tstate_datastack_top = PY_OFF_NONE,
+	.chunk_data = PY_OFF_NONE,
+	.code_framesize = PY_OFF_NONE,
+	.tstate_exc_info = PY_OFF_NONE,
+	.gen_exc_state = PY_OFF_NONE,
+	.gen_iframe = PY_OFF_NONE,
     },
     {
 	.version = 0x30c, /* 3.12.1 */
@@ -185,6 +213,13 @@ static const struct py_layout py_layouts[] = {
 	.state_compact_shift = 5,
 	.state_ascii_shift = 6,
 	.state_ready_shift = 255,
+	.tstate_datastack_chunk = 232,
+	.tstate_datastack_top = 240,
+	.chunk_data = 24,
+	.code_framesize = 76,
+	.tstate_exc_info = 104,
+	.gen_exc_state = 40,
+	.gen_iframe = 72,
     },
     {
 	.version = 0x30d, /* 3.13.0 */
@@ -221,6 +256,13 @@ static const struct py_layout py_layouts[] = {
 	.state_compact_shift = 5,
 	.state_ascii_shift = 6,
 	.state_ready_shift = 255,
+	.tstate_datastack_chunk = PY_OFF_NONE,
+	.tstate_datastack_top = PY_OFF_NONE,
+	.chunk_data = PY_OFF_NONE,
+	.code_framesize = PY_OFF_NONE,
+	.tstate_exc_info = PY_OFF_NONE,
+	.gen_exc_state = PY_OFF_NONE,
+	.gen_iframe = PY_OFF_NONE,
     },
 };
 

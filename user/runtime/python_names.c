@@ -263,6 +263,9 @@ struct py_runs {
 	const __u64 *w; /* two words a frame (struct py_bpf_frame) */
 	unsigned n, next, nruns, npcs;
 	int minor;
+	/* The frame the innermost evaluation call enters or leaves, not
+	 * linked (the walk's last, PY_OWNER_PENDING): its pc, or 0. */
+	uint64_t pending;
 	uint64_t pcs[PY_BPF_FRAMES];
 	struct py_run runs[PY_BPF_FRAMES];
 };
@@ -364,6 +367,17 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 	r->w = &s->ips[(size_t)s->nkernel + s->nuser];
 	r->next = r->nruns = r->npcs = 0;
 	r->minor = py_proc_binary(r->e->py)->minor;
+	r->pending = 0;
+	if (r->n && PY_FRAME_OWNER(r->w[2 * r->n - 2]) == PY_OWNER_PENDING) {
+		uint64_t code = r->w[2 * r->n - 2], raw = r->w[2 * r->n - 1];
+		struct py_frame f;
+
+		r->n--;
+		if (py_frame_decode(r->e->py, PY_FRAME_CODE(code), raw, PY_FRAME_OWNER(code), &f) ==
+		    2)
+			r->pending = memo_pc(pn, r->e, code & ((1ULL << PY_FRAME_OWNER_SHIFT) - 1),
+					     raw, &f, PY_FRAME_TAG(code, raw));
+	}
 	while (next_run(r))
 		;
 	if (max > MAX_USER_STACK)
@@ -374,7 +388,7 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 	 * have none. */
 	if (!trunc && !*cut && r->nruns <= (unsigned)nev) {
 		skip = nev - (int)r->nruns;
-		pn->st.edge += skip > 0 || (r->nruns && !r->runs[0].k);
+		pn->st.edge += (skip > 0 || (r->nruns && !r->runs[0].k)) && !r->pending;
 	}
 	for (i = 0; i < *n && m < max; i++) {
 		const struct py_run *run;
@@ -384,7 +398,9 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 			continue;
 		}
 		if (ev++ < skip) {
-			out[m++] = pcs[i];
+			/* The innermost, entering or leaving the frame the
+			 * walk found unlinked on the data stack. */
+			out[m++] = ev == 1 && r->pending ? r->pending : pcs[i];
 			continue;
 		}
 		if (used >= r->nruns) {
@@ -395,7 +411,7 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 		}
 		run = &r->runs[used++];
 		if (!run->named) { /* none (an empty run), or none named */
-			out[m++] = pcs[i];
+			out[m++] = ev == 1 && !run->k && r->pending ? r->pending : pcs[i];
 		} else {
 			unsigned j;
 
