@@ -502,7 +502,10 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, cons
 		 * with the stack. bpf_loop's kernels (the walk's). */
 		if (!compat && user_stacks && (npy = py_walk_frames_switch(max_stack)) > 0) {
 			__u32 ps_slot = py_slot_key(PY_SLOT_SWITCH);
-			struct py_bpf_stack *ps = bpf_map_lookup_elem(&py_scratch, &ps_slot);
+			struct py_bpf_stack *ps;
+
+			npy += py_pending(PY_SLOT_SWITCH);
+			ps = bpf_map_lookup_elem(&py_scratch, &ps_slot);
 
 			if (ps)
 				k.uhash = offcpu_mix(k.uhash, ps->hash);

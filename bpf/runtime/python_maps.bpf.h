@@ -53,5 +53,8 @@ int py_walk_frames_compat(struct bpf_perf_event_data *ctx);
 /* The thread leaving the CPU (the switch program's current), into
  * py_scratch's PY_SLOT_SWITCH; bpf_loop's kernels only. */
 int py_walk_frames_switch(__u32 max);
+/* 3.12: after a walk of slot that found frames, the frame an evaluation
+ * call enters or leaves unlinked, appended (python.bpf.c): 1, or 0. */
+int py_pending(__u32 slot);
 
 #endif
