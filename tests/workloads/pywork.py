@@ -26,14 +26,18 @@ enter and leave evaluation loops as a library does (C code calling
 Python: generators, json's encoder), for test_python.sh's python_edges.
 
 waits: the main thread and another each sleep in wait_six, wait_three and
-wait_one in turn, 6, 3 and 1 ms: 60/30/10 of their time off the CPU, the
-same native stack (the interpreter's call of time.sleep) in all three. No
-thread of it sleeps longer than 6 ms at a time.
+wait_one in turn, 6, 3 and 1 ms: 60/30/10 of their time off the CPU on an
+idle machine, the same native stack (the interpreter's call of
+time.sleep) in all three. No thread of it sleeps longer than 6 ms at a
+time. At SIGUSR1, "slept SIX THREE ONE": the seconds its threads have
+spent in each call so far, by the clock (the sleep and the wait for a CPU
+after it).
 
 "ready PID" once both threads run; then until killed.
 """
 import itertools
 import os
+import signal
 import sys
 import threading
 import time
@@ -80,12 +84,33 @@ def wait_one():
     time.sleep(0.001)
 
 
+# Each thread's seconds in each wait (six, three, one), by the clock around
+# the call: the sleep, the wait for a CPU after it (milliseconds on a
+# loaded machine) and the call's own time, preempted there too: the
+# off-CPU time holds all of it but the few microseconds on the CPU.
+slept = {}
+
+
+def print_slept(*_):
+    tot = [sum(v[i] for v in list(slept.values())) for i in range(3)]
+    print("slept %.6f %.6f %.6f" % tuple(tot), flush=True)
+
+
 def waits(started):
+    s = slept.setdefault(threading.get_ident(), [0.0, 0.0, 0.0])
     started.set()
+    clock = time.monotonic
     while True:
+        t0 = clock()
         wait_six()
+        t1 = clock()
         wait_three()
+        t2 = clock()
         wait_one()
+        t3 = clock()
+        s[0] += t1 - t0
+        s[1] += t2 - t1
+        s[2] += t3 - t2
 
 
 def recurse(n):
@@ -170,6 +195,7 @@ if __name__ == "__main__":
         print("ready", os.getpid(), flush=True)
         threading.Event().wait()
     if mode == "waits":
+        signal.signal(signal.SIGUSR1, print_slept)
         threading.Thread(target=waits, args=(a,), daemon=True).start()
         a.wait()
         print("ready", os.getpid(), flush=True)
