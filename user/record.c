@@ -1066,11 +1066,14 @@ static void verifier_stats_say(struct bpf_object *obj, char *bufs)
 			continue;
 		/* verified_insns: 5.16+, 0 before. */
 		bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len);
+		const char *depth = strstr(log, "stack depth ");
+
 		debug("verifier: %s %.1f ms, %ld insns processed (%u verified), %ld states, "
-		      "peak %ld",
+		      "peak %ld, stack depth %.*s",
 		      bpf_program__name(p), vlog_field(log, "verification time ") / 1e3,
 		      vlog_field(log, "processed "), info.verified_insns,
-		      vlog_field(log, "total_states "), vlog_field(log, "peak_states "));
+		      vlog_field(log, "total_states "), vlog_field(log, "peak_states "),
+		      depth ? (int)strcspn(depth + 12, "\n") : 1, depth ? depth + 12 : "?");
 	}
 	free(bufs);
 }
