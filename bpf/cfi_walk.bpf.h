@@ -777,40 +777,54 @@ static __always_inline int cfi_finish(struct scratch *sc, int r, const bool comp
 
 struct cfi_loop {
 	struct scratch *sc;
-	int r;
 };
 
-/* A frame beyond the tail-call chain's, per bpf_loop callback. One, not a
- * block of CFI_FRAMES_PER_CALL: the verifier follows a callback's body until
- * its states converge, and 8 inlined steps there (on top of the walker's own
- * 8) took on_cfi_walk's load from 0.14 to 1.3-2.6 s on 6.18, delaying every
- * recording's start; one step loads in 0.19 s. Only frames past
- * CFI_COMPAT_FRAMES pay the callback per frame. */
+/* A frame, per bpf_loop callback. One, not a block of CFI_FRAMES_PER_CALL:
+ * the verifier follows a callback's body until its states converge, and 8
+ * inlined steps there (on top of the walker's own 8) took on_cfi_walk's
+ * load from 0.14 to 1.3-2.6 s on 6.18, delaying every recording's start;
+ * one step loads in 0.19 s. The step's result goes to the slot (map
+ * memory, a value the verifier does not track), not to the caller's stack:
+ * there each of its constants was a state of its own for the verifier to
+ * follow through the callback again (on_switch followed the step 28
+ * times). */
 static long cfi_block(__u32 i, struct cfi_loop *c)
 {
-	c->r = cfi_step(c->sc, false);
-	return c->r != CFI_GO;
+	struct scratch *sc = c->sc;
+
+	sc->cfi.done = cfi_step(sc, false);
+	return sc->cfi.done != CFI_GO;
 }
 
-/* A whole walk in this program, a frame per bpf_loop callback (cfi_block),
- * for a program that cannot tail-call the perf_event walkers (the off-CPU
- * switch program, a tp_btf one): returns how it ended (CFI_DONE_*), for
- * cfi_end. Kernels with bpf_loop only (5.17). */
+/* Up to n frames, a frame per bpf_loop callback (cfi_block): CFI_GO when
+ * the walk goes on, else how it ended (CFI_DONE_*). Kernels with bpf_loop
+ * only (5.17). */
+static __always_inline int cfi_walk_frames(struct scratch *sc, __u32 n)
+{
+	struct cfi_loop c = {.sc = sc};
+
+	sc->cfi.done = CFI_GO;
+	bpf_loop(n, cfi_block, &c, 0);
+	return sc->cfi.done;
+}
+
+/* A whole walk in this program, for a program that cannot tail-call the
+ * perf_event walkers (the off-CPU switch program, a tp_btf one): returns how
+ * it ended (CFI_DONE_*), for cfi_end. */
 static __always_inline int cfi_walk_loop(struct scratch *sc)
 {
-	struct cfi_loop c = {.sc = sc, .r = CFI_GO};
-
 	/* cfi_step ends it at max_stack frames. */
-	bpf_loop(max_stack + 1, cfi_block, &c, 0);
-	return c.r == CFI_GO ? CFI_DONE_LIMIT : c.r;
+	int r = cfi_walk_frames(sc, max_stack + 1);
+
+	return r == CFI_GO ? CFI_DONE_LIMIT : r;
 }
 
-/* The frames' loop is not unrolled (clang keeps it a loop: the step is too
- * large). Each invocation walks CFI_FRAMES_PER_CALL frames and tail-calls
- * the next, as many times as the kernel allows (CFI_COMPAT_FRAMES frames:
- * a tail call per 8 frames cost less than bpf_loop blocks of 8 on 20-frame
- * stacks, docs/benchmarks.md); the last goes on in bpf_loop, a frame per
- * callback (cfi_block), up to --max-stack, where the kernel has bpf_loop. */
+/* Each invocation walks CFI_FRAMES_PER_CALL frames and tail-calls the next,
+ * as many times as the kernel allows (CFI_COMPAT_FRAMES frames: a tail call
+ * per 8 frames cost less than bpf_loop blocks of 8 on 20-frame stacks); the
+ * last goes on up to --max-stack, where the kernel has bpf_loop. The compat
+ * walker's frames are a bounded loop (clang keeps it a loop: the step is too
+ * large), the other's a frame per bpf_loop callback. */
 static __always_inline int cfi_walker(void *ctx, const bool compat)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), i;
@@ -819,17 +833,22 @@ static __always_inline int cfi_walker(void *ctx, const bool compat)
 
 	if (!sc)
 		return 0;
-	for (i = 0; i < CFI_FRAMES_PER_CALL; i++) {
-		r = cfi_step(sc, compat);
-		if (r != CFI_GO)
-			break;
+	if (compat) {
+		for (i = 0; i < CFI_FRAMES_PER_CALL; i++) {
+			r = cfi_step(sc, compat);
+			if (r != CFI_GO)
+				break;
+		}
+	} else {
+		/* The last invocation the tail-call budget allows goes on to
+		 * --max-stack. bpf_loop, not the loop above: the verifier
+		 * followed that loop's 8 inlined steps one by one (on_cfi_walk
+		 * 223,258 insns processed on 6.18; 23,518 so). */
+		r = cfi_walk_frames(sc, sc->cfi.calls < CFI_MAX_CALLS ? CFI_FRAMES_PER_CALL
+								      : max_stack + 1);
 	}
 	if (r == CFI_GO && sc->cfi.calls++ < CFI_MAX_CALLS)
 		bpf_tail_call(ctx, &cfi_progs, compat ? 1 : 0);
-	/* The tail-call budget spent (or the call failed): the rest of a deep
-	 * stack in bpf_loop blocks, from this invocation. */
-	if (r == CFI_GO && !compat)
-		r = cfi_walk_loop(sc);
 	if (r == CFI_GO)
 		r = CFI_DONE_LIMIT; /* the compat walker's tail-call budget */
 	cfi_finish(sc, r, compat);

@@ -129,6 +129,7 @@ struct cfi_state {
 	__u32 nt_n;		     /* n when the walk met the first such pc (0: none) */
 	__u64 nt_addr, nt_sp, nt_bp; /* ... and that frame's lookup address, sp and rbp */
 	__u32 m_table;		     /* the last mapping found (struct cfi_mapping), while */
+	__s32 done;		     /* the last step's CFI_GO or CFI_DONE_* (cfi_block) */
 	__u64 m_start, m_end, m_bias; /* ... pcs stay in [m_start, m_end) */
 	__u64 gen;		      /* cfi_gen's at the walk's start: the caches' tag */
 	__u32 vma_done;		      /* bpf_find_vma was called (it works once) */

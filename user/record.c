@@ -1014,11 +1014,76 @@ static int rec_load_sinks(struct recorder *r)
 	return push_sinks_add(&c, &r->sinks);
 }
 
+/* -v: the verifier's own statistics of each program loaded (log level 4,
+ * BPF_LOG_STATS, 5.2+: a few lines at the end of the verification, nothing
+ * per instruction), so that -v says which program the load's time went to.
+ * Buffers of 4 KiB: the statistics take a few hundred bytes, and a kernel
+ * before 6.4 fails a load whose log does not fit. */
+#define VLOG_SZ 4096
+
+static char *verifier_stats_ask(struct bpf_object *obj)
+{
+	struct bpf_program *p;
+	char *bufs;
+	size_t n = 0;
+
+	bpf_object__for_each_program(p, obj) n++;
+	if (!env.verbose || !(bufs = calloc(n, VLOG_SZ)))
+		return NULL;
+	n = 0;
+	bpf_object__for_each_program(p, obj)
+	{
+		if (bpf_program__autoload(p)) {
+			bpf_program__set_log_buf(p, bufs + n * VLOG_SZ, VLOG_SZ);
+			bpf_program__set_log_level(p, 4);
+		}
+		n++;
+	}
+	return bufs;
+}
+
+static long vlog_field(const char *log, const char *name)
+{
+	const char *f = strstr(log, name);
+
+	return f ? strtol(f + strlen(name), NULL, 10) : -1;
+}
+
+static void verifier_stats_say(struct bpf_object *obj, char *bufs)
+{
+	struct bpf_program *p;
+	size_t n = 0;
+
+	if (!bufs)
+		return;
+	bpf_object__for_each_program(p, obj)
+	{
+		const char *log = bufs + n++ * VLOG_SZ;
+		struct bpf_prog_info info = {0};
+		__u32 len = sizeof(info);
+
+		if (!bpf_program__autoload(p) || !*log)
+			continue;
+		/* verified_insns: 5.16+, 0 before. */
+		bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len);
+		const char *depth = strstr(log, "stack depth ");
+
+		debug("verifier: %s %.1f ms, %ld insns processed (%u verified), %ld states, "
+		      "peak %ld, stack depth %.*s",
+		      bpf_program__name(p), vlog_field(log, "verification time ") / 1e3,
+		      vlog_field(log, "processed "), info.verified_insns,
+		      vlog_field(log, "total_states "), vlog_field(log, "peak_states "),
+		      depth ? (int)strcspn(depth + 12, "\n") : 1, depth ? depth + 12 : "?");
+	}
+	free(bufs);
+}
+
 /* Phase 2: the BPF objects, set for this run and this kernel, loaded; the
  * ring buffer and the process tracepoints ready. */
 static int rec_load(struct recorder *r)
 {
 	struct sample_bpf *skel;
+	char *vlogs;
 	int err, i;
 
 	if (rec_load_sinks(r))
@@ -1115,9 +1180,11 @@ static int rec_load(struct recorder *r)
 			     &r->degraded);
 	if (err)
 		return -1;
+	vlogs = verifier_stats_ask(skel->obj);
 	r->t.bpf_load0 = now_ns(CLOCK_MONOTONIC);
 	err = sample_bpf__load(skel);
 	r->t.bpf_load1 = now_ns(CLOCK_MONOTONIC);
+	verifier_stats_say(skel->obj, vlogs);
 	if (err) {
 		err("load BPF programs on kernel %s: %s (run with -vv for the verifier's log)",
 		    r->feat.kernel, strerror(-err));
