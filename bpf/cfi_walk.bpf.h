@@ -805,37 +805,6 @@ static __always_inline int cfi_walk_loop(struct scratch *sc)
 	return c.r == CFI_GO ? CFI_DONE_LIMIT : c.r;
 }
 
-/* The frames' loop is not unrolled (clang keeps it a loop: the step is too
- * large). Each invocation walks CFI_FRAMES_PER_CALL frames and tail-calls
- * the next, as many times as the kernel allows (CFI_COMPAT_FRAMES frames:
- * a tail call per 8 frames cost less than bpf_loop blocks of 8 on 20-frame
- * stacks, docs/benchmarks.md); the last goes on in bpf_loop, a frame per
- * callback (cfi_block), up to --max-stack, where the kernel has bpf_loop. */
-static __always_inline int cfi_walker(void *ctx, const bool compat)
-{
-	__u32 cpu = bpf_get_smp_processor_id(), i;
-	struct scratch *sc = bpf_map_lookup_elem(&scratch_map, &cpu);
-	int r = CFI_GO;
-
-	if (!sc)
-		return 0;
-	for (i = 0; i < CFI_FRAMES_PER_CALL; i++) {
-		r = cfi_step(sc, compat);
-		if (r != CFI_GO)
-			break;
-	}
-	if (r == CFI_GO && sc->cfi.calls++ < CFI_MAX_CALLS)
-		bpf_tail_call(ctx, &cfi_progs, compat ? 1 : 0);
-	/* The tail-call budget spent (or the call failed): the rest of a deep
-	 * stack in bpf_loop blocks, from this invocation. */
-	if (r == CFI_GO && !compat)
-		r = cfi_walk_loop(sc);
-	if (r == CFI_GO)
-		r = CFI_DONE_LIMIT; /* the compat walker's tail-call budget */
-	cfi_finish(sc, r, compat);
-	return 0;
-}
-
 /* The walk's state from the record's header, kernel ips and stack copy,
  * in place: its first frame, the leaf. */
 static __always_inline void cfi_begin(struct scratch *sc, __u32 tgid, __u32 nk, __u32 copied)
@@ -882,20 +851,6 @@ static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid,
 	count(STAT_CFI_WALKS);
 	bpf_tail_call(ctx, &cfi_progs, compat ? 1 : 0);
 	count(STAT_CFI_NO_PROG);
-}
-
-/* Not loaded unless asked for ("?"): user space enables the one that fits
- * the sampler it loads (on_cfi_walk uses ring-buffer dynptrs, 5.19+). */
-SEC("?perf_event")
-int on_cfi_walk(struct bpf_perf_event_data *ctx)
-{
-	return cfi_walker(ctx, false);
-}
-
-SEC("?perf_event")
-int on_cfi_walk_compat(struct bpf_perf_event_data *ctx)
-{
-	return cfi_walker(ctx, true);
 }
 
 #endif

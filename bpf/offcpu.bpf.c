@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 /* Off-CPU waits (--off-cpu): a program on the scheduler's switch. As a
  * recorded thread leaves the CPU (prev, which is still `current` there: its
  * user memory and registers are readable), the time, its kind and its
@@ -17,8 +18,18 @@
  *
  * Included by sample.bpf.c after struct scratch, copy_stack, emit and
  * user_regs. */
-#ifndef BPF_OFFCPU_BPF_H
-#define BPF_OFFCPU_BPF_H
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "bpf/events.h"
+#include "bpf/maps.bpf.h"
+#include "bpf/cfi.h"
+#include "bpf/runtime/python_maps.bpf.h"
+#include "bpf/runtime/jvm_maps.bpf.h"
+#include "bpf/runtime/v8_maps.bpf.h"
+#include "bpf/sampler.bpf.h"
+#include "bpf/cfi_walk.bpf.h"
 
 const volatile __u64 offcpu_min_ns = 0;	   /* --off-cpu-min */
 const volatile bool offcpu_events = false; /* EV_OFFCPU per wait (XRay timelines) */
@@ -671,4 +682,3 @@ int BPF_PROG(on_switch_compat, bool preempt, struct task_struct *prev,
 	return offcpu_switch(ctx, prev, next_task, true);
 }
 
-#endif
