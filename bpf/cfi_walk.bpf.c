@@ -1,14 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
-#include "vmlinux.h"
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_tracing.h>
-#include <bpf/bpf_core_read.h>
-#include "bpf/events.h"
-#include "bpf/maps.bpf.h"
-#include "bpf/cfi.h"
-#include "bpf/runtime/python_maps.bpf.h"
-#include "bpf/runtime/jvm_maps.bpf.h"
-#include "bpf/runtime/v8_maps.bpf.h"
+/* The CFI walker's programs (bpf/cfi_walk.bpf.h says how it walks), a unit
+ * of the sampler joined after sample.bpf.c (the Makefile's
+ * sample.linked.o), which defines the maps and rodata they share and
+ * tail-calls them through cfi_progs. */
+#define BPF_SHARED_EXTERN /* sample.bpf.c defines them */
 #include "bpf/sampler.bpf.h"
 #include "bpf/cfi_walk.bpf.h"
 

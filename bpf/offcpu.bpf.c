@@ -16,18 +16,10 @@
  * by the kernel's frame pointers (bpf_get_stack) with offcpu_copy 0:
  * offcpu_user_stack is the one place that chooses.
  *
- * Included by sample.bpf.c after struct scratch, copy_stack, emit and
- * user_regs. */
-#include "vmlinux.h"
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_tracing.h>
-#include <bpf/bpf_core_read.h>
-#include "bpf/events.h"
-#include "bpf/maps.bpf.h"
-#include "bpf/cfi.h"
-#include "bpf/runtime/python_maps.bpf.h"
-#include "bpf/runtime/jvm_maps.bpf.h"
-#include "bpf/runtime/v8_maps.bpf.h"
+ * A unit of the sampler (the Makefile's sample.linked.o), after
+ * sample.bpf.c, which defines the maps and rodata shared with it
+ * (bpf/sampler.bpf.h, bpf/cfi_walk.bpf.h); its own are defined here. */
+#define BPF_SHARED_EXTERN /* sample.bpf.c defines them */
 #include "bpf/sampler.bpf.h"
 #include "bpf/cfi_walk.bpf.h"
 
@@ -681,4 +673,3 @@ int BPF_PROG(on_switch_compat, bool preempt, struct task_struct *prev,
 {
 	return offcpu_switch(ctx, prev, next_task, true);
 }
-

@@ -1,17 +1,41 @@
+/* What the sampler's units share (bpf/sample.bpf.c, bpf/cfi_walk.bpf.c,
+ * bpf/offcpu.bpf.c, joined into one object by libbpf's static linker, the
+ * Makefile's sample.linked.o): its rodata and maps, defined by sample.bpf.c
+ * and declared extern in the others (SHARED, bpf/maps.bpf.h), the per-CPU
+ * scratch slot (struct scratch) and the helpers that fill and send a record
+ * (copy_stack, emit, send_sample, user_regs). Static and inlined, as they
+ * were in the one unit: global functions would take only scalars and ctx
+ * on 5.10, and each unit's programs keep the verifier's stack figures they
+ * had (tests/unit/test_bpf_stack.c). Included at the top of each unit,
+ * before bpf/cfi_walk.bpf.h. */
 #ifndef BPF_SAMPLER_BPF_H
 #define BPF_SAMPLER_BPF_H
 
-const volatile bool filter_pids = false;  /* only tgids in `targets` */
-const volatile bool follow_forks = true;  /* children of targets become targets */
-const volatile bool include_idle = false; /* with !filter_pids: the idle task too */
-const volatile bool kernel_stacks = true;
-const volatile bool user_stacks = true;
-const volatile __u32 self_tgid = 0; /* never sampled: the recorder itself */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "bpf/events.h"
+#include "bpf/maps.bpf.h"
+#include "bpf/cfi.h"
+#include "bpf/runtime/python_maps.bpf.h"
+#include "bpf/runtime/jvm_maps.bpf.h"
+#include "bpf/runtime/v8_maps.bpf.h"
+
+/* Only tgids in `targets`. */
+SHARED const volatile bool filter_pids SHARED_INIT(false);
+/* Children of targets become targets. */
+SHARED const volatile bool follow_forks SHARED_INIT(true);
+/* With !filter_pids: the idle task too. */
+SHARED const volatile bool include_idle SHARED_INIT(false);
+SHARED const volatile bool kernel_stacks SHARED_INIT(true);
+SHARED const volatile bool user_stacks SHARED_INIT(true);
+SHARED const volatile __u32 self_tgid SHARED_INIT(0); /* never sampled: the recorder itself */
 
 #define PF_KTHREAD 0x00200000 /* include/linux/sched.h: a kernel thread */
 
 /* Per-process count of samples the ring buffer could not take. */
-struct {
+SHARED struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
@@ -27,8 +51,8 @@ struct {
  * are sent. An entry evicted (more than this many processes sampled and
  * alive) costs only the libraries its process mapped after its maps were
  * read. */
-const volatile bool exit_maps_all = true;
-struct {
+SHARED const volatile bool exit_maps_all SHARED_INIT(true);
+SHARED struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32); /* tgid */
@@ -45,7 +69,7 @@ static __always_inline void exit_name(__u32 tgid)
 
 /* User frames walked at most (--max-stack, <= MAX_USER_STACK): the CFI and
  * frame-pointer walks end a deeper stack there with SAMPLE_MAX_STACK. */
-const volatile __u32 max_stack = MAX_STACK_DEFAULT;
+SHARED const volatile __u32 max_stack SHARED_INIT(MAX_STACK_DEFAULT);
 
 #define IPS_N	(MAX_FRAMES + MAX_USER_STACK)
 #define IPS_MAX (IPS_N * sizeof(__u64))
@@ -57,11 +81,11 @@ const volatile __u32 max_stack = MAX_STACK_DEFAULT;
  * the walks' first window (not sent; WALK_COPY or CFI_WALK_COPY),
  * stack_copy_dwarf for processes unwound with DWARF (all of them, or those
  * in dwarf_pids). */
-const volatile __u32 stack_copy_walk = 0;
-const volatile __u32 stack_copy_dwarf = 0;
-const volatile bool dwarf_all = false;
+SHARED const volatile __u32 stack_copy_walk SHARED_INIT(0);
+SHARED const volatile __u32 stack_copy_dwarf SHARED_INIT(0);
+SHARED const volatile bool dwarf_all SHARED_INIT(false);
 
-struct {
+SHARED struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u32); /* tgid */
@@ -180,7 +204,7 @@ struct scratch {
 
 /* Mmapable only for the layout: such an array's values start page-aligned,
  * so that the slots and their row caches are cache-line aligned. */
-struct {
+SHARED struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1); /* set to the number of CPUs by the loader */
@@ -247,94 +271,6 @@ static __always_inline __u32 copy_stack(struct scratch *sc, __u64 sp, __u64 want
 		if (copy_page(i, &c))
 			break;
 	return c.copied;
-}
-
-/* The user frame-pointer walk, done here instead of by bpf_get_stack: that
- * costs ~0.7 us of fixed overhead per call on these machines (3.5 us on
- * some), even for a one-frame stack, while reading a frame record costs a
- * few ns. Records come from the stack copy when it holds them, else from a
- * window of stack read at the frame (one read most often covers the next
- * frames too); a chain that needs more than WALK_READS reads is left to
- * bpf_get_stack (WALK_DEEP). */
-const volatile bool bpf_fp_walk = true;
-/* Reads of the walk beyond the copy: 8, and one more per 8 frames of
- * --max-stack (the loader sets it). */
-const volatile __u32 walk_reads = 8 + MAX_STACK_DEFAULT / 8;
-
-enum { WALK_ON, WALK_DONE, WALK_DEEP, WALK_LIMIT };
-
-struct walk_ctx {
-	struct scratch *sc;
-	__u64 sp, fp, lo;      /* lo: the lowest address the next frame may have */
-	__u32 copied, base, n; /* base: index of the first user ip */
-	int state;
-};
-
-/* Points to the 16-byte frame record at fp, or NULL (state says why). */
-static __always_inline __u64 *frame_at(struct walk_ctx *w, __u64 fp)
-{
-	struct scratch *sc = w->sc;
-	__u64 off = fp - w->sp, len;
-
-	if (off + 16 <= w->copied) {
-		if (off > MAX_STACK_COPY)
-			return NULL;
-		return (__u64 *)&sc->stack[off];
-	}
-	off = fp - sc->win_lo;
-	if (fp < sc->win_lo || off + 16 > sc->win_len) {
-		if (sc->win_reads++ >= walk_reads) {
-			w->state = WALK_DEEP;
-			return NULL;
-		}
-		/* To the end of the page: a read is all-or-nothing, and the
-		 * next page may be unmapped. */
-		len = PAGE_SZ - (fp & (PAGE_SZ - 1));
-		if (sc->win_reads == 1 && len > WIN_FIRST)
-			len = WIN_FIRST;
-		if (len < 16)
-			len = 16;
-		/* Unreadable: the kernel's walk would stop there too. */
-		if (bpf_probe_read_user(sc->win, len, (void *)fp)) {
-			w->state = WALK_DONE;
-			return NULL;
-		}
-		sc->win_lo = fp;
-		sc->win_len = len;
-		off = 0;
-	}
-	if (off > WIN_SZ - 16)
-		return NULL;
-	return (__u64 *)&sc->win[off];
-}
-
-static long walk_step(__u32 i, struct walk_ctx *w)
-{
-	__u64 fp = w->fp, *rec, *ips = w->sc->head + sizeof(struct ev_sample) / 8;
-	__u32 idx;
-
-	/* A chain ends at a zero or misaligned fp, or one not above the last
-	 * frame: the stack grows down, so a caller's frame is always above. */
-	if (!fp || (fp & 7) || fp < w->lo) {
-		w->state = WALK_DONE;
-		return 1;
-	}
-	if (w->n >= max_stack) {
-		w->state = WALK_LIMIT;
-		return 1;
-	}
-	rec = frame_at(w, fp);
-	idx = w->base + w->n;
-	if (!rec || idx >= IPS_N)
-		return 1;
-	ips[idx] = rec[1];
-	/* A caller's return address that a uretprobe took. */
-	if (rec[1] == w->sc->cfi.tramp && rec[1])
-		ips[idx] = cfi_uretprobe(&w->sc->cfi, fp + 8);
-	w->n++;
-	w->fp = rec[0];
-	w->lo = fp + 16;
-	return 0;
 }
 
 /* The record: header and ips from the scratch slot's head, then slen bytes
@@ -508,7 +444,6 @@ static __always_inline int send_sample(struct scratch *sc, __u64 nk, __u64 nu, c
 	return 0;
 }
 
-
 /* x86_64's task_pt_regs(): the user registers sit at the top of the
  * task's kernel stack (THREAD_SIZE 16 KiB, no padding before FRED, 6.9);
  * for kernels without bpf_task_pt_regs (5.15), which have neither. */
@@ -525,6 +460,6 @@ static __always_inline struct pt_regs *user_regs(struct task_struct *task, const
  * recording's, however late the drain gets to the stop (busy with one record
  * for seconds, such as a large binary's symbols on a loaded machine, it let
  * -a -F 50000 -d 2 sample on for 9.5 s, into a full ring buffer). */
-volatile __u64 sample_until_ns = 0;
+SHARED volatile __u64 sample_until_ns SHARED_INIT(0);
 
 #endif
