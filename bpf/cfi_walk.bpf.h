@@ -709,7 +709,7 @@ step:
 }
 
 /* The end of a walk: flags, stats (the sampler's; sampled false for an
- * off-CPU stack's walk, counted by bpf/offcpu.bpf.h) and the DWARF copy when
+ * off-CPU stack's walk, counted by bpf/offcpu.bpf.c) and the DWARF copy when
  * a table was missing. */
 static __always_inline void cfi_end(struct scratch *sc, int r, const bool sampled,
 				    const bool compat)
