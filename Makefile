@@ -41,7 +41,10 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -I. $(WARN) -
 # no skeleton of their own: libbpf's
 # static linker joins it to the sampler (and to its unit test's program).
 RUNTIME_BPF := $(wildcard bpf/runtime/*.bpf.c)
-BPF_SRC     := $(filter-out $(RUNTIME_BPF),$(wildcard bpf/*.bpf.c))
+# bpf/cfi_walk.bpf.c and bpf/offcpu.bpf.c are the sampler's too, joined to
+# sample.bpf.c as the runtimes' walks are.
+SAMPLER_BPF := bpf/cfi_walk.bpf.c bpf/offcpu.bpf.c
+BPF_SRC     := $(filter-out $(RUNTIME_BPF) $(SAMPLER_BPF),$(wildcard bpf/*.bpf.c))
 BPF_OBJ     := $(patsubst bpf/%.bpf.c,$(OUT)/%.bpf.o,$(BPF_SRC))
 SKELS       := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRC))
 USER_SRC    := $(wildcard user/*.c user/runtime/*.c)
@@ -59,7 +62,7 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 	bench-helpers fuzz fuzz-run test-kernels
 all: $(BIN) $(UNIT_BIN)
 
-BPF_HDRS := bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/offcpu.bpf.h bpf/runtime/python.h bpf/runtime/jvm_code.h \
+BPF_HDRS := bpf/events.h bpf/maps.bpf.h bpf/cfi.h bpf/cfi_walk.bpf.h bpf/sampler.bpf.h bpf/runtime/python.h bpf/runtime/jvm_code.h \
 	    bpf/runtime/python_maps.bpf.h bpf/runtime/jvm.h bpf/runtime/jvm_maps.bpf.h bpf/runtime/v8.h bpf/runtime/v8_maps.bpf.h \
 	    bpf/uprobe_regs.bpf.h bpf/heap_sample.h vmlinux/vmlinux.h
 $(OUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS)
@@ -67,8 +70,10 @@ $(OUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 # The units joined to the runtimes' walks: python.bpf.o, jvm.bpf.o and v8.bpf.o first
-# (their maps are defined there, bpf/runtime/python_maps.bpf.h says why it matters).
-$(OUT)/sample.linked.o: $(OUT)/runtime/python.bpf.o $(OUT)/runtime/jvm.bpf.o $(OUT)/runtime/v8.bpf.o $(OUT)/sample.bpf.o
+# (their maps are defined there, bpf/runtime/python_maps.bpf.h says why it matters),
+# then sample.bpf.o, which defines the maps and rodata cfi_walk.bpf.o and offcpu.bpf.o share.
+$(OUT)/sample.linked.o: $(OUT)/runtime/python.bpf.o $(OUT)/runtime/jvm.bpf.o $(OUT)/runtime/v8.bpf.o $(OUT)/sample.bpf.o \
+			$(OUT)/cfi_walk.bpf.o $(OUT)/offcpu.bpf.o
 	$(BPFTOOL) gen object $@ $^
 $(OUT)/sample.skel.h: $(OUT)/sample.linked.o
 	$(BPFTOOL) gen skeleton $< name sample_bpf > $@.tmp && mv $@.tmp $@

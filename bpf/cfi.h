@@ -30,7 +30,7 @@
  *
  * Lookup of a pc (per frame; the walk first tries the rows and mappings
  * earlier samples found, kept per CPU while cfi_gen below is unchanged:
- * struct cfi_cache in sample.bpf.c): m = cfi_mappings[tgid, pc]; info =
+ * struct cfi_cache in sampler.bpf.h): m = cfi_mappings[tgid, pc]; info =
  * cfi_tables[m->table]; off = pc - m->bias - info->base (as __u64: a pc
  * below base wraps and is >= 2^32, hence NONE); then a binary search of
  * the largest i < nrows with row(i).pc_off <= off, in a loop of at most

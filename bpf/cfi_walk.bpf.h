@@ -14,25 +14,27 @@
  * unrolled in one program are far beyond the verifier's million
  * instructions.
  *
- * Included by sample.bpf.c after struct scratch, copy_stack and
- * send_sample. */
+ * Its maps and the walk's steps here, shared by the units that start or
+ * run a walk, which include it after bpf/sampler.bpf.h (sample.bpf.c
+ * defines the maps); its programs, on_cfi_walk and on_cfi_walk_compat, in
+ * bpf/cfi_walk.bpf.c. */
 #ifndef BPF_CFI_WALK_BPF_H
 #define BPF_CFI_WALK_BPF_H
 
 #include <bpf/bpf_endian.h>
 #include "bpf/cfi.h"
 
-const volatile bool cfi_walk = false;
+SHARED const volatile bool cfi_walk SHARED_INIT(false);
 /* Off (tests/unit/test_cfi_bpf): no word is taken from the sample's stack
  * copy, every one is read as beyond it, so that the comparison with libdwfl
  * over the whole copy covers the window reads. */
-const volatile bool cfi_read_copy = true;
+SHARED const volatile bool cfi_read_copy SHARED_INIT(true);
 
 /* The tables, concatenated; user space sizes it (bpf_map__set_max_entries)
  * to its row budget before load. One entry by default: nothing is spent
  * while the walk is off. Mmapable (5.5+): user space writes the rows with
  * a memcpy (user/cfi_maps.c's map_rows). */
-struct {
+SHARED struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1);
@@ -43,14 +45,14 @@ struct {
 /* Table id -> slice. An array, not the hash bpf/cfi.h proposed: perf_event
  * programs may only use preallocated hash maps (5.10's verifier: they run
  * in NMI), and user space hands out small ids anyway. nrows 0: no table. */
-struct {
+SHARED struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 4096); /* resized by the loader */
 	__type(key, __u32);
 	__type(value, struct cfi_table_info);
 } cfi_tables SEC(".maps");
 
-struct {
+SHARED struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
 	__uint(max_entries, 262144);
 	__uint(map_flags, BPF_F_NO_PREALLOC); /* an LPM trie requires it */
@@ -64,7 +66,7 @@ struct {
  * kilobytes, for user space to unwind). Once per process, and once more
  * after each time user space loads it (user/cfi_maps.c deletes the entry):
  * the libraries its loader mapped after that read, a dlopen. */
-struct {
+SHARED struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 8192);
 	__type(key, __u32);
@@ -73,7 +75,7 @@ struct {
 
 /* (device, inode) of a file -> its loaded table (bpf/cfi.h). A hash, as
  * perf_event programs may use only preallocated ones. */
-struct {
+SHARED struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1); /* the loader: as cfi_tables, when the walk is on */
 	__type(key, struct cfi_file_key);
@@ -82,7 +84,7 @@ struct {
 
 /* tgid -> the mappings bpf_find_vma found for a process not loaded yet
  * (bpf/cfi.h's cfi_pcache). Emptied at exec and exit (sample.bpf.c). */
-struct {
+SHARED struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1); /* the loader: 4096 when the walk is on */
 	__type(key, __u32);
@@ -90,7 +92,7 @@ struct {
 } cfi_pcache SEC(".maps");
 
 /* The caches' tag (bpf/cfi.h's CFI_GEN_*). */
-struct {
+SHARED struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 2);
 	__type(key, __u32);
@@ -100,7 +102,7 @@ struct {
 /* [0]: on_cfi_walk, [1]: on_cfi_walk_compat; filled by user space. Empty,
  * the tail call fails and the sample takes the usual path
  * (STAT_CFI_NO_PROG). */
-struct {
+SHARED struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
 	__uint(max_entries, 2);
 	__type(key, __u32);
@@ -707,7 +709,7 @@ step:
 }
 
 /* The end of a walk: flags, stats (the sampler's; sampled false for an
- * off-CPU stack's walk, counted by bpf/offcpu.bpf.h) and the DWARF copy when
+ * off-CPU stack's walk, counted by bpf/offcpu.bpf.c) and the DWARF copy when
  * a table was missing. */
 static __always_inline void cfi_end(struct scratch *sc, int r, const bool sampled,
 				    const bool compat)
@@ -819,42 +821,6 @@ static __always_inline int cfi_walk_loop(struct scratch *sc)
 	return r == CFI_GO ? CFI_DONE_LIMIT : r;
 }
 
-/* Each invocation walks CFI_FRAMES_PER_CALL frames and tail-calls the next,
- * as many times as the kernel allows (CFI_COMPAT_FRAMES frames: a tail call
- * per 8 frames cost less than bpf_loop blocks of 8 on 20-frame stacks); the
- * last goes on up to --max-stack, where the kernel has bpf_loop. The compat
- * walker's frames are a bounded loop (clang keeps it a loop: the step is too
- * large), the other's a frame per bpf_loop callback. */
-static __always_inline int cfi_walker(void *ctx, const bool compat)
-{
-	__u32 cpu = bpf_get_smp_processor_id(), i;
-	struct scratch *sc = bpf_map_lookup_elem(&scratch_map, &cpu);
-	int r = CFI_GO;
-
-	if (!sc)
-		return 0;
-	if (compat) {
-		for (i = 0; i < CFI_FRAMES_PER_CALL; i++) {
-			r = cfi_step(sc, compat);
-			if (r != CFI_GO)
-				break;
-		}
-	} else {
-		/* The last invocation the tail-call budget allows goes on to
-		 * --max-stack. bpf_loop, not the loop above: the verifier
-		 * followed that loop's 8 inlined steps one by one (on_cfi_walk
-		 * 223,258 insns processed on 6.18; 23,518 so). */
-		r = cfi_walk_frames(sc, sc->cfi.calls < CFI_MAX_CALLS ? CFI_FRAMES_PER_CALL
-								      : max_stack + 1);
-	}
-	if (r == CFI_GO && sc->cfi.calls++ < CFI_MAX_CALLS)
-		bpf_tail_call(ctx, &cfi_progs, compat ? 1 : 0);
-	if (r == CFI_GO)
-		r = CFI_DONE_LIMIT; /* the compat walker's tail-call budget */
-	cfi_finish(sc, r, compat);
-	return 0;
-}
-
 /* The walk's state from the record's header, kernel ips and stack copy,
  * in place: its first frame, the leaf. */
 static __always_inline void cfi_begin(struct scratch *sc, __u32 tgid, __u32 nk, __u32 copied)
@@ -901,20 +867,6 @@ static __always_inline void cfi_start(void *ctx, struct scratch *sc, __u32 tgid,
 	count(STAT_CFI_WALKS);
 	bpf_tail_call(ctx, &cfi_progs, compat ? 1 : 0);
 	count(STAT_CFI_NO_PROG);
-}
-
-/* Not loaded unless asked for ("?"): user space enables the one that fits
- * the sampler it loads (on_cfi_walk uses ring-buffer dynptrs, 5.19+). */
-SEC("?perf_event")
-int on_cfi_walk(struct bpf_perf_event_data *ctx)
-{
-	return cfi_walker(ctx, false);
-}
-
-SEC("?perf_event")
-int on_cfi_walk_compat(struct bpf_perf_event_data *ctx)
-{
-	return cfi_walker(ctx, true);
 }
 
 #endif

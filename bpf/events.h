@@ -36,7 +36,7 @@ enum ev_type {
 	EV_CALL = 5,	/* struct ev_call: a traced function's entry or return (-t) */
 	EV_MIGRATE = 6, /* struct ev_hdr: thread tid of pid moves to cpu */
 	EV_VMA = 7,	/* struct ev_vma: an executable file mapping of an exiting process */
-	/* --off-cpu (bpf/offcpu.bpf.h): */
+	/* --off-cpu (bpf/offcpu.bpf.c): */
 	EV_OFFCPU_STACK = 8, /* struct ev_sample: a new off-CPU stack, its id in stack_id */
 	EV_OFFCPU = 9,	     /* struct ev_offcpu: one wait, for the XRay timelines */
 	/* -t usdt:... (bpf/usdt.bpf.c): */

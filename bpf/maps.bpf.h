@@ -4,23 +4,37 @@
 #ifndef BPF_MAPS_BPF_H
 #define BPF_MAPS_BPF_H
 
+/* SHARED, SHARED_INIT: the maps and rodata of this header, bpf/sampler.bpf.h
+ * and bpf/cfi_walk.bpf.h are defined by an object's first unit and declared
+ * extern (BPF_SHARED_EXTERN defined before the includes) in the units the
+ * static linker joins to it: bpf/cfi_walk.bpf.c and bpf/offcpu.bpf.c, after
+ * sample.bpf.c (the Makefile's sample.linked.o; linked after the defining
+ * unit, as bpf/runtime/python_maps.bpf.h says why). */
+#ifdef BPF_SHARED_EXTERN
+#define SHARED extern
+#define SHARED_INIT(v)
+#else
+#define SHARED
+#define SHARED_INIT(v) = v
+#endif
+
 /* Wake the reader once this much is waiting; otherwise it drains on a timer.
  * A wakeup per record costs ~6.5 us (irq_work), more than the sample itself. */
-const volatile __u64 wakeup_bytes = 1 << 20;
+SHARED const volatile __u64 wakeup_bytes SHARED_INIT(1 << 20);
 
-struct {
+SHARED struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20); /* resized by the loader */
 } events SEC(".maps");
 
-struct {
+SHARED struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u32); /* tgid */
 	__type(value, __u8);
 } targets SEC(".maps");
 
-struct {
+SHARED struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, STAT_NR);
 	__type(key, __u32);
@@ -36,7 +50,7 @@ struct entry_ra {
 	__u64 sp, ra;
 	__u32 tid, pad;
 };
-struct {
+SHARED struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);

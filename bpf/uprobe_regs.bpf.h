@@ -22,9 +22,13 @@
  *   pushes rax, rcx and r11 and calls the uretprobe system call, which puts
  *   the real address on the stack and returns through two pops and a ret.
  *
- * Included by sample.bpf.c after struct scratch; the sampler, the CFI walk
- * and the off-CPU stacks all take their registers from uprobe_regs, and
- * the walks their callers' return addresses from cfi_uretprobe. */
+ * The sampler, the CFI walk and the off-CPU stacks all take their registers
+ * from uprobe_regs, and the walks their callers' return addresses from
+ * cfi_uretprobe. A header of inline functions, not a unit: no programs or
+ * maps, and functions that take task_struct and pt_regs pointers and a
+ * compile-time compat, which 5.10's global functions cannot (scalars and
+ * ctx only). Included by bpf/sampler.bpf.h after struct scratch, whose
+ * slot it patches, before the helpers that call it. */
 #ifndef BPF_UPROBE_REGS_BPF_H
 #define BPF_UPROBE_REGS_BPF_H
 

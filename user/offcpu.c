@@ -223,7 +223,7 @@ static void offcpu_warn_losses(const struct offcpu_totals *t)
 #undef ADD
 	if (n)
 		warn("--off-cpu: %s", buf);
-	/* Not lost: counted on their stack (bpf/offcpu.bpf.h offcpu_unseen). */
+	/* Not lost: counted on their stack (bpf/offcpu.bpf.c offcpu_unseen). */
 	if (t->unseen)
 		debug("--off-cpu: %llu waits (%.3f s) whose return to the CPU the switch program "
 		      "did not see, counted at their thread's next leave or exit",

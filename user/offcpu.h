@@ -1,4 +1,4 @@
-/* --off-cpu: where recorded threads wait. The BPF side is bpf/offcpu.bpf.h
+/* --off-cpu: where recorded threads wait. The BPF side is bpf/offcpu.bpf.c
  * (in the sampler's object); this side sets it up, turns its stacks into
  * the processes' stacks (the same unwinding as samples), reads the sums at
  * the stop, and hands them to the writers: profile.pb.gz's offcpu sample

@@ -139,7 +139,7 @@ struct py_bpf_stack {
 	__u32 truncated; /* deeper than the walk's max, or a frame not readable */
 	/* The frames' words, mixed (bpf_loop's walks; 0 in the compat
 	 * sampler's): the off-CPU dedupe tells two waits apart by it whose
-	 * native stacks are the same (bpf/offcpu.bpf.h). */
+	 * native stacks are the same (bpf/offcpu.bpf.c). */
 	__u64 hash;
 	/* The walk's own (bpf/runtime/python.bpf.c), here rather than in its state
 	 * on the BPF stack, where the verifier follows each flag's values and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 /* Off-CPU waits (--off-cpu): a program on the scheduler's switch. As a
  * recorded thread leaves the CPU (prev, which is still `current` there: its
  * user memory and registers are readable), the time, its kind and its
@@ -15,10 +16,12 @@
  * by the kernel's frame pointers (bpf_get_stack) with offcpu_copy 0:
  * offcpu_user_stack is the one place that chooses.
  *
- * Included by sample.bpf.c after struct scratch, copy_stack, emit and
- * user_regs. */
-#ifndef BPF_OFFCPU_BPF_H
-#define BPF_OFFCPU_BPF_H
+ * A unit of the sampler (the Makefile's sample.linked.o), after
+ * sample.bpf.c, which defines the maps and rodata shared with it
+ * (bpf/sampler.bpf.h, bpf/cfi_walk.bpf.h); its own are defined here. */
+#define BPF_SHARED_EXTERN /* sample.bpf.c defines them */
+#include "bpf/sampler.bpf.h"
+#include "bpf/cfi_walk.bpf.h"
 
 const volatile __u64 offcpu_min_ns = 0;	   /* --off-cpu-min */
 const volatile bool offcpu_events = false; /* EV_OFFCPU per wait (XRay timelines) */
@@ -689,5 +692,3 @@ int BPF_PROG(on_switch_compat, bool preempt, struct task_struct *prev,
 {
 	return offcpu_switch(ctx, prev, next_task, true);
 }
-
-#endif
