@@ -6,7 +6,8 @@
 // once warm, C2 compiles them and inlines spin() into its callers.
 // In mode park, threads park-0 and park-1 call parkSix(), parkThree() and
 // parkOne(), which park 6, 3 and 1 ms (LockSupport.parkNanos): 6:3:1 of
-// their off-CPU time.
+// their off-CPU time on an idle machine; at each line on its stdin it
+// prints the seconds the calls took by the clock ("parked SIX THREE ONE").
 // In mode stack, one thread spins DEPTH Java frames deep (stack(), then
 // spin()), for the walk's benchmark (scripts/bench-jvm.sh).
 // Usage: java JSplit SECONDS [split|park|stack [DEPTH]]
@@ -64,12 +65,41 @@ public class JSplit {
 		java.util.concurrent.locks.LockSupport.parkNanos(1000000);
 	}
 
+	// The nanoseconds both threads spent in each call (six, three, one), by
+	// the clock around it: the park, the wait for a CPU after it and the
+	// call's own time, which the off-CPU time holds but for microseconds.
+	static final java.util.concurrent.atomic.AtomicLongArray parked =
+	    new java.util.concurrent.atomic.AtomicLongArray(3);
+
 	static void park(long end) throws Exception {
+		// A line on stdin: "parked SIX THREE ONE", seconds so far (the
+		// test's window: at the recording's start and at its stop).
+		Thread marks = new Thread(() -> {
+			java.io.BufferedReader in =
+			    new java.io.BufferedReader(new java.io.InputStreamReader(System.in));
+			try {
+				while (in.readLine() != null) {
+					System.out.printf("parked %.6f %.6f %.6f%n", parked.get(0) / 1e9,
+							  parked.get(1) / 1e9, parked.get(2) / 1e9);
+					System.out.flush();
+				}
+			} catch (java.io.IOException e) {
+			}
+		}, "marks");
+		marks.setDaemon(true);
+		marks.start();
 		Runnable parker = () -> {
 			while (System.currentTimeMillis() < end) {
+				long t0 = System.nanoTime();
 				parkSix();
+				long t1 = System.nanoTime();
 				parkThree();
+				long t2 = System.nanoTime();
 				parkOne();
+				long t3 = System.nanoTime();
+				parked.addAndGet(0, t1 - t0);
+				parked.addAndGet(1, t2 - t1);
+				parked.addAndGet(2, t3 - t2);
 			}
 		};
 		Thread other = new Thread(parker, "park-1");
