@@ -145,10 +145,12 @@ ok=1 msg=
 for f in func_six:60 func_three:30 lib_spin:10; do
 	fn=${f%:*} want=${f#*:}
 	a=$(leaf_share "$F" "$fn"); b=$(pprof_flat "$fn" < "$TMP/cmd.top")
-	within "$a" "$b" 1 && within "$a" "$want" 5 || ok=0
+	# Within 5 of the split, or of what the samples there are allow (split 3
+	# at 499 Hz: ~3000 idle, ~70 at load 25, where func_three had 23.5 %).
+	within "$a" "$b" 1 && within_samples "$a" "$want" "$ft" 5 || ok=0
 	msg+="$fn $a% (pprof $b%, want $want) "
 done
-if [ $ok = 1 ]; then pass $t; else fail $t "$msg"; fi
+if [ $ok = 1 ]; then pass $t; else fail $t "$msg of $ft samples"; fi
 
 # --- flamegraph.html in headless Chromium ----------------------------------------
 H=$TMP/cmd/flamegraph.html
