@@ -289,7 +289,8 @@ test: test-deps
 	BPFTRACE_REC_BUILD=$(OUT) BPFTRACE_REC=$(BIN) SANITIZE=$(SANITIZE) bash tests/run.sh
 
 # The integration suites most sensitive to timing, beside two busy loops
-# (tests/stress.sh; STRESS_TESTS= chooses them): ~6 min on 2 cores.
+# (tests/stress.sh; STRESS_TESTS= chooses them, STRESS_TESTS=all runs every
+# test: ~30 min): ~6 min on 2 cores.
 test-stress: test-deps
 	$(MAKE) all
 	BPFTRACE_REC_BUILD=$(OUT) BPFTRACE_REC=$(BIN) bash tests/stress.sh

@@ -69,6 +69,16 @@ gpprof_flat() { # FUNC < google-pprof --text output
 within() { awk -v v="$1" -v e="$2" -v t="$3" 'BEGIN { d = v - e; if (d < 0) d = -d; exit !(d <= t) }'; }
 # at_least VALUE MIN: VALUE >= MIN
 at_least() { awk -v v="$1" -v m="$2" 'BEGIN { exit !(v >= m) }'; }
+# within_samples SHARE% EXPECTED% N TOL: SHARE within TOL of EXPECTED, or
+# within 4 standard deviations of a share of N samples (binomial), when N is
+# too few for TOL: on a loaded machine a recording of a fixed time holds the
+# samples of the CPU its workload had (split at 499 Hz for 2 s: ~2000 idle,
+# 52-206 beside two busy loops at load 24, where +-6 is 1.7 deviations of 206).
+within_samples() {
+	awk -v v="$1" -v e="$2" -v n="$3" -v t="$4" 'BEGIN {
+		p = e / 100; s = n > 0 ? 400 * sqrt(p * (1 - p) / n) : 100
+		if (s > t) t = s; d = v - e; if (d < 0) d = -d; exit !(d <= t) }'
+}
 
 # Checks the 6:3:1 split (func_six, func_three, lib_spin) in a -top listing.
 check_split() { # NAME FILE-WITH-TOP-OUTPUT EXTRACTOR

@@ -213,7 +213,19 @@ else
 	mkdir -p "$TMP/unread"
 	cp "$WL/deep" "$TMP/unread/deep-copy"
 	ln -s "$TMP/unread/deep-copy" "$TMP/unread/run-$$"
-	"$REC" -a -F 199 -d 120 -o "$TMP/unread/rec" 2> "$TMP/unread.err" & rec=$!
+	# While the recorder is stopped, the ring buffer holds every CPU's
+	# samples: by default a quarter second of them (user/record.c), which
+	# an idle machine's few samples never fill, but beside two busy loops
+	# the runs took 3.3 s (load 23): 1021 samples and 64 exec and exit
+	# events lost, the runs' among them, and 0 % of them named. Its size
+	# follows the stop's length, timed here on the same runs unrecorded:
+	# four times that, at 199 Hz on every CPU, a full stack copy each.
+	t0=$(date +%s.%N)
+	for _ in 1 2 3 4 5; do "$TMP/unread/run-$$" 3 64 0.05; done
+	mb=$(awk -v t0="$t0" -v t1="$(date +%s.%N)" -v n="$(getconf _NPROCESSORS_ONLN)" 'BEGIN {
+		need = 4 * (t1 - t0) * n * 199 * (8192 + 512); mb = 1
+		while (mb * 1048576 < need && mb < 1024) mb *= 2; print mb }')
+	"$REC" -a -F 199 -d 120 --ringbuf-size "$mb" -o "$TMP/unread/rec" 2> "$TMP/unread.err" & rec=$!
 	for _ in $(seq 600); do grep -q recording "$TMP/unread.err" && break; sleep 0.05; done
 	kill -STOP $rec
 	for _ in 1 2 3 4 5; do "$TMP/unread/run-$$" 3 64 0.05; done
@@ -228,7 +240,7 @@ else
 	}
 	b=$(share bottom) u=$(share "[deep-copy]")
 	if within "$b" 100 10 && within "$u" 0 3; then pass $t; else
-		fail $t "bottom on $b% of the runs' samples (want >= 90), unnamed [deep-copy] on $u% (want <= 3)"
+		fail $t "bottom on $b% of the runs' samples (want >= 90), unnamed [deep-copy] on $u% (want <= 3), ring buffer $mb MiB"
 		grep -v '^  ' "$TMP/unread.err" >&2
 	fi
 fi

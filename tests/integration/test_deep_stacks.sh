@@ -32,11 +32,23 @@ deep_case deep_2000_main 2000 --max-stack 4096
 # for good): the walk's frames are kept and the copy for DWARF starts at
 # libc's frame, not at the leaf. Before: 16 KiB of copy from the leaf, every
 # stack cut inside the recursion, 0 % at the root.
+# spin's clock_gettime is libc's too: a sample taken in it (or in the kernel
+# below it) has its first table-less frame at the leaf, and the copy from
+# there, 16 KiB, holds ~510 of the 600 frames: such a stack is cut by the
+# copy's size, by design. Rare on an idle machine; beside
+# two busy loops 0.9-1.6 % (preempted on the syscall's way back: 12 of 770
+# samples, every one of the root share's misses, 98.4 % in a stress run).
+# They are left out of the root share (pprof -ignore), and their share said.
 t=deep_root_table_late
 BPFTRACE_REC_NO_TABLES=libc.so.6 "$REC" -q -F 499 -o "$TMP/dl" -- "$WL/recurse" 600 1.5 0.5 2>"$TMP/dl.err"
-read -r r h u < <(stack_shares "$TMP/dl/profile.pb.gz" "_start,[ld-linux-x86-64.so.2]" spin 2>"$TMP/dl.bad")
+"$PPROF" -proto -ignore='^clock_gettime$' "$TMP/dl/profile.pb.gz" > "$TMP/dl-mid.pb.gz" 2>/dev/null
+read -r r h u < <(stack_shares "$TMP/dl-mid.pb.gz" "_start,[ld-linux-x86-64.so.2]" spin 2>"$TMP/dl.bad")
+leafc=$(cum_share "$TMP/dl/profile.pb.gz" samples clock_gettime)
 to_dwarf=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["cfi_walk"]["to_dwarf"])' "$TMP/dl/summary.json" 2>/dev/null)
-if at_least "$r" 99 && at_least "$h" 90 && [ "${to_dwarf:-0}" -gt 100 ]; then pass $t; else fail $t "$r% of all samples reach the root ($h% in spin), ${to_dwarf:-no} walks went to DWARF"; cat "$TMP/dl.bad" "$TMP/dl.err" >&2; fi
+if at_least "$r" 99 && at_least "$h" 90 && [ "${to_dwarf:-0}" -gt 100 ]; then pass $t; else
+	fail $t "$r% of the samples not in clock_gettime reach the root ($h% in spin; $leafc% in clock_gettime left out), ${to_dwarf:-no} walks went to DWARF"
+	cat "$TMP/dl.bad" "$TMP/dl.err" >&2
+fi
 
 # 5,000 deep with --max-stack 1024: cut, and said so.
 "$REC" -q -F 499 --max-stack 1024 -o "$TMP/d5k" -- "$WL/recurse" 5000 1.5 1.5 2>"$TMP/d5k.err"
