@@ -307,7 +307,7 @@ boot() {
 	local qemu=(qemu-system-x86_64 -accel tcg -cpu max -m "$MEM" -smp "$SMP"
 		-nographic -no-reboot -nic none
 		-kernel "$VMLINUZ" -initrd "$INITRD"
-		-append "console=ttyS0 panic=-1 ktest_mode=$mode ktest_script=$script"
+		-append "console=ttyS0 panic=-1 no_timer_check ktest_mode=$mode ktest_script=$script"
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap)
 	# KERNEL_QEMU_OPTS="-icount shift=3,sleep=off" runs the guest's clock on
 	# its instruction count instead of the host's: on a busy host (load 8 on
