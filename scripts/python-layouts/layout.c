@@ -142,8 +142,8 @@ int main(void)
 #endif
 	/* 3.12: the thread's data stack, where the frame an evaluation call
 	 * enters or leaves is while it is not linked, and the generator whose
-	 * frame it is entering (bpf/runtime/python.bpf.c's py_pending). Not 3.11 (is_entry frames, no shim to check the frame
-	 * against) nor 3.13, whose _Py_DebugOffsets do not give them. */
+	 * frame it is entering (bpf/runtime/python.bpf.c's py_pending). Not 3.11 (is_entry frames,
+	 * no shim to check the frame against) nor 3.13, whose _Py_DebugOffsets do not give them. */
 #if PY_VERSION_HEX >= 0x030c0000 && PY_VERSION_HEX < 0x030d0000
 	off("tstate_datastack_chunk", OFF(PyThreadState, datastack_chunk));
 	off("tstate_datastack_top", OFF(PyThreadState, datastack_top));

@@ -20,11 +20,11 @@ struct name_source;
 
 /* What became of the recorded samples' Java frames (summary.json). */
 struct jvm_names_stats {
-	uint64_t samples;   /* sample records with Java frames */
-	uint64_t frames;    /* recorded frames named */
-	uint64_t inlined;   /* methods named inside compiled frames, beyond their own */
-	uint64_t unnamed;   /* recorded frames left native: freed, reused or unreadable */
-	uint64_t truncated; /* records whose Java frames were cut (SAMPLE_JVM_TRUNC) */
+	uint64_t samples;    /* sample records with Java frames */
+	uint64_t frames;     /* recorded frames named */
+	uint64_t inlined;    /* methods named inside compiled frames, beyond their own */
+	uint64_t unnamed;    /* recorded frames left native: freed, reused or unreadable */
+	uint64_t truncated;  /* records whose Java frames were cut (SAMPLE_JVM_TRUNC) */
 	uint64_t inline_cut; /* compiled frames whose inlined methods were not all read */
 };
 
