@@ -69,6 +69,26 @@ gpprof_flat() { # FUNC < google-pprof --text output
 within() { awk -v v="$1" -v e="$2" -v t="$3" 'BEGIN { d = v - e; if (d < 0) d = -d; exit !(d <= t) }'; }
 # at_least VALUE MIN: VALUE >= MIN
 at_least() { awk -v v="$1" -v m="$2" 'BEGIN { exit !(v >= m) }'; }
+# rec_window ERR CMD...: CMD (a mark in the workload: a signal, a line to
+# its stdin) at the "recording" line of ERR, a -v recorder's stderr, and
+# again at its "stopping:": the recording's window in the workload's clock.
+rec_window() {
+	local err=$1
+	shift
+	for _ in $(seq 1200); do grep -q "recording" "$err" && break; sleep 0.05; done
+	"$@"
+	for _ in $(seq 1200); do grep -q "stopping:" "$err" && break; sleep 0.05; done
+	"$@"
+}
+# window_shares FILE WORD: "A B C", the percent shares of the three totals
+# between the first two "WORD A B C" lines of FILE (the workload's at
+# rec_window's marks), waited for; "0 0 0" without them.
+window_shares() {
+	for _ in $(seq 100); do [ "$(grep -c "^$2 " "$1")" -ge 2 ] && break; sleep 0.05; done
+	awk -v w="$2" '$1 == w { n++; for (i = 2; i <= 4; i++) s[n, i] = $i }
+		END { t = 0; for (i = 2; i <= 4; i++) { d[i] = s[2, i] - s[1, i]; t += d[i] }
+		      if (n < 2 || t <= 0) print "0 0 0"; else printf "%.1f %.1f %.1f", 100 * d[2] / t, 100 * d[3] / t, 100 * d[4] / t }' "$1"
+}
 # within_samples SHARE% EXPECTED% N TOL: SHARE within TOL of EXPECTED, or
 # within 4 standard deviations of a share of N samples (binomial), when N is
 # too few for TOL: on a loaded machine a recording of a fixed time holds the

@@ -148,18 +148,13 @@ exec 7> "$TMP/park.in" # its marks: a line each
 sleep 2
 "$REC" -v --off-cpu -F 49 -d 3 -p "$jp" -o "$TMP/off" > /dev/null 2> "$TMP/off.err" &
 rp=$!
-for _ in $(seq 1200); do grep -q "recording" "$TMP/off.err" && break; sleep 0.05; done
-echo >&7
-for _ in $(seq 1200); do grep -q "stopping:" "$TMP/off.err" && break; sleep 0.05; done
-echo >&7
+mark() { echo >&7; }
+rec_window "$TMP/off.err" mark
 wait $rp
-for _ in $(seq 100); do [ "$(grep -c '^parked' "$TMP/park.out")" -ge 2 ] && break; sleep 0.05; done
+read -r w6 w3 w1 <<<"$(window_shares "$TMP/park.out" parked)"
 exec 7>&-
 kill $jp 2> /dev/null
 wait $jp 2> /dev/null
-read -r w6 w3 w1 <<<"$(awk '/^parked/ { n++; for (i = 2; i <= 4; i++) s[n, i] = $i }
-	END { t = 0; for (i = 2; i <= 4; i++) { d[i] = s[2, i] - s[1, i]; t += d[i] }
-	      if (n < 2 || t <= 0) print "0 0 0"; else printf "%.1f %.1f %.1f", 100 * d[2] / t, 100 * d[3] / t, 100 * d[4] / t }' "$TMP/park.out")"
 r=$("$PPROF" -raw "$TMP/off/profile.pb.gz" 2>/dev/null |
 	python3 "$ROOT/tests/integration/jvm_traces.py" park "$jp")
 read -r ms java six three one <<<"$(sed 's/[a-z]*=//g' <<<"$r")"

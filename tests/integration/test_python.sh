@@ -200,16 +200,9 @@ for py in "${PYS[@]}"; do
 	if start "$py" waits; then
 		"$REC" -v --off-cpu -F 99 -d 2 -p "$wpid" -o "$TMP/off-$v" >/dev/null 2>"$TMP/off-$v.err" &
 		rp=$!
-		for _ in $(seq 1200); do grep -q "recording" "$TMP/off-$v.err" && break; sleep 0.05; done
-		kill -USR1 "$wpid"
-		for _ in $(seq 1200); do grep -q "stopping:" "$TMP/off-$v.err" && break; sleep 0.05; done
-		kill -USR1 "$wpid"
+		rec_window "$TMP/off-$v.err" kill -USR1 "$wpid"
 		wait "$rp"
-		for _ in $(seq 100); do [ "$(grep -c '^slept' "$TMP/ready")" -ge 2 ] && break; sleep 0.05; done
-		want=$(awk '/^slept/ { n++; for (i = 2; i <= 4; i++) s[n, i] = $i }
-			END { t = 0; for (i = 2; i <= 4; i++) { d[i] = s[2, i] - s[1, i]; t += d[i] }
-			      if (n < 2 || t <= 0) print "0 0 0"; else printf "%.1f %.1f %.1f", 100 * d[2] / t, 100 * d[3] / t, 100 * d[4] / t }' "$TMP/ready")
-		read -r w6 w3 w1 <<<"$want"
+		read -r w6 w3 w1 <<<"$(window_shares "$TMP/ready" slept)"
 		r=$("$PPROF" -raw "$TMP/off-$v/profile.pb.gz" 2>/dev/null |
 			python3 "$ROOT/tests/integration/py_traces.py" offsplit "$wpid")
 		read -r _ pyp six three one <<<"$(sed 's/[a-z]*=//g' <<<"$r")"
