@@ -907,6 +907,8 @@ fail:
 	return NULL;
 }
 
+const struct jvm_method jvm_chain_cut = {JVM_CHAIN_CUT_NAME, JVM_CHAIN_CUT_NAME, NULL, 0};
+
 /* jvm_chain_names' reader: a method of the process, any ConstMethod (the
  * nmethod's compile id vouches for its metadata). */
 static int chain_read(void *ctx, uint64_t method, int32_t bci, struct jvm_named *out)

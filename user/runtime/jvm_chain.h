@@ -14,7 +14,9 @@
  * there are not known (a Method* freed with its class, a scope naming no
  * metadata entry, scopes data that does not decode). */
 #define JVM_CHAIN_CUT_NAME "[inlined methods unreadable]"
-static const struct jvm_method jvm_chain_cut = {JVM_CHAIN_CUT_NAME, JVM_CHAIN_CUT_NAME, NULL, 0};
+/* One object (user/runtime/jvm.c's), compared by its address: the
+ * namers tell the mark from a method by it. */
+extern const struct jvm_method jvm_chain_cut;
 
 /* One method read: 0 and *out (the method, and the line of bci: 0 when not
  * known or bci < 0); nonzero when it cannot be read now. */
