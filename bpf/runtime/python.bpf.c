@@ -157,16 +157,20 @@ static __always_inline int py_step(struct py_walk *w, const bool compat)
 static long py_loop_step(__u32 i, struct py_walk *w)
 {
 	struct py_bpf_stack *s = w->s;
+	int end = py_step(w, false);
+	__u32 f = s->wflags;
 
 	(void)i;
-	if (!py_step(w, false))
-		return 0;
-	/* Its end, or a fault (a stale frame's pointers), without a first
-	 * frame linked to the previous cframe's: again from that one, in the
-	 * same loop (a second bpf_loop took the verifier's states past its
-	 * limit). */
-	if ((s->wflags & PY_WALK_CHECK) &&
-	    (!(s->wflags & PY_WALK_SEEN) || s->entry_back != s->prev)) {
+	/* The first evaluation call's first frame not linked to the previous
+	 * cframe's current frame, as soon as it is read; or the walk's end, or
+	 * a fault (a stale frame's pointers), without such a frame: again from
+	 * that one, in the same loop (a second bpf_loop took the verifier's
+	 * states past its limit). Not at the end only: the stale frames can
+	 * form a cycle, the call's own frame (pushed where the last call's
+	 * caller was, its previous not set yet) leading back to the stale shim,
+	 * and such a walk never ends (1 sample in ~5,000 of json.tool's under
+	 * -X perf: 1,024 frames of the cycle, then the walk's max). */
+	if ((f & PY_WALK_CHECK) && ((f & PY_WALK_SEEN) ? s->entry_back != s->prev : end)) {
 		s->wflags = PY_WALK_AGAIN;
 		s->fault = 0;
 		s->tframe = 0;
@@ -176,7 +180,7 @@ static long py_loop_step(__u32 i, struct py_walk *w)
 		w->tag = 0;
 		return w->frame ? 0 : 1;
 	}
-	return 1;
+	return end;
 }
 
 /* The walk into py_scratch's slot, max frames at most: the thread's
@@ -311,11 +315,15 @@ static __always_inline int py_walk(const bool compat, __u32 slot, __u32 max)
  * (the walk's step keeps it, tframe: every live frame of the data stack is
  * in the chain, which a stack's order makes the one below), or its
  * chunk's first word where that is in an older chunk. Taken when the code
- * object there spans it exactly, and, where the walk began with the
- * call's own shim (the frame being cleared and popped:
- * _PyEvalFrameClearAndPop), its previous is that shim; in the prologue
- * (its frame pushed: _PyEval_Vector, the trampolines, up to where it links
- * it) its previous is not set yet. A generator's frame (in its object) is
+ * object there spans it exactly: every other live frame of the data stack
+ * is linked. Not by its previous: being cleared and popped
+ * (_PyEvalFrameClearAndPop) it is the call's shim, where the walk began,
+ * but in the prologue (its frame pushed: _PyEval_Vector, the trampolines,
+ * up to where it links it) it is not set yet, whatever the slot held last,
+ * and the walk may begin with the new call's shim there too (its cframe's
+ * current frame not set yet: py_walk): 2 of 4,711 json.tool samples under
+ * -X perf were left unnamed so when the previous was required. A
+ * generator's frame (in its object) is
  * found as it is resumed, by exc_info (below); not as it yields or
  * returns, when nothing the state reaches points at it. A global
  * function, called after the walk (py_walk_frames, py_walk_frames_switch):
@@ -363,7 +371,7 @@ __noinline int py_pending(__u32 slot)
 	if (cand >= top || rd_ptr(cand, l->frame_code, &code) ||
 	    rd_ptr(cand, l->frame_back, &back) ||
 	    bpf_probe_read_user(&owner, 1, (void *)(cand + l->frame_owner)) ||
-	    owner != PY_OWNER_THREAD || (shim && back != shim) || PY_FRAME_CODE(code) != code ||
+	    owner != PY_OWNER_THREAD || PY_FRAME_CODE(code) != code ||
 	    bpf_probe_read_user(&size, sizeof(size), (void *)(code + l->code_framesize)) ||
 	    size <= 0 || cand + 8 * (__u64)size != top) {
 		/* A generator's frame, in its object, as the call resuming it

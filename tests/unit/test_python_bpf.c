@@ -6,11 +6,16 @@
  * process must carry the stack its thread is in, named by user/runtime/python.c
  * from the code objects and offsets BPF read: the main thread <module> ->
  * top -> mid -> leaf at the LINE: markers, exactly; the other thread its
- * target at its loop's line, under threading's frames. Root (BPF). */
+ * target at its loop's line, under threading's frames. And on frames this
+ * test lays out in its own memory as 3.12's are at an evaluation call's
+ * first instructions (test_stale_cframe). Root (BPF). */
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +104,36 @@ static int on_stack(void *ctx, void *data, size_t len)
 	return 0;
 }
 
+/* The walk at 499 Hz on every CPU, of thread tid (-1: every thread). */
+static void sample_on(struct python_test *skel, int tid, int fds[256], struct bpf_link *links[256])
+{
+	for (int cpu = 0; cpu < libbpf_num_possible_cpus() && cpu < 256; cpu++) {
+		struct perf_event_attr a = {
+		    .type = PERF_TYPE_SOFTWARE,
+		    .config = PERF_COUNT_SW_CPU_CLOCK,
+		    .size = sizeof(a),
+		    .freq = 1,
+		    .sample_freq = 499,
+		};
+
+		fds[cpu] =
+		    (int)syscall(SYS_perf_event_open, &a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		links[cpu] = fds[cpu] < 0
+				 ? NULL
+				 : bpf_program__attach_perf_event(skel->progs.py_walk, fds[cpu]);
+		CHECKF(links[cpu], "cpu %d: %s", cpu, strerror(errno));
+	}
+}
+
+static void sample_off(int fds[256], struct bpf_link *links[256])
+{
+	for (int cpu = 0; cpu < libbpf_num_possible_cpus() && cpu < 256; cpu++) {
+		bpf_link__destroy(links[cpu]);
+		if (fds[cpu] >= 0)
+			close(fds[cpu]);
+	}
+}
+
 static void check_one(struct python_test *skel, struct python *py, const char *exe, int minor)
 {
 	char *argv[] = {(char *)exe, "-S", script, NULL}, line[64];
@@ -142,32 +177,14 @@ static void check_one(struct python_test *skel, struct python *py, const char *e
 		bpf_map_update_elem(bpf_map__fd(skel->maps.py_stats), &key, zero, BPF_ANY);
 	}
 	rb = ring_buffer__new(bpf_map__fd(skel->maps.py_stacks), on_stack, &r, NULL);
-	for (int cpu = 0; cpu < ncpu && cpu < 256; cpu++) {
-		struct perf_event_attr a = {
-		    .type = PERF_TYPE_SOFTWARE,
-		    .config = PERF_COUNT_SW_CPU_CLOCK,
-		    .size = sizeof(a),
-		    .freq = 1,
-		    .sample_freq = 499,
-		};
-
-		fds[cpu] = (int)syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-		links[cpu] = fds[cpu] < 0
-				 ? NULL
-				 : bpf_program__attach_perf_event(skel->progs.py_walk, fds[cpu]);
-		CHECKF(links[cpu], "cpu %d: %s", cpu, strerror(errno));
-	}
+	sample_on(skel, -1, fds, links);
 	/* Until 100 samples with 30 of each thread, or the time is up: on a
 	 * loaded machine the interpreter gets the CPU less often. */
 	for (uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(seconds * 1e9);
 	     rb && now_ns(CLOCK_MONOTONIC) < end &&
 	     !(r.total >= 100 && r.main_ok >= 30 && r.thread_ok >= 30);)
 		ring_buffer__poll(rb, 50);
-	for (int cpu = 0; cpu < ncpu && cpu < 256; cpu++) {
-		bpf_link__destroy(links[cpu]);
-		if (fds[cpu] >= 0)
-			close(fds[cpu]);
-	}
+	sample_off(fds, links);
 	if (rb)
 		ring_buffer__consume(rb);
 	for (key = 0; key < PY_STAT_NR; key++) {
@@ -233,6 +250,130 @@ static void test_walk(void)
 	python_test__destroy(skel);
 }
 
+/* 3.12's evaluation call, sampled between setting tstate->cframe to its
+ * own cframe and filling that cframe in (Python/ceval.c, both fields in
+ * one store 118 bytes of code later in pyenv's 3.12.1): the cframe's
+ * current frame is the last call's at the same depth, its shim (S), whose
+ * previous is the frame that call's caller ran (X). Here the new call's
+ * own frame was pushed on the data stack where X was, its previous not
+ * set yet: still S, the last time that slot was linked. S -> X -> S ... a
+ * cycle, which the walk followed to its max (1 sample in ~5,000 of
+ * json.tool's under -X perf). The previous cframe's current frame (P, the
+ * caller's, then its shim R) is the stack; the walk must give exactly
+ * that. The layout is this test's own: a frame is code, previous, lasti,
+ * owner; a cframe is current frame, previous. */
+struct fake_frame {
+	uint64_t code, previous, lasti;
+	uint8_t owner, pad[7];
+};
+
+static _Atomic int stale_tid, stale_stop;
+
+static void *stale_spin(void *arg)
+{
+	(void)arg;
+	stale_tid = (int)syscall(SYS_gettid);
+	while (!stale_stop)
+		;
+	return NULL;
+}
+
+struct stale_run {
+	int total, right, cycle;
+	unsigned first_n;
+	uint64_t want[2];
+};
+
+static int on_stale(void *ctx, void *data, size_t len)
+{
+	struct stale_run *r = ctx;
+	const struct py_bpf_stack *s = data;
+
+	if (len < sizeof(*s) || s->tid != (__u32)stale_tid)
+		return 0;
+	if (!r->total++)
+		r->first_n = s->nframes;
+	r->right += s->nframes == 2 && !s->truncated &&
+		    PY_FRAME_CODE(s->frames[0].code) == r->want[0] &&
+		    PY_FRAME_CODE(s->frames[1].code) == r->want[1];
+	r->cycle += s->nframes > 2;
+	return 0;
+}
+
+static void test_stale_cframe(void)
+{
+	static uint64_t code[3][8], runtime[1], interp[1], tstate[3], cf_new[2], cf_old[2];
+	static struct fake_frame S, X, P, R;
+	struct python_test *skel = python_test__open();
+	struct py_bpf_proc val;
+	struct py_layout *l = &val.layout;
+	struct stale_run r = {.want = {(uint64_t)code[1], (uint64_t)code[0]}};
+	struct ring_buffer *rb = NULL;
+	int ncpu = libbpf_num_possible_cpus(), fds[256];
+	struct bpf_link *links[256] = {0};
+	pthread_t th;
+	__u32 key;
+
+	if (skel && (bpf_map__set_max_entries(skel->maps.py_scratch, 2 * ncpu) ||
+		     python_test__load(skel))) {
+		python_test__destroy(skel);
+		skel = NULL;
+	}
+	CHECKF(skel, "load: %s", strerror(errno));
+	if (!skel || pthread_create(&th, NULL, stale_spin, NULL))
+		goto out;
+	while (!stale_tid)
+		;
+	memset(&val, 0xff, sizeof(val)); /* every offset PY_OFF_NONE */
+	l->version = 3 << 8 | 12;
+	l->owner_cstack = 3; /* FRAME_OWNED_BY_CSTACK */
+	l->runtime_interp_head = 0;
+	l->interp_tstate_head = 0;
+	l->tstate_next = 0;
+	l->tstate_native_thread_id = 8;
+	l->tstate_frame = 16; /* 3.12: tstate->cframe */
+	l->cframe_current_frame = 0;
+	l->frame_code = offsetof(struct fake_frame, code);
+	l->frame_back = offsetof(struct fake_frame, previous);
+	l->frame_lasti = offsetof(struct fake_frame, lasti);
+	l->frame_owner = offsetof(struct fake_frame, owner);
+	l->code_filename = 0;
+	l->unicode_ascii = 0;
+	runtime[0] = (uint64_t)interp;
+	interp[0] = (uint64_t)tstate;
+	tstate[0] = 0;
+	tstate[1] = (uint64_t)stale_tid;
+	tstate[2] = (uint64_t)cf_new;
+	cf_new[0] = (uint64_t)&S, cf_new[1] = (uint64_t)cf_old;
+	cf_old[0] = (uint64_t)&P, cf_old[1] = 0;
+	S = (struct fake_frame){.code = (uint64_t)code[0], .previous = (uint64_t)&X, .owner = 3};
+	X = (struct fake_frame){.code = (uint64_t)code[2], .previous = (uint64_t)&S};
+	P = (struct fake_frame){.code = (uint64_t)code[1], .previous = (uint64_t)&R};
+	R = (struct fake_frame){.code = (uint64_t)code[0], .owner = 3};
+	val.runtime = (uint64_t)runtime;
+	key = (__u32)getpid();
+	CHECK(!bpf_map_update_elem(bpf_map__fd(skel->maps.py_procs), &key, &val, BPF_ANY));
+	rb = ring_buffer__new(bpf_map__fd(skel->maps.py_stacks), on_stale, &r, NULL);
+	sample_on(skel, stale_tid, fds, links);
+	for (uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(seconds * 1e9);
+	     rb && now_ns(CLOCK_MONOTONIC) < end && r.total < 20;)
+		ring_buffer__poll(rb, 50);
+	sample_off(fds, links);
+	if (rb)
+		ring_buffer__consume(rb);
+	stale_stop = 1;
+	pthread_join(th, NULL);
+	CHECKF(r.total >= 20 && r.right == r.total,
+	       "%d samples, %d of them the previous cframe's 2 frames, %d with more (the stale "
+	       "cycle; the first: %u frames)",
+	       r.total, r.right, r.cycle, r.first_n);
+	printf("  a stale cframe: %d samples, %d walked from the previous cframe\n", r.total,
+	       r.right);
+out:
+	ring_buffer__free(rb);
+	python_test__destroy(skel);
+}
+
 int main(void)
 {
 	char cwd[2048];
@@ -244,10 +385,12 @@ int main(void)
 		seconds = atof(getenv("PY_BPF_SECONDS"));
 	if (geteuid() != 0) {
 		SKIP_TEST(test_walk, "needs root (BPF)");
+		SKIP_TEST(test_stale_cframe, "needs root (BPF)");
 		return 0;
 	}
 	msg_set_verbosity(-1);
 	setvbuf(stdout, NULL, _IOLBF, 0); /* each interpreter's line as it ends */
+	RUN_TEST(test_stale_cframe);
 	RUN_TEST(test_walk);
 	CHECK_EXIT();
 }

@@ -352,7 +352,12 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 	bool merged = false, trunc = s->flags & SAMPLE_PY_TRUNC;
 	unsigned used = 0;
 
-	if (!s->npython)
+	/* None read, the walk cut at its first frame (SAMPLE_PY_TRUNC: the
+	 * thread's frame not readable, as where an evaluation call's cframe
+	 * is new and its fields not set yet, their old values pointing at
+	 * freed stack): cut at the innermost evaluation frame, as any cut
+	 * walk is, not left whole with every evaluation frame unnamed. */
+	if (!s->npython && !trunc)
 		return;
 	/* 160 KiB, the recording's one (the rewrite is the drain's) */
 	if (!pn->runs && !(pn->runs = malloc(sizeof(*pn->runs))))
