@@ -110,6 +110,13 @@ static __always_inline bool in_cache(const struct jvm_bpf_step *st, __u64 pc)
 	return pc >= st->pr.cc_lo && pc < st->pr.cc_hi;
 }
 
+/* The mcache entry of st->addr (a Method*). */
+static __always_inline struct jvm_mcache_ent *jvm_mcache(struct jvm_bpf_step *st)
+{
+	return &st->mcache[((st->addr * 0x9e3779b97f4a7c15ULL) >> (64 - JVM_MCACHE_BITS)) &
+			   ((1 << JVM_MCACHE_BITS) - 1)];
+}
+
 /* The interpreter's frame at rbp: its Method* and bytecode index, and its
  * caller's registers. */
 static __always_inline int step_interp(struct jvm_bpf_step *st)
@@ -117,6 +124,7 @@ static __always_inline int step_interp(struct jvm_bpf_step *st)
 	/* fp[-10] .. fp[1]: the slots (frame_x86.hpp's, -8 .. -1), the saved
 	 * rbp and the return address. */
 	__u64 *w = st->w, fp = st->bp, cm = 0, bcp;
+	struct jvm_mcache_ent *mc;
 	int im = st->pr.if_method + 10, ib = st->pr.if_bcp + 10, is = st->pr.if_sender_sp + 10;
 
 	if (fp < st->sp || fp - st->sp > (1u << 20) || (fp & 7) || im < 0 || im > 9 || ib < 0 ||
@@ -126,8 +134,18 @@ static __always_inline int step_interp(struct jvm_bpf_step *st)
 		return -2;
 	st->addr = w[im];
 	bcp = st->leaf ? st->r13 : w[ib];
-	if (bpf_probe_read_user(&cm, 8, (void *)(st->addr + st->pr.m_const)))
-		return -2;
+	mc = jvm_mcache(st);
+	if (mc->method == st->addr && mc->tgid == st->tgid && st->now - mc->t < JVM_BCACHE_NS) {
+		cm = mc->cm;
+	} else {
+		if (bpf_probe_read_user(&cm, 8, (void *)(st->addr + st->pr.m_const)))
+			return -2;
+		mc = jvm_mcache(st); /* not kept across the call: a register less */
+		mc->method = st->addr;
+		mc->cm = cm;
+		mc->t = st->now;
+		mc->tgid = st->tgid;
+	}
 	cm += st->pr.cm_size; /* the bytecodes follow the ConstMethod */
 	if (st->leaf && (bcp < cm || bcp - cm >= 0xffff))
 		bcp = w[ib]; /* r13 not the bytecode pointer here: the slot's */

@@ -115,6 +115,19 @@ struct jvm_bcache_ent {
 	__s32 fsize, complete, orig_pc, cookie; /* frame size, frame complete, nmethod's */
 };
 
+/* Each interpreted frame's Method*'s ConstMethod (where its bytecodes
+ * start), kept per CPU as bcache is, by the Method*: a recursion's
+ * interpreted frames, and the callers every sample of a loop returns
+ * through, read it once a JVM_BCACHE_NS, not once a frame (a read of 8
+ * bytes, ~125 ns, was most of an interpreted frame's cost). A Method*
+ * freed and reused within that time gives the frame a bytecode index of
+ * 0xffff and a cookie user space refuses: never a wrong name. */
+#define JVM_MCACHE_BITS 3
+struct jvm_mcache_ent {
+	__u64 method, cm, t; /* the Method*, its ConstMethod, when read (0: empty) */
+	__u32 tgid, pad;
+};
+
 /* One step's state (a jvm_scratch slot): the frame's registers in, the
  * caller's out. */
 struct jvm_bpf_step {
@@ -146,6 +159,7 @@ struct jvm_bpf_step {
 	__u8 win[4096];
 	__u32 stat; /* jvm_stats' key */
 	struct jvm_bcache_ent bcache[1 << JVM_BCACHE_BITS];
+	struct jvm_mcache_ent mcache[1 << JVM_MCACHE_BITS];
 };
 
 enum jvm_bpf_stat {
