@@ -80,8 +80,9 @@ print(sum(p.get("run_time_ns", 0) for p in json.load(sys.stdin) if p["id"] in id
 # ones too, which the sampler leaves at once. Divided by run_cnt, the
 # walk's cost was scaled by the target's share of the CPUs' samples (half
 # on an idle host of 2 CPUs, less under load), which moved the same build
-# by 2x between runs. What is left of theirs in the figure (~50 ns each,
-# F / S of them a sample) is alike in both walks and cancels in the added
+# by 2x between runs. What is left of theirs in the figure (240-300 ns
+# each at load 10, measured on a sleeping target; (1 - share) / share of
+# them a sample) is alike in both walks, paired, and cancels in the added
 # time; the share is printed.
 walk_bench() {
 	local label=$1 feature=$2 r b k n=0
