@@ -537,6 +537,7 @@ static __always_inline int cfi_jvm(struct cfi_state *st)
 	if (st->jvm != 2 || st->pc < st->jvm_lo || st->pc >= st->jvm_hi ||
 	    !(js = bpf_map_lookup_elem(&jvm_scratch, &slot)))
 		return JVM_STEP_NOT_JAVA;
+	js->tgid = st->tgid;
 	js->pc = st->pc;
 	js->sp = st->sp;
 	js->bp = st->bp;

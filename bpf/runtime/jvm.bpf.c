@@ -110,6 +110,13 @@ static __always_inline bool in_cache(const struct jvm_bpf_step *st, __u64 pc)
 	return pc >= st->pr.cc_lo && pc < st->pr.cc_hi;
 }
 
+/* The mcache entry of st->addr (a Method*). */
+static __always_inline struct jvm_mcache_ent *jvm_mcache(struct jvm_bpf_step *st)
+{
+	return &st->mcache[((st->addr * 0x9e3779b97f4a7c15ULL) >> (64 - JVM_MCACHE_BITS)) &
+			   ((1 << JVM_MCACHE_BITS) - 1)];
+}
+
 /* The interpreter's frame at rbp: its Method* and bytecode index, and its
  * caller's registers. */
 static __always_inline int step_interp(struct jvm_bpf_step *st)
@@ -117,6 +124,7 @@ static __always_inline int step_interp(struct jvm_bpf_step *st)
 	/* fp[-10] .. fp[1]: the slots (frame_x86.hpp's, -8 .. -1), the saved
 	 * rbp and the return address. */
 	__u64 *w = st->w, fp = st->bp, cm = 0, bcp;
+	struct jvm_mcache_ent *mc;
 	int im = st->pr.if_method + 10, ib = st->pr.if_bcp + 10, is = st->pr.if_sender_sp + 10;
 
 	if (fp < st->sp || fp - st->sp > (1u << 20) || (fp & 7) || im < 0 || im > 9 || ib < 0 ||
@@ -126,8 +134,18 @@ static __always_inline int step_interp(struct jvm_bpf_step *st)
 		return -2;
 	st->addr = w[im];
 	bcp = st->leaf ? st->r13 : w[ib];
-	if (bpf_probe_read_user(&cm, 8, (void *)(st->addr + st->pr.m_const)))
-		return -2;
+	mc = jvm_mcache(st);
+	if (mc->method == st->addr && mc->tgid == st->tgid && st->now - mc->t < JVM_BCACHE_NS) {
+		cm = mc->cm;
+	} else {
+		if (bpf_probe_read_user(&cm, 8, (void *)(st->addr + st->pr.m_const)))
+			return -2;
+		mc = jvm_mcache(st); /* not kept across the call: a register less */
+		mc->method = st->addr;
+		mc->cm = cm;
+		mc->t = st->now;
+		mc->tgid = st->tgid;
+	}
 	cm += st->pr.cm_size; /* the bytecodes follow the ConstMethod */
 	if (st->leaf && (bcp < cm || bcp - cm >= 0xffff))
 		bcp = w[ib]; /* r13 not the bytecode pointer here: the slot's */
@@ -189,6 +207,79 @@ static __always_inline int blob_read(struct jvm_bpf_step *st)
 	return 0;
 }
 
+/* st's pc's entry in bcache. */
+static __always_inline struct jvm_bcache_ent *jvm_bcache_slot(struct jvm_bpf_step *st)
+{
+	return &st->bcache[((st->pc * 0x9e3779b97f4a7c15ULL) >> (64 - JVM_BCACHE_BITS)) &
+			   ((1 << JVM_BCACHE_BITS) - 1)];
+}
+
+/* c's blob into st, the time it was read in st->bt. */
+static __always_inline void jvm_bcache_get(struct jvm_bpf_step *st, const struct jvm_bcache_ent *c)
+{
+	st->blob = c->blob;
+	st->begin = c->begin;
+	st->end = c->end;
+	st->deopt = c->deopt;
+	st->name = c->name;
+	st->fsize = c->fsize;
+	st->complete = c->complete;
+	st->orig_pc = c->orig_pc;
+	st->compile_id = c->cookie;
+	st->bt = c->t;
+}
+
+/* st's blob, found for its pc at st->bt, into c. */
+static __always_inline void jvm_bcache_put(struct jvm_bpf_step *st, struct jvm_bcache_ent *c)
+{
+	c->pc = st->pc;
+	c->t = st->bt;
+	c->tgid = st->tgid;
+	c->blob = st->blob;
+	c->begin = st->begin;
+	c->end = st->end;
+	c->deopt = st->deopt;
+	c->name = st->name;
+	c->fsize = st->fsize;
+	c->complete = st->complete;
+	c->orig_pc = st->orig_pc;
+	c->cookie = st->compile_id;
+}
+
+/* Whether c, a blast entry, holds st's pc. */
+static __always_inline bool jvm_blast_has(const struct jvm_bpf_step *st,
+					  const struct jvm_bcache_ent *c)
+{
+	return c->tgid == st->tgid && st->pc >= c->blob && st->pc < c->end &&
+	       (__s64)(st->now - c->t) < (__s64)JVM_BCACHE_NS;
+}
+
+/* The blob of st's pc from the caches into st: 0, or -1 when it must be
+ * read. An entry is taken for JVM_BCACHE_NS after its blob was read (its t,
+ * signed: a permanent blob's is later, jvm_unwind). */
+static __always_inline int jvm_bcache_find(struct jvm_bpf_step *st)
+{
+	const struct jvm_bcache_ent *c = jvm_bcache_slot(st);
+
+	if (c->pc == st->pc && c->tgid == st->tgid &&
+	    (__s64)(st->now - c->t) < (__s64)JVM_BCACHE_NS) {
+		jvm_bcache_get(st, c);
+		return 0;
+	}
+	/* Unrolled by hand, an entry at a time: a loop's index and entry
+	 * were spilled (jvm_unwind's stack, tests/unit/test_bpf_stack.c). */
+	if (jvm_blast_has(st, &st->blast[0]))
+		c = &st->blast[0];
+	else if (jvm_blast_has(st, &st->blast[1]))
+		c = &st->blast[1];
+	else
+		return -1;
+	jvm_bcache_get(st, c);
+	asm volatile("" ::: "memory"); /* put loads from st: no registers kept */
+	jvm_bcache_put(st, jvm_bcache_slot(st));
+	return 0;
+}
+
 /* One frame of st's registers; see bpf/runtime/jvm_maps.bpf.h. Its values live in
  * the slot (st->blob and on), not on the stack: it runs as the third frame
  * of the sampler's walker, its bpf_loop callback and itself, which share
@@ -204,8 +295,8 @@ __noinline int jvm_unwind(__u32 slot)
 	/* The process's layout, copied into the slot at the walk's first
 	 * Java frame (cfi_jvm), and its key there: one pointer (st) stays live
 	 * across the helpers' calls, where two spilled past the stack's
-	 * room. */
-	st->tgid = bpf_get_current_pid_tgid() >> 32;
+	 * room. st->tgid: the walk's (cfi_jvm's), not a helper's call a
+	 * frame. */
 	if (st->pr_tgid != st->tgid) {
 		p = bpf_map_lookup_elem(&jvm_procs, &st->tgid);
 		if (!p)
@@ -215,48 +306,30 @@ __noinline int jvm_unwind(__u32 slot)
 	}
 	if (!in_cache(st, st->pc))
 		return JVM_STEP_NOT_JAVA;
-	{
-		struct jvm_bcache_ent *c =
-		    &st->bcache[((st->pc * 0x9e3779b97f4a7c15ULL) >> (64 - JVM_BCACHE_BITS)) &
-				((1 << JVM_BCACHE_BITS) - 1)];
+	if (jvm_bcache_find(st)) {
+		int r = blob_read(st);
 
-		if (c->pc == st->pc && c->tgid == st->tgid && st->now - c->t < JVM_BCACHE_NS) {
-			st->blob = c->blob;
-			st->begin = c->begin;
-			st->end = c->end;
-			st->deopt = c->deopt;
-			st->name = c->name;
-			st->fsize = c->fsize;
-			st->complete = c->complete;
-			st->orig_pc = c->orig_pc;
-			st->compile_id = c->cookie;
-		} else {
-			int r = blob_read(st);
-
-			if (r)
-				return r;
-			/* The fields are loaded again from st below, not kept
-			 * in registers from the read: those were spilled to
-			 * the stack (tests/unit/test_bpf_stack.c). */
-			asm volatile("" ::: "memory");
-			/* Found again: the read may have spilled the pointer. */
-			c = &st->bcache[((st->pc * 0x9e3779b97f4a7c15ULL) >>
-					 (64 - JVM_BCACHE_BITS)) &
-					((1 << JVM_BCACHE_BITS) - 1)];
-			c->pc = st->pc;
-			c->t = st->now;
-			c->tgid = st->tgid;
-			c->blob = st->blob;
-			c->begin = st->begin;
-			c->end = st->end;
-			c->deopt = st->deopt;
-			c->name = st->name;
-			c->fsize = st->fsize;
-			c->complete = st->complete;
-			c->orig_pc = st->orig_pc;
-			c->cookie = st->compile_id;
-		}
+		if (r)
+			return r;
+		/* The fields are loaded again from st below, not kept in
+		 * registers from the read: those were spilled to the stack
+		 * (tests/unit/test_bpf_stack.c). */
+		asm volatile("" ::: "memory");
+		/* The interpreter and StubRoutines' blobs (the call stub) live
+		 * as long as the JVM: kept JVM_BCACHE_PERM_NS, as if read
+		 * later. The interpreter is the largest blob, its segment map
+		 * the longest walk (~1.5 us a read), and it was read again at
+		 * every JVM_BCACHE_NS, a third of the samples at 999 Hz. */
+		st->bt = st->now;
+		if (st->name == JVM_NAME_INTERP || st->name == JVM_NAME_STUBS)
+			st->bt += JVM_BCACHE_PERM_NS - JVM_BCACHE_NS;
+		jvm_bcache_put(st, &st->blast[st->blast_next++ & (JVM_BLAST - 1)]);
+		asm volatile("" ::: "memory");
+		jvm_bcache_put(st, jvm_bcache_slot(st));
 	}
+	/* Found or read, the fields are loaded from st again below (as
+	 * above): kept from the copies, they were spilled. */
+	asm volatile("" ::: "memory");
 	st->addr = st->blob;
 	st->cookie = st->off = 0;
 	if (st->name == JVM_NAME_INTERP) {

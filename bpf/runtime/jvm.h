@@ -33,6 +33,7 @@
 #define JVM_NAME_INTERP	 0x65746e49 /* "Interpreter" */
 #define JVM_NAME_VTABLE	 0x62617476 /* "vtable chunks" */
 #define JVM_NAME_ITABLE	 0x62617469 /* "itable stub" (hand-written ones) */
+#define JVM_NAME_STUBS	 0x62757453 /* "StubRoutines (1)", "(2)": never freed */
 
 struct jvm_bpf_proc {
 	struct {
@@ -108,6 +109,10 @@ enum jvm_frame_kind {
  * user space: never a wrong name). */
 #define JVM_BCACHE_BITS 6
 #define JVM_BCACHE_NS	(20 * 1000 * 1000ULL)
+/* ... and for a blob that is never freed (the interpreter's, StubRoutines'):
+ * the bound is then a process gone and its pid reused. */
+#define JVM_BCACHE_PERM_NS (1000 * 1000 * 1000ULL)
+#define JVM_BLAST	   2 /* blobs kept by range (struct jvm_bpf_step's blast; 2: jvm_bcache_find) */
 struct jvm_bcache_ent {
 	__u64 pc, t;		       /* the pc it was found for, and when (0: empty) */
 	__u64 blob, begin, end, deopt; /* the CodeBlob, its code, an nmethod's deopt handler */
@@ -115,15 +120,28 @@ struct jvm_bcache_ent {
 	__s32 fsize, complete, orig_pc, cookie; /* frame size, frame complete, nmethod's */
 };
 
+/* Each interpreted frame's Method*'s ConstMethod (where its bytecodes
+ * start), kept per CPU as bcache is, by the Method*: a recursion's
+ * interpreted frames, and the callers every sample of a loop returns
+ * through, read it once a JVM_BCACHE_NS, not once a frame (a read of 8
+ * bytes, ~125 ns, was most of an interpreted frame's cost). A Method*
+ * freed and reused within that time gives the frame a bytecode index of
+ * 0xffff and a cookie user space refuses: never a wrong name. */
+#define JVM_MCACHE_BITS 3
+struct jvm_mcache_ent {
+	__u64 method, cm, t; /* the Method*, its ConstMethod, when read (0: empty) */
+	__u32 tgid, pad;
+};
+
 /* One step's state (a jvm_scratch slot): the frame's registers in, the
  * caller's out. */
 struct jvm_bpf_step {
 	__u64 pc, sp, bp;
-	__u64 r13; /* the leaf's (the interpreter's bytecode pointer) */
-	__u32 tgid, tid;
-	__u32 index; /* the frame's user ip index */
-	__u32 leaf;  /* pc is exact (the sample's, or a signal's), not a return address */
-	__u32 n;     /* frames recorded */
+	__u64 r13;	 /* the leaf's (the interpreter's bytecode pointer) */
+	__u32 tgid, tid; /* the walked thread's (cfi_jvm sets tgid at each frame) */
+	__u32 index;	 /* the frame's user ip index */
+	__u32 leaf;	 /* pc is exact (the sample's, or a signal's), not a return address */
+	__u32 n;	 /* frames recorded */
 	__u32 truncated;
 	struct jvm_bpf_frame frames[JVM_BPF_FRAMES];
 	__u8 blob_buf[JVM_BLOB_READ];
@@ -134,6 +152,7 @@ struct jvm_bpf_step {
 	__u64 blob, begin, end, addr, deopt;
 	__u32 name, kind, cookie, off, partial;
 	__s32 fsize, complete, orig_pc, compile_id;
+	__u64 bt;		/* when the blob was read (bcache) */
 	struct jvm_bpf_proc pr; /* the process's, copied at the walk's first Java frame */
 	__u32 pr_tgid;		/* whose pr is */
 	__u64 now;		/* the walk's start, for bcache */
@@ -146,6 +165,13 @@ struct jvm_bpf_step {
 	__u8 win[4096];
 	__u32 stat; /* jvm_stats' key */
 	struct jvm_bcache_ent bcache[1 << JVM_BCACHE_BITS];
+	struct jvm_mcache_ent mcache[1 << JVM_MCACHE_BITS];
+	/* The last blobs read, found by range for a pc bcache has not seen
+	 * (a leaf's: a loop's samples land on many pcs of one nmethod, and
+	 * each was a blob read, ~0.7 us, at most samples); their t the
+	 * read's, so that an entry filled from them is no younger than it. */
+	struct jvm_bcache_ent blast[JVM_BLAST];
+	__u32 blast_next;
 };
 
 enum jvm_bpf_stat {
