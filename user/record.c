@@ -94,8 +94,8 @@ enum stop_reason { STOP_NONE, STOP_SIGNAL, STOP_DURATION, STOP_TARGETS, STOP_ERR
 
 struct recorder {
 	size_t ndescendants; /* -p: the targets' processes found at the start */
-	/* ... those of them followed: BPF's targets before the sampler
-	 * attaches, their maps read once it runs (read_targets). */
+	/* ... those of them followed: their maps read with the targets'
+	 * (read_targets). */
 	VEC(pid_t) followed;
 	struct features feat;
 	struct degraded degraded;
@@ -184,7 +184,7 @@ struct recorder {
 	unsigned nsnapshots;
 	/* Start-up, for -v and scripts/bench-startup.sh (CLOCK_MONOTONIC):
 	 * record_run's entry, each phase's end, the BPF load's own span
-	 * inside rec_load, the targets' maps read after the attach, and the
+	 * and the targets' maps' inside rec_load, and the
 	 * first sample's BPF timestamp; the CPU (CLOCK_PROCESS_CPUTIME_ID, every
 	 * thread) at the entry and the attach, and the loading thread's over
 	 * the BPF load (the verifier's, mostly): figures the host's load moves
@@ -863,14 +863,12 @@ static void follow_descendants(struct recorder *r)
 		     r->ndescendants);
 }
 
-/* -p: the targets' and their followed children's maps, read once the
- * sampler runs, not before: reading them (and the runtimes' detection, the
- * unwind tables' builds they start in the tables' worker) is start-up the
- * first sample no longer waits for. Their samples meanwhile are not lost:
- * a sample of a process with no table yet is walked by frame pointers and
- * carries a stack copy that the drain unwinds with DWARF (cfi_end), and
- * the drain reads a process's maps at its first sample anyway. Read here,
- * before the drain, so that a runtime's walk starts within milliseconds. */
+/* -p: the targets' and their followed children's maps, as they are now,
+ * before any sample: with them the runtimes' detection (a CPython's, a
+ * JVM's walk in BPF) and the unwind tables' builds. Read after the attach
+ * instead, the samples of the first milliseconds of a Python target had no
+ * Python frames (test_python's python_deep at 97-98 % under load, 99
+ * wanted): a start-up cost the runtimes' frames need. */
 static void read_targets(struct recorder *r)
 {
 	int i;
@@ -1300,6 +1298,9 @@ static int rec_load(struct recorder *r)
 	}
 	if (env.npids)
 		follow_descendants(r);
+	r->t.targets = now_ns(CLOCK_MONOTONIC);
+	read_targets(r);
+	r->t.targets = now_ns(CLOCK_MONOTONIC) - r->t.targets;
 	/* -t's uprobes, attached before the sampler. Without -t only the CPU
 	 * migrations of the XRay timelines: loaded once sampling runs
 	 * (rec_attach), a second object's open, BTF and load that the first
@@ -1382,8 +1383,6 @@ static int rec_attach(struct recorder *r)
 		r->until_ns = r->start_ns + (uint64_t)(env.duration * 1e9);
 		r->skel->bss->sample_until_ns = r->until_ns;
 	}
-	read_targets(r);
-	r->t.targets = now_ns(CLOCK_MONOTONIC) - r->t.attached;
 	/* The timelines' migrations from here (a sample says its CPU too). */
 	if (!r->tracer && (!env.all || env.per_process) && !r->cont &&
 	    !(r->tracer = open_tracer(r)))
@@ -1444,15 +1443,14 @@ static int rec_attach(struct recorder *r)
 	}
 	note_degraded(r);
 	/* The first sample waits for the attach, no more: the rest of this
-	 * phase (the targets' maps, the migrations' tracer, kallsyms) runs
-	 * while it samples. */
+	 * phase (the migrations' tracer, kallsyms) runs while it samples. */
 	debug("start-up %.1f ms to sampling, %.1f ms of CPU: prepare %.1f (kallsyms, in a thread: "
-	      "%.1f), load %.1f (BPF load and verify %.1f, its CPU %.1f), attach %.1f; then, "
-	      "sampling: the targets' maps %.1f, to this line %.1f",
+	      "%.1f), load %.1f (BPF load and verify %.1f, its CPU %.1f; the targets' maps %.1f), "
+	      "attach %.1f; then, sampling, to this line %.1f",
 	      (r->t.attached - r->t.begin) / 1e6, (r->t.cpu_attached - r->t.cpu_begin) / 1e6,
 	      (r->t.prepared - r->t.begin) / 1e6, r->t.kallsyms / 1e6,
 	      (r->t.loaded - r->t.prepared) / 1e6, (r->t.bpf_load1 - r->t.bpf_load0) / 1e6,
-	      r->t.bpf_cpu / 1e6, (r->t.attached - r->t.loaded) / 1e6, r->t.targets / 1e6,
+	      r->t.bpf_cpu / 1e6, r->t.targets / 1e6, (r->t.attached - r->t.loaded) / 1e6,
 	      (now_ns(CLOCK_MONOTONIC) - r->t.attached) / 1e6);
 	if (!env.quiet)
 		info("recording %s at %d Hz (%s)%s", env.all ? "all CPUs" : "targets", env.freq,
