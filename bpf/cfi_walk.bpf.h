@@ -774,8 +774,10 @@ static __always_inline void cfi_end(struct scratch *sc, int r, const bool sample
 /* The end of a sample's walk: the record. */
 static __always_inline int cfi_finish(struct scratch *sc, int r, const bool compat)
 {
+	__u32 nk = ((struct ev_sample *)sc->head)->nkernel;
+
 	cfi_end(sc, r, true, compat);
-	return send_sample(sc, ((struct ev_sample *)sc->head)->nkernel, sc->cfi.n, compat);
+	return compat ? send_sample(sc, nk, sc->cfi.n, true) : sample_send(nk, sc->cfi.n);
 }
 
 struct cfi_loop {

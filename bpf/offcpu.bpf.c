@@ -19,7 +19,8 @@
  * A unit of the sampler (the Makefile's sample.linked.o), after
  * sample.bpf.c, which defines the maps and rodata shared with it
  * (bpf/sampler.bpf.h, bpf/cfi_walk.bpf.h); its own are defined here. */
-#define BPF_SHARED_EXTERN /* sample.bpf.c defines them */
+#define BPF_SHARED_EXTERN  /* sample.bpf.c defines them */
+#define BPF_NO_RDONLY_CAST /* bpf/uprobe_regs.bpf.h says why */
 #include "bpf/sampler.bpf.h"
 #include "bpf/cfi_walk.bpf.h"
 

@@ -299,7 +299,15 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 		}
 	}
 user_done:
-	return send_sample(sc, nk, nu, compat);
+	return compat ? send_sample(sc, nk, nu, true) : sample_send(nk, nu);
+}
+
+__noinline int sample_send(__u32 nk, __u32 nu)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct scratch *sc = bpf_map_lookup_elem(&scratch_map, &cpu);
+
+	return sc ? send_sample(sc, nk, nu, false) : 0;
 }
 
 SEC("perf_event")
@@ -424,6 +432,8 @@ static __always_inline void exit_vmas(struct task_struct *p, __u32 tgid)
 	if (bpf_iter_task_vma_new(&it, p, 0))
 		count(STAT_EXIT_VMA_BUSY);
 	while ((vma = bpf_iter_task_vma_next(&it))) {
+		/* Untrusted: no BTF look-up of each load's trust (rdonly). */
+		vma = UNTRUSTED(vma, struct vm_area_struct);
 		struct file *f = vma->vm_file;
 		struct ev_vma *e;
 		dev_t dev;

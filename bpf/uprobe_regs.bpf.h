@@ -57,6 +57,28 @@ static __always_inline __u64 mm_flags_word(struct mm_struct *mm)
 	return w;
 }
 
+/* The task as an untrusted pointer (bpf_rdonly_cast, 6.2+; free at run
+ * time, the verifier inlines it), for the loads below: through a trusted
+ * pointer, each load of a pointer field (task->mm, task->utask) had the
+ * verifier look its result's trust up by name in the kernel's BTF, four
+ * linear scans of it, at every visit of the load (74 in on_sample: ~25 ms
+ * of the start-up's CPU on 6.18, a tenth of it). The loads are the same
+ * (a fault reads 0). Kernels without the kfunc keep the trusted pointer. */
+#ifndef BPF_NO_RDONLY_CAST
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __weak __ksym;
+
+static __always_inline void *rdonly(void *ptr, __u32 btf_id)
+{
+	return bpf_rdonly_cast ? bpf_rdonly_cast(ptr, btf_id) : ptr;
+}
+#define UNTRUSTED(ptr, type) ((type *)rdonly((ptr), bpf_core_type_id_kernel(type)))
+#else
+/* A unit joined after sample.bpf.c (bpf/offcpu.bpf.c): libbpf 1.1's static
+ * linker cannot join the same kfunc's extern from two units ("failed to
+ * resolve size of underlying type"), so it keeps the trusted pointer. */
+#define UNTRUSTED(ptr, type) ((type *)(ptr))
+#endif
+
 /* The uprobe view of the current task: the "[uprobes]" page's address (the
  * trampoline) and the innermost return_instance. */
 struct uprobe_view {
@@ -76,10 +98,11 @@ static __always_inline struct uprobe_task *uprobe_view(struct task_struct *task,
 	if (!bpf_core_field_exists(((struct task_struct *)0)->utask))
 		return NULL;
 	if (!compat) {
-		struct xol_area *xa = task->mm ? task->mm->uprobes_state.xol_area : NULL;
+		struct task_struct *t = UNTRUSTED(task, struct task_struct);
+		struct xol_area *xa = t->mm ? t->mm->uprobes_state.xol_area : NULL;
 
 		v->tramp = xa ? xa->vaddr : 0;
-		ut = task->utask;
+		ut = t->utask;
 		if (v->tramp && ut)
 			v->ri = (__u64)ut->return_instances;
 	} else {
@@ -211,7 +234,7 @@ static __always_inline void uprobe_regs_at(struct task_struct *task, __u64 *regs
 	 * its ip one past an int3. */
 	if (!in_kernel || !ip || (__s64)BPF_CORE_READ(ur, orig_ax) != -1)
 		return;
-	mm = compat ? BPF_CORE_READ(task, mm) : task->mm;
+	mm = compat ? BPF_CORE_READ(task, mm) : UNTRUSTED(task, struct task_struct)->mm;
 	if (!mm || !(mm_flags_word(mm) & (1ULL << MMF_HAS_UPROBES_BIT)))
 		return;
 	/* The probed instruction emulated (arch_uprobe_skip_sstep), caught

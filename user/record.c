@@ -94,6 +94,9 @@ enum stop_reason { STOP_NONE, STOP_SIGNAL, STOP_DURATION, STOP_TARGETS, STOP_ERR
 
 struct recorder {
 	size_t ndescendants; /* -p: the targets' processes found at the start */
+	/* ... those of them followed: their maps read with the targets'
+	 * (read_targets). */
+	VEC(pid_t) followed;
 	struct features feat;
 	struct degraded degraded;
 	char depth_why[200]; /* its "stack depth" entry's text */
@@ -181,10 +184,15 @@ struct recorder {
 	unsigned nsnapshots;
 	/* Start-up, for -v and scripts/bench-startup.sh (CLOCK_MONOTONIC):
 	 * record_run's entry, each phase's end, the BPF load's own span
-	 * inside rec_load, and the first sample's BPF timestamp. */
+	 * and the targets' maps' inside rec_load, and the
+	 * first sample's BPF timestamp; the CPU (CLOCK_PROCESS_CPUTIME_ID, every
+	 * thread) at the entry and the attach, and the loading thread's over
+	 * the BPF load (the verifier's, mostly): figures the host's load moves
+	 * less than the clock's. */
 	struct {
 		uint64_t begin, kallsyms, prepared, bpf_load0, bpf_load1, loaded, attached;
-		uint64_t first_sample;
+		uint64_t targets, first_sample;
+		uint64_t cpu_begin, cpu_attached, bpf_cpu;
 	} t;
 	bool tty, started;
 	bool cmd_stopped; /* the command was still running at -d: signalled */
@@ -817,8 +825,13 @@ static void follow_descendants(struct recorder *r)
 		}
 		for (i = 0; i < n; i++) {
 			__u32 k = (__u32)d[i];
+			bool seen = false;
 
-			if (proc_find(&r->procs, d[i]))
+			for (size_t j = 0; j < r->followed.n && !seen; j++)
+				seen = r->followed.v[j] == d[i];
+			for (int j = 0; j < env.npids && !seen; j++)
+				seen = env.pids[j] == d[i];
+			if (seen)
 				continue;
 			/* -p of its shell (-p $$): the recorder, a descendant, would
 			 * record its own work, most of the samples. Left out, as
@@ -838,8 +851,8 @@ static void follow_descendants(struct recorder *r)
 			if (bpf_map_update_elem(fd, &k, &one, BPF_ANY))
 				warn("-p: child process %d not followed: %s", d[i],
 				     strerror(errno));
-			else
-				proc_get(&r->procs, d[i], NULL);
+			else if (VEC_PUSH(r->followed, d[i]))
+				break; /* out of memory: its maps are read at its first sample */
 		}
 		free(d);
 		if (env.no_inherit)
@@ -848,6 +861,23 @@ static void follow_descendants(struct recorder *r)
 	if (r->ndescendants && !env.no_inherit)
 		info("-p: following %zu processes the targets started before the recording",
 		     r->ndescendants);
+}
+
+/* -p: the targets' and their followed children's maps, as they are now,
+ * before any sample: with them the runtimes' detection (a CPython's, a
+ * JVM's walk in BPF) and the unwind tables' builds. Read after the attach
+ * instead, the samples of the first milliseconds of a Python target had no
+ * Python frames (test_python's python_deep at 97-98 % under load, 99
+ * wanted): a start-up cost the runtimes' frames need. */
+static void read_targets(struct recorder *r)
+{
+	int i;
+
+	for (i = 0; i < env.npids; i++)
+		proc_get(&r->procs, env.pids[i], NULL);
+	for (size_t j = 0; j < r->followed.n; j++)
+		proc_get(&r->procs, r->followed.v[j], NULL);
+	VEC_FREE(r->followed);
 	tables_sync(r);
 }
 
@@ -1084,7 +1114,7 @@ static int rec_load(struct recorder *r)
 {
 	struct sample_bpf *skel;
 	char *vlogs;
-	int err, i;
+	int err;
 
 	if (rec_load_sinks(r))
 		return -1;
@@ -1152,6 +1182,14 @@ static int rec_load(struct recorder *r)
 	bpf_program__set_autoload(skel->progs.on_sample_compat, r->feat.compat_sampler);
 	if (env.call_graph == CG_CFI && !env.no_user) {
 		skel->rodata->cfi_walk = true;
+		/* The sampler's own frame-pointer walk is then only the way
+		 * after a failed tail call into the CFI walker, which the slot
+		 * filled before the attach (rec_load_cfi) rules out: the kernel's
+		 * walk (bpf_get_stack) takes that case, and the verifier no
+		 * longer follows a walk no sample takes (its bpf_loop callback
+		 * was 18,938 of on_sample's 74,376 instructions processed on
+		 * 6.18). */
+		skel->rodata->bpf_fp_walk = false;
 		bpf_program__set_autoload(skel->progs.on_cfi_walk, !r->feat.compat_sampler);
 		bpf_program__set_autoload(skel->progs.on_cfi_walk_compat, r->feat.compat_sampler);
 		bpf_map__set_max_entries(skel->maps.cfi_files,
@@ -1181,9 +1219,11 @@ static int rec_load(struct recorder *r)
 	if (err)
 		return -1;
 	vlogs = verifier_stats_ask(skel->obj);
+	r->t.bpf_cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
 	r->t.bpf_load0 = now_ns(CLOCK_MONOTONIC);
 	err = sample_bpf__load(skel);
 	r->t.bpf_load1 = now_ns(CLOCK_MONOTONIC);
+	r->t.bpf_cpu = now_ns(CLOCK_THREAD_CPUTIME_ID) - r->t.bpf_cpu;
 	verifier_stats_say(skel->obj, vlogs);
 	if (err) {
 		err("load BPF programs on kernel %s: %s (run with -vv for the verifier's log)",
@@ -1246,10 +1286,6 @@ static int rec_load(struct recorder *r)
 		py_names_source(r->pynames, &py_names);
 		procs_add_names(&r->procs, &py_names); /* the third of PROCS_MAX_NAMES */
 	}
-	/* Maps of the targets as they are now, before any sample. */
-	for (i = 0; i < env.npids; i++)
-		proc_get(&r->procs, env.pids[i], NULL);
-	tables_sync(r);
 	r->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle_event, r, NULL);
 	if (!r->rb) {
 		err("ring buffer: %s", strerror(errno));
@@ -1262,12 +1298,15 @@ static int rec_load(struct recorder *r)
 	}
 	if (env.npids)
 		follow_descendants(r);
-	/* -t's uprobes, and the CPU migrations of the XRay timelines. */
-	if ((!env.all || env.per_process) && !r->cont) {
-		r->tracer = open_tracer(r);
-		if (!r->tracer)
-			return -1;
-	}
+	r->t.targets = now_ns(CLOCK_MONOTONIC);
+	read_targets(r);
+	r->t.targets = now_ns(CLOCK_MONOTONIC) - r->t.targets;
+	/* -t's uprobes, attached before the sampler. Without -t only the CPU
+	 * migrations of the XRay timelines: loaded once sampling runs
+	 * (rec_attach), a second object's open, BTF and load that the first
+	 * sample does not wait for. */
+	if (env.ntraces && !(r->tracer = open_tracer(r)))
+		return -1;
 	if (env.heap &&
 	    heap_new(&(struct heap_cfg){.rate = env.heap_rate ? env.heap_rate : HEAP_RATE_DEFAULT,
 					.stack_copy = env.stack_copy,
@@ -1338,11 +1377,16 @@ static int rec_attach(struct recorder *r)
 	    offcpu_attach(r->offcpu, r->skel))
 		return -1;
 	r->start_ns = r->t.attached = now_ns(CLOCK_MONOTONIC);
+	r->t.cpu_attached = now_ns(CLOCK_PROCESS_CPUTIME_ID);
 	ri->start_realtime_ns = now_ns(CLOCK_REALTIME);
 	if (env.duration > 0) {
 		r->until_ns = r->start_ns + (uint64_t)(env.duration * 1e9);
 		r->skel->bss->sample_until_ns = r->until_ns;
 	}
+	/* The timelines' migrations from here (a sample says its CPU too). */
+	if (!r->tracer && (!env.all || env.per_process) && !r->cont &&
+	    !(r->tracer = open_tracer(r)))
+		return -1;
 	kallsyms_join(r); /* before the sleepers' stacks are named */
 	/* After the start: their waits count from it, within the duration. */
 	if (offcpu_sleepers_read(r->offcpu, r->skel, &r->procs, r->target.child)) {
@@ -1398,12 +1442,16 @@ static int rec_attach(struct recorder *r)
 		}
 	}
 	note_degraded(r);
-	debug("start-up %.1f ms to sampling: prepare %.1f (kallsyms, in a thread: %.1f), load %.1f "
-	      "(BPF load and verify "
-	      "%.1f), attach %.1f",
-	      (r->t.attached - r->t.begin) / 1e6, (r->t.prepared - r->t.begin) / 1e6,
-	      r->t.kallsyms / 1e6, (r->t.loaded - r->t.prepared) / 1e6,
-	      (r->t.bpf_load1 - r->t.bpf_load0) / 1e6, (r->t.attached - r->t.loaded) / 1e6);
+	/* The first sample waits for the attach, no more: the rest of this
+	 * phase (the migrations' tracer, kallsyms) runs while it samples. */
+	debug("start-up %.1f ms to sampling, %.1f ms of CPU: prepare %.1f (kallsyms, in a thread: "
+	      "%.1f), load %.1f (BPF load and verify %.1f, its CPU %.1f; the targets' maps %.1f), "
+	      "attach %.1f; then, sampling, to this line %.1f",
+	      (r->t.attached - r->t.begin) / 1e6, (r->t.cpu_attached - r->t.cpu_begin) / 1e6,
+	      (r->t.prepared - r->t.begin) / 1e6, r->t.kallsyms / 1e6,
+	      (r->t.loaded - r->t.prepared) / 1e6, (r->t.bpf_load1 - r->t.bpf_load0) / 1e6,
+	      r->t.bpf_cpu / 1e6, r->t.targets / 1e6, (r->t.attached - r->t.loaded) / 1e6,
+	      (now_ns(CLOCK_MONOTONIC) - r->t.attached) / 1e6);
 	if (!env.quiet)
 		info("recording %s at %d Hz (%s)%s", env.all ? "all CPUs" : "targets", env.freq,
 		     r->event, r->tty ? "; Ctrl-C to stop" : "");
@@ -1981,6 +2029,7 @@ static int rec_finish(struct recorder *r, int code)
 		jit_proc_free(r->procs.v.v[i]);
 	}
 	offcpu_free(r->offcpu);
+	VEC_FREE(r->followed); /* a start-up that failed before read_targets */
 	trace_free(&r->tlinks);
 	procs_free(&r->procs);
 	unwind_elves_free(r->elves); /* after the unwinders */
@@ -2002,6 +2051,7 @@ int record_run(void)
 	int code = 1;
 
 	r.t.begin = now_ns(CLOCK_MONOTONIC);
+	r.t.cpu_begin = now_ns(CLOCK_PROCESS_CPUTIME_ID);
 	if (!rec_prepare(&r) && (r.t.prepared = now_ns(CLOCK_MONOTONIC), !rec_load(&r)) &&
 	    (r.t.loaded = now_ns(CLOCK_MONOTONIC), !rec_attach(&r)))
 		rec_drain(&r);
