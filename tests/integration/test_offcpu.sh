@@ -457,22 +457,46 @@ t=offcpu_one_key
 # showed in 3 of 67 runs here under load (299 voluntary switches in the
 # loop; 298 waits traced in it, all in read_heap, none elsewhere in the
 # thread, none lost, no recursion misses; CI once): one less is allowed,
-# its cause not found. Every wait traced in the thread but the final
-# pthread_join's must be read_heap's.
+# its cause not found.
+# The main thread's other blocked waits, each by its stack: under main,
+# the final pthread_join's (none when the writer was done first) and no
+# other; outside main, the process's start (ld.so, under _dl_start) and
+# exit (do_exit), on locks shared with other processes that hold them
+# under load: ld.so's mmap of a library waited for the process's
+# mmap_lock while the recorder held it (it opens /proc/PID/map_files/ of
+# each new mapping for its tables and symbols, and map_files_get_link
+# looks the vma up under mmap_read_lock; the waker, by bpftrace on
+# sched_waking, was bpftrace-rec in up_read from map_files_get_link), and
+# the exit's unmapping of a library waited for that file's i_mmap_rwsem,
+# which every process mapping the file takes. Beside two busy loops 3 of
+# 25 runs had one or two of ld.so's, 1 of 30 one of the exit's, none on a
+# quiet machine; before, they were counted as a second join and failed
+# the test ("302 blocked waits in the main thread").
 "$REC" -q --off-cpu -F 99 -o "$TMP/r" -- "$WL/waits" repeat >"$TMP/r.out" 2>"$TMP/r.err"
 rk=$(python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))["offcpu"]; print(o["stacks"])' "$TMP/r/summary.json" 2>/dev/null)
 rtr=$("$PPROF" -sample_index=offcpu_waits -traces "$TMP/r/profile.pb.gz" 2>/dev/null)
 rn=$(traces_with 'offcpu:[[:space:]]+blocked' read_heap <<<"$rtr" | grep -c '^====$')
 rw=$("$PPROF" -sample_index=offcpu_waits -tagfocus=offcpu=blocked -top -nodecount=1000 "$TMP/r/profile.pb.gz" 2>/dev/null | awk '$NF == "read_heap" { print $4 }')
 rb=$(awk '$1 == "blocked" { print $2 }' "$TMP/r.out")
-# The main thread's blocked waits: read_heap's, and pthread_join's at most.
+# The main thread's blocked waits by place: "READ JOIN START-EXIT OTHER"
+# (the stacks of the others on stderr).
 rt=$("$PPROF" -sample_index=offcpu_waits -tagfocus=offcpu=blocked -traces "$TMP/r/profile.pb.gz" 2>/dev/null)
-rm=$(awk '/^ +tid: / { main = ($2 == pid) } /^ +pid: / { pid = $2 } main && /^ +[0-9]+ / { n += $1 } END { print n + 0 }' <<<"$rt")
+read -r mr mj mm mo <<<"$(awk 'function done() {
+		if (tid != "" && tid == pid) {
+			if (b ~ /\n +read_heap\n/) r += n
+			else if (b ~ /\n +main\n/ && b ~ /\n +(__pthread_clockjoin_ex|pthread_join)\n/) j += n
+			else if (b !~ /\n +main\n/ && b ~ /\n +(_dl_start|do_exit)\n/) m += n
+			else { o += n; print "unexpected wait:" b > "/dev/stderr" }
+		}
+		b = pid = tid = ""; n = 0
+	}
+	/^-+\+-+$/ { done(); next } /^ +pid: / { pid = $2 } /^ +tid: / { tid = $2 }
+	/^ +[0-9]+ / && !n { n = $1 } { b = b "\n" $0 } END { done(); print r + 0, j + 0, m + 0, o + 0 }' <<<"$rt")"
 if [ "${rk:-999}" -le 20 ] && [ "$rn" = 1 ] && [ "${rb:-0}" -ge 250 ] &&
-	{ [ "${rw:-0}" = "$rb" ] || [ "${rw:-0}" = $((rb - 1)) ]; } && [ "$rm" -le $((rw + 1)) ]; then
+	{ [ "${rw:-0}" = "$rb" ] || [ "${rw:-0}" = $((rb - 1)) ]; } && [ "$mr" = "${rw:-0}" ] && [ "$mj" -le 1 ] && [ "$mo" = 0 ]; then
 	pass $t
 else
-	fail $t "${rk:-no} stacks walked (want <= 20), $rn blocked stacks of read_heap (want 1), ${rw:-0} blocked waits in read_heap (want the workload's ${rb:-none} blocked reads, or one less), $rm blocked waits in the main thread (want read_heap's and one join)"
+	fail $t "${rk:-no} stacks walked (want <= 20), $rn blocked stacks of read_heap (want 1), ${rw:-0} blocked waits in read_heap (want the workload's ${rb:-none} blocked reads, or one less); the main thread's: $mr in read_heap, $mj in pthread_join (want <= 1), $mm in its start and exit, $mo elsewhere (want 0)"
 fi
 
 # XRay timelines after a wait: the wait's frames end at its end, and the
