@@ -94,9 +94,6 @@ enum stop_reason { STOP_NONE, STOP_SIGNAL, STOP_DURATION, STOP_TARGETS, STOP_ERR
 
 struct recorder {
 	size_t ndescendants; /* -p: the targets' processes found at the start */
-	/* ... those of them followed: their maps read with the targets'
-	 * (read_targets). */
-	VEC(pid_t) followed;
 	struct features feat;
 	struct degraded degraded;
 	char depth_why[200]; /* its "stack depth" entry's text */
@@ -825,13 +822,8 @@ static void follow_descendants(struct recorder *r)
 		}
 		for (i = 0; i < n; i++) {
 			__u32 k = (__u32)d[i];
-			bool seen = false;
 
-			for (size_t j = 0; j < r->followed.n && !seen; j++)
-				seen = r->followed.v[j] == d[i];
-			for (int j = 0; j < env.npids && !seen; j++)
-				seen = env.pids[j] == d[i];
-			if (seen)
+			if (proc_find(&r->procs, d[i]))
 				continue;
 			/* -p of its shell (-p $$): the recorder, a descendant, would
 			 * record its own work, most of the samples. Left out, as
@@ -851,8 +843,8 @@ static void follow_descendants(struct recorder *r)
 			if (bpf_map_update_elem(fd, &k, &one, BPF_ANY))
 				warn("-p: child process %d not followed: %s", d[i],
 				     strerror(errno));
-			else if (VEC_PUSH(r->followed, d[i]))
-				break; /* out of memory: its maps are read at its first sample */
+			else
+				proc_get(&r->procs, d[i], NULL);
 		}
 		free(d);
 		if (env.no_inherit)
@@ -861,24 +853,6 @@ static void follow_descendants(struct recorder *r)
 	if (r->ndescendants && !env.no_inherit)
 		info("-p: following %zu processes the targets started before the recording",
 		     r->ndescendants);
-}
-
-/* -p: the targets' and their followed children's maps, as they are now,
- * before any sample: with them the runtimes' detection (a CPython's, a
- * JVM's walk in BPF) and the unwind tables' builds. Read after the attach
- * instead, the samples of the first milliseconds of a Python target had no
- * Python frames (test_python's python_deep at 97-98 % under load, 99
- * wanted): a start-up cost the runtimes' frames need. */
-static void read_targets(struct recorder *r)
-{
-	int i;
-
-	for (i = 0; i < env.npids; i++)
-		proc_get(&r->procs, env.pids[i], NULL);
-	for (size_t j = 0; j < r->followed.n; j++)
-		proc_get(&r->procs, r->followed.v[j], NULL);
-	VEC_FREE(r->followed);
-	tables_sync(r);
 }
 
 /* A -p target that recorded nothing (no sample, no wait) while others of
@@ -1114,7 +1088,7 @@ static int rec_load(struct recorder *r)
 {
 	struct sample_bpf *skel;
 	char *vlogs;
-	int err;
+	int err, i;
 
 	if (rec_load_sinks(r))
 		return -1;
@@ -1296,10 +1270,19 @@ static int rec_load(struct recorder *r)
 		err("attach tracepoints: %s", strerror(-err));
 		return -1;
 	}
+	/* -p: the targets' maps, and their followed children's
+	 * (follow_descendants), as they are now, before any sample: with them
+	 * the runtimes' detection (a CPython's, a JVM's walk in BPF) and the
+	 * unwind tables' builds. Read after the attach instead, the samples of
+	 * the first milliseconds of a Python target had no Python frames
+	 * (test_python's python_deep at 97-98 % under load, 99 wanted): a
+	 * start-up cost the runtimes' frames need. */
+	r->t.targets = now_ns(CLOCK_MONOTONIC);
+	for (i = 0; i < env.npids; i++)
+		proc_get(&r->procs, env.pids[i], NULL);
 	if (env.npids)
 		follow_descendants(r);
-	r->t.targets = now_ns(CLOCK_MONOTONIC);
-	read_targets(r);
+	tables_sync(r);
 	r->t.targets = now_ns(CLOCK_MONOTONIC) - r->t.targets;
 	/* -t's uprobes, attached before the sampler. Without -t only the CPU
 	 * migrations of the XRay timelines: loaded once sampling runs
@@ -2029,7 +2012,6 @@ static int rec_finish(struct recorder *r, int code)
 		jit_proc_free(r->procs.v.v[i]);
 	}
 	offcpu_free(r->offcpu);
-	VEC_FREE(r->followed); /* a start-up that failed before read_targets */
 	trace_free(&r->tlinks);
 	procs_free(&r->procs);
 	unwind_elves_free(r->elves); /* after the unwinders */
