@@ -144,6 +144,14 @@ $(OUT)/tests/test_symbols: tests/unit/test_symbols.c $(wildcard tests/unit/*.h) 
 	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/symbols.o $(OUT)/user/util.o \
 		$(OUT)/formats/util.o $(OUT)/formats/gopclntab.o $(LDLIBS)
 
+# The per-process model (user/proc.c): processes gone before their maps
+# were read, named from their exit-time mappings.
+$(OUT)/tests/test_proc: tests/unit/test_proc.c $(wildcard tests/unit/*.h) $(OUT)/user/proc.o \
+			$(OUT)/user/symbols.o $(OUT)/user/unwind.o $(OUT)/user/util.o $(FORMATS_OBJ)
+	@mkdir -p $(@D)
+	$(SAN_CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(OUT)/user/proc.o $(OUT)/user/symbols.o \
+		$(OUT)/user/unwind.o $(OUT)/user/util.o $(FORMATS_OBJ) $(LDLIBS)
+
 # CPython detection, code objects and frame walk (user/runtime/python.c) on the
 # real interpreters, and on programs that only look like one.
 $(OUT)/tests/fake_python_%: tests/unit/fake_python.c

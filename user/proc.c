@@ -1471,6 +1471,54 @@ void procs_retire(struct procs *procs, uint64_t time_ns, uint64_t until_ns, proc
 		remove_retired(procs);
 }
 
+/* The library dirs searched for an exit-time mapping's bare name: the
+ * loader's default paths (Debian's multiarch ones first). */
+static const char *const lib_dirs[] = {
+#if defined(__x86_64__)
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib/x86_64-linux-gnu",
+#elif defined(__aarch64__)
+    "/lib/aarch64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+#endif
+    "/lib64",
+    "/usr/lib64",
+    "/lib",
+    "/usr/lib",
+    "/usr/local/lib",
+};
+
+/* An exit-time mapping's file by its bare name in the library dirs, taken
+ * only where that path is the very file mapped (its inode and device now):
+ * the name is the target's to choose, the check makes it only a hint. A
+ * process that exits before any process mapping the same library had its
+ * maps read (-a's first short-lived runs: CI, 5 % of their libc frames
+ * "[libc.so.6]") otherwise keeps the bare name, and its frames no names.
+ * Known from then on. */
+static const struct known_file *find_lib(struct procs *procs, const struct mapping *m,
+					 const char *name)
+{
+	char path[PATH_MAX], real[PATH_MAX];
+	struct mapping k = *m;
+	struct stat st;
+	size_t i;
+
+	if (!name[0] || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		return NULL;
+	for (i = 0; i < sizeof(lib_dirs) / sizeof(lib_dirs[0]); i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", lib_dirs[i], name) >= (int)sizeof(path) ||
+		    !realpath(path, real) || stat(real, &st) || !S_ISREG(st.st_mode) ||
+		    st.st_ino != m->inode || major(st.st_dev) != m->dev_major ||
+		    minor(st.st_dev) != m->dev_minor)
+			continue;
+		k.path = real;
+		k.deleted = false;
+		add_known_file(procs, &k);
+		return known_file(procs, m);
+	}
+	return NULL;
+}
+
 void proc_on_vma(struct procs *procs, pid_t pid, const struct ev_vma *v)
 {
 	struct proc *p = proc_find(procs, pid);
@@ -1498,14 +1546,13 @@ void proc_on_vma(struct procs *procs, pid_t pid, const struct ev_vma *v)
 			      .dev_major = v->dev_major,
 			      .dev_minor = v->dev_minor,
 			      .exec = true};
+	fmt_sanitize(name, sizeof(name), v->name, VMA_NAME_LEN);
 	known = known_file(procs, m);
+	/* A whole name (not cut at VMA_NAME_LEN) that needed no escaping. */
+	if (!known && memchr(v->name, 0, VMA_NAME_LEN) && !strcmp(name, v->name))
+		known = find_lib(procs, m, name);
 	/* Without a known path, the file's bare name still tells the module. */
-	if (known) {
-		m->path = xstrdup(known->path);
-	} else {
-		fmt_sanitize(name, sizeof(name), v->name, VMA_NAME_LEN);
-		m->path = xstrdup(name);
-	}
+	m->path = xstrdup(known ? known->path : name);
 	if (VEC_PUSH(p->maps, m))
 		return;
 	qsort(p->maps.v, p->maps.n, sizeof(*p->maps.v), cmp_map);
