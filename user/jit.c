@@ -123,6 +123,53 @@ static bool acceptable(struct proc *p, int fd, const char *what, bool *warned)
 	return false;
 }
 
+/* When the live process pid started, in CLOCK_REALTIME seconds (its
+ * /proc/PID/stat starttime, in ticks since boot), or 0 if unknown. */
+static double process_start(pid_t pid)
+{
+	char path[64], *buf = NULL, *q;
+	struct timespec real, boot;
+	unsigned long long ticks = 0;
+	size_t len;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (read_path_all_at(AT_FDCWD, path, O_RDONLY, 4096, &buf, &len))
+		return 0;
+	/* The fields after the comm's last ')' (the comm is the process's own
+	 * text): state is field 3, starttime field 22. */
+	q = strrchr(buf, ')');
+	for (i = 3; q && i <= 22; i++)
+		q = strchr(q + 1, ' ');
+	if (q)
+		ticks = strtoull(q + 1, NULL, 10);
+	free(buf);
+	if (!ticks || clock_gettime(CLOCK_REALTIME, &real) || clock_gettime(CLOCK_BOOTTIME, &boot))
+		return 0;
+	return (double)real.tv_sec + real.tv_nsec / 1e9 -
+	       ((double)boot.tv_sec + boot.tv_nsec / 1e9 - (double)ticks / sysconf(_SC_CLK_TCK));
+}
+
+/* A perf map last written before its process started is another's: a
+ * process of the same pid before (pids wrap at 32,768 on a default kernel,
+ * and nothing removes /tmp/perf-PID.map), whose names would be given to
+ * this one's code. A second's slack for the clocks' rounding. */
+static bool perf_map_current(struct proc *p, int fd, const char *what, bool *warned)
+{
+	double start = p->exited ? 0 : process_start(p->pid);
+	struct stat st;
+
+	if (!start || fstat(fd, &st) || st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9 >= start - 1)
+		return true;
+	if (!*warned)
+		warn("%s: last written %.0f s before the process started (a former process's of "
+		     "that "
+		     "pid); ignored",
+		     what, start - (st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9));
+	*warned = true;
+	return false;
+}
+
 /* path (relative) inside the root rfd, no symlink on the way. */
 static int open_in_root(int rfd, const char *path)
 {
@@ -267,7 +314,8 @@ static void jit_scan(struct proc *p)
 		int fd = open_perf_map(p, what, sizeof(what));
 
 		if (fd >= 0) {
-			if (acceptable(p, fd, what, &j->warned)) {
+			if (acceptable(p, fd, what, &j->warned) &&
+			    perf_map_current(p, fd, what, &j->warned)) {
 				j->map_fd = fd;
 				debug("pid %d: perf map %s", p->pid, what);
 			} else {

@@ -5,7 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 
 ALL=(jit_node_cmd_pprof jit_node_cmd_gperftools jit_node_cmd_unnamed_leaves jit_node_pid_pprof
-	jit_node_pid_gperftools jit_node_xray_names jit_perfmap_symlink jit_perfmap_fifo
+	jit_node_pid_gperftools jit_node_xray_names jit_perfmap_symlink jit_perfmap_fifo jit_perfmap_stale
 	jit_perfmap_wrong_owner jit_perfmap_garbage jit_jitdump_truncated jit_jitdump_garbage
 	jit_jitdump_oversized)
 require_bpf "${ALL[@]}"
@@ -64,6 +64,10 @@ hostile() {
 	local t=$1 setup=$2 p out rc six n
 	"$WL/split" 0 > /dev/null & p=$!
 	sleep 0.2
+	# A former process of this pid may have left its map (pids wrap at
+	# 32,768): mkfifo then failed, and the run read that file (CI,
+	# jit_perfmap_fifo: no warning).
+	rm -f "/tmp/perf-$p.map"
 	eval "$setup"
 	out=$("$REC" -q -F 999 -d 2 -o "$TMP/$t" -p $p ${EXTRA:-} 2>&1); rc=$?
 	kill $p; wait $p 2>/dev/null
@@ -83,6 +87,7 @@ hostile() {
 }
 WANT="perf-[0-9]+.map: Too many levels of symbolic links" hostile jit_perfmap_symlink 'ln -s /etc/shadow /tmp/perf-$p.map'
 WANT="not a regular file" hostile jit_perfmap_fifo 'mkfifo /tmp/perf-$p.map'
+WANT="last written [0-9]+ s before the process started" hostile jit_perfmap_stale 'printf "%x 100 evil\n" 4096 > /tmp/perf-$p.map; touch -d "1 hour ago" /tmp/perf-$p.map'
 WANT="owned by uid 65534" hostile jit_perfmap_wrong_owner 'printf "%x 100 evil\n" 4096 > /tmp/perf-$p.map; chown 65534 /tmp/perf-$p.map'
 WANT="lines that are not START SIZE NAME" hostile jit_perfmap_garbage 'head -c 3000 /dev/urandom | tr -d "\0" > /tmp/perf-$p.map'
 python3 - "$TMP" <<'PY'
