@@ -77,6 +77,7 @@ struct jvm_layout {
 
 struct jvm_method_ent {
 	uint64_t addr, cm; /* the Method*, its ConstMethod* when read */
+	uint64_t seq;	   /* jvm_proc's reads when it was read */
 	struct jvm_method m;
 	uint8_t *lines;
 	size_t nlines;
@@ -84,6 +85,7 @@ struct jvm_method_ent {
 
 struct jvm_nmethod_ent {
 	uint64_t addr;
+	uint64_t seq; /* as jvm_method_ent's */
 	uint32_t compile_id;
 	uint32_t kind_stub; /* a stub: m only */
 	uint64_t method, begin;
@@ -104,6 +106,9 @@ struct jvm_cc_vars {
 
 struct jvm_proc {
 	pid_t pid;
+	/* Its methods and nmethods read from it so far, in order: which of
+	 * two entries was read first (method_get's min_seq). */
+	uint64_t seq;
 	bool ready; /* its code cache read: in the walk */
 	char path[256], version[64];
 	struct jvm_cc_vars cc;
@@ -702,9 +707,17 @@ static bool method_eq(const void *ctx, uint32_t id, const void *key)
  * id vouches for (its metadata names the methods it was compiled from). */
 #define COOKIE_ANY UINT32_MAX
 
-/* The method at addr, read when not known or when its ConstMethod is not
- * the one the sample saw (cookie: its address >> 3, 24 bits). */
-static const struct jvm_method_ent *method_get(struct jvm_proc *p, uint64_t addr, uint32_t cookie)
+/* The method at addr, read when not known, when its ConstMethod is not
+ * the one the sample saw (cookie: its address >> 3, 24 bits), or when it
+ * was read before min_seq: an nmethod vouches (COOKIE_ANY) only for the
+ * methods at its metadata's addresses while it lives, and the entry known
+ * for such an address may be of a method since unloaded, its memory
+ * another's now (tests/workloads/JChurn.java: two classes' same-shaped
+ * metadata at one address in turn; B's inlined oddSpin was named A's
+ * evenSpin in CI, at B's lines). The nmethod's own entry is read before
+ * the methods it names are looked up, and they must not be older. */
+static const struct jvm_method_ent *method_get(struct jvm_proc *p, uint64_t addr, uint32_t cookie,
+					       uint64_t min_seq)
 {
 	uint64_t h = hash_u64(addr), cm = 0, cp = 0, holder = 0, ksym = 0;
 	uint32_t id = idtab_find(&p->method_tab, h, method_eq, p, &addr);
@@ -715,7 +728,7 @@ static const struct jvm_method_ent *method_get(struct jvm_proc *p, uint64_t addr
 
 	if (id != UINT32_MAX) {
 		e = p->methods.v[id];
-		if (cookie == COOKIE_ANY || JVM_CM_COOKIE(e->cm) == cookie)
+		if ((cookie == COOKIE_ANY || JVM_CM_COOKIE(e->cm) == cookie) && e->seq >= min_seq)
 			return e;
 	}
 	/* Read now, and checked against the sample's ConstMethod. */
@@ -734,6 +747,7 @@ static const struct jvm_method_ent *method_get(struct jvm_proc *p, uint64_t addr
 		return NULL;
 	e->addr = addr;
 	e->cm = cm;
+	e->seq = ++p->seq;
 	/* java/lang/String -> java.lang.String; the file beside its package. */
 	{
 		char dotted[JVM_SYM_MAX];
@@ -874,6 +888,7 @@ static const struct jvm_nmethod_ent *nm_get(struct jvm_proc *p, uint64_t addr, u
 		    o_deps < o_pcs || o_meta < 0)
 			goto fail;
 		e->compile_id = cookie;
+		e->seq = ++p->seq;
 		/* [metadata, scopes data, PcDescs): nmethod.hpp's sections. */
 		if (read_range(p, addr + (uint64_t)o_pcs, addr + (uint64_t)o_deps, JVM_DEBUG_MAX,
 			       &e->pcs, &e->npcs) ||
@@ -910,10 +925,16 @@ fail:
 const struct jvm_method jvm_chain_cut = {JVM_CHAIN_CUT_NAME, JVM_CHAIN_CUT_NAME, NULL, 0};
 
 /* jvm_chain_names' reader: a method of the process, any ConstMethod (the
- * nmethod's compile id vouches for its metadata). */
+ * nmethod's compile id vouches for its metadata), read since the nmethod. */
+struct chain_ctx {
+	struct jvm_proc *p;
+	uint64_t min_seq;
+};
+
 static int chain_read(void *ctx, uint64_t method, int32_t bci, struct jvm_named *out)
 {
-	const struct jvm_method_ent *me = method_get(ctx, method, COOKIE_ANY);
+	const struct chain_ctx *c = ctx;
+	const struct jvm_method_ent *me = method_get(c->p, method, COOKIE_ANY, c->min_seq);
 
 	if (!me)
 		return -1;
@@ -939,7 +960,7 @@ int jvm_frame_names(struct jvm_proc *p, uint64_t addr, uint64_t info, struct jvm
 	if (p->methods.n + JVM_INLINE_MAX >= JVM_CACHE_MAX || p->nms.n + 1 >= JVM_CACHE_MAX)
 		caches_clear(p);
 	if (kind == JVM_KIND_INTERP) {
-		if (!(me = method_get(p, addr, cookie)))
+		if (!(me = method_get(p, addr, cookie, 0)))
 			return 0;
 		out[0] = (struct jvm_named){&me->m, method_line(me, off)};
 		return 1;
@@ -964,9 +985,10 @@ int jvm_frame_names(struct jvm_proc *p, uint64_t addr, uint64_t info, struct jvm
 			     &pd))
 		k = jvm_scopes_chain(nm->scopes, nm->nscopes, pd.scope_decode_offset, sc,
 				     JVM_INLINE_MAX);
-	n = jvm_chain_names(sc, k, nm->meta, nm->nmeta, nm->method, chain_read, p, out, max);
+	n = jvm_chain_names(sc, k, nm->meta, nm->nmeta, nm->method, chain_read,
+			    &(struct chain_ctx){p, nm->seq}, out, max);
 	if (n == 0) { /* no scopes (a native wrapper, a pc with none): the method alone */
-		if (!(me = method_get(p, nm->method, COOKIE_ANY)))
+		if (!(me = method_get(p, nm->method, COOKIE_ANY, nm->seq)))
 			return 0;
 		/* In the prologue: its first line, as bytecode 0's. */
 		out[n++] = (struct jvm_named){
