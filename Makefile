@@ -111,6 +111,9 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(FORMATS_OB
 # through a callback).
 $(OUT)/tests/test_jvm_chain: user/runtime/jvm_chain.h user/runtime/jvm.h
 
+# A method's names and lines, read through a callback (a user/ header).
+$(OUT)/tests/test_jvm_method: user/runtime/jvm_method.h user/runtime/jvm.h
+
 # The BPF walk's code reader, a header it shares with its unit test.
 $(OUT)/tests/test_jvm_code: bpf/runtime/jvm_code.h
 

@@ -13,11 +13,10 @@
 #include "formats/procmaps.h"
 #include "user/runtime/jvm.h"
 #include "user/runtime/jvm_chain.h"
+#include "user/runtime/jvm_method.h"
 #include "user/util.h"
 
 /* Bounds of what is read from a process. */
-#define JVM_SYM_MAX    1024	   /* bytes of a class, method or signature name */
-#define JVM_LINES_MAX  (64u << 10) /* a line number table */
 #define JVM_DEBUG_MAX  (16u << 20) /* an nmethod's PcDescs or scopes */
 #define JVM_META_MAX   (1u << 16)  /* an nmethod's metadata entries */
 #define JVM_CACHE_MAX  65536	   /* methods or nmethods per process; then it starts over */
@@ -69,9 +68,7 @@ struct jvm_bin {
 struct jvm_layout {
 	uint32_t cb_name, cb_code_begin, cb_code_end, cb_frame_complete;
 	uint32_t cm_method, nm_compile_id, nm_scopes_data, nm_scopes_pcs, nm_deps, nm_metadata;
-	uint32_t m_const, c_constants, c_code_size, c_name_index, c_sig_index, c_flags, c_size;
-	uint32_t cp_holder, cp_source_file, cp_size, k_name, sym_length, sym_body;
-	uint32_t flag_lines; /* ConstMethod::_has_linenumber_table */
+	struct jvm_method_layout m; /* a method's names and lines */
 	struct jvm_pcdesc_layout pcdesc;
 };
 
@@ -396,17 +393,17 @@ static int layout_read(const struct jvm_tables *t, struct jvm_proc *p, char *err
 	    {"nmethod", "_scopes_pcs_offset", &l->nm_scopes_pcs},
 	    {"nmethod", "_dependencies_offset", &l->nm_deps},
 	    {"nmethod", "_metadata_offset", &l->nm_metadata},
-	    {"Method", "_constMethod", &l->m_const},
-	    {"ConstMethod", "_constants", &l->c_constants},
-	    {"ConstMethod", "_code_size", &l->c_code_size},
-	    {"ConstMethod", "_name_index", &l->c_name_index},
-	    {"ConstMethod", "_signature_index", &l->c_sig_index},
-	    {"ConstMethod", "_flags", &l->c_flags},
-	    {"ConstantPool", "_pool_holder", &l->cp_holder},
-	    {"ConstantPool", "_source_file_name_index", &l->cp_source_file},
-	    {"Klass", "_name", &l->k_name},
-	    {"Symbol", "_length", &l->sym_length},
-	    {"Symbol", "_body", &l->sym_body},
+	    {"Method", "_constMethod", &l->m.m_const},
+	    {"ConstMethod", "_constants", &l->m.c_constants},
+	    {"ConstMethod", "_code_size", &l->m.c_code_size},
+	    {"ConstMethod", "_name_index", &l->m.c_name_index},
+	    {"ConstMethod", "_signature_index", &l->m.c_sig_index},
+	    {"ConstMethod", "_flags", &l->m.c_flags},
+	    {"ConstantPool", "_pool_holder", &l->m.cp_holder},
+	    {"ConstantPool", "_source_file_name_index", &l->m.cp_source_file},
+	    {"Klass", "_name", &l->m.k_name},
+	    {"Symbol", "_length", &l->m.sym_length},
+	    {"Symbol", "_body", &l->m.sym_body},
 	    {"PcDesc", "_pc_offset", &pcd_pc},
 	    {"PcDesc", "_scope_decode_offset", &pcd_scope},
 	    {"CodeHeap", "_memory", &cc->heap_mem},
@@ -459,12 +456,12 @@ static int layout_read(const struct jvm_tables *t, struct jvm_proc *p, char *err
 	b->nm_deopt = (uint16_t)deopt;
 	b->nm_orig_pc = (uint16_t)orig_pc;
 	b->nm_compile_id = (uint16_t)l->nm_compile_id;
-	b->m_const = (uint16_t)l->m_const;
+	b->m_const = (uint16_t)l->m.m_const;
 	b->cm_size = (uint16_t)sizes[0];
-	l->c_size = (uint32_t)sizes[0];
-	l->cp_size = (uint32_t)sizes[1];
+	l->m.c_size = (uint32_t)sizes[0];
+	l->m.cp_size = (uint32_t)sizes[1];
 	b->block_size = (uint32_t)sizes[2];
-	l->flag_lines = (uint32_t)lines_flag;
+	l->m.flag_lines = (uint32_t)lines_flag;
 	l->pcdesc = (struct jvm_pcdesc_layout){
 	    .size = (uint32_t)sizes[3], .pc_offset = pcd_pc, .scope_decode_offset = pcd_scope};
 	/* Every field the BPF step reads lies in the bytes it reads of a blob. */
@@ -663,44 +660,15 @@ int jvm_attach_maps(struct jvm *j, pid_t pid, const char *maps_text, size_t len,
 
 /* ---- Names ---- */
 
-/* A Symbol's text, NUL-terminated, cut at JVM_SYM_MAX: 0 or -EFAULT. */
-static int read_symbol(const struct jvm_proc *p, uint64_t sym, char *out, size_t size)
-{
-	uint16_t n = 0;
-
-	if (!sym || rd(p->pid, sym + p->l.sym_length, &n, 2))
-		return -EFAULT;
-	if (n >= size)
-		n = (uint16_t)(size - 1);
-	if (rd(p->pid, sym + p->l.sym_body, out, n))
-		return -EFAULT;
-	out[n] = 0;
-	if (memchr(out, 0, n))
-		return -EFAULT; /* not a symbol's text */
-	return 0;
-}
-
-/* The constant pool's Symbol at index i (a Utf8 entry): 0 or -EFAULT. */
-static int cp_symbol(const struct jvm_proc *p, uint64_t cp, uint32_t i, char *out, size_t size)
-{
-	uint64_t s = 0;
-
-	if (!i || rd_u64(p->pid, cp + p->l.cp_size + 8 * (uint64_t)i, &s))
-		return -EFAULT;
-	return read_symbol(p, s, out, size);
-}
-
-static char *dup_sanitized(const char *s)
-{
-	char buf[3 * JVM_SYM_MAX];
-
-	fmt_sanitize(buf, sizeof(buf), s, strlen(s));
-	return strdup(buf);
-}
-
 static bool method_eq(const void *ctx, uint32_t id, const void *key)
 {
 	return ((const struct jvm_proc *)ctx)->methods.v[id]->addr == *(const uint64_t *)key;
+}
+
+/* jvm_method_read's reader: the process's memory. */
+static size_t proc_mem(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	return rd_part(((const struct jvm_proc *)ctx)->pid, addr, buf, len);
 }
 
 /* Any ConstMethod: a method an nmethod holds, which the nmethod's compile
@@ -713,18 +681,16 @@ static bool method_eq(const void *ctx, uint32_t id, const void *key)
  * methods at its metadata's addresses while it lives, and the entry known
  * for such an address may be of a method since unloaded, its memory
  * another's now (tests/workloads/JChurn.java: two classes' same-shaped
- * metadata at one address in turn; B's inlined oddSpin was named A's
- * evenSpin in CI, at B's lines). The nmethod's own entry is read before
+ * metadata at one address in turn). The nmethod's own entry is read before
  * the methods it names are looked up, and they must not be older. */
 static const struct jvm_method_ent *method_get(struct jvm_proc *p, uint64_t addr, uint32_t cookie,
 					       uint64_t min_seq)
 {
-	uint64_t h = hash_u64(addr), cm = 0, cp = 0, holder = 0, ksym = 0;
+	uint64_t h = hash_u64(addr);
 	uint32_t id = idtab_find(&p->method_tab, h, method_eq, p, &addr);
+	struct jvm_method_rd r = {&p->l.m, proc_mem, p};
+	struct jvm_method_read mr;
 	struct jvm_method_ent *e;
-	char cls[JVM_SYM_MAX], name[JVM_SYM_MAX], sig[JVM_SYM_MAX], src[JVM_SYM_MAX],
-	    buf[3 * JVM_SYM_MAX];
-	uint16_t ni = 0, si = 0, code_size = 0, flags = 0, sfi = 0;
 
 	if (id != UINT32_MAX) {
 		e = p->methods.v[id];
@@ -732,70 +698,14 @@ static const struct jvm_method_ent *method_get(struct jvm_proc *p, uint64_t addr
 			return e;
 	}
 	/* Read now, and checked against the sample's ConstMethod. */
-	if (rd_u64(p->pid, addr + p->l.m_const, &cm) ||
-	    (cookie != COOKIE_ANY && JVM_CM_COOKIE(cm) != cookie) ||
-	    rd_u64(p->pid, cm + p->l.c_constants, &cp) ||
-	    rd(p->pid, cm + p->l.c_name_index, &ni, 2) ||
-	    rd(p->pid, cm + p->l.c_sig_index, &si, 2) ||
-	    rd(p->pid, cm + p->l.c_code_size, &code_size, 2) ||
-	    rd(p->pid, cm + p->l.c_flags, &flags, 2) ||
-	    rd_u64(p->pid, cp + p->l.cp_holder, &holder) ||
-	    rd_u64(p->pid, holder + p->l.k_name, &ksym) || read_symbol(p, ksym, cls, sizeof(cls)) ||
-	    cp_symbol(p, cp, ni, name, sizeof(name)) || cp_symbol(p, cp, si, sig, sizeof(sig)))
+	if (jvm_method_read(&r, addr, &mr))
 		return NULL;
-	if (!(e = calloc(1, sizeof(*e))))
-		return NULL;
-	e->addr = addr;
-	e->cm = cm;
-	e->seq = ++p->seq;
-	/* java/lang/String -> java.lang.String; the file beside its package. */
-	{
-		char dotted[JVM_SYM_MAX];
-		const char *slash = strrchr(cls, '/');
-
-		size_t keep;
-
-		for (size_t i = 0; i <= strlen(cls); i++)
-			dotted[i] = cls[i] == '/' ? '.' : cls[i];
-		/* A hidden class (a lambda's) is named after its address,
-		 * JSplit$$Lambda$1/0x0000000800c00a08 (shown with '+'): one name
-		 * for the lambda in every process, the address in the system
-		 * name only. */
-		keep = strlen(dotted);
-		for (const char *h = strstr(dotted, "$$"); h && *h; h++)
-			if ((h[0] == '.' || h[0] == '+') && h[1] == '0' && h[2] == 'x') {
-				keep = (size_t)(h - dotted);
-				break;
-			}
-		snprintf(buf, sizeof(buf), "%.*s.%s", (int)keep, dotted, name);
-		e->m.name = dup_sanitized(buf);
-		snprintf(buf, sizeof(buf), "%s.%s%s", dotted, name, sig);
-		e->m.sig = dup_sanitized(buf);
-		if (!rd(p->pid, cp + p->l.cp_source_file, &sfi, 2) &&
-		    !cp_symbol(p, cp, sfi, src, sizeof(src))) {
-			snprintf(buf, sizeof(buf), "%.*s%s%s", slash ? (int)(slash - cls) : 0, cls,
-				 slash ? "/" : "", src);
-			e->m.file = dup_sanitized(buf);
-		}
-	}
-	if (flags & p->l.flag_lines) {
-		uint8_t *tab = malloc(JVM_LINES_MAX);
-		size_t n =
-		    tab ? rd_part(p->pid, cm + p->l.c_size + code_size, tab, JVM_LINES_MAX) : 0;
-
-		if (n) {
-			e->lines = tab;
-			e->nlines = n;
-			if (jvm_line_for_bci(tab, n, 0, &e->m.first_line))
-				e->m.first_line = 0;
-		} else {
-			free(tab);
-		}
-	}
-	if (!e->m.name || !e->m.sig) {
-		method_free(e);
+	if ((cookie != COOKIE_ANY && JVM_CM_COOKIE(mr.cm) != cookie) ||
+	    !(e = calloc(1, sizeof(*e)))) {
+		jvm_method_read_free(&mr);
 		return NULL;
 	}
+	*e = (struct jvm_method_ent){addr, mr.cm, ++p->seq, mr.m, mr.lines, mr.nlines};
 	if (id != UINT32_MAX) { /* the old one is freed at the next frame's naming */
 		if (VEC_PUSH(p->dead_methods, p->methods.v[id])) {
 			method_free(e);
@@ -868,7 +778,7 @@ static const struct jvm_nmethod_ent *nm_get(struct jvm_proc *p, uint64_t addr, u
 		    !(n = rd_part(p->pid, name, text, sizeof(text) - 1)))
 			goto fail;
 		text[n] = 0;
-		e->stub.name = dup_sanitized(text);
+		e->stub.name = jvm_dup_sanitized(text);
 		if (!e->stub.name)
 			goto fail;
 		e->stub.sig = e->stub.name;

@@ -1,0 +1,175 @@
+/* user/runtime/jvm_method.h: a Java method's names and lines read while its
+ * class is unloaded and the memory taken by another class shaped the same
+ * (tests/workloads/JChurn.java's two Workers): A's evenSpin and B's oddSpin,
+ * their Method and ConstMethod at the same addresses, as CI's jvm_churn had
+ * them. The memory turns from A's to B's after the k-th read, for every k:
+ * what is read is all A's, all B's, or refused. Before the second read of
+ * what the names are read through, a turn between the name's read and the
+ * line table's gave A's evenSpin at B's line 14 (CI's jvm_churn failure). */
+#include <stdint.h>
+#include <string.h>
+#include "check.h"
+#include "user/runtime/jvm_method.h"
+
+static const struct jvm_method_layout L = {
+    .m_const = 8,
+    .c_constants = 8,
+    .c_code_size = 16,
+    .c_name_index = 18,
+    .c_sig_index = 20,
+    .c_flags = 22,
+    .c_size = 48,
+    .cp_holder = 16,
+    .cp_source_file = 24,
+    .cp_size = 64,
+    .k_name = 24,
+    .sym_length = 0,
+    .sym_body = 6,
+    .flag_lines = 1,
+};
+
+#define BASE	0x10000u
+#define SIZE	0x10000u
+#define METHOD	0x10000u
+#define CM	0x11000u
+#define KLASS	0x14000u
+#define SYM_CLS 0x15000u
+#define SYM_SIG 0x15100u
+#define SYM_SRC 0x15200u
+#define SYM_EVN 0x15300u
+#define SYM_ODD 0x15400u
+
+struct mem {
+	uint8_t a[SIZE], b[SIZE];
+	int reads, turn_at; /* reads before the turn from a to b */
+};
+
+static void put(uint8_t *m, uint64_t at, const void *v, size_t n)
+{
+	memcpy(m + (at - BASE), v, n);
+}
+
+static void put64(uint8_t *m, uint64_t at, uint64_t v)
+{
+	put(m, at, &v, 8);
+}
+
+static void put16(uint8_t *m, uint64_t at, uint16_t v)
+{
+	put(m, at, &v, 2);
+}
+
+static void sym(uint8_t *m, uint64_t at, const char *s)
+{
+	put16(m, at, (uint16_t)strlen(s));
+	put(m, at + 6, s, strlen(s));
+}
+
+/* One class's method: its ConstMethod at CM, its constant pool at cp. The
+ * compressed line tables: (bci 0, line first), (2, first + 1), (end, first
+ * + 2), as javac's for the two spin loops. */
+static void lay(uint8_t *m, uint64_t cp, uint16_t code_size, uint64_t name_sym, int first)
+{
+	uint8_t tab[] = {
+	    0xff, 0, (uint8_t)(2 * first), 2 << 3 | 1, 0xff, (uint8_t)(2 * (code_size - 4)), 2, 0};
+
+	/* Every class's common symbols (they outlive a class: shared). */
+	sym(m, SYM_CLS, "Worker");
+	sym(m, SYM_SIG, "(J)J");
+	sym(m, SYM_SRC, "Worker.java");
+	sym(m, SYM_EVN, "evenSpin");
+	sym(m, SYM_ODD, "oddSpin");
+	put64(m, KLASS + L.k_name, SYM_CLS);
+	put64(m, METHOD + L.m_const, CM);
+	put64(m, CM + L.c_constants, cp);
+	put16(m, CM + L.c_name_index, 13);
+	put16(m, CM + L.c_sig_index, 14);
+	put16(m, CM + L.c_code_size, code_size);
+	put16(m, CM + L.c_flags, 1);
+	put(m, CM + L.c_size + code_size, tab, sizeof(tab));
+	put64(m, cp + L.cp_holder, KLASS);
+	put16(m, cp + L.cp_source_file, 26);
+	put64(m, cp + L.cp_size + 8 * 13, name_sym);
+	put64(m, cp + L.cp_size + 8 * 14, SYM_SIG);
+	put64(m, cp + L.cp_size + 8 * 26, SYM_SRC);
+}
+
+static size_t mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct mem *m = ctx;
+	const uint8_t *src = m->reads++ < m->turn_at ? m->a : m->b;
+
+	if (addr < BASE || addr >= BASE + SIZE)
+		return 0;
+	if (len > BASE + SIZE - addr)
+		len = BASE + SIZE - addr;
+	memcpy(buf, src + (addr - BASE), len);
+	return len;
+}
+
+/* For every turn: refused, or one method's name with its own lines. */
+static void turns(uint64_t cp_a, uint64_t cp_b)
+{
+	static struct mem m;
+	struct jvm_method_rd r = {&L, mem_read, &m};
+	int whole = 0, mixed = 0, refused = 0, k, reads;
+
+	memset(&m, 0, sizeof(m));
+	lay(m.a, cp_a, 32, SYM_EVN, 11);
+	lay(m.b, cp_b, 36, SYM_ODD, 13);
+	m.turn_at = 1 << 30;
+	{
+		struct jvm_method_read out;
+
+		CHECK(jvm_method_read(&r, METHOD, &out) == 0);
+		reads = m.reads;
+		CHECKF(out.m.name && !strcmp(out.m.name, "Worker.evenSpin") &&
+			   out.m.first_line == 11 && out.m.file &&
+			   !strcmp(out.m.file, "Worker.java"),
+		       "%s:%d", out.m.name ? out.m.name : "-", out.m.first_line);
+		jvm_method_read_free(&out);
+	}
+	for (k = 0; k <= reads; k++) {
+		struct jvm_method_read out;
+		int line = -1;
+
+		m.reads = 0;
+		m.turn_at = k;
+		if (jvm_method_read(&r, METHOD, &out)) {
+			refused++;
+			continue;
+		}
+		if (out.lines && jvm_line_for_bci(out.lines, out.nlines, 2, &line))
+			line = -1;
+		if ((!strcmp(out.m.name, "Worker.evenSpin") && line == 12) ||
+		    (!strcmp(out.m.name, "Worker.oddSpin") && line == 14)) {
+			whole++;
+		} else {
+			mixed++;
+			fprintf(stderr, "turn after read %d of %d: %s at bci 2 line %d\n", k, reads,
+				out.m.name, line);
+		}
+		jvm_method_read_free(&out);
+	}
+	CHECKF(!mixed && whole >= 2, "%d mixed, %d whole, %d refused of %d turns", mixed, whole,
+	       refused, reads + 1);
+}
+
+/* B's constant pool elsewhere: A's, freed, still holds A's name. */
+static void test_turn_cp_moved(void)
+{
+	turns(0x12000, 0x13000);
+}
+
+/* B's constant pool where A's was. */
+static void test_turn_cp_same(void)
+{
+	turns(0x12000, 0x12000);
+}
+
+int main(void)
+{
+	RUN_TEST(test_turn_cp_moved);
+	RUN_TEST(test_turn_cp_same);
+	return check_tests_failed != 0;
+}
