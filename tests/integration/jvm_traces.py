@@ -245,6 +245,14 @@ def main():
         right = wrong = 0
         for w, fr, _ in rows:
             for i, f in enumerate(fr):
+                # A Worker frame of no method Worker has (a name read from
+                # a class unloaded: "Worker." with an empty name, or a
+                # source file read as a method's name): wrong.
+                if f[0].startswith("Worker.") and f[0] not in want and f[0] not in (
+                        "Worker.run", "Worker.<init>") or f[0].startswith("Worker.") and f[1] not in ("Worker.java", ""):
+                    wrong += w
+                    print("wrong: %s (%s)" % (f[0], f[1]), file=sys.stderr)
+                    continue
                 if f[0] not in want:
                     continue
                 line, run = want[f[0]]

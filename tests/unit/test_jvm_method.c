@@ -23,9 +23,16 @@ static const struct jvm_method_layout L = {
     .cp_source_file = 24,
     .cp_size = 64,
     .k_name = 24,
-    .sym_length = 0,
+    .sym_length = 4,
     .sym_body = 6,
     .flag_lines = 1,
+    .c_idnum = 24,
+    .k_constants = 32,
+    .k_methods = 40,
+    .arr_len = 0,
+    .arr_data = 8,
+    .sym_refcount = 0,
+    .has_refcount = 1,
 };
 
 #define BASE	0x10000u
@@ -33,6 +40,9 @@ static const struct jvm_method_layout L = {
 #define METHOD	0x10000u
 #define CM	0x11000u
 #define KLASS	0x14000u
+#define KLASS_A 0x14100u /* A's class, where the pool is A's (test_pool_reused) */
+#define ARRAY	0x14200u
+#define ARRAY_A 0x14300u
 #define SYM_CLS 0x15000u
 #define SYM_SIG 0x15100u
 #define SYM_SRC 0x15200u
@@ -61,7 +71,10 @@ static void put16(uint8_t *m, uint64_t at, uint16_t v)
 
 static void sym(uint8_t *m, uint64_t at, const char *s)
 {
-	put16(m, at, (uint16_t)strlen(s));
+	uint32_t hash_and_refcount = 0x12340001; /* one reference */
+
+	put(m, at, &hash_and_refcount, 4);
+	put16(m, at + 4, (uint16_t)strlen(s));
 	put(m, at + 6, s, strlen(s));
 }
 
@@ -87,7 +100,12 @@ static void lay(uint8_t *m, uint64_t cp, uint16_t code_size, uint64_t name_sym, 
 	put16(m, CM + L.c_code_size, code_size);
 	put16(m, CM + L.c_flags, 1);
 	put(m, CM + L.c_size + code_size, tab, sizeof(tab));
+	put16(m, CM + L.c_idnum, 1);
 	put64(m, cp + L.cp_holder, KLASS);
+	put64(m, KLASS + L.k_constants, cp);
+	put64(m, KLASS + L.k_methods, ARRAY);
+	put64(m, ARRAY + L.arr_len, 2);
+	put64(m, ARRAY + L.arr_data + 8, METHOD);
 	put16(m, cp + L.cp_source_file, 26);
 	put64(m, cp + L.cp_size + 8 * 13, name_sym);
 	put64(m, cp + L.cp_size + 8 * 14, SYM_SIG);
@@ -167,9 +185,69 @@ static void test_turn_cp_same(void)
 	turns(0x12000, 0x12000);
 }
 
+/* B's method whole, but its constant pool's memory A's pool now (A's
+ * class loaded where B's was): the pool names evenSpin at B's name index.
+ * Its class (A's) lists another method at B's idnum: refused. Before the
+ * way back was checked: Worker.evenSpin with B's lines (CI's failure). */
+static void test_pool_reused(void)
+{
+	static struct mem m;
+	struct jvm_method_rd r = {&L, mem_read, &m};
+	struct jvm_method_read out;
+	int ret;
+
+	memset(&m, 0, sizeof(m));
+	lay(m.a, 0x12000, 36, SYM_ODD, 13);
+	/* A's pool over B's: its name at 13, its class A's. */
+	put64(m.a, 0x12000 + L.cp_size + 8 * 13, SYM_EVN);
+	put64(m.a, 0x12000 + L.cp_holder, KLASS_A);
+	put64(m.a, KLASS_A + L.k_name, SYM_CLS);
+	put64(m.a, KLASS_A + L.k_constants, 0x12000);
+	put64(m.a, KLASS_A + L.k_methods, ARRAY_A);
+	put64(m.a, ARRAY_A + L.arr_len, 2);
+	put64(m.a, ARRAY_A + L.arr_data + 8, METHOD + 0x100); /* A's own method */
+	m.turn_at = 1 << 30;
+	ret = jvm_method_read(&r, METHOD, &out);
+	CHECKF(ret == -EFAULT, "read %d: %s", ret, ret ? "-" : out.m.name);
+	if (!ret)
+		jvm_method_read_free(&out);
+	/* And where the class lists it: read (the check is not a refusal of all). */
+	put64(m.a, ARRAY_A + L.arr_data + 8, METHOD);
+	ret = jvm_method_read(&r, METHOD, &out);
+	CHECKF(ret == 0 && !strcmp(out.m.name, "Worker.evenSpin"), "read %d", ret);
+	if (!ret)
+		jvm_method_read_free(&out);
+}
+
+/* B's class unloaded, its method's memory whole but its name's Symbol
+ * released (its count 0, as JChurn's "Worker." frames had it): refused. */
+static void test_symbol_released(void)
+{
+	static struct mem m;
+	struct jvm_method_rd r = {&L, mem_read, &m};
+	struct jvm_method_read out;
+	uint32_t released = 0x12340000;
+	int ret;
+
+	memset(&m, 0, sizeof(m));
+	lay(m.a, 0x12000, 36, SYM_ODD, 13);
+	m.turn_at = 1 << 30;
+	ret = jvm_method_read(&r, METHOD, &out);
+	CHECKF(ret == 0 && !strcmp(out.m.name, "Worker.oddSpin"), "read %d", ret);
+	if (!ret)
+		jvm_method_read_free(&out);
+	put(m.a, SYM_ODD, &released, 4);
+	ret = jvm_method_read(&r, METHOD, &out);
+	CHECKF(ret == -EFAULT, "read %d: %s", ret, ret ? "-" : out.m.name);
+	if (!ret)
+		jvm_method_read_free(&out);
+}
+
 int main(void)
 {
 	RUN_TEST(test_turn_cp_moved);
 	RUN_TEST(test_turn_cp_same);
+	RUN_TEST(test_pool_reused);
+	RUN_TEST(test_symbol_released);
 	return check_tests_failed != 0;
 }

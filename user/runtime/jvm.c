@@ -414,6 +414,13 @@ static int layout_read(const struct jvm_tables *t, struct jvm_proc *p, char *err
 	    {"GrowableArrayBase", "_len", &cc->ga_len},
 	    {"GrowableArray<int>", "_data", &cc->ga_data},
 	};
+	const struct need back[] = {
+	    {"ConstMethod", "_method_idnum", &l->m.c_idnum},
+	    {"InstanceKlass", "_constants", &l->m.k_constants},
+	    {"InstanceKlass", "_methods", &l->m.k_methods},
+	    {"Array<int>", "_length", &l->m.arr_len},
+	    {"Array<Method*>", "_data", &l->m.arr_data},
+	};
 	const char *types[] = {"ConstMethod", "ConstantPool", "HeapBlock", "PcDesc"};
 	int64_t sizes[4];
 	int32_t last_sp, sender_sp, lines_flag;
@@ -427,6 +434,25 @@ static int layout_read(const struct jvm_tables *t, struct jvm_proc *p, char *err
 			return -ENOTSUP;
 		}
 		*needs[i].off = (uint32_t)off;
+	}
+	/* The way back from a class to its methods: where the tables lack a
+	 * piece of it, methods are named unchecked (jvm_method_ids). */
+	for (size_t i = 0; i < sizeof(back) / sizeof(back[0]); i++) {
+		int64_t off = jvm_field_offset(t, back[i].type, back[i].field);
+
+		if (off < 0 || off > UINT16_MAX) {
+			l->m.k_methods = l->m.k_constants = l->m.arr_data = 0;
+			debug("process %d: no %s::%s in its JVM's tables: methods read unchecked",
+			      (int)p->pid, back[i].type, back[i].field);
+			break;
+		}
+		*back[i].off = (uint32_t)off;
+	}
+	{
+		int64_t rc = jvm_field_offset(t, "Symbol", "_hash_and_refcount");
+
+		l->m.has_refcount = rc >= 0 && rc <= UINT16_MAX;
+		l->m.sym_refcount = l->m.has_refcount ? (uint32_t)rc : 0;
 	}
 	for (size_t i = 0; i < 4; i++)
 		if ((sizes[i] = jvm_type_size(t, types[i])) <= 0 || sizes[i] > UINT16_MAX) {
@@ -904,6 +930,23 @@ int jvm_frame_names(struct jvm_proc *p, uint64_t addr, uint64_t info, struct jvm
 		out[n++] = (struct jvm_named){
 		    &me->m,
 		    kind == JVM_KIND_LEAF && (int64_t)off < nm->complete ? me->m.first_line : 0};
+	}
+	/* The nmethod still alive after its methods were read: an nmethod is
+	 * unloaded (its _method cleared, nmethod::make_unloaded) when a class
+	 * it names is, before that class's memory and Symbols are freed. Else
+	 * what was read may be of memory freed since the sample (JChurn's
+	 * classes unloaded between the sample and the drain), and is dropped
+	 * with every method read since the nmethod was. */
+	{
+		uint64_t m = 0;
+		int32_t cid = 0;
+
+		if (rd(p->pid, addr + p->l.nm_compile_id, &cid, 4) ||
+		    (uint32_t)cid % (1u << 24) != cookie ||
+		    rd_u64(p->pid, addr + p->l.cm_method, &m) || m != nm->method) {
+			caches_clear(p);
+			return 0;
+		}
 	}
 	return n;
 }

@@ -7,6 +7,7 @@
 #define USER_JVM_METHOD_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,12 @@ struct jvm_method_layout {
 	uint32_t m_const, c_constants, c_code_size, c_name_index, c_sig_index, c_flags, c_size;
 	uint32_t cp_holder, cp_source_file, cp_size, k_name, sym_length, sym_body;
 	uint32_t flag_lines; /* ConstMethod::_has_linenumber_table */
+	/* The way back from the class to the method (jvm_method_ids); 0
+	 * when the tables lack one: not checked. */
+	uint32_t c_idnum, k_constants, k_methods, arr_len, arr_data;
+	/* Symbol::_hash_and_refcount, its low 16 bits the count (checked when
+	 * has_refcount: the tables have it). */
+	uint32_t sym_refcount, has_refcount;
 };
 
 /* Reads len bytes at addr: the bytes read (fewer at a fault). */
@@ -50,16 +57,23 @@ static inline int jvm_rd(const struct jvm_method_rd *r, uint64_t addr, void *buf
 }
 
 /* What a method's names and lines are read through: its ConstMethod, the
- * constant pool and the Symbols of its class, name and signature. Read
- * twice, before and after the texts and the line table: a method freed
- * with its class while it is read has its memory taken by the next class
- * loaded, and one shaped the same puts its objects at the same addresses,
- * so reads on either side of the change gave one method's name and
- * another's lines (CI's jvm_churn: A's evenSpin at B's oddSpin's line 14,
- * under B's run). A change between the two reads refuses the method. */
+ * constant pool and the Symbols of its class, name and signature.
+ *
+ * A method is read by its address, which a sample saw alive, but the read
+ * comes later, and a class unloaded since has its memory freed piece by
+ * piece to the next classes loaded: a ConstMethod still whole may point to
+ * a constant pool that is now another class's (CI's jvm_churn: B's
+ * oddSpin's ConstMethod, its lines, and A's pool where B's was, whose name
+ * at the same index is evenSpin: "evenSpin:14 under B's run:8"; here, a
+ * pool whose slot held "Worker.java"). So the chain is closed back to the
+ * method: the pool's class keeps that pool (InstanceKlass::_constants) and
+ * lists this very Method at its idnum (_methods), or the method is refused.
+ *
+ * And read twice, before and after the texts and the line table: a change
+ * between the two reads (memory taken while it is read) refuses it too. */
 struct jvm_method_ids {
-	uint64_t cm, cp, holder, ksym, name_sym, sig_sym;
-	uint16_t ni, si, code_size, flags, sfi, pad[3];
+	uint64_t cm, cp, holder, ksym, name_sym, sig_sym, src_sym, methods, listed;
+	uint16_t ni, si, code_size, flags, sfi, idnum, pad[2];
 };
 
 static inline int jvm_method_ids(const struct jvm_method_rd *r, uint64_t addr,
@@ -78,8 +92,34 @@ static inline int jvm_method_ids(const struct jvm_method_rd *r, uint64_t addr,
 	    jvm_rd(r, m->holder + l->k_name, &m->ksym, 8) || !m->ni || !m->si ||
 	    jvm_rd(r, m->cp + l->cp_size + 8 * (uint64_t)m->ni, &m->name_sym, 8) ||
 	    jvm_rd(r, m->cp + l->cp_size + 8 * (uint64_t)m->si, &m->sig_sym, 8) ||
-	    jvm_rd(r, m->cp + l->cp_source_file, &m->sfi, 2))
+	    jvm_rd(r, m->cp + l->cp_source_file, &m->sfi, 2) ||
+	    (m->sfi && jvm_rd(r, m->cp + l->cp_size + 8 * (uint64_t)m->sfi, &m->src_sym, 8)))
 		return -EFAULT;
+	/* A Symbol released (its count 0) is one of a class unloaded (JChurn:
+	 * B's method read whole, its name's Symbol freed, "Worker."). */
+	if (l->has_refcount) {
+		uint64_t syms[4] = {m->ksym, m->name_sym, m->sig_sym, m->src_sym};
+
+		for (int i = 0; i < 4; i++) {
+			uint32_t hr = 0;
+
+			if (syms[i] &&
+			    (jvm_rd(r, syms[i] + l->sym_refcount, &hr, 4) || !(hr & 0xffff)))
+				return -EFAULT;
+		}
+	}
+	if (l->k_methods && l->k_constants && l->arr_data) {
+		uint64_t kcp = 0;
+		int32_t n = 0;
+
+		if (jvm_rd(r, m->cm + l->c_idnum, &m->idnum, 2) ||
+		    jvm_rd(r, m->holder + l->k_constants, &kcp, 8) || kcp != m->cp ||
+		    jvm_rd(r, m->holder + l->k_methods, &m->methods, 8) ||
+		    jvm_rd(r, m->methods + l->arr_len, &n, 4) || m->idnum >= n ||
+		    jvm_rd(r, m->methods + l->arr_data + 8 * (uint64_t)m->idnum, &m->listed, 8) ||
+		    m->listed != addr)
+			return -EFAULT;
+	}
 	return 0;
 }
 
@@ -156,10 +196,7 @@ static inline int jvm_method_read(const struct jvm_method_rd *r, uint64_t addr,
 		return -ENOMEM;
 	}
 	{
-		uint64_t s = 0;
-
-		if (ids.sfi && !jvm_rd(r, ids.cp + r->l->cp_size + 8 * (uint64_t)ids.sfi, &s, 8) &&
-		    !jvm_symbol(r, s, src, sizeof(src))) {
+		if (ids.src_sym && !jvm_symbol(r, ids.src_sym, src, sizeof(src))) {
 			snprintf(buf, sizeof(buf), "%.*s%s%s", slash ? (int)(slash - cls) : 0, cls,
 				 slash ? "/" : "", src);
 			out->m.file = jvm_dup_sanitized(buf);
