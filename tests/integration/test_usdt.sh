@@ -178,7 +178,10 @@ PYEOF
 		grep -q 'evil\\x1b\[31m\.py:work' "$d/acc"; then
 		pass $t
 	else
-		fail $t
+		# Where the raw byte is, or that the escaped name is missing (CI's
+		# sanitizer pass once, with no word of which).
+		fail $t "raw ESC in: $(grep -la $'\e' "$d/acc" "$d.err" "$d/summary.json" "$d/xray-$ppid.map" | tr '\n' ' ')escaped work lines in the account: $(grep -c 'evil\\x1b\[31m\.py:work' "$d/acc")"
+		grep -an $'\e' "$d/acc" "$d.err" "$d/summary.json" | cat -v | head -5 >&2
 	fi
 else
 	skip usdt_python_calls "no $PY"
