@@ -33,6 +33,8 @@ static const struct jvm_method_layout L = {
     .arr_data = 8,
     .sym_refcount = 0,
     .has_refcount = 1,
+    .k_init_state = 48,
+    .linked = 2,
 };
 
 #define BASE	0x10000u
@@ -103,6 +105,7 @@ static void lay(uint8_t *m, uint64_t cp, uint16_t code_size, uint64_t name_sym, 
 	put16(m, CM + L.c_idnum, 1);
 	put64(m, cp + L.cp_holder, KLASS);
 	put64(m, KLASS + L.k_constants, cp);
+	m[KLASS + L.k_init_state - BASE] = 4; /* fully_initialized */
 	put64(m, KLASS + L.k_methods, ARRAY);
 	put64(m, ARRAY + L.arr_len, 2);
 	put64(m, ARRAY + L.arr_data + 8, METHOD);
@@ -203,6 +206,7 @@ static void test_pool_reused(void)
 	put64(m.a, 0x12000 + L.cp_holder, KLASS_A);
 	put64(m.a, KLASS_A + L.k_name, SYM_CLS);
 	put64(m.a, KLASS_A + L.k_constants, 0x12000);
+	m.a[KLASS_A + L.k_init_state - BASE] = 4;
 	put64(m.a, KLASS_A + L.k_methods, ARRAY_A);
 	put64(m.a, ARRAY_A + L.arr_len, 2);
 	put64(m.a, ARRAY_A + L.arr_data + 8, METHOD + 0x100); /* A's own method */
@@ -243,11 +247,33 @@ static void test_symbol_released(void)
 		jvm_method_read_free(&out);
 }
 
+/* Where the class sampled was, a class being loaded (its state allocated,
+ * or loaded: not linked): refused. */
+static void test_class_loading(void)
+{
+	static struct mem m;
+	struct jvm_method_rd r = {&L, mem_read, &m};
+	struct jvm_method_read out;
+	int ret;
+
+	memset(&m, 0, sizeof(m));
+	lay(m.a, 0x12000, 36, SYM_ODD, 13);
+	m.turn_at = 1 << 30;
+	for (uint8_t state = 0; state <= 4; state++) {
+		m.a[KLASS + L.k_init_state - BASE] = state;
+		ret = jvm_method_read(&r, METHOD, &out);
+		CHECKF(state < 2 ? ret == -EFAULT : ret == 0, "state %u: read %d", state, ret);
+		if (!ret)
+			jvm_method_read_free(&out);
+	}
+}
+
 int main(void)
 {
 	RUN_TEST(test_turn_cp_moved);
 	RUN_TEST(test_turn_cp_same);
 	RUN_TEST(test_pool_reused);
 	RUN_TEST(test_symbol_released);
+	RUN_TEST(test_class_loading);
 	return check_tests_failed != 0;
 }

@@ -451,6 +451,15 @@ static int layout_read(const struct jvm_tables *t, struct jvm_proc *p, char *err
 	{
 		int64_t rc = jvm_field_offset(t, "Symbol", "_hash_and_refcount");
 
+		int64_t is = jvm_field_offset(t, "InstanceKlass", "_init_state");
+		int32_t linked = 0;
+
+		if (is > 0 && is <= UINT16_MAX &&
+		    jvm_int_const(t, "InstanceKlass::linked", &linked) && linked > 0 &&
+		    linked < 256) {
+			l->m.k_init_state = (uint32_t)is;
+			l->m.linked = (uint32_t)linked;
+		}
 		l->m.has_refcount = rc >= 0 && rc <= UINT16_MAX;
 		l->m.sym_refcount = l->m.has_refcount ? (uint32_t)rc : 0;
 	}

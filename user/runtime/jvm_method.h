@@ -30,6 +30,9 @@ struct jvm_method_layout {
 	/* Symbol::_hash_and_refcount, its low 16 bits the count (checked when
 	 * has_refcount: the tables have it). */
 	uint32_t sym_refcount, has_refcount;
+	/* InstanceKlass::_init_state, and its value linked (checked when
+	 * k_init_state is not 0). */
+	uint32_t k_init_state, linked;
 };
 
 /* Reads len bytes at addr: the bytes read (fewer at a fault). */
@@ -73,7 +76,8 @@ static inline int jvm_rd(const struct jvm_method_rd *r, uint64_t addr, void *buf
  * between the two reads (memory taken while it is read) refuses it too. */
 struct jvm_method_ids {
 	uint64_t cm, cp, holder, ksym, name_sym, sig_sym, src_sym, methods, listed;
-	uint16_t ni, si, code_size, flags, sfi, idnum, pad[2];
+	uint16_t ni, si, code_size, flags, sfi, idnum;
+	uint8_t init_state, pad[3];
 };
 
 static inline int jvm_method_ids(const struct jvm_method_rd *r, uint64_t addr,
@@ -108,6 +112,12 @@ static inline int jvm_method_ids(const struct jvm_method_rd *r, uint64_t addr,
 				return -EFAULT;
 		}
 	}
+	/* A class not yet linked cannot have run: a class being loaded where
+	 * the one sampled was (JChurn in CI: a name read as the source file's,
+	 * "Worker.Worker.java", its pool not whole yet). */
+	if (l->k_init_state && (jvm_rd(r, m->holder + l->k_init_state, &m->init_state, 1) ||
+				m->init_state < l->linked))
+		return -EFAULT;
 	if (l->k_methods && l->k_constants && l->arr_data) {
 		uint64_t kcp = 0;
 		int32_t n = 0;
