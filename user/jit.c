@@ -48,6 +48,9 @@ struct jit_state {
 	 * Rust runtimes name their code as their symbols are named. */
 	char **dump_names, **map_names;
 	bool warned, dump_warned; /* about the perf map, the jitdump: once */
+	/* About a former process's perf map: once, and apart, so that the map
+	 * the process writes later is still warned about on its own. */
+	bool stale_warned;
 	enum runtime runtime;
 	uint64_t anon_leaf; /* samples whose user leaf is in JIT-like code */
 	bool guided;
@@ -315,7 +318,7 @@ static void jit_scan(struct proc *p)
 
 		if (fd >= 0) {
 			if (acceptable(p, fd, what, &j->warned) &&
-			    perf_map_current(p, fd, what, &j->warned)) {
+			    perf_map_current(p, fd, what, &j->stale_warned)) {
 				j->map_fd = fd;
 				debug("pid %d: perf map %s", p->pid, what);
 			} else {

@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 
 ALL=(jit_node_cmd_pprof jit_node_cmd_gperftools jit_node_cmd_unnamed_leaves jit_node_pid_pprof
 	jit_node_pid_gperftools jit_node_xray_names jit_perfmap_symlink jit_perfmap_fifo jit_perfmap_stale
-	jit_perfmap_wrong_owner jit_perfmap_garbage jit_jitdump_truncated jit_jitdump_garbage
+	jit_perfmap_stale_then_owner jit_perfmap_wrong_owner jit_perfmap_garbage jit_jitdump_truncated jit_jitdump_garbage
 	jit_jitdump_oversized)
 require_bpf "${ALL[@]}"
 require_tool node jit_node_cmd_pprof || exit 0
@@ -88,6 +88,26 @@ hostile() {
 WANT="perf-[0-9]+.map: Too many levels of symbolic links" hostile jit_perfmap_symlink 'ln -s /etc/shadow /tmp/perf-$p.map'
 WANT="not a regular file" hostile jit_perfmap_fifo 'mkfifo /tmp/perf-$p.map'
 WANT="last written [0-9]+ s before the process started" hostile jit_perfmap_stale 'printf "%x 100 evil\n" 4096 > /tmp/perf-$p.map; touch -d "1 hour ago" /tmp/perf-$p.map'
+# A former process's map at the start, then the process's own (here one
+# owned by another user) written while it is recorded: each warned about
+# once. Before, the first warning silenced the second (CI: test_jitguide's
+# jitspin, whose pid had a map 15 hours old).
+t=jit_perfmap_stale_then_owner
+"$WL/split" 0 > /dev/null & p=$!
+rm -f "/tmp/perf-$p.map"
+printf "%x 100 evil\n" 4096 > "/tmp/perf-$p.map"
+touch -d "1 hour ago" "/tmp/perf-$p.map"
+"$REC" -q -F 99 -d 3 -o "$TMP/$t" -p $p 2> "$TMP/$t.err" & rec=$!
+for _ in $(seq 600); do grep -q "before the process started" "$TMP/$t.err" && break; sleep 0.05; done
+rm -f "/tmp/perf-$p.map"
+printf "%x 100 evil\n" 4096 > "/tmp/perf-$p.map"
+chown 65534 "/tmp/perf-$p.map"
+wait $rec
+kill $p; wait $p 2> /dev/null
+rm -f "/tmp/perf-$p.map"
+if [ "$(grep -c "perf-$p.map: last written" "$TMP/$t.err")" = 1 ] &&
+	[ "$(grep -c "perf-$p.map: owned by uid 65534" "$TMP/$t.err")" = 1 ]; then pass $t; else
+	fail $t "stderr: $(cat "$TMP/$t.err")"; fi
 WANT="owned by uid 65534" hostile jit_perfmap_wrong_owner 'printf "%x 100 evil\n" 4096 > /tmp/perf-$p.map; chown 65534 /tmp/perf-$p.map'
 WANT="lines that are not START SIZE NAME" hostile jit_perfmap_garbage 'head -c 3000 /dev/urandom | tr -d "\0" > /tmp/perf-$p.map'
 python3 - "$TMP" <<'PY'
