@@ -88,7 +88,13 @@ start() {
 	return 1
 }
 # The workload ends by our SIGTERM: its status (143) is not the test's.
-stop() { kill "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null || true; }
+# Its -X perf map goes with it: a later process given the same pid (they
+# wrap at 32,768) would find it, a former process's.
+stop() {
+	kill "$wpid" 2>/dev/null
+	wait "$wpid" 2>/dev/null || true
+	rm -f "/tmp/perf-$wpid.map"
+}
 # split_ok NAME DIR PID: the shares, over all of PID's samples.
 split_ok() {
 	local r py six three one
@@ -334,6 +340,7 @@ PY
 	fi
 	kill "${jpid:-}" "${dpid:-}" 2>/dev/null
 	wait "${jpid:-}" "${dpid:-}" 2>/dev/null
+	rm -f "/tmp/perf-${jpid:-x}.map" "/tmp/perf-${dpid:-x}.map"
 fi
 
 # Before the merge counted runs from the root: 160 of 3192 samples of
