@@ -268,6 +268,30 @@ static void test_class_loading(void)
 	}
 }
 
+/* A class name of 700 bytes read whole (up to JVM_SYM_MAX - 1, 1,023):
+ * the header's bound was 512 for a while, and cut it. */
+static void test_long_name(void)
+{
+	static struct mem m;
+	struct jvm_method_rd r = {&L, mem_read, &m};
+	struct jvm_method_read out;
+	char cls[701];
+	int ret;
+
+	memset(&m, 0, sizeof(m));
+	lay(m.a, 0x12000, 36, SYM_ODD, 13);
+	memset(cls, 'a', 700);
+	cls[700] = 0;
+	sym(m.a, 0x16000, cls);
+	put64(m.a, KLASS + L.k_name, 0x16000);
+	m.turn_at = 1 << 30;
+	ret = jvm_method_read(&r, METHOD, &out);
+	CHECKF(ret == 0 && strlen(out.m.name) == 700 + strlen(".oddSpin"), "read %d: %zu bytes",
+	       ret, ret ? 0 : strlen(out.m.name));
+	if (!ret)
+		jvm_method_read_free(&out);
+}
+
 int main(void)
 {
 	RUN_TEST(test_turn_cp_moved);
@@ -275,5 +299,6 @@ int main(void)
 	RUN_TEST(test_pool_reused);
 	RUN_TEST(test_symbol_released);
 	RUN_TEST(test_class_loading);
+	RUN_TEST(test_long_name);
 	return check_tests_failed != 0;
 }

@@ -448,20 +448,21 @@ static int layout_read(const struct jvm_tables *t, struct jvm_proc *p, char *err
 		}
 		*back[i].off = (uint32_t)off;
 	}
+	/* Two checks more of the same kind, each skipped when the tables lack
+	 * it: a Symbol's count, a class's state. */
 	{
-		int64_t rc = jvm_field_offset(t, "Symbol", "_hash_and_refcount");
-
-		int64_t is = jvm_field_offset(t, "InstanceKlass", "_init_state");
+		int64_t rc = jvm_field_offset(t, "Symbol", "_hash_and_refcount"),
+			is = jvm_field_offset(t, "InstanceKlass", "_init_state");
 		int32_t linked = 0;
 
+		l->m.has_refcount = rc >= 0 && rc <= UINT16_MAX;
+		l->m.sym_refcount = l->m.has_refcount ? (uint32_t)rc : 0;
 		if (is > 0 && is <= UINT16_MAX &&
 		    jvm_int_const(t, "InstanceKlass::linked", &linked) && linked > 0 &&
 		    linked < 256) {
 			l->m.k_init_state = (uint32_t)is;
 			l->m.linked = (uint32_t)linked;
 		}
-		l->m.has_refcount = rc >= 0 && rc <= UINT16_MAX;
-		l->m.sym_refcount = l->m.has_refcount ? (uint32_t)rc : 0;
 	}
 	for (size_t i = 0; i < 4; i++)
 		if ((sizes[i] = jvm_type_size(t, types[i])) <= 0 || sizes[i] > UINT16_MAX) {

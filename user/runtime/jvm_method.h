@@ -16,7 +16,7 @@
 #include "formats/util.h"
 #include "user/runtime/jvm.h"
 
-#define JVM_SYM_MAX   512	  /* a Symbol's text kept */
+#define JVM_SYM_MAX   1024	  /* bytes of a class, method or signature name */
 #define JVM_LINES_MAX (64u << 10) /* a line number table */
 
 /* The offsets the reads take (from the VM's tables). */
@@ -60,20 +60,20 @@ static inline int jvm_rd(const struct jvm_method_rd *r, uint64_t addr, void *buf
 }
 
 /* What a method's names and lines are read through: its ConstMethod, the
- * constant pool and the Symbols of its class, name and signature.
+ * constant pool and the Symbols of its class, name, signature and file.
  *
  * A method is read by its address, which a sample saw alive, but the read
- * comes later, and a class unloaded since has its memory freed piece by
- * piece to the next classes loaded: a ConstMethod still whole may point to
- * a constant pool that is now another class's (CI's jvm_churn: B's
- * oddSpin's ConstMethod, its lines, and A's pool where B's was, whose name
- * at the same index is evenSpin: "evenSpin:14 under B's run:8"; here, a
- * pool whose slot held "Worker.java"). So the chain is closed back to the
- * method: the pool's class keeps that pool (InstanceKlass::_constants) and
- * lists this very Method at its idnum (_methods), or the method is refused.
- *
- * And read twice, before and after the texts and the line table: a change
- * between the two reads (memory taken while it is read) refuses it too. */
+ * comes later, and a class unloaded since has its memory given to the next
+ * classes loaded and its Symbols to the next names made (JChurn: each load
+ * of a class lands at the very same addresses; CI's jvm_churn read B's
+ * oddSpin with A's "evenSpin" where B's name had been). What is checked:
+ * every Symbol still referenced; the class linked; the pool's class keeps
+ * that pool (InstanceKlass::_constants) and lists this very Method at its
+ * idnum (_methods); and all of it read twice, before and after the texts
+ * and the line table, a change between the two refusing the method. None
+ * of it proves the class alive: a class unloaded, its memory whole and its
+ * Symbols' memory another live Symbol's, passes (docs/design.md); a
+ * compiled frame's nmethod does prove it (jvm_frame_names). */
 struct jvm_method_ids {
 	uint64_t cm, cp, holder, ksym, name_sym, sig_sym, src_sym, methods, listed;
 	uint16_t ni, si, code_size, flags, sfi, idnum;
@@ -112,9 +112,8 @@ static inline int jvm_method_ids(const struct jvm_method_rd *r, uint64_t addr,
 				return -EFAULT;
 		}
 	}
-	/* A class not yet linked cannot have run: a class being loaded where
-	 * the one sampled was (JChurn in CI: a name read as the source file's,
-	 * "Worker.Worker.java", its pool not whole yet). */
+	/* A class not yet linked cannot have run: it is one being loaded where
+	 * the sampled one was. */
 	if (l->k_init_state && (jvm_rd(r, m->holder + l->k_init_state, &m->init_state, 1) ||
 				m->init_state < l->linked))
 		return -EFAULT;
@@ -205,12 +204,10 @@ static inline int jvm_method_read(const struct jvm_method_rd *r, uint64_t addr,
 		jvm_method_read_free(out);
 		return -ENOMEM;
 	}
-	{
-		if (ids.src_sym && !jvm_symbol(r, ids.src_sym, src, sizeof(src))) {
-			snprintf(buf, sizeof(buf), "%.*s%s%s", slash ? (int)(slash - cls) : 0, cls,
-				 slash ? "/" : "", src);
-			out->m.file = jvm_dup_sanitized(buf);
-		}
+	if (ids.src_sym && !jvm_symbol(r, ids.src_sym, src, sizeof(src))) {
+		snprintf(buf, sizeof(buf), "%.*s%s%s", slash ? (int)(slash - cls) : 0, cls,
+			 slash ? "/" : "", src);
+		out->m.file = jvm_dup_sanitized(buf);
 	}
 	if (ids.flags & r->l->flag_lines) {
 		uint8_t *tab = malloc(JVM_LINES_MAX);
