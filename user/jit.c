@@ -159,16 +159,18 @@ static double process_start(pid_t pid)
  * this one's code. A second's slack for the clocks' rounding. */
 static bool perf_map_current(struct proc *p, int fd, const char *what, bool *warned)
 {
-	double start = p->exited ? 0 : process_start(p->pid);
+	double start = p->exited ? 0 : process_start(p->pid), written;
 	struct stat st;
 
-	if (!start || fstat(fd, &st) || st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9 >= start - 1)
+	if (!start || fstat(fd, &st))
+		return true;
+	written = st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9;
+	if (written >= start - 1)
 		return true;
 	if (!*warned)
 		warn("%s: last written %.0f s before the process started (a former process's of "
-		     "that "
-		     "pid); ignored",
-		     what, start - (st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9));
+		     "that pid); ignored",
+		     what, start - written);
 	*warned = true;
 	return false;
 }
