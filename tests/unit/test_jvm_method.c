@@ -176,6 +176,30 @@ static void turns(uint64_t cp_a, uint64_t cp_b)
 	       refused, reads + 1);
 }
 
+/* m with B's method laid out whole, its memory never turning. */
+static struct mem *b_whole(void)
+{
+	static struct mem m;
+
+	memset(&m, 0, sizeof(m));
+	lay(m.a, 0x12000, 36, SYM_ODD, 13);
+	m.turn_at = 1 << 30;
+	return &m;
+}
+
+/* The method read from m: 0 and its name in name, or the read's error. */
+static int read_name(struct mem *m, char *name, size_t len)
+{
+	struct jvm_method_rd r = {&L, mem_read, m};
+	struct jvm_method_read out;
+	int ret = jvm_method_read(&r, METHOD, &out);
+
+	snprintf(name, len, "%s", ret ? "-" : out.m.name);
+	if (!ret)
+		jvm_method_read_free(&out);
+	return ret;
+}
+
 /* B's constant pool elsewhere: A's, freed, still holds A's name. */
 static void test_turn_cp_moved(void)
 {
@@ -194,77 +218,56 @@ static void test_turn_cp_same(void)
  * way back was checked: Worker.evenSpin with B's lines (CI's failure). */
 static void test_pool_reused(void)
 {
-	static struct mem m;
-	struct jvm_method_rd r = {&L, mem_read, &m};
-	struct jvm_method_read out;
+	struct mem *m = b_whole();
+	char name[JVM_SYM_MAX];
 	int ret;
 
-	memset(&m, 0, sizeof(m));
-	lay(m.a, 0x12000, 36, SYM_ODD, 13);
 	/* A's pool over B's: its name at 13, its class A's. */
-	put64(m.a, 0x12000 + L.cp_size + 8 * 13, SYM_EVN);
-	put64(m.a, 0x12000 + L.cp_holder, KLASS_A);
-	put64(m.a, KLASS_A + L.k_name, SYM_CLS);
-	put64(m.a, KLASS_A + L.k_constants, 0x12000);
-	m.a[KLASS_A + L.k_init_state - BASE] = 4;
-	put64(m.a, KLASS_A + L.k_methods, ARRAY_A);
-	put64(m.a, ARRAY_A + L.arr_len, 2);
-	put64(m.a, ARRAY_A + L.arr_data + 8, METHOD + 0x100); /* A's own method */
-	m.turn_at = 1 << 30;
-	ret = jvm_method_read(&r, METHOD, &out);
-	CHECKF(ret == -EFAULT, "read %d: %s", ret, ret ? "-" : out.m.name);
-	if (!ret)
-		jvm_method_read_free(&out);
+	put64(m->a, 0x12000 + L.cp_size + 8 * 13, SYM_EVN);
+	put64(m->a, 0x12000 + L.cp_holder, KLASS_A);
+	put64(m->a, KLASS_A + L.k_name, SYM_CLS);
+	put64(m->a, KLASS_A + L.k_constants, 0x12000);
+	m->a[KLASS_A + L.k_init_state - BASE] = 4;
+	put64(m->a, KLASS_A + L.k_methods, ARRAY_A);
+	put64(m->a, ARRAY_A + L.arr_len, 2);
+	put64(m->a, ARRAY_A + L.arr_data + 8, METHOD + 0x100); /* A's own method */
+	ret = read_name(m, name, sizeof(name));
+	CHECKF(ret == -EFAULT, "read %d: %s", ret, name);
 	/* And where the class lists it: read (the check is not a refusal of all). */
-	put64(m.a, ARRAY_A + L.arr_data + 8, METHOD);
-	ret = jvm_method_read(&r, METHOD, &out);
-	CHECKF(ret == 0 && !strcmp(out.m.name, "Worker.evenSpin"), "read %d", ret);
-	if (!ret)
-		jvm_method_read_free(&out);
+	put64(m->a, ARRAY_A + L.arr_data + 8, METHOD);
+	ret = read_name(m, name, sizeof(name));
+	CHECKF(ret == 0 && !strcmp(name, "Worker.evenSpin"), "read %d", ret);
 }
 
 /* B's class unloaded, its method's memory whole but its name's Symbol
  * released (its count 0, as JChurn's "Worker." frames had it): refused. */
 static void test_symbol_released(void)
 {
-	static struct mem m;
-	struct jvm_method_rd r = {&L, mem_read, &m};
-	struct jvm_method_read out;
+	struct mem *m = b_whole();
 	uint32_t released = 0x12340000;
+	char name[JVM_SYM_MAX];
 	int ret;
 
-	memset(&m, 0, sizeof(m));
-	lay(m.a, 0x12000, 36, SYM_ODD, 13);
-	m.turn_at = 1 << 30;
-	ret = jvm_method_read(&r, METHOD, &out);
-	CHECKF(ret == 0 && !strcmp(out.m.name, "Worker.oddSpin"), "read %d", ret);
-	if (!ret)
-		jvm_method_read_free(&out);
-	put(m.a, SYM_ODD, &released, 4);
-	ret = jvm_method_read(&r, METHOD, &out);
-	CHECKF(ret == -EFAULT, "read %d: %s", ret, ret ? "-" : out.m.name);
-	if (!ret)
-		jvm_method_read_free(&out);
+	ret = read_name(m, name, sizeof(name));
+	CHECKF(ret == 0 && !strcmp(name, "Worker.oddSpin"), "read %d", ret);
+	put(m->a, SYM_ODD, &released, 4);
+	ret = read_name(m, name, sizeof(name));
+	CHECKF(ret == -EFAULT, "read %d: %s", ret, name);
 }
 
 /* Where the class sampled was, a class being loaded (its state allocated,
  * or loaded: not linked): refused. */
 static void test_class_loading(void)
 {
-	static struct mem m;
-	struct jvm_method_rd r = {&L, mem_read, &m};
-	struct jvm_method_read out;
-	int ret;
+	struct mem *m = b_whole();
+	char name[JVM_SYM_MAX];
 
-	memset(&m, 0, sizeof(m));
-	lay(m.a, 0x12000, 36, SYM_ODD, 13);
-	m.turn_at = 1 << 30;
 	for (uint8_t state = 0; state <= 4; state++) {
-		m.a[KLASS + L.k_init_state - BASE] = state;
-		ret = jvm_method_read(&r, METHOD, &out);
+		int ret;
+
+		m->a[KLASS + L.k_init_state - BASE] = state;
+		ret = read_name(m, name, sizeof(name));
 		CHECKF(state < 2 ? ret == -EFAULT : ret == 0, "state %u: read %d", state, ret);
-		if (!ret)
-			jvm_method_read_free(&out);
 	}
 }
 
@@ -272,24 +275,17 @@ static void test_class_loading(void)
  * the header's bound was 512 for a while, and cut it. */
 static void test_long_name(void)
 {
-	static struct mem m;
-	struct jvm_method_rd r = {&L, mem_read, &m};
-	struct jvm_method_read out;
-	char cls[701];
+	struct mem *m = b_whole();
+	char cls[701], name[2 * JVM_SYM_MAX];
 	int ret;
 
-	memset(&m, 0, sizeof(m));
-	lay(m.a, 0x12000, 36, SYM_ODD, 13);
 	memset(cls, 'a', 700);
 	cls[700] = 0;
-	sym(m.a, 0x16000, cls);
-	put64(m.a, KLASS + L.k_name, 0x16000);
-	m.turn_at = 1 << 30;
-	ret = jvm_method_read(&r, METHOD, &out);
-	CHECKF(ret == 0 && strlen(out.m.name) == 700 + strlen(".oddSpin"), "read %d: %zu bytes",
-	       ret, ret ? 0 : strlen(out.m.name));
-	if (!ret)
-		jvm_method_read_free(&out);
+	sym(m->a, 0x16000, cls);
+	put64(m->a, KLASS + L.k_name, 0x16000);
+	ret = read_name(m, name, sizeof(name));
+	CHECKF(ret == 0 && strlen(name) == 700 + strlen(".oddSpin"), "read %d: %zu bytes", ret,
+	       strlen(name));
 }
 
 int main(void)
