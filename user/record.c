@@ -1921,6 +1921,7 @@ static int rec_write(struct recorder *r)
 		ri->jvm_named = js.frames;
 		ri->jvm_inlined = js.inlined;
 		ri->jvm_unnamed = js.unnamed;
+		ri->jvm_gone = js.gone;
 		ri->jvm_inline_cut = js.inline_cut;
 	}
 	{

@@ -81,7 +81,7 @@ struct run_info {
 	/* The HotSpot walk (bpf/runtime/jvm.bpf.c, its jvm_stats) and what became of
 	 * its frames (user/runtime/jvm_names.c). */
 	uint64_t jvm_frames_walked, jvm_no_blob, jvm_bad_frame, jvm_read_fault, jvm_truncated;
-	uint64_t jvm_samples, jvm_named, jvm_inlined, jvm_unnamed, jvm_inline_cut;
+	uint64_t jvm_samples, jvm_named, jvm_inlined, jvm_unnamed, jvm_inline_cut, jvm_gone;
 	/* The V8 step (bpf/runtime/v8.bpf.c, its v8_stats) and what became of its
 	 * frames (user/runtime/v8_names.c). */
 	uint64_t v8_frames_recorded, v8_not_js, v8_read_fault, v8_truncated;

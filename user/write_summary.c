@@ -189,10 +189,11 @@ static int fill_summary(void *ctx, FILE *f, int fd)
 			", \"read_faults\": %" PRIu64 ", \"truncated\": %" PRIu64
 			", \"samples_with_frames\": %" PRIu64 ", \"frames_named\": %" PRIu64
 			", \"inlined_named\": %" PRIu64 ", \"inlined_unreadable\": %" PRIu64
-			", \"frames_left_native\": %" PRIu64 "}",
+			", \"frames_left_native\": %" PRIu64
+			", \"left_native_unloaded_before_read\": %" PRIu64 "}",
 			ri->jvm_frames_walked, ri->jvm_no_blob, ri->jvm_bad_frame,
 			ri->jvm_read_fault, ri->jvm_truncated, ri->jvm_samples, ri->jvm_named,
-			ri->jvm_inlined, ri->jvm_inline_cut, ri->jvm_unnamed);
+			ri->jvm_inlined, ri->jvm_inline_cut, ri->jvm_unnamed, ri->jvm_gone);
 	if (ri->v8_frames_recorded || ri->v8_not_js || ri->v8_samples)
 		fprintf(f,
 			",\n  \"v8\": {\"frames_recorded\": %" PRIu64

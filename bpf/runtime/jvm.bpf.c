@@ -117,14 +117,46 @@ static __always_inline struct jvm_mcache_ent *jvm_mcache(struct jvm_bpf_step *st
 			   ((1 << JVM_MCACHE_BITS) - 1)];
 }
 
-/* The interpreter's frame at rbp: its Method* and bytecode index, and its
- * caller's registers. */
+/* The token of the method whose ConstMethod is cm: the hash of its name's
+ * Symbol (the high 16 bits of _hash_and_refcount, random at each Symbol's
+ * making), read while the frame runs, so its class is alive. User space
+ * names the frame only where its own later read finds the same Symbol: a
+ * class unloaded since has its memory taken by the next class loaded at
+ * the very same addresses, and its Symbols' by the next names made
+ * (JChurn: B's oddSpin read later as A's "evenSpin"); the ConstMethod's
+ * address, the cookie, is the same for both. 0 where it cannot be read
+ * (a frame user space then names only by chance, 1 in 65,536). Its
+ * reads go into w[12..15], past the frame's words. */
+static __always_inline __u32 method_token(struct jvm_bpf_step *st, __u64 cm)
+{
+	__u32 o = st->pr.cm_name_index - st->pr.cm_constants;
+	__u64 cp;
+	__u16 ni;
+
+	if (st->pr.sym_hash == JVM_NO_TOKEN || o > 30 ||
+	    bpf_probe_read_user(&st->w[12], 32, (void *)(cm + st->pr.cm_constants)))
+		return 0;
+	cp = st->w[12];
+	barrier_var(o);
+	o &= 31;
+	if (o > 30)
+		return 0;
+	ni = *(__u16 *)((__u8 *)&st->w[12] + o);
+	if (bpf_probe_read_user(&st->w[14], 8, (void *)(cp + st->pr.cp_size + 8 * (__u64)ni)) ||
+	    bpf_probe_read_user(&st->w[15], 4, (void *)(st->w[14] + st->pr.sym_hash)))
+		return 0;
+	return (__u32)st->w[15] >> 16;
+}
+
+/* The interpreter's frame at rbp: its Method* and bytecode index (and the
+ * method's token), and its caller's registers. */
 static __always_inline int step_interp(struct jvm_bpf_step *st)
 {
 	/* fp[-10] .. fp[1]: the slots (frame_x86.hpp's, -8 .. -1), the saved
 	 * rbp and the return address. */
 	__u64 *w = st->w, fp = st->bp, cm = 0, bcp;
 	struct jvm_mcache_ent *mc;
+	__u32 token;
 	int im = st->pr.if_method + 10, ib = st->pr.if_bcp + 10, is = st->pr.if_sender_sp + 10;
 
 	if (fp < st->sp || fp - st->sp > (1u << 20) || (fp & 7) || im < 0 || im > 9 || ib < 0 ||
@@ -137,19 +169,22 @@ static __always_inline int step_interp(struct jvm_bpf_step *st)
 	mc = jvm_mcache(st);
 	if (mc->method == st->addr && mc->tgid == st->tgid && st->now - mc->t < JVM_BCACHE_NS) {
 		cm = mc->cm;
+		token = mc->token;
 	} else {
 		if (bpf_probe_read_user(&cm, 8, (void *)(st->addr + st->pr.m_const)))
 			return -2;
+		token = method_token(st, cm);
 		mc = jvm_mcache(st); /* not kept across the call: a register less */
 		mc->method = st->addr;
 		mc->cm = cm;
 		mc->t = st->now;
 		mc->tgid = st->tgid;
+		mc->token = token;
 	}
 	cm += st->pr.cm_size; /* the bytecodes follow the ConstMethod */
 	if (st->leaf && (bcp < cm || bcp - cm >= 0xffff))
 		bcp = w[ib]; /* r13 not the bytecode pointer here: the slot's */
-	st->off = bcp >= cm && bcp - cm < 0xffff ? (__u32)(bcp - cm) : 0xffff;
+	st->off = (bcp >= cm && bcp - cm < 0xffff ? (__u32)(bcp - cm) : 0xffff) | token << 16;
 	st->cookie = JVM_CM_COOKIE(cm - st->pr.cm_size);
 	/* The caller: its sp is this frame's sender sp (the unextended one,
 	 * from which a compiled caller's frame size counts). */

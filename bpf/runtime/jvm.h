@@ -53,8 +53,15 @@ struct jvm_bpf_proc {
 	/* The interpreter frame's slots, in words from rbp (frame_x86.hpp):
 	 * sender sp, Method*, bytecode pointer. */
 	__s16 if_sender_sp, if_method, if_bcp;
+	/* An interpreted frame's token (JVM_FRAME_OFF's high half): its
+	 * name's Symbol's hash, read through ConstMethod::_constants and
+	 * _name_index (at most 30 bytes past it), the pool's slots after
+	 * sizeof(ConstantPool), and Symbol::_hash_and_refcount;
+	 * sym_hash JVM_NO_TOKEN: none read. */
+	__u16 cm_constants, cm_name_index, cp_size, sym_hash;
 	__u16 pad;
 };
+#define JVM_NO_TOKEN 0xffff
 
 /* A Java frame as recorded, two words, after the sample's Python frames
  * (bpf/events.h's njvm). */
@@ -65,7 +72,8 @@ struct jvm_bpf_frame {
 	/* JVM_FRAME_KIND, JVM_FRAME_COOKIE: what the frame saw, for user
 	 * space to check that the object is still the one sampled (the
 	 * nmethod's compile id, the ConstMethod's address >> 3);
-	 * JVM_FRAME_OFF: the bytecode index, or the pc's offset in the code. */
+	 * JVM_FRAME_OFF: the bytecode index (low 16 bits) and the method's
+	 * token (high 16: JVM_FRAME_TOKEN), or the pc's offset in the code. */
 	__u64 info;
 };
 #define JVM_FRAME_ADDR(w)   ((w) & ((1ULL << 48) - 1))
@@ -73,6 +81,8 @@ struct jvm_bpf_frame {
 #define JVM_FRAME_KIND(w)   ((__u32)((w) >> 56))
 #define JVM_FRAME_COOKIE(w) ((__u32)((w) >> 32) & 0xffffff)
 #define JVM_FRAME_OFF(w)    ((__u32)(w))
+#define JVM_FRAME_BCI(w)    ((__u32)(w)&0xffff)
+#define JVM_FRAME_TOKEN(w)  ((__u32)(w) >> 16)
 /* An interpreted frame's cookie: its ConstMethod's address, as the walk
  * records it and user space checks it (one definition for both). */
 #define JVM_CM_COOKIE(cm)	((__u32)((cm) >> 3) & 0xffffff)
@@ -121,16 +131,17 @@ struct jvm_bcache_ent {
 };
 
 /* Each interpreted frame's Method*'s ConstMethod (where its bytecodes
- * start), kept per CPU as bcache is, by the Method*: a recursion's
- * interpreted frames, and the callers every sample of a loop returns
- * through, read it once a JVM_BCACHE_NS, not once a frame (a read of 8
- * bytes, ~125 ns, was most of an interpreted frame's cost). A Method*
- * freed and reused within that time gives the frame a bytecode index of
- * 0xffff and a cookie user space refuses: never a wrong name. */
+ * start) and token, kept per CPU as bcache is, by the Method*: a
+ * recursion's interpreted frames, and the callers every sample of a loop
+ * returns through, read them once a JVM_BCACHE_NS, not once a frame (a
+ * read of 8 bytes, ~125 ns, was most of an interpreted frame's cost). A
+ * Method* freed and reused within that time gives the frame a bytecode
+ * index of 0xffff, or a cookie or token user space refuses: an unnamed
+ * frame, never a wrong name. */
 #define JVM_MCACHE_BITS 3
 struct jvm_mcache_ent {
 	__u64 method, cm, t; /* the Method*, its ConstMethod, when read (0: empty) */
-	__u32 tgid, pad;
+	__u32 tgid, token;
 };
 
 /* One step's state (a jvm_scratch slot): the frame's registers in, the

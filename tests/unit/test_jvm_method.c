@@ -255,6 +255,33 @@ static void test_symbol_released(void)
 	CHECKF(ret == -EFAULT, "read %d: %s", ret, name);
 }
 
+/* B's class unloaded, its method's memory whole, its name's Symbol freed
+ * and its memory a new live Symbol's, "evenSpin" (CI's jvm_churn: B's
+ * oddSpin named A's evenSpin): the read cannot tell, but its token, the
+ * Symbol's hash, is the new one's, not the one the sample's walk read
+ * (bpf/runtime/jvm.bpf.c's method_token), and the frame is refused
+ * (user/runtime/jvm.c's method_get). */
+static void test_symbol_reused_token(void)
+{
+	struct mem *m = b_whole();
+	struct jvm_method_rd r = {&L, mem_read, m};
+	struct jvm_method_read out;
+	uint32_t fresh = 0x56780001;
+	int ret;
+
+	ret = jvm_method_read(&r, METHOD, &out);
+	CHECKF(ret == 0 && out.token == 0x1234, "read %d: token %#x", ret, out.token);
+	if (!ret)
+		jvm_method_read_free(&out);
+	sym(m->a, SYM_ODD, "evenSpin");
+	put(m->a, SYM_ODD, &fresh, 4);
+	ret = jvm_method_read(&r, METHOD, &out);
+	CHECKF(ret == 0 && !strcmp(out.m.name, "Worker.evenSpin") && out.token == 0x5678,
+	       "read %d: %s, token %#x", ret, ret ? "-" : out.m.name, out.token);
+	if (!ret)
+		jvm_method_read_free(&out);
+}
+
 /* Where the class sampled was, a class being loaded (its state allocated,
  * or loaded: not linked): refused. */
 static void test_class_loading(void)
@@ -294,6 +321,7 @@ int main(void)
 	RUN_TEST(test_turn_cp_same);
 	RUN_TEST(test_pool_reused);
 	RUN_TEST(test_symbol_released);
+	RUN_TEST(test_symbol_reused_token);
 	RUN_TEST(test_class_loading);
 	RUN_TEST(test_long_name);
 	return check_tests_failed != 0;

@@ -78,6 +78,7 @@ struct jvm_method_ent {
 	struct jvm_method m;
 	uint8_t *lines;
 	size_t nlines;
+	uint32_t token; /* its name's Symbol's hash when read (jvm_method_read's) */
 };
 
 struct jvm_nmethod_ent {
@@ -106,6 +107,9 @@ struct jvm_proc {
 	/* Its methods and nmethods read from it so far, in order: which of
 	 * two entries was read first (method_get's min_seq). */
 	uint64_t seq;
+	/* Set by method_get and nm_get where what the frame's address holds
+	 * now is not what the sample saw (jvm_frame_names' -ESTALE). */
+	bool stale;
 	bool ready; /* its code cache read: in the walk */
 	char path[256], version[64];
 	struct jvm_cc_vars cc;
@@ -498,6 +502,22 @@ static int layout_read(const struct jvm_tables *t, struct jvm_proc *p, char *err
 	l->m.cp_size = (uint32_t)sizes[1];
 	b->block_size = (uint32_t)sizes[2];
 	l->m.flag_lines = (uint32_t)lines_flag;
+	/* The interpreted frames' token (bpf/runtime/jvm.bpf.c's method_token),
+	 * where the tables give its reads and the BPF read of the ConstMethod
+	 * (32 bytes from _constants) holds _name_index. */
+	b->sym_hash = JVM_NO_TOKEN;
+	l->m.tokens = l->m.has_refcount && l->m.sym_refcount < JVM_NO_TOKEN &&
+		      l->m.c_name_index >= l->m.c_constants + 8 &&
+		      l->m.c_name_index - l->m.c_constants <= 30;
+	if (l->m.tokens) {
+		b->cm_constants = (uint16_t)l->m.c_constants;
+		b->cm_name_index = (uint16_t)l->m.c_name_index;
+		b->cp_size = (uint16_t)l->m.cp_size;
+		b->sym_hash = (uint16_t)l->m.sym_refcount;
+	} else {
+		debug("process %d: interpreted frames named without their Symbol's token",
+		      (int)p->pid);
+	}
 	l->pcdesc = (struct jvm_pcdesc_layout){
 	    .size = (uint32_t)sizes[3], .pc_offset = pcd_pc, .scope_decode_offset = pcd_scope};
 	/* Every field the BPF step reads lies in the bytes it reads of a blob. */
@@ -720,7 +740,7 @@ static size_t proc_mem(void *ctx, uint64_t addr, void *buf, size_t len)
  * metadata at one address in turn). The nmethod's own entry is read before
  * the methods it names are looked up, and they must not be older. */
 static const struct jvm_method_ent *method_get(struct jvm_proc *p, uint64_t addr, uint32_t cookie,
-					       uint64_t min_seq)
+					       uint32_t token, uint64_t min_seq)
 {
 	uint64_t h = hash_u64(addr);
 	uint32_t id = idtab_find(&p->method_tab, h, method_eq, p, &addr);
@@ -730,18 +750,22 @@ static const struct jvm_method_ent *method_get(struct jvm_proc *p, uint64_t addr
 
 	if (id != UINT32_MAX) {
 		e = p->methods.v[id];
-		if ((cookie == COOKIE_ANY || JVM_CM_COOKIE(e->cm) == cookie) && e->seq >= min_seq)
+		if ((cookie == COOKIE_ANY ||
+		     (JVM_CM_COOKIE(e->cm) == cookie && (!p->l.m.tokens || e->token == token))) &&
+		    e->seq >= min_seq)
 			return e;
 	}
-	/* Read now, and checked against the sample's ConstMethod. */
+	/* Read now, and checked against the sample's ConstMethod and name. */
 	if (jvm_method_read(&r, addr, &mr))
 		return NULL;
-	if ((cookie != COOKIE_ANY && JVM_CM_COOKIE(mr.cm) != cookie) ||
-	    !(e = calloc(1, sizeof(*e)))) {
+	if (cookie != COOKIE_ANY &&
+	    (JVM_CM_COOKIE(mr.cm) != cookie || (p->l.m.tokens && mr.token != token)))
+		p->stale = true;
+	if (p->stale || !(e = calloc(1, sizeof(*e)))) {
 		jvm_method_read_free(&mr);
 		return NULL;
 	}
-	*e = (struct jvm_method_ent){addr, mr.cm, ++p->seq, mr.m, mr.lines, mr.nlines};
+	*e = (struct jvm_method_ent){addr, mr.cm, ++p->seq, mr.m, mr.lines, mr.nlines, mr.token};
 	if (id != UINT32_MAX) { /* the old one is freed at the next frame's naming */
 		if (VEC_PUSH(p->dead_methods, p->methods.v[id])) {
 			method_free(e);
@@ -823,9 +847,19 @@ static const struct jvm_nmethod_ent *nm_get(struct jvm_proc *p, uint64_t addr, u
 		size_t nmeta = 0;
 
 		if (rd(p->pid, addr + p->l.nm_compile_id, &cid, 4) ||
-		    (uint32_t)cid % (1u << 24) != cookie ||
-		    rd_u64(p->pid, addr + p->l.cm_method, &e->method) ||
-		    rd_u64(p->pid, addr + p->l.cb_code_begin, &e->begin) ||
+		    rd_u64(p->pid, addr + p->l.cm_method, &e->method))
+			goto fail;
+		/* Another compile id: the sampled nmethod freed, its memory
+		 * another's. A NULL _method: it is unloaded
+		 * (nmethod::make_unloaded), and the methods its metadata
+		 * names may be of a class unloaded, their memory and Symbols
+		 * another's (JChurn: "Worker." and "Worker.Worker.java", read
+		 * through an unloaded nmethod of B's oddSpin). */
+		if ((uint32_t)cid % (1u << 24) != cookie || !e->method) {
+			p->stale = true;
+			goto fail;
+		}
+		if (rd_u64(p->pid, addr + p->l.cb_code_begin, &e->begin) ||
 		    rd(p->pid, addr + p->l.cb_frame_complete, &e->complete, 4) ||
 		    rd_u64(p->pid, addr + p->l.nm_scopes_data, &data) ||
 		    rd(p->pid, addr + p->l.nm_scopes_pcs, &o_pcs, 4) ||
@@ -847,8 +881,10 @@ static const struct jvm_nmethod_ent *nm_get(struct jvm_proc *p, uint64_t addr, u
 		/* Checked again after the copies: the nmethod was not freed and
 		 * its memory reused while they were read. */
 		if (rd(p->pid, addr + p->l.nm_compile_id, &cid, 4) ||
-		    (uint32_t)cid % (1u << 24) != cookie)
+		    (uint32_t)cid % (1u << 24) != cookie) {
+			p->stale = true;
 			goto fail;
+		}
 	}
 	if (id != UINT32_MAX) { /* the old one is freed at the next frame's naming */
 		if (VEC_PUSH(p->dead_nms, p->nms.v[id]))
@@ -880,7 +916,7 @@ struct chain_ctx {
 static int chain_read(void *ctx, uint64_t method, int32_t bci, struct jvm_named *out)
 {
 	const struct chain_ctx *c = ctx;
-	const struct jvm_method_ent *me = method_get(c->p, method, COOKIE_ANY, c->min_seq);
+	const struct jvm_method_ent *me = method_get(c->p, method, COOKIE_ANY, 0, c->min_seq);
 
 	if (!me)
 		return -1;
@@ -901,14 +937,15 @@ int jvm_frame_names(struct jvm_proc *p, uint64_t addr, uint64_t info, struct jvm
 
 	if (max < 2)
 		return 0;
+	p->stale = false;
 	/* The names handed out before are the caller's copies by now. */
 	dead_clear(p);
 	if (p->methods.n + JVM_INLINE_MAX >= JVM_CACHE_MAX || p->nms.n + 1 >= JVM_CACHE_MAX)
 		caches_clear(p);
 	if (kind == JVM_KIND_INTERP) {
-		if (!(me = method_get(p, addr, cookie, 0)))
-			return 0;
-		out[0] = (struct jvm_named){&me->m, method_line(me, off)};
+		if (!(me = method_get(p, addr, cookie, JVM_FRAME_TOKEN(info), 0)))
+			return p->stale ? -ESTALE : 0;
+		out[0] = (struct jvm_named){&me->m, method_line(me, JVM_FRAME_BCI(info))};
 		return 1;
 	}
 	if (kind == JVM_KIND_STUB) {
@@ -920,7 +957,7 @@ int jvm_frame_names(struct jvm_proc *p, uint64_t addr, uint64_t info, struct jvm
 	if (kind != JVM_KIND_COMPILED && kind != JVM_KIND_LEAF && kind != JVM_KIND_NATIVE)
 		return 0;
 	if (!(nm = nm_get(p, addr, kind, cookie)))
-		return 0;
+		return p->stale ? -ESTALE : 0;
 	/* The scopes at the pc: a return address has a PcDesc of its own (the
 	 * call's); a sampled pc takes the next one, as HotSpot's approximate
 	 * lookup (pc_desc_near), but in the prologue, where no inlined method
@@ -934,7 +971,7 @@ int jvm_frame_names(struct jvm_proc *p, uint64_t addr, uint64_t info, struct jvm
 	n = jvm_chain_names(sc, k, nm->meta, nm->nmeta, nm->method, chain_read,
 			    &(struct chain_ctx){p, nm->seq}, out, max);
 	if (n == 0) { /* no scopes (a native wrapper, a pc with none): the method alone */
-		if (!(me = method_get(p, nm->method, COOKIE_ANY, nm->seq)))
+		if (!(me = method_get(p, nm->method, COOKIE_ANY, 0, nm->seq)))
 			return 0;
 		/* In the prologue: its first line, as bytecode 0's. */
 		out[n++] = (struct jvm_named){
@@ -953,9 +990,9 @@ int jvm_frame_names(struct jvm_proc *p, uint64_t addr, uint64_t info, struct jvm
 
 		if (rd(p->pid, addr + p->l.nm_compile_id, &cid, 4) ||
 		    (uint32_t)cid % (1u << 24) != cookie ||
-		    rd_u64(p->pid, addr + p->l.cm_method, &m) || m != nm->method) {
+		    rd_u64(p->pid, addr + p->l.cm_method, &m) || !m || m != nm->method) {
 			caches_clear(p);
-			return 0;
+			return -ESTALE;
 		}
 	}
 	return n;

@@ -52,8 +52,10 @@ struct jvm_method {
 /* One recorded frame as the Java frames it stands for, innermost first
  * (a compiled frame's inlined methods, then its own): each a method and
  * the line of its bytecode index (0: not known). Their number (at most
- * max), 0 when the frame names nothing now (freed, reused, unreadable). A
- * stub's frame is one method with the blob's name and no file. */
+ * max); -ESTALE when what the address holds now is not what the sample saw
+ * (the nmethod unloaded or another's, the method's ConstMethod or name's
+ * Symbol another's); 0 when it names nothing else (unreadable). A stub's
+ * frame is one method with the blob's name and no file. */
 struct jvm_named {
 	const struct jvm_method *m;
 	int line;

@@ -33,6 +33,11 @@ struct jvm_method_layout {
 	/* InstanceKlass::_init_state, and its value linked (checked when
 	 * k_init_state is not 0). */
 	uint32_t k_init_state, linked;
+	/* Interpreted frames carry their method's token, its name's Symbol's
+	 * hash (bpf/runtime/jvm.bpf.c's method_token), and are named only
+	 * where the read finds it (when has_refcount, and the BPF walk can
+	 * read it). */
+	uint32_t tokens;
 };
 
 /* Reads len bytes at addr: the bytes read (fewer at a fault). */
@@ -40,7 +45,8 @@ typedef size_t (*jvm_mem_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
 
 /* A method read: m's texts and lines are malloc'd (jvm_method_read_free). */
 struct jvm_method_read {
-	uint64_t cm; /* its ConstMethod* */
+	uint64_t cm;	/* its ConstMethod* */
+	uint32_t token; /* its name's Symbol's hash (the high 16 bits of its count's word) */
 	struct jvm_method m;
 	uint8_t *lines; /* its compressed line number table, or NULL */
 	size_t nlines;
@@ -78,6 +84,7 @@ struct jvm_method_ids {
 	uint64_t cm, cp, holder, ksym, name_sym, sig_sym, src_sym, methods, listed;
 	uint16_t ni, si, code_size, flags, sfi, idnum;
 	uint8_t init_state, pad[3];
+	uint32_t token, pad2;
 };
 
 static inline int jvm_method_ids(const struct jvm_method_rd *r, uint64_t addr,
@@ -110,6 +117,8 @@ static inline int jvm_method_ids(const struct jvm_method_rd *r, uint64_t addr,
 			if (syms[i] &&
 			    (jvm_rd(r, syms[i] + l->sym_refcount, &hr, 4) || !(hr & 0xffff)))
 				return -EFAULT;
+			if (i == 1)
+				m->token = hr >> 16;
 		}
 	}
 	/* A class not yet linked cannot have run: it is one being loaded where
@@ -183,6 +192,7 @@ static inline int jvm_method_read(const struct jvm_method_rd *r, uint64_t addr,
 	    jvm_symbol(r, ids.sig_sym, sig, sizeof(sig)))
 		return -EFAULT;
 	out->cm = ids.cm;
+	out->token = ids.token;
 	/* java/lang/String -> java.lang.String; the file beside its package. */
 	slash = strrchr(cls, '/');
 	for (size_t i = 0; i <= strlen(cls); i++)

@@ -251,6 +251,8 @@ static int frame_pcs(struct jvm_names *jn, struct jvm_pid *e, uint64_t addr, uin
 	bool cut = false;
 
 	n = jvm_frame_names(e->jp, addr, info, named, JVM_EXPAND_MAX);
+	if (n < 0)
+		return n; /* -ESTALE */
 	for (int j = 0; j < n && m < max; j++) {
 		cut |= named[j].m == &jvm_chain_cut;
 		uint32_t fn = fn_intern(jn, named[j].m);
@@ -320,6 +322,10 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 		    jvm_in_cache(e->jp, pcs[i])) {
 			k = frame_pcs(jn, e, JVM_FRAME_ADDR(w[2 * next]), w[2 * next + 1], &out[m],
 				      max - m);
+			if (k < 0) {
+				jn->st.gone++;
+				k = 0;
+			}
 			if (!k)
 				debug(
 				    "process %d: a Java frame not named (kind %u at %#llx, %#llx)",

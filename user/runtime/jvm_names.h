@@ -24,6 +24,8 @@ struct jvm_names_stats {
 	uint64_t frames;     /* recorded frames named */
 	uint64_t inlined;    /* methods named inside compiled frames, beyond their own */
 	uint64_t unnamed;    /* recorded frames left native: freed, reused or unreadable */
+	uint64_t gone;	     /* of them, those whose code or method was unloaded, or was
+				another's, by the time it was read (jvm_frame_names' -ESTALE) */
 	uint64_t truncated;  /* records whose Java frames were cut (SAMPLE_JVM_TRUNC) */
 	uint64_t inline_cut; /* compiled frames whose inlined methods were not all read */
 };
