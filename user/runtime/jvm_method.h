@@ -78,8 +78,10 @@ static inline int jvm_rd(const struct jvm_method_rd *r, uint64_t addr, void *buf
  * idnum (_methods); and all of it read twice, before and after the texts
  * and the line table, a change between the two refusing the method. None
  * of it proves the class alive: a class unloaded, its memory whole and its
- * Symbols' memory another live Symbol's, passes (docs/design.md); a
- * compiled frame's nmethod does prove it (jvm_frame_names). */
+ * Symbols' memory another live Symbol's, passes. What does is the frame's
+ * (user/runtime/jvm.c): a compiled frame's nmethod still has its _method;
+ * an interpreted frame's token, its name's Symbol's hash as the BPF walk
+ * read it while the frame ran, is this read's token (docs/design.md). */
 struct jvm_method_ids {
 	uint64_t cm, cp, holder, ksym, name_sym, sig_sym, src_sym, methods, listed;
 	uint16_t ni, si, code_size, flags, sfi, idnum;
