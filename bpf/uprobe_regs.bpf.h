@@ -114,6 +114,17 @@ static __always_inline struct uprobe_task *uprobe_view(struct task_struct *task,
 	return ut;
 }
 
+/* The return_instance the uretprobe system call consumed last, which the
+ * kernel keeps for reuse at the head of utask->ri_pool (6.13+); NULL
+ * before 6.13 or when there is none. */
+static __always_inline struct return_instance *uprobe_ri_done(struct uprobe_task *ut,
+							      const bool compat)
+{
+	if (!ut || !bpf_core_field_exists(ut->ri_pool))
+		return NULL;
+	return compat ? BPF_CORE_READ(ut, ri_pool) : (struct return_instance *)ut->ri_pool;
+}
+
 /* In the trampoline after the uretprobe system call put the real return
  * address on the stack (6.11+): its last instructions, `pop %r11; pop %rcx;
  * ret`, done here. The address is taken from the return_instance just
@@ -143,9 +154,8 @@ static __always_inline int uprobe_tramp_tail(__u64 *regs, struct uprobe_task *ut
 	}
 	if (i == 3)
 		return -1;
-	if (ut && bpf_core_field_exists(ut->ri_pool)) {
-		struct return_instance *ri =
-		    compat ? BPF_CORE_READ(ut, ri_pool) : (struct return_instance *)ut->ri_pool;
+	{
+		struct return_instance *ri = uprobe_ri_done(ut, compat);
 
 		if (ri) {
 			bpf_core_read(&st, sizeof(st), &ri->stack);
@@ -234,6 +244,27 @@ static __always_inline void uprobe_regs_at(struct task_struct *task, __u64 *regs
 	 * its ip one past an int3. */
 	if (!in_kernel || !ip || (__s64)BPF_CORE_READ(ur, orig_ax) != -1)
 		return;
+	/* Inside the uretprobe system call (which sets orig_ax -1), after its
+	 * handlers set ip to the real return address and it moved sp back
+	 * down over the trampoline's three pushes, before it puts ip back in
+	 * the trampoline: ip is the caller's and sp 24 bytes below the
+	 * caller's (probe_redis_unknown: `call < [unknown]` under
+	 * __x64_sys_uretprobe, the walk taking a pushed register for the
+	 * return address). Told by the return_instance just consumed: its
+	 * return address is ip and its slot sp + 16. An ordinary return to
+	 * that address has sp one word above the slot. */
+	if (v->tramp) {
+		struct return_instance *ri = uprobe_ri_done(ut, compat);
+
+		if (ri) {
+			bpf_core_read(&st, sizeof(st), &ri->stack);
+			bpf_core_read(&ra, sizeof(ra), &ri->orig_ret_vaddr);
+			if (ra == ip && st + 8 == sp + UPROBE_TRAMP_PUSHES) {
+				regs[UREG_SP] = st + 8;
+				return;
+			}
+		}
+	}
 	mm = compat ? BPF_CORE_READ(task, mm) : UNTRUSTED(task, struct task_struct)->mm;
 	if (!mm || !(mm_flags_word(mm) & (1ULL << MMF_HAS_UPROBES_BIT)))
 		return;
