@@ -28,7 +28,12 @@ perf PID: "samples=N py=PCT agree=PCT paired=PCT edge=PCT" (weighted) of a
   (_PyEvalFrameClearAndPop leafward of the innermost trampoline);
   unentered, the samples whose leaf is a native evaluation frame left
   unnamed in its call's prologue (3.12.1's, by its lines) right under its
-  trampoline. The first samples not paired go to stderr.
+  trampoline, of those whose walk did not fault; faulted, the samples
+  whose Python walk faulted (their stack cut at [truncated]: 3.12's
+  prologue publishes its cframe, tstate->cframe, some 30 instructions
+  before it writes the cframe's previous and current frame, and a walk
+  there starts from the last call's values, which nothing in memory
+  corrects until then). The first samples not paired go to stderr.
 deep PID DEPTH: "samples=N module=PCT whole=PCT trunc=PCT eval=N" over ALL
   of the main thread's samples (the thread PID) of mode deep DEPTH, a
   recursion of DEPTH frames of deep: module, the share with <module>
@@ -126,7 +131,7 @@ def main():
         return
     if mode == "perf":
         total = agree = paired = edge = py = bad = n = 0
-        clear = clear_ok = nclear = nenter = 0
+        clear = clear_ok = nclear = nenter = faulted = 0
         for (w, f), (_, fl) in zip(traces(text, pid, mapped=True), traces(text, pid, lines=True)):
             n += 1
             tramp = [n[4:].split(":", 1)[0] for n, _, _ in f if n.startswith("py::")]
@@ -157,7 +162,9 @@ def main():
             # by its Python frame) in its prologue, before it links its
             # frame, right under its trampoline (Python/ceval.c 655-745 in
             # 3.12.1: the function's first line to its resume_frame label).
-            if t == 1 and names[0] == "_PyEval_EvalFrameDefault":
+            cut = "[truncated]" in names
+            faulted += 1 if cut else 0
+            if t == 1 and names[0] == "_PyEval_EvalFrameDefault" and not cut:
                 m = re.match(r"(?:.*/)?Python/ceval\.c:(\d+)$", fl[0][1])
                 nenter += 1 if m and 655 <= int(m.group(1)) < 746 else 0
             # Each trampoline calls one evaluation of its function's
@@ -185,10 +192,10 @@ def main():
                 if bad <= 3:
                     print("differ: perf map %s, walked %s" % (tramp, walked), file=sys.stderr)
         print("samples=%d py=%.1f agree=%.2f paired=%.2f edge=%.2f clear=%.2f clearn=%d "
-              "unentered=%d" % (
+              "unentered=%d faulted=%d" % (
                   n, 100 * py / (total or 1), 100 * agree / (total or 1),
                   100 * paired / (total or 1), 100 * edge / (total or 1),
-                  100 * clear_ok / (clear or 1), nclear, nenter))
+                  100 * clear_ok / (clear or 1), nclear, nenter, faulted))
         return
     if mode == "deep":
         depth = int(sys.argv[3])

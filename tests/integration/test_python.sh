@@ -325,14 +325,18 @@ PY
 		raw=$("$PPROF" -raw "$TMP/edges/profile.pb.gz" 2>/dev/null)
 		rj=$(python3 "$ROOT/tests/integration/py_traces.py" perf "$jpid" <<<"$raw" 2>"$TMP/edges.differ")
 		rd=$(python3 "$ROOT/tests/integration/py_traces.py" perf "$dpid" <<<"$raw" 2>>"$TMP/edges.differ")
-		read -r _ _ _ pj _ cj nj uj <<<"$(sed 's/[a-z]*=//g' <<<"$rj")"
-		read -r _ _ _ pd _ _ _ ud <<<"$(sed 's/[a-z]*=//g' <<<"$rd")"
+		read -r sj _ _ pj _ cj nj uj fj <<<"$(sed 's/[a-z]*=//g' <<<"$rj")"
+		read -r sd _ _ pd _ _ _ ud fd <<<"$(sed 's/[a-z]*=//g' <<<"$rd")"
 		# clear where json.tool had such samples: its main() may not end
 		# in the 4 s on a loaded machine (430 samples, one such, once).
+		# faulted: walks begun in 3.12's prologue before it fills the
+		# cframe it published (py_traces.py): 1 sample of ~2,500 in 1
+		# run of 8, the unentered=1 CI saw; at most 1 in 500.
 		if at_least "${pj:-0}" 99.9 && at_least "${pd:-0}" 99.9 &&
 			{ [ "${nj:-0}" = 0 ] || at_least "${cj:-0}" 99; } &&
-			[ "${uj:-1}" = 0 ] && [ "${ud:-1}" = 0 ]; then pass $t; else
-			fail $t "json.tool: $rj; difflib: $rd (want paired >= 99.9 each; json.tool's clear >= 99; unentered 0)"
+			[ "${uj:-1}" = 0 ] && [ "${ud:-1}" = 0 ] &&
+			[ $((${fj:-1} * 500)) -le "${sj:-0}" ] && [ $((${fd:-1} * 500)) -le "${sd:-0}" ]; then pass $t; else
+			fail $t "json.tool: $rj; difflib: $rd (want paired >= 99.9 each; json.tool's clear >= 99; unentered 0; faulted at most 1 in 500)"
 			head -3 "$TMP/edges.differ" >&2
 		fi
 	else
