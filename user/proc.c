@@ -1471,24 +1471,7 @@ void procs_retire(struct procs *procs, uint64_t time_ns, uint64_t until_ns, proc
 		remove_retired(procs);
 }
 
-/* The library dirs searched for an exit-time mapping's bare name: the
- * loader's default paths (Debian's multiarch ones first). */
-static const char *const lib_dirs[] = {
-#if defined(__x86_64__)
-    "/lib/x86_64-linux-gnu",
-    "/usr/lib/x86_64-linux-gnu",
-#elif defined(__aarch64__)
-    "/lib/aarch64-linux-gnu",
-    "/usr/lib/aarch64-linux-gnu",
-#endif
-    "/lib64",
-    "/usr/lib64",
-    "/lib",
-    "/usr/lib",
-    "/usr/local/lib",
-};
-
-/* An exit-time mapping's file by its bare name in the library dirs, taken
+/* An exit-time mapping's file by its bare name in the loader's dirs, taken
  * only where that path is the very file mapped (its inode and device now):
  * the name is the target's to choose, the check makes it only a hint. A
  * process that exits before any process mapping the same library had its
@@ -1505,8 +1488,9 @@ static const struct known_file *find_lib(struct procs *procs, const struct mappi
 
 	if (!name[0] || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
 		return NULL;
-	for (i = 0; i < sizeof(lib_dirs) / sizeof(lib_dirs[0]); i++) {
-		if (snprintf(path, sizeof(path), "%s/%s", lib_dirs[i], name) >= (int)sizeof(path) ||
+	for (i = 0; loader_lib_dirs[i]; i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", loader_lib_dirs[i], name) >=
+			(int)sizeof(path) ||
 		    !realpath(path, real) || stat(real, &st) || !S_ISREG(st.st_mode) ||
 		    st.st_ino != m->inode || major(st.st_dev) != m->dev_major ||
 		    minor(st.st_dev) != m->dev_minor)

@@ -405,22 +405,16 @@ char *target_find_object(pid_t pid, const char *obj)
 	return found;
 }
 
-/* A library for a command not started yet: the usual directories. */
+/* A library for a command not started yet: the loader's dirs. */
 char *target_find_library(const char *obj)
 {
-	static const char *const dirs[] = {"/lib/x86_64-linux-gnu",
-					   "/usr/lib/x86_64-linux-gnu",
-					   "/lib64",
-					   "/usr/lib",
-					   "/usr/local/lib",
-					   NULL};
 	char buf[PATH_MAX];
 	int i;
 
 	if (obj[0] == '/')
 		return access(obj, R_OK) ? NULL : xstrdup(obj);
-	for (i = 0; dirs[i]; i++) {
-		snprintf(buf, sizeof(buf), "%s/%s", dirs[i], obj);
+	for (i = 0; loader_lib_dirs[i]; i++) {
+		snprintf(buf, sizeof(buf), "%s/%s", loader_lib_dirs[i], obj);
 		if (!access(buf, R_OK))
 			return xstrdup(buf);
 	}

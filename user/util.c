@@ -146,6 +146,22 @@ int read_path_all_at(int dirfd, const char *path, int flags, size_t max, char **
 	return err;
 }
 
+const char *const loader_lib_dirs[] = {
+#if defined(__x86_64__)
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib/x86_64-linux-gnu",
+#elif defined(__aarch64__)
+    "/lib/aarch64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+#endif
+    "/lib64",
+    "/usr/lib64",
+    "/lib",
+    "/usr/lib",
+    "/usr/local/lib",
+    NULL,
+};
+
 int open_regular(const char *path, int flags)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | flags);

@@ -46,6 +46,11 @@ int read_path_all_at(int dirfd, const char *path, int flags, size_t max, char **
  * O_NOFOLLOW); only a regular file is kept. An fd, or -errno (-EINVAL: not
  * a regular file). */
 int open_regular(const char *path, int flags);
+/* The dynamic loader's default library dirs (Debian's multiarch ones
+ * first), NULL-terminated: where a library named without a directory is
+ * looked for (-t's LIB:FUNC before the command runs, an exit-time
+ * mapping's bare name). */
+extern const char *const loader_lib_dirs[];
 
 uint64_t now_ns(int clock);   /* clock_gettime in ns */
 char *xstrdup(const char *s); /* aborts on ENOMEM: only for small, bounded strings */
