@@ -184,7 +184,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 		__u32 copied = 0;
 		bool walked = false;
 
-		if (stack_copy_dwarf && (dwarf_all || bpf_map_lookup_elem(&dwarf_pids, &tgid))) {
+		if (stack_copy_dwarf && dwarf_all) {
 			want = stack_copy_dwarf;
 			s->flags |= SAMPLE_DWARF;
 		}

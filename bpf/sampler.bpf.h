@@ -79,18 +79,12 @@ SHARED const volatile __u32 max_stack SHARED_INIT(MAX_STACK_DEFAULT);
 
 /* Bytes of user stack copied from sp at each sample: stack_copy_walk for
  * the walks' first window (not sent; WALK_COPY or CFI_WALK_COPY),
- * stack_copy_dwarf for processes unwound with DWARF (all of them, or those
- * in dwarf_pids). */
+ * stack_copy_dwarf for samples unwound with DWARF: every one under
+ * --call-graph dwarf (dwarf_all), else those the CFI walk cannot go on
+ * with (bpf/cfi_walk.bpf.h). */
 SHARED const volatile __u32 stack_copy_walk SHARED_INIT(0);
 SHARED const volatile __u32 stack_copy_dwarf SHARED_INIT(0);
 SHARED const volatile bool dwarf_all SHARED_INIT(false);
-
-SHARED struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32); /* tgid */
-	__type(value, __u8);
-} dwarf_pids SEC(".maps");
 
 /* The record is built here, then copied once into the ring buffer at its
  * true length: the BPF stack is only 512 bytes. One slot per CPU (an array,

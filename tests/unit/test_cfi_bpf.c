@@ -385,6 +385,9 @@ static int run_case(const char *name, char *const argv[], unsigned flags)
 	skel->rodata->self_tgid = getpid();
 	skel->rodata->stack_copy_walk = CFI_WALK_COPY;
 	skel->rodata->stack_copy_dwarf = 32768;
+	/* Each sample's stack copied for DWARF too, to check the walk
+	 * against (the target is the only process sampled). */
+	skel->rodata->dwarf_all = !notable;
 	skel->rodata->cfi_walk = true;
 	skel->rodata->cfi_read_copy = !windows;
 	bpf_map__set_max_entries(skel->maps.scratch_map, ncpu);
@@ -409,8 +412,6 @@ static int run_case(const char *name, char *const argv[], unsigned flags)
 	if (t.pid <= 0)
 		goto out;
 	CHECK(!bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &t.pid, &one, 0));
-	if (!notable)
-		CHECK(!bpf_map_update_elem(bpf_map__fd(skel->maps.dwarf_pids), &t.pid, &one, 0));
 	err = cfi_maps_new(bpf_map__fd(skel->maps.cfi_rows), bpf_map__fd(skel->maps.cfi_tables),
 			   bpf_map__fd(skel->maps.cfi_mappings), rows,
 			   bpf_map__max_entries(skel->maps.cfi_tables), &cm);
