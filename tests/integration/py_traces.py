@@ -28,7 +28,8 @@ perf PID: "samples=N py=PCT agree=PCT paired=PCT edge=PCT" (weighted) of a
   (_PyEvalFrameClearAndPop leafward of the innermost trampoline);
   unentered, the samples whose leaf is a native evaluation frame left
   unnamed in its call's prologue (3.12.1's, by its lines) right under its
-  trampoline, of those whose walk did not fault; faulted, the samples
+  trampoline, of those whose walk did not fault (the walk there may also
+  end at once, on the same stale values as below); faulted, the samples
   whose Python walk faulted (their stack cut at [truncated]: 3.12's
   prologue publishes its cframe, tstate->cframe, some 30 instructions
   before it writes the cframe's previous and current frame, and a walk

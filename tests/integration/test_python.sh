@@ -329,14 +329,19 @@ PY
 		read -r sd _ _ pd _ _ _ ud fd <<<"$(sed 's/[a-z]*=//g' <<<"$rd")"
 		# clear where json.tool had such samples: its main() may not end
 		# in the 4 s on a loaded machine (430 samples, one such, once).
-		# faulted: walks begun in 3.12's prologue before it fills the
-		# cframe it published (py_traces.py): 1 sample of ~2,500 in 1
-		# run of 8, the unentered=1 CI saw; at most 1 in 500.
+		# faulted, and unentered left: walks begun in 3.12's prologue
+		# after it published its cframe (tstate->cframe, +48 in 3.12.1)
+		# and before it fills the cframe's previous and current frame
+		# (+166): the walk starts from the last call's values there,
+		# which either fault or end at once (py_traces.py). In 18 runs
+		# here: 3 faulted, 1 unentered, each 1 sample of ~2,500, and CI
+		# saw both; py_pending's entries gave unentered 7 of 184 before.
+		# At most 1 in 500 each.
 		if at_least "${pj:-0}" 99.9 && at_least "${pd:-0}" 99.9 &&
 			{ [ "${nj:-0}" = 0 ] || at_least "${cj:-0}" 99; } &&
-			[ "${uj:-1}" = 0 ] && [ "${ud:-1}" = 0 ] &&
+			[ $((${uj:-1} * 500)) -le "${sj:-0}" ] && [ $((${ud:-1} * 500)) -le "${sd:-0}" ] &&
 			[ $((${fj:-1} * 500)) -le "${sj:-0}" ] && [ $((${fd:-1} * 500)) -le "${sd:-0}" ]; then pass $t; else
-			fail $t "json.tool: $rj; difflib: $rd (want paired >= 99.9 each; json.tool's clear >= 99; unentered 0; faulted at most 1 in 500)"
+			fail $t "json.tool: $rj; difflib: $rd (want paired >= 99.9 each; json.tool's clear >= 99; unentered and faulted at most 1 in 500 each)"
 			head -3 "$TMP/edges.differ" >&2
 		fi
 	else
