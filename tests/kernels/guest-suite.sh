@@ -64,12 +64,15 @@ echo "KTEST INFO kernel $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ {print $2 
 SEEN_DEGRADED=
 REC_TIMEOUT=${REC_TIMEOUT:-60}
 rec() {
-	local name=$1 rc=0
+	local name=$1 rc=0 t0=$SECONDS
 	shift
 	ERR=$TMP/$name.err
 	# A hung recording is one failed check, not a guest that times out.
+	# 124 is also the recorder's own status where -d ended its command:
+	# the time taken tells them apart.
 	timeout -k 10 "$REC_TIMEOUT" "$REC" -q -o "$TMP/$name" "$@" > "$TMP/$name.out" 2> "$ERR" || rc=$?
-	[ $rc = 124 ] && echo "bpftrace-rec: killed by the suite after ${REC_TIMEOUT}s" >> "$ERR"
+	[ $rc = 124 ] && [ $((SECONDS - t0)) -ge "$REC_TIMEOUT" ] &&
+		echo "bpftrace-rec: killed by the suite after ${REC_TIMEOUT}s" >> "$ERR"
 	degraded "$TMP/$name/summary.json"
 	return $rc
 }
@@ -452,14 +455,18 @@ check kernel_kallsyms
 
 # Python frames walked in BPF (bpf/runtime/python.bpf.c, linked into the sampler):
 # Debian's python3.11 running pywork.py split, its functions named in the
-# profile with their share of the samples (loose: TCG).
+# profile with their share (loose: TCG) of the three's cumulative samples,
+# as split_ok's: of all samples, the guest kernel's interrupts under a busy
+# host and the interpreter's start-up took func_six to 41-44 % (CI, 6.1).
 c_python_frames() {
 	local t=python_frames py=/usr/bin/python3.11 a
 	[ -x $py ] || { skip $t "$py missing"; return; }
 	rec $t -F 199 -d 6 -- $py "$ROOT/tests/workloads/pywork.py" split
-	a=$(top "$TMP/$t" -cum | awk '$NF == "func_six" { sub("%", "", $5); print $5 }')
-	if within "${a:-0}" 60 15; then pass $t; else
-		fail $t "func_six ${a:-not named}% cumulative (want 60 +-15)"; fi
+	a=$(top "$TMP/$t" -cum -sample_index=samples |
+		awk '$NF ~ /^func_(six|three|one)$/ && $4 ~ /^[0-9]+$/ { n[$NF] = $4 }
+			END { t = n["func_six"] + n["func_three"] + n["func_one"]; if (t >= 30) printf "%.1f", 100 * n["func_six"] / t }')
+	if within "${a:-0}" 60 15; then pass $t; info "$t: func_six ${a}% of the three's samples"; else
+		fail $t "func_six ${a:-not named (or under 30 samples in the three)}% of func_six, func_three and func_one's cumulative samples (want 60 +-15)"; fi
 }
 check python_frames
 
