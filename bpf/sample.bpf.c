@@ -104,6 +104,11 @@ static long walk_step(__u32 i, struct walk_ctx *w)
  * u64). Not a CO-RE access: since 6.9 the kernel's own pt_regs makes cs a
  * u16 in a union, and the context allows only 8-byte loads of regs. */
 #define CTX_CS_OFF (17 * 8)
+/* x86-64's clone3 system call, and struct clone_args' stack field
+ * (include/uapi/linux/sched.h: flags, pidfd, child_tid, parent_tid,
+ * exit_signal, then stack, each 8 bytes). */
+#define SYS_CLONE3	 435
+#define CLONE_ARGS_STACK 40
 
 /* The sample's body. compat: for kernels before 5.19, without bpf_loop,
  * ring-buffer dynptrs, bpf_get_current_task_btf or bpf_task_pt_regs (the
@@ -218,6 +223,27 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool co
 			uprobe_regs(task, s->uregs, ur, s->flags & SAMPLE_IN_KERNEL, &v, compat);
 			sc->cfi.tramp = v.tramp;
 			sc->cfi.ri0 = v.ri;
+		}
+		/* A thread's first return from clone3 (its child: ax 0) onto the
+		 * stack clone3 was given (struct clone_args' stack, at its
+		 * pointer in rdi, which the child's registers keep): glibc's
+		 * clone3.S runs the child's first instructions under the
+		 * parent's CFI, up to its thread_start (cfi_undefined rip), and
+		 * a walk read a word of the new stack as a return address
+		 * (probe_redis_unknown: __clone3 < [unknown] < [unknown] under
+		 * ret_from_fork). The leaf alone is its stack, its root. */
+		if ((s->flags & SAMPLE_IN_KERNEL) && BPF_CORE_READ(ur, orig_ax) == SYS_CLONE3 &&
+		    !BPF_CORE_READ(ur, ax)) {
+			__u64 stack = 0;
+
+			if (!bpf_probe_read_user(
+				&stack, sizeof(stack),
+				(void *)(BPF_CORE_READ(ur, di) + CLONE_ARGS_STACK)) &&
+			    stack) {
+				s->ips[nk] = s->uregs[UREG_IP];
+				nu = 1;
+				goto user_done;
+			}
 		}
 		sp = s->uregs[UREG_SP];
 		/* The walks' first window: one read, across a page boundary too,
