@@ -160,6 +160,24 @@ for k, n in bad.most_common(4):
     print("  %.2f%% %s" % (100 * n / tot, k), file=sys.stderr)
 ' "$2" "$3"
 }
+# "N H B" over all samples of PROFILE: N, the samples; H, those whose stack
+# holds a frame in HOLD (comma-separated); B, of those, the ones with an
+# [unknown] frame, or (ROOT given) whose outermost frame is not ROOT.
+held_bad() { # PROFILE HOLD [ROOT]
+	"$PPROF" -traces "$1" 2>/dev/null | python3 -c '
+import sys
+hold, root = set(sys.argv[1].split(",")), sys.argv[2]
+n = h = b = 0
+for blk in sys.stdin.read().split("-----------+")[1:]:
+    fr = [l.split()[-1] for l in blk.splitlines()[1:] if l.strip() and not l.strip().endswith(":") and ":  " not in l]
+    if not fr:
+        continue
+    n += 1
+    if hold.intersection(fr):
+        h += 1
+        b += "[unknown]" in fr or (root != "" and fr[-1] != root)
+print(n, h, b)' "$2" "${3:-}"
+}
 # Share (%) of all samples of PROFILE by SAMPLE_INDEX whose stack holds one
 # of FUNCS (comma-separated; they never share a stack); for counts, which
 # pprof -traces does not print.

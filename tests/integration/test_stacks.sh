@@ -84,18 +84,7 @@ if require_tool /usr/bin/python3 $t; then
 end = time.time() + 3
 while time.time() < end:
     t = threading.Thread(target=int); t.start(); t.join()' >/dev/null 2>"$TMP/thr.err"
-	read -r n f u <<<"$("$PPROF" -traces "$TMP/thr/profile.pb.gz" 2>/dev/null | python3 -c '
-import sys
-n = f = u = 0
-for b in sys.stdin.read().split("-----------+")[1:]:
-    fr = [l.split()[-1] for l in b.splitlines()[1:] if l.strip() and not l.strip().endswith(":") and ":  " not in l]
-    if not fr:
-        continue
-    n += 1
-    if "ret_from_fork" in fr:
-        f += 1
-        u += "[unknown]" in fr or fr[-1] != "__clone3"
-print(n, f, u)')"
+	read -r n f u < <(held_bad "$TMP/thr/profile.pb.gz" ret_from_fork __clone3)
 	if at_least "${f:-0}" 10 && [ "${u:-1}" = 0 ]; then pass $t; else
 		fail $t "${u:-?} of ${f:-?} samples in a new thread's first schedule (of ${n:-?}) do not end at __clone3 alone"; fi
 fi
