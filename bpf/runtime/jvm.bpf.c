@@ -117,35 +117,80 @@ static __always_inline struct jvm_mcache_ent *jvm_mcache(struct jvm_bpf_step *st
 			   ((1 << JVM_MCACHE_BITS) - 1)];
 }
 
-/* The token of the method whose ConstMethod is cm: the hash of its name's
- * Symbol (the high 16 bits of _hash_and_refcount, random at each Symbol's
- * making), read while the frame runs, so its class is alive. User space
- * names the frame only where its own later read finds the same Symbol: a
- * class unloaded since has its memory taken by the next class loaded at
- * the very same addresses, and its Symbols' by the next names made
- * (JChurn: B's oddSpin read later as A's "evenSpin"); the ConstMethod's
- * address, the cookie, is the same for both. 0 where it cannot be read
- * (a frame user space then names only by chance, 1 in 65,536). Its
- * reads go into w[12..15], past the frame's words. */
-static __always_inline __u32 method_token(struct jvm_bpf_step *st, __u64 cm)
+/* A Symbol's hash (the high 16 bits of _hash_and_refcount) through the
+ * pool slot at cp's index i, into *h: 0, or -1 where it cannot be read. */
+static __always_inline int slot_hash(struct jvm_bpf_step *st, __u64 cp, __u16 i, __u32 *h)
 {
-	__u32 o = st->pr.cm_name_index - st->pr.cm_constants;
-	__u64 cp;
-	__u16 ni;
+	/* One destination for every read: one pointer the compiler keeps. */
+	if (bpf_probe_read_user(&st->w[14], 8, (void *)(cp + st->pr.cp_size + 8 * (__u64)i)) ||
+	    bpf_probe_read_user(&st->w[14], 4, (void *)(st->w[14] + st->pr.sym_hash)))
+		return -1;
+	*h = (__u32)st->w[14] >> 16;
+	return 0;
+}
 
-	if (st->pr.sym_hash == JVM_NO_TOKEN || o > 30 ||
-	    bpf_probe_read_user(&st->w[12], 32, (void *)(cm + st->pr.cm_constants)))
+/* The token (bpf/runtime/jvm.h's jvm_token) of the method whose
+ * ConstMethod is st->tk_cm, read while the frame runs, so its class is alive.
+ * User space names the frame only where its own later read finds the
+ * same: a class unloaded since has its memory taken by the next class
+ * loaded at the very same addresses, and its Symbols' by the next names
+ * made (JChurn: B's oddSpin read later as A's "evenSpin", B's run with
+ * A's lines); the ConstMethod's address, the cookie, is the same for
+ * both. 0 where it cannot be read (a frame user space then names only by
+ * chance, 1 in 65,536). Reads into w[12..15], past the frame's words, and
+ * cp_head: on an mcache miss only, 4 to 7 of them. */
+static __always_inline __u32 method_token(struct jvm_bpf_step *st)
+{
+	__u8 *cmw = (__u8 *)&st->w[12];
+	__u32 o;
+
+	if (st->pr.sym_hash == JVM_NO_TOKEN ||
+	    bpf_probe_read_user(cmw, 32, (void *)(st->tk_cm + st->pr.cm_constants)))
 		return 0;
-	cp = st->w[12];
-	barrier_var(o);
-	o &= 31;
+	/* Each offset bounded in the 32 bytes read (user space checked them;
+	 * the verifier is shown). */
+	o = (__u32)(st->pr.cm_name_index - st->pr.cm_constants) & 31;
 	if (o > 30)
 		return 0;
-	ni = *(__u16 *)((__u8 *)&st->w[12] + o);
-	if (bpf_probe_read_user(&st->w[14], 8, (void *)(cp + st->pr.cp_size + 8 * (__u64)ni)) ||
-	    bpf_probe_read_user(&st->w[15], 4, (void *)(st->w[14] + st->pr.sym_hash)))
+	st->tk_ni = *(__u16 *)(cmw + o);
+	o = (__u32)(st->pr.cm_code_size - st->pr.cm_constants) & 31;
+	if (o > 30)
 		return 0;
-	return (__u32)st->w[15] >> 16;
+	st->tk_code_size = *(__u16 *)(cmw + o);
+	o = (__u32)(st->pr.cm_flags - st->pr.cm_constants) & 31;
+	if (o > 30)
+		return 0;
+	st->tk_flags = *(__u16 *)(cmw + o);
+	o = (__u32)(st->pr.cm_words - st->pr.cm_constants) & 31;
+	if (o > 28)
+		return 0;
+	st->tk_words = *(__u32 *)(cmw + o);
+	/* w[12], the pool, is kept: slot_hash reads into w[14..15]. */
+	if (bpf_probe_read_user(st->cp_head, 64, (void *)st->w[12]))
+		return 0;
+	o = st->pr.cp_source_file & 63;
+	if (o > 62)
+		return 0;
+	st->tk_sfi = *(__u16 *)&st->cp_head[o];
+	st->tk_hs = 0;
+	if (slot_hash(st, st->w[12], st->tk_ni, &st->tk_hn) ||
+	    (st->tk_sfi && slot_hash(st, st->w[12], st->tk_sfi, &st->tk_hs)))
+		return 0;
+	st->tk_lines = 0;
+	if (st->tk_flags & st->pr.lines_flag) {
+		/* The table's bytes in the ConstMethod (what follows it may be
+		 * a live object's, which changes). */
+		__u64 at = st->tk_cm + st->pr.cm_size + st->tk_code_size,
+		      end = st->tk_cm + 8 * (__u64)st->tk_words;
+
+		if (at < end) {
+			st->tk_lines = end - at; /* its bytes there, until read */
+			if (bpf_probe_read_user(&st->w[14], 8, (void *)at))
+				return 0;
+			st->tk_lines = jvm_token_bytes(st->w[14], st->tk_lines);
+		}
+	}
+	return jvm_token(st->tk_hn, st->tk_hs, st->tk_code_size, st->tk_lines);
 }
 
 /* The interpreter's frame at rbp: its Method* and bytecode index (and the
@@ -171,9 +216,12 @@ static __always_inline int step_interp(struct jvm_bpf_step *st)
 		cm = mc->cm;
 		token = mc->token;
 	} else {
-		if (bpf_probe_read_user(&cm, 8, (void *)(st->addr + st->pr.m_const)))
+		/* In the slot, not a register kept across the reads (the
+		 * stack the walkers share). */
+		if (bpf_probe_read_user(&st->tk_cm, 8, (void *)(st->addr + st->pr.m_const)))
 			return -2;
-		token = method_token(st, cm);
+		token = method_token(st);
+		cm = st->tk_cm;
 		mc = jvm_mcache(st); /* not kept across the call: a register less */
 		mc->method = st->addr;
 		mc->cm = cm;

@@ -53,15 +53,49 @@ struct jvm_bpf_proc {
 	/* The interpreter frame's slots, in words from rbp (frame_x86.hpp):
 	 * sender sp, Method*, bytecode pointer. */
 	__s16 if_sender_sp, if_method, if_bcp;
-	/* An interpreted frame's token (JVM_FRAME_OFF's high half): its
-	 * name's Symbol's hash, read through ConstMethod::_constants and
-	 * _name_index (at most 30 bytes past it), the pool's slots after
-	 * sizeof(ConstantPool), and Symbol::_hash_and_refcount;
-	 * sym_hash JVM_NO_TOKEN: none read. */
-	__u16 cm_constants, cm_name_index, cp_size, sym_hash;
-	__u16 pad;
+	/* An interpreted frame's token (JVM_FRAME_OFF's high half,
+	 * jvm_token): read through ConstMethod::_constants and, in the 32
+	 * bytes from it, _name_index, _code_size, _flags and
+	 * _constMethod_size; the pool's _source_file_name_index (in its first
+	 * 64 bytes) and slots (after sizeof(ConstantPool)); the Symbols'
+	 * _hash_and_refcount; and the line table after the bytecodes
+	 * (_flags' lines_flag says it is there). sym_hash JVM_NO_TOKEN: none
+	 * read. */
+	__u16 cm_constants, cm_name_index, cm_code_size, cm_flags, cm_words;
+	__u16 cp_size, cp_source_file, sym_hash, lines_flag;
+	__u16 pad[3];
 };
 #define JVM_NO_TOKEN 0xffff
+
+/* An interpreted frame's token, 16 bits: what the BPF walk reads of its
+ * method while the frame runs (bpf/runtime/jvm.bpf.c's method_token) and
+ * user space reads again when it names it (user/runtime/jvm_method.h's
+ * jvm_method_ids), which must agree. A class unloaded has its memory taken
+ * by the next classes loaded, at the very same addresses (JChurn's two
+ * Workers), and its Symbols' by the next names made; what tells the two
+ * apart: the hashes of the Symbols of the method's name and its class's
+ * file (random at each Symbol's making: the high 16 bits of
+ * _hash_and_refcount; 0 for no file), its code size and the first 8 bytes
+ * of its line table (those in the ConstMethod; 0 for none): a shared name
+ * ("run") in a same-named class differs in its lines. */
+static inline __u32 jvm_token(__u32 name_hash, __u32 file_hash, __u32 code_size, __u64 lines)
+{
+	__u64 h = (__u64)(name_hash & 0xffff) << 48 | (__u64)(file_hash & 0xffff) << 32 |
+		  (code_size & 0xffff);
+
+	h ^= lines * 0x9e3779b97f4a7c15ULL;
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 32;
+	return (__u32)(h >> 48);
+}
+
+/* The first n (at most 8) bytes of a little-endian word: a line table's
+ * bytes that lie in its ConstMethod, as both sides take them. */
+static inline __u64 jvm_token_bytes(__u64 w, __u64 n)
+{
+	return n >= 8 ? w : w & ((1ULL << (8 * n)) - 1);
+}
 
 /* A Java frame as recorded, two words, after the sample's Python frames
  * (bpf/events.h's njvm). */
@@ -159,6 +193,12 @@ struct jvm_bpf_step {
 	/* Words of stack read: here, not on the BPF stack, which the walkers
 	 * that call the step (and their bpf_loop callbacks) share. */
 	__u64 w[16];
+	/* method_token's: a constant pool's first bytes, and what it has
+	 * read (here, not in registers the caller's stack would keep). */
+	__u8 cp_head[64];
+	__u64 tk_cm, tk_lines;
+	__u32 tk_words, tk_hn, tk_hs;
+	__u16 tk_ni, tk_code_size, tk_flags, tk_sfi;
 	/* The step's own values, for the same reason. */
 	__u64 blob, begin, end, addr, deopt;
 	__u32 name, kind, cookie, off, partial;

@@ -26,6 +26,7 @@ static const struct jvm_method_layout L = {
     .sym_length = 4,
     .sym_body = 6,
     .flag_lines = 1,
+    .c_words = 28,
     .c_idnum = 24,
     .k_constants = 32,
     .k_methods = 40,
@@ -71,6 +72,11 @@ static void put16(uint8_t *m, uint64_t at, uint16_t v)
 	put(m, at, &v, 2);
 }
 
+static void put32(uint8_t *m, uint64_t at, uint32_t v)
+{
+	put(m, at, &v, 4);
+}
+
 static void sym(uint8_t *m, uint64_t at, const char *s)
 {
 	uint32_t hash_and_refcount = 0x12340001; /* one reference */
@@ -102,6 +108,7 @@ static void lay(uint8_t *m, uint64_t cp, uint16_t code_size, uint64_t name_sym, 
 	put16(m, CM + L.c_code_size, code_size);
 	put16(m, CM + L.c_flags, 1);
 	put(m, CM + L.c_size + code_size, tab, sizeof(tab));
+	put32(m, CM + L.c_words, (L.c_size + code_size + sizeof(tab) + 7) / 8);
 	put16(m, CM + L.c_idnum, 1);
 	put64(m, cp + L.cp_holder, KLASS);
 	put64(m, KLASS + L.k_constants, cp);
@@ -187,17 +194,26 @@ static struct mem *b_whole(void)
 	return &m;
 }
 
-/* The method read from m: 0 and its name in name, or the read's error. */
-static int read_name(struct mem *m, char *name, size_t len)
+/* The method read from m: 0, its name in name and its token in *token,
+ * or the read's error. */
+static int read_token(struct mem *m, char *name, size_t len, uint32_t *token)
 {
 	struct jvm_method_rd r = {&L, mem_read, m};
 	struct jvm_method_read out;
 	int ret = jvm_method_read(&r, METHOD, &out);
 
 	snprintf(name, len, "%s", ret ? "-" : out.m.name);
+	*token = ret ? 0 : out.token;
 	if (!ret)
 		jvm_method_read_free(&out);
 	return ret;
+}
+
+static int read_name(struct mem *m, char *name, size_t len)
+{
+	uint32_t token;
+
+	return read_token(m, name, len, &token);
 }
 
 /* B's constant pool elsewhere: A's, freed, still holds A's name. */
@@ -257,29 +273,63 @@ static void test_symbol_released(void)
 
 /* B's class unloaded, its method's memory whole, its name's Symbol freed
  * and its memory a new live Symbol's, "evenSpin" (CI's jvm_churn: B's
- * oddSpin named A's evenSpin): the read cannot tell, but its token, the
- * Symbol's hash, is the new one's, not the one the sample's walk read
+ * oddSpin named A's evenSpin): the read cannot tell, but its token, of the
+ * Symbol's hash among the rest, is not the one the sample's walk read
  * (bpf/runtime/jvm.bpf.c's method_token), and the frame is refused
- * (user/runtime/jvm.c's method_get). */
+ * (user/runtime/jvm.c's method_get). A read again of what has not changed
+ * has the same token. */
 static void test_symbol_reused_token(void)
 {
 	struct mem *m = b_whole();
-	struct jvm_method_rd r = {&L, mem_read, m};
-	struct jvm_method_read out;
-	uint32_t fresh = 0x56780001;
+	uint32_t fresh = 0x56780001, t0, t1, t2;
+	char name[JVM_SYM_MAX];
 	int ret;
 
-	ret = jvm_method_read(&r, METHOD, &out);
-	CHECKF(ret == 0 && out.token == 0x1234, "read %d: token %#x", ret, out.token);
-	if (!ret)
-		jvm_method_read_free(&out);
+	ret = read_token(m, name, sizeof(name), &t0);
+	CHECKF(ret == 0 && !read_token(m, name, sizeof(name), &t1) && t1 == t0,
+	       "read %d: tokens %#x, %#x", ret, t0, t1);
 	sym(m->a, SYM_ODD, "evenSpin");
 	put(m->a, SYM_ODD, &fresh, 4);
-	ret = jvm_method_read(&r, METHOD, &out);
-	CHECKF(ret == 0 && !strcmp(out.m.name, "Worker.evenSpin") && out.token == 0x5678,
-	       "read %d: %s, token %#x", ret, ret ? "-" : out.m.name, out.token);
-	if (!ret)
-		jvm_method_read_free(&out);
+	ret = read_token(m, name, sizeof(name), &t2);
+	CHECKF(ret == 0 && !strcmp(name, "Worker.evenSpin") && t2 != t0,
+	       "read %d: %s, token %#x (the sample's %#x)", ret, name, t2, t0);
+}
+
+/* A's method and B's of one name in classes of one name and file, their
+ * Symbols shared (a name Symbol outlives a class that uses it: every
+ * incarnation has "run"), laid at the same addresses: only their lines
+ * tell them apart. A's token read while it ran is not what a read of B's
+ * finds (jvm_churn at bed4326: A's run named with B's lines, 2,275
+ * frames); before the token held the lines, the two were equal. And the
+ * line table's bytes past the ConstMethod's end, another object's, are
+ * not in it. */
+static void test_same_names_other_lines(void)
+{
+	static struct mem m;
+	uint32_t ta, tb, tc;
+	char a[JVM_SYM_MAX], b[JVM_SYM_MAX], c[JVM_SYM_MAX];
+	int ra, rb, rc;
+
+	memset(&m, 0, sizeof(m));
+	m.turn_at = 1 << 30;
+	lay(m.a, 0x12000, 32, SYM_EVN, 11);
+	ra = read_token(&m, a, sizeof(a), &ta);
+	lay(m.a, 0x12000, 32, SYM_EVN, 13);
+	rb = read_token(&m, b, sizeof(b), &tb);
+	CHECKF(!ra && !rb && !strcmp(a, b) && ta != tb, "reads %d %d: %s %#x, %s %#x", ra, rb, a,
+	       ta, b, tb);
+	/* A ConstMethod of 11 words (88 bytes) whose line table starts 4
+	 * bytes before its end (48 + 36): a byte of it changes the token, a
+	 * byte past the end does not. */
+	lay(m.a, 0x12000, 36, SYM_EVN, 13);
+	put32(m.a, CM + L.c_words, 11);
+	ra = read_token(&m, a, sizeof(a), &ta);
+	m.a[CM + 88 - BASE] ^= 0xff;
+	rb = read_token(&m, b, sizeof(b), &tb);
+	m.a[CM + 87 - BASE] ^= 0xff;
+	rc = read_token(&m, c, sizeof(c), &tc);
+	CHECKF(!ra && !rb && !rc && tb == ta && tc != ta, "reads %d %d %d: tokens %#x %#x %#x", ra,
+	       rb, rc, ta, tb, tc);
 }
 
 /* Where the class sampled was, a class being loaded (its state allocated,
@@ -322,6 +372,7 @@ int main(void)
 	RUN_TEST(test_pool_reused);
 	RUN_TEST(test_symbol_released);
 	RUN_TEST(test_symbol_reused_token);
+	RUN_TEST(test_same_names_other_lines);
 	RUN_TEST(test_class_loading);
 	RUN_TEST(test_long_name);
 	return check_tests_failed != 0;

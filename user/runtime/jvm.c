@@ -503,17 +503,32 @@ static int layout_read(const struct jvm_tables *t, struct jvm_proc *p, char *err
 	b->block_size = (uint32_t)sizes[2];
 	l->m.flag_lines = (uint32_t)lines_flag;
 	/* The interpreted frames' token (bpf/runtime/jvm.bpf.c's method_token),
-	 * where the tables give its reads and the BPF read of the ConstMethod
-	 * (32 bytes from _constants) holds _name_index. */
+	 * where the tables give its reads and the BPF reads hold the fields:
+	 * of the ConstMethod, 32 bytes from _constants; of the pool, 64. */
+	{
+		int64_t w = jvm_field_offset(t, "ConstMethod", "_constMethod_size");
+		const uint32_t in_cm[] = {l->m.c_name_index, l->m.c_code_size, l->m.c_flags};
+
+		l->m.c_words = w > 0 && w <= UINT16_MAX ? (uint32_t)w : 0;
+		l->m.tokens = l->m.has_refcount && l->m.sym_refcount < JVM_NO_TOKEN &&
+			      l->m.c_words >= l->m.c_constants + 8 &&
+			      l->m.c_words - l->m.c_constants <= 28 && l->m.cp_source_file <= 62 &&
+			      lines_flag > 0 && lines_flag <= UINT16_MAX;
+		for (size_t i = 0; i < 3; i++)
+			l->m.tokens = l->m.tokens && in_cm[i] >= l->m.c_constants + 8 &&
+				      in_cm[i] - l->m.c_constants <= 30;
+	}
 	b->sym_hash = JVM_NO_TOKEN;
-	l->m.tokens = l->m.has_refcount && l->m.sym_refcount < JVM_NO_TOKEN &&
-		      l->m.c_name_index >= l->m.c_constants + 8 &&
-		      l->m.c_name_index - l->m.c_constants <= 30;
 	if (l->m.tokens) {
 		b->cm_constants = (uint16_t)l->m.c_constants;
 		b->cm_name_index = (uint16_t)l->m.c_name_index;
+		b->cm_code_size = (uint16_t)l->m.c_code_size;
+		b->cm_flags = (uint16_t)l->m.c_flags;
+		b->cm_words = (uint16_t)l->m.c_words;
 		b->cp_size = (uint16_t)l->m.cp_size;
+		b->cp_source_file = (uint16_t)l->m.cp_source_file;
 		b->sym_hash = (uint16_t)l->m.sym_refcount;
+		b->lines_flag = (uint16_t)lines_flag;
 	} else {
 		debug("process %d: interpreted frames named without their Symbol's token",
 		      (int)p->pid);

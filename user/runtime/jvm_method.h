@@ -24,6 +24,7 @@ struct jvm_method_layout {
 	uint32_t m_const, c_constants, c_code_size, c_name_index, c_sig_index, c_flags, c_size;
 	uint32_t cp_holder, cp_source_file, cp_size, k_name, sym_length, sym_body;
 	uint32_t flag_lines; /* ConstMethod::_has_linenumber_table */
+	uint32_t c_words; /* ConstMethod::_constMethod_size (0: none; no line bytes in the token) */
 	/* The way back from the class to the method (jvm_method_ids); 0
 	 * when the tables lack one: not checked. */
 	uint32_t c_idnum, k_constants, k_methods, arr_len, arr_data;
@@ -33,10 +34,10 @@ struct jvm_method_layout {
 	/* InstanceKlass::_init_state, and its value linked (checked when
 	 * k_init_state is not 0). */
 	uint32_t k_init_state, linked;
-	/* Interpreted frames carry their method's token, its name's Symbol's
-	 * hash (bpf/runtime/jvm.bpf.c's method_token), and are named only
-	 * where the read finds it (when has_refcount, and the BPF walk can
-	 * read it). */
+	/* Interpreted frames carry their method's token (bpf/runtime/jvm.h's
+	 * jvm_token, as bpf/runtime/jvm.bpf.c's method_token reads it), and
+	 * are named only where the read finds it (when has_refcount, and the
+	 * BPF walk can read it). */
 	uint32_t tokens;
 };
 
@@ -46,7 +47,7 @@ typedef size_t (*jvm_mem_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
 /* A method read: m's texts and lines are malloc'd (jvm_method_read_free). */
 struct jvm_method_read {
 	uint64_t cm;	/* its ConstMethod* */
-	uint32_t token; /* its name's Symbol's hash (the high 16 bits of its count's word) */
+	uint32_t token; /* bpf/runtime/jvm.h's jvm_token of what was read */
 	struct jvm_method m;
 	uint8_t *lines; /* its compressed line number table, or NULL */
 	size_t nlines;
@@ -80,13 +81,15 @@ static inline int jvm_rd(const struct jvm_method_rd *r, uint64_t addr, void *buf
  * of it proves the class alive: a class unloaded, its memory whole and its
  * Symbols' memory another live Symbol's, passes. What does is the frame's
  * (user/runtime/jvm.c): a compiled frame's nmethod still has its _method;
- * an interpreted frame's token, its name's Symbol's hash as the BPF walk
- * read it while the frame ran, is this read's token (docs/design.md). */
+ * an interpreted frame's token, what the BPF walk read of its method while
+ * the frame ran (its names' Symbols' hashes, its code size and line table:
+ * bpf/runtime/jvm.h's jvm_token), is this read's token (docs/design.md). */
 struct jvm_method_ids {
-	uint64_t cm, cp, holder, ksym, name_sym, sig_sym, src_sym, methods, listed;
+	uint64_t cm, cp, holder, ksym, name_sym, sig_sym, src_sym, methods, listed, lines;
 	uint16_t ni, si, code_size, flags, sfi, idnum;
 	uint8_t init_state, pad[3];
-	uint32_t token, pad2;
+	uint32_t words, token;
+	uint32_t hash[4]; /* the Symbols' hashes: class, name, signature, file */
 };
 
 static inline int jvm_method_ids(const struct jvm_method_rd *r, uint64_t addr,
@@ -119,10 +122,21 @@ static inline int jvm_method_ids(const struct jvm_method_rd *r, uint64_t addr,
 			if (syms[i] &&
 			    (jvm_rd(r, syms[i] + l->sym_refcount, &hr, 4) || !(hr & 0xffff)))
 				return -EFAULT;
-			if (i == 1)
-				m->token = hr >> 16;
+			m->hash[i] = hr >> 16;
 		}
 	}
+	/* The line table's first bytes that lie in the ConstMethod, as the
+	 * BPF walk reads them for the token. */
+	if (l->c_words && (m->flags & l->flag_lines)) {
+		uint64_t at = m->cm + l->c_size + m->code_size, end;
+
+		if (jvm_rd(r, m->cm + l->c_words, &m->words, 4))
+			return -EFAULT;
+		end = m->cm + 8 * (uint64_t)m->words;
+		if (at < end && jvm_rd(r, at, &m->lines, end - at < 8 ? end - at : 8))
+			return -EFAULT;
+	}
+	m->token = jvm_token(m->hash[1], m->hash[3], m->code_size, m->lines);
 	/* A class not yet linked cannot have run: it is one being loaded where
 	 * the sampled one was. */
 	if (l->k_init_state && (jvm_rd(r, m->holder + l->k_init_state, &m->init_state, 1) ||
