@@ -17,7 +17,7 @@
 #include "bpf/runtime/jvm_code.h"
 
 /* The counter's key in the slot, not on the stack (jvm_unwind's below). */
-static __always_inline void jvm_count(struct jvm_bpf_step *st, __u32 what)
+static __always_inline void jvm_count_n(struct jvm_bpf_step *st, __u32 what, __u32 n)
 {
 	__u64 *v;
 
@@ -25,7 +25,12 @@ static __always_inline void jvm_count(struct jvm_bpf_step *st, __u32 what)
 	v = bpf_map_lookup_elem(&jvm_stats, &st->stat);
 
 	if (v)
-		*v += 1;
+		*v += n;
+}
+
+static __always_inline void jvm_count(struct jvm_bpf_step *st, __u32 what)
+{
+	jvm_count_n(st, what, 1);
 }
 
 /* A field of the blob read into the slot; 0 when off is past the read. */
@@ -202,13 +207,23 @@ static __always_inline int step_interp(struct jvm_bpf_step *st)
 	__u64 *w = st->w, fp = st->bp, cm = 0, bcp;
 	struct jvm_mcache_ent *mc;
 	__u32 token;
-	int im = st->pr.if_method + 10, ib = st->pr.if_bcp + 10, is = st->pr.if_sender_sp + 10;
+	int im, ib, is;
 
-	if (fp < st->sp || fp - st->sp > (1u << 20) || (fp & 7) || im < 0 || im > 9 || ib < 0 ||
-	    ib > 9 || is < 0 || is > 9)
+	if (fp < st->sp || fp - st->sp > (1u << 20) || (fp & 7))
 		return -1;
 	if (stack_rd(st, fp - 80, 12 * 8))
 		return -2;
+	/* The slots' indices after the read, not kept across it (registers
+	 * the stack would hold: jvm_unwind's frame). */
+	im = st->pr.if_method + 10;
+	ib = st->pr.if_bcp + 10;
+	is = st->pr.if_sender_sp + 10;
+	if (im < 0 || im > 9 || ib < 0 || ib > 9 || is < 0 || is > 9)
+		return -1;
+	/* Indices from 0 for the verifier (not w + 80 + 8 * slot). */
+	barrier_var(im);
+	barrier_var(ib);
+	barrier_var(is);
 	st->addr = w[im];
 	bcp = st->leaf ? st->r13 : w[ib];
 	mc = jvm_mcache(st);
@@ -363,6 +378,25 @@ static __always_inline int jvm_bcache_find(struct jvm_bpf_step *st)
 	return 0;
 }
 
+/* The frame stepped, recorded at st->n with its ip index: whether the
+ * record was full (JVM_BPF_FRAMES: the frame not recorded, the walk marked
+ * truncated). */
+static __always_inline bool jvm_record(struct jvm_bpf_step *st)
+{
+	__u32 i = st->n;
+
+	if (i >= JVM_BPF_FRAMES) {
+		st->truncated = 1;
+		jvm_count(st, JVM_STAT_TRUNCATED);
+		return true;
+	}
+	st->frames[i & (JVM_BPF_FRAMES - 1)].addr =
+	    (st->addr & ((1ULL << 48) - 1)) | (__u64)(st->index & 0xffff) << 48;
+	st->frames[i & (JVM_BPF_FRAMES - 1)].info = JVM_FRAME_INFO(st->kind, st->cookie, st->off);
+	st->n = i + 1;
+	return false;
+}
+
 /* One frame of st's registers; see bpf/runtime/jvm_maps.bpf.h. Its values live in
  * the slot (st->blob and on), not on the stack: it runs as the third frame
  * of the sampler's walker, its bpf_loop callback and itself, which share
@@ -416,14 +450,37 @@ __noinline int jvm_unwind(__u32 slot)
 	st->addr = st->blob;
 	st->cookie = st->off = 0;
 	if (st->name == JVM_NAME_INTERP) {
-		int r = step_interp(st);
+		/* A run of interpreted frames, each one's caller in the
+		 * interpreter too (a recursion, a call chain not yet compiled),
+		 * stepped here in one call, their records all at this frame's
+		 * ip index (user space names that ip with each in turn): not a
+		 * CFI step, a call of this function and its lookups a frame
+		 * (docs/benchmarks.md's bench-jvm.sh). */
+#pragma clang loop unroll(disable)
+		for (i = 0; i < JVM_INTERP_RUN; i++) {
+			int r;
 
-		if (r) {
-			jvm_count(st, r == -2 ? JVM_STAT_READ_FAULT : JVM_STAT_BAD_FRAME);
-			return JVM_STEP_FAIL;
+			/* st opaque at each turn: the compiler would keep each
+			 * field's address from the last, spilled (the stack). */
+			barrier_var(st);
+			r = step_interp(st);
+
+			if (r) {
+				jvm_count_n(st, JVM_STAT_FRAMES, i);
+				jvm_count(st, r == -2 ? JVM_STAT_READ_FAULT : JVM_STAT_BAD_FRAME);
+				return JVM_STEP_FAIL;
+			}
+			st->kind = JVM_KIND_INTERP;
+			if (jvm_record(st) || st->pc < st->begin || st->pc >= st->end)
+				break;
+			st->leaf = 0;
+			st->addr = st->blob;
+			st->cookie = st->off = 0;
 		}
-		st->kind = JVM_KIND_INTERP;
-		goto record;
+		/* The run's frames counted once: a map look-up a frame was a
+		 * part of its cost. */
+		jvm_count_n(st, JVM_STAT_FRAMES, i + 1 > JVM_INTERP_RUN ? JVM_INTERP_RUN : i + 1);
+		return JVM_STEP_OK;
 	}
 	if (st->name == JVM_NAME_NMETHOD || st->name == JVM_NAME_NATIVE) {
 		st->kind = st->name == JVM_NAME_NATIVE ? JVM_KIND_NATIVE
@@ -514,15 +571,6 @@ fault:
 	return JVM_STEP_FAIL;
 record:
 	jvm_count(st, JVM_STAT_FRAMES);
-	i = st->n;
-	if (i >= JVM_BPF_FRAMES) {
-		st->truncated = 1;
-		jvm_count(st, JVM_STAT_TRUNCATED);
-		return JVM_STEP_OK;
-	}
-	st->frames[i & (JVM_BPF_FRAMES - 1)].addr =
-	    (st->addr & ((1ULL << 48) - 1)) | (__u64)(st->index & 0xffff) << 48;
-	st->frames[i & (JVM_BPF_FRAMES - 1)].info = JVM_FRAME_INFO(st->kind, st->cookie, st->off);
-	st->n = i + 1;
+	jvm_record(st);
 	return JVM_STEP_OK;
 }

@@ -131,7 +131,10 @@ enum jvm_frame_kind {
 };
 
 /* Frames a sample records at most: a power of 2 (the index is masked). */
-#define JVM_BPF_FRAMES	1024
+#define JVM_BPF_FRAMES 1024
+/* Interpreted frames stepped in one jvm_unwind call, their records at one
+ * ip index (bpf/runtime/jvm.bpf.c). */
+#define JVM_INTERP_RUN	8
 #define JVM_SLOT_SAMPLE 0
 #define JVM_SLOT_SWITCH 1
 /* How far the segment map is followed back to a blob's first segment

@@ -313,15 +313,19 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 	(void)max;
 	max = MAX_USER_STACK;
 	for (i = 0; i < *n && m < max; i++) {
-		int k = 0;
+		bool any = false;
 
-		/* The records are in the walk's order, innermost first. */
+		/* The records are in the walk's order, innermost first; a run
+		 * of interpreted frames the walk stepped in one call has its
+		 * records at one index (bpf/runtime/jvm.bpf.c's JVM_INTERP_RUN),
+		 * each a frame of its own. */
 		while (next < nj && JVM_FRAME_INDEX(w[2 * next]) < (unsigned)i)
 			next++;
-		if (next < nj && JVM_FRAME_INDEX(w[2 * next]) == (unsigned)i &&
-		    jvm_in_cache(e->jp, pcs[i])) {
-			k = frame_pcs(jn, e, JVM_FRAME_ADDR(w[2 * next]), w[2 * next + 1], &out[m],
-				      max - m);
+		while (m < max && next < nj && JVM_FRAME_INDEX(w[2 * next]) == (unsigned)i &&
+		       jvm_in_cache(e->jp, pcs[i])) {
+			int k = frame_pcs(jn, e, JVM_FRAME_ADDR(w[2 * next]), w[2 * next + 1],
+					  &out[m], max - m);
+
 			if (k < 0) {
 				jn->st.gone++;
 				k = 0;
@@ -335,9 +339,16 @@ static void source_rewrite(void *ctx, struct proc *p, const struct ev_sample *s,
 			next++;
 			jn->st.unnamed += !k;
 			jn->st.frames += !!k;
+			/* Unnamed, the frame keeps a place: the ip (the run's
+			 * first frame's, in the same code). */
+			if (!k)
+				out[m++] = pcs[i];
 			m += k;
+			any = true;
 		}
-		if (!k)
+		if (m >= max && next < nj && JVM_FRAME_INDEX(w[2 * next]) == (unsigned)i)
+			*cut = true; /* a run's frames past the room */
+		if (!any)
 			out[m++] = pcs[i];
 	}
 	if (i < *n) /* max: the frames after are cut */
