@@ -42,6 +42,15 @@ jfrcmp JFR_TEXT JFR_THREAD RAW PID COMM [T0 T1]: (T0, T1: our recording's
   finds in the most samples, each one's share of the samples here and
   there: "ok ..." when all are within 3 points (or three standard errors
   of the difference, where the samples are few), else "differ ...".
+phases PHASES RAW PID COMM T0 T1 JFR_TEXT JFR_THREAD: the truth for
+  tests/workloads/JavacPhases.java's run, javac's own account of its
+  thread's CPU time (PHASES, its "phases" lines; T0, T1: our recording's
+  window, wall-clock ms), against this recording's samples of the thread
+  (all of them: CPU time) and JFR's: each phase's share, parse
+  (JavacParser.parseCompilationUnit), analyze (JavaCompiler.attribute and
+  flow) and generate (JavaCompiler.genCode), as "ours=ok|off jfr=ok|off
+  oracle=P/A/G ours=P/A/G jfr=P/A/G": ok where all three are within 3
+  points of the oracle's.
 """
 import re
 import sys
@@ -169,6 +178,49 @@ def jfrcmp(jfr_text, jfr_thread, raw, pid, comm, t0=None, t1=None):
     return ("ok " if ok else "differ ") + "(jfr %d samples, ours %d) " % (nt, no) + "; ".join(rows)
 
 
+# JavacPhases' phases, and the frames that run them (javac's TaskEvents:
+# PARSE around JavacParser.parseCompilationUnit, ANALYZE from attribute's
+# start to flow's end, GENERATE around genCode).
+PHASES = (("PARSE", ("com.sun.tools.javac.parser.JavacParser.parseCompilationUnit",)),
+          ("ANALYZE", ("com.sun.tools.javac.main.JavaCompiler.attribute",
+                       "com.sun.tools.javac.main.JavaCompiler.flow")),
+          ("GENERATE", ("com.sun.tools.javac.main.JavaCompiler.genCode",)))
+
+
+def phases(path, raw, pid, comm, t0, t1, jfr_text, jfr_thread):
+    t0, t1 = int(t0), int(t1)
+    rows = []
+    for ln in open(path):
+        f = ln.split()
+        if len(f) > 3 and f[0] == "phases":
+            rows.append((int(f[1]), {f[i]: int(f[i + 1]) for i in range(2, len(f) - 1, 2)}))
+    # The totals' lines around the window (one a compilation, ~60 ms).
+    a = [r for r in rows if r[0] <= t0]
+    b = [r for r in rows if r[0] >= t1]
+    if not a or not b or b[0][1]["total"] <= a[-1][1]["total"]:
+        return "off: no javac account around the window (%d lines)" % len(rows)
+    a, b = a[-1][1], b[0][1]
+    tot = b["total"] - a["total"]
+    oracle = [pct(b[k] - a[k], tot) for k, _ in PHASES]
+    ours = []
+    for w, fr, lab in parse(open(raw).read()):
+        if lab.get("pid") == pid and lab.get("comm") == comm:
+            ours.append((w, set(f[0] for f in fr)))
+    # JFR's window in its clock (seconds of the day, UTC).
+    theirs = [(1, set(s)) for s in jfr_stacks(jfr_text, jfr_thread, (t0 / 1000.0) % 86400,
+                                             (t1 / 1000.0) % 86400)]
+
+    def shares(st):
+        n = sum(w for w, _ in st) or 1
+        return [pct(sum(w for w, s in st if any(x in s for x in names)), n) for _, names in PHASES]
+    o, j = shares(ours), shares(theirs)
+    fmt = lambda v: "/".join("%.1f" % x for x in v)
+    ok = lambda v: all(abs(x - y) <= 3.0 for x, y in zip(v, oracle))
+    return "ours=%s jfr=%s oracle=%s ours=%s jfr=%s (javac %.1f s of CPU, ours %d samples, jfr %d)" % (
+        "ok" if ok(o) else "off", "ok" if ok(j) else "off", fmt(oracle), fmt(o), fmt(j), tot / 1e9,
+        sum(w for w, _ in ours), len(theirs))
+
+
 def parse_off(pid):
     rows = parse(sys.stdin.read(), value="offcpu")  # in ns
     return [r for r in rows if r[2].get("pid") == pid]
@@ -196,6 +248,9 @@ def main():
         return
     if mode == "jfrcmp":
         print(jfrcmp(*sys.argv[2:9]))
+        return
+    if mode == "phases":
+        print(phases(*sys.argv[2:10]))
         return
     pid = sys.argv[2]
     if mode == "park":
