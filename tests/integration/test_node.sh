@@ -25,7 +25,7 @@
 # does not name it so either).
 . "$(dirname "$0")/lib.sh"
 require_bpf node_pid_named node_pid_{js,split,deep,method,hotline} node_start_named \
-	node_start_{js,split,deep,method,hotline} node_perfmap node_lines node_cpuprof node_hostile node_late
+	node_start_{js,split,deep,method,hotline} node_perfmap node_lines node_cpuprof node_phases node_hostile node_late
 
 named() { # NAME DIR MIN
 	local t=$1 dir=$2 min=$3 run rec
@@ -151,30 +151,36 @@ else
 fi
 
 # node_cpuprof: against V8's own profiler in the same run, on a real
-# program: TypeScript's compiler (tsc.js, Debian's node-typescript, which
-# make test-deps installs) compiling 300 generated modules of generic
-# classes (~5 s of CPU), under node --cpu-prof, recorded by -p at once
-# (tests/workloads/tscdrive.js: it waits until the recorder says it has
-# node's unwind tables, and after the compile until the recording has
+# program: TypeScript's compiler (Debian's node-typescript, which make
+# test-deps installs) compiling 300 generated modules of generic classes
+# (~2.3 s of CPU) through its API, under node --cpu-prof, recorded by -p at
+# once (tests/workloads/tscdrive.js: it waits until the recorder says it
+# has node's unwind tables, and after the compile until the recording has
 # ended). Over all the samples of the main thread within the compile's
-# window, but those in the GC (V8's profiler counts them apart):
-# the 20 functions with the most samples under them in the .cpuprofile
-# (the driver's, node's loader, tsc's command line down to its checker)
-# have their shares within 3 points of V8's here (tests/integration/v8_traces.py
-# cpuprof). Before: 6 to 8 points short at the root, stacks through a code
-# page committed since the maps were read went to DWARF and were cut, and
-# frames whose function Sparkplug compiled before the drain stayed native.
-# V8's share is read both ways DevTools can, of its samples and of their
-# time, which part under load (v8_traces.py says why): ours within 3
-# points of the range between them (at load 12-18: 0.9, 1.6, 1.7 and 4.1
-# points off in four runs; of samples alone 1.5, 3.2 and 3.6 in three;
-# with node --single-threaded-gc, 1.9, 1.9, 2.9 and 12.2).
+# window, but those in the GC (V8's profiler counts them apart): the 20
+# functions with the most samples under them in the .cpuprofile (the
+# driver's, the compiler's down to its checker) have their shares within 3
+# points of V8's here (tests/integration/v8_traces.py cpuprof). Before: 6 to
+# 8 points short at the root, stacks through a code page committed since
+# the maps were read went to DWARF and were cut, and frames whose function
+# Sparkplug compiled before the drain stayed native. V8's share is read
+# both ways DevTools can, of its samples and of their time, which part
+# under load (v8_traces.py says why): ours within 3 points of the range
+# between them. V8's is held to the truth too (node_phases, below): where
+# it is off the truth by more than 3 points, the run says so and ours is
+# held to the truth alone.
+# node_phases: the same run against the driver's own account of its main
+# thread's time on a CPU in each phase (the program's parse, the check,
+# the emit: schedstat's count), ours within 3 points of it (quiet and
+# beside two busy loops here: within 0.7; V8's within 2.9).
 t=node_cpuprof
-tsc=/usr/share/nodejs/typescript/lib/tsc.js
+tsc=/usr/share/nodejs/typescript/lib/typescript.js
 if ! command -v node > /dev/null || [ ! -r "$tsc" ]; then
-	if [ "${CI:-}" = true ]; then fail $t "node or $tsc missing in CI (make test-deps)"; else
-		skip $t "node or Debian's node-typescript not installed (make test-deps)"
-	fi
+	for t in node_cpuprof node_phases; do
+		if [ "${CI:-}" = true ]; then fail $t "node or $tsc missing in CI (make test-deps)"; else
+			skip $t "node or Debian's node-typescript not installed (make test-deps)"
+		fi
+	done
 else
 	python3 - "$TMP/ts" << 'PY'
 import os, sys
@@ -216,8 +222,20 @@ PY
 	"$PPROF" -raw "$TMP/tsc/profile.pb.gz" > "$TMP/tsc.raw" 2> /dev/null
 	r=$(python3 "$ROOT/tests/integration/v8_traces.py" cpuprof "$TMP"/v8prof/*.cpuprofile \
 		"$TMP/marks" "$pid" < "$TMP/tsc.raw" 2>&1)
+	ph=$(python3 "$ROOT/tests/integration/v8_traces.py" phases "$TMP"/v8prof/*.cpuprofile \
+		"$TMP/marks" "$pid" < "$TMP/tsc.raw" 2>&1)
 	echo "$t: $r" >&2
-	if [[ $r == ok* ]]; then pass $t; else fail $t "$r"; fi
+	echo "node_phases: $ph" >&2
+	if [[ $ph == ours=ok* ]]; then pass node_phases; else
+		fail node_phases "$ph (want ours within 3 points of the driver's own account)"; fi
+	if [[ $r == ok* ]]; then
+		pass $t
+	elif [[ $ph == "ours=ok v8=off"* ]]; then
+		echo "$t: V8's samples off the driver's own account in this run, ours held to it: $r" >&2
+		pass $t
+	else
+		fail $t "$r; $ph"
+	fi
 fi
 
 make -s -C "$ROOT" OUT="$BUILD" "$WL/fakev8" "$WL/fakev8late" "$WL/libfakev8.so" > /dev/null 2>&1

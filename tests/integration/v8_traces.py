@@ -41,6 +41,16 @@ cpuprof CPUPROFILE MARKS PID: V8's own profiler against ours, in the same
   getSemanticDiagnostics at load 15-18, ours 54.6): V8's sampler is one
   of node's threads, and the GC's helper threads take its CPU, and its
   ticks, in the phases where they run.
+
+phases CPUPROFILE MARKS PID: the truth for the same run, the driver's own
+  account of its main thread's time on a CPU in each phase (MARKS'
+  "phases total NS program NS check NS emit NS"), against ours (all the
+  main thread's samples: the GC's are under the JavaScript that allocated)
+  and V8's (its samples in the window, the GC's left out: it has no
+  JavaScript under them): the share of samples under phaseProgram,
+  phaseCheck and phaseEmit, as "ours=ok|off v8=ok|off truth=P/C/E
+  ours=P/C/E v8=P/C/E": ok where all three are within 3 points of the
+  truth's.
 """
 import json
 import math
@@ -166,11 +176,44 @@ def cpuprof(text, path, marks, pid):
         "ok" if ok else "differ", nt, no, worst, "; ".join(rows))
 
 
+PHASES = ("phaseProgram", "phaseCheck", "phaseEmit")
+
+
+def phases(text, path, marks, pid):
+    acct = None
+    for ln in open(marks):
+        f = ln.split()
+        if f and f[0] == "phases":
+            acct = {f[i]: int(f[i + 1]) for i in range(1, len(f) - 1, 2)}
+    mk = dict(ln.split() for ln in open(marks) if len(ln.split()) == 2)
+    if not acct or not acct.get("total") or "go" not in mk or "end" not in mk:
+        return "off: no account in %s" % marks
+    truth = [pct(acct[k], acct["total"]) for k in ("program", "check", "emit")]
+    ours = []
+    for w, fr, lab in parse(text):
+        if lab.get("pid") == pid and lab.get("tid") == pid:
+            ours.append((w, {f[0] for f in fr}))
+    theirs = [(1, {k[0] for k in keys}) for keys, _ in cpuprofile(path, int(mk["go"]), int(mk["end"]))]
+
+    def shares(st):
+        n = sum(w for w, _ in st) or 1
+        return [pct(sum(w for w, s in st if name in s), n) for name in PHASES]
+    o, v = shares(ours), shares(theirs)
+    fmt = lambda x: "/".join("%.1f" % y for y in x)
+    ok = lambda x: all(abs(a - b) <= 3.0 for a, b in zip(x, truth))
+    return "ours=%s v8=%s truth=%s ours=%s v8=%s (main thread %.2f s on a CPU, ours %d samples, v8 %d)" % (
+        "ok" if ok(o) else "off", "ok" if ok(v) else "off", fmt(truth), fmt(o), fmt(v),
+        acct["total"] / 1e9, sum(w for w, _ in ours), len(theirs))
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "split":
         split(sys.stdin.read(), sys.argv[2])
     elif len(sys.argv) == 5 and sys.argv[1] == "cpuprof":
         print(cpuprof(sys.stdin.read(), *sys.argv[2:]))
+    elif len(sys.argv) == 5 and sys.argv[1] == "phases":
+        print(phases(sys.stdin.read(), *sys.argv[2:]))
     else:
         sys.exit("usage: v8_traces.py split PID < pprof-raw\n"
-                 "       v8_traces.py cpuprof CPUPROFILE MARKS PID < pprof-raw")
+                 "       v8_traces.py cpuprof CPUPROFILE MARKS PID < pprof-raw\n"
+                 "       v8_traces.py phases CPUPROFILE MARKS PID < pprof-raw")
