@@ -939,7 +939,8 @@ static void kallsyms_start(struct recorder *r)
 	r->ksyms_loading = !pthread_create(&r->ksyms_thread, NULL, kallsyms_thread, r);
 	if (r->ksyms_loading)
 		return;
-	kallsyms_thread(r); /* no thread: read on the way, as before */
+	r->ksyms_prio = INT_MIN; /* the recorder's own thread: never niced */
+	kallsyms_thread(r);	 /* no thread: read on the way, as before */
 	if (r->ksyms_err)
 		warn("/proc/kallsyms: %s; kernel frames stay unnamed", strerror(-r->ksyms_err));
 }
