@@ -44,13 +44,13 @@ cpuprof CPUPROFILE MARKS PID: V8's own profiler against ours, in the same
 
 phases CPUPROFILE MARKS PID: the truth for the same run, the driver's own
   account of its main thread's time on a CPU in each phase (MARKS'
-  "phases total NS program NS check NS emit NS"), against ours (all the
+  "phases total NS program NS check NS emit NS semantic NS"), against ours (all the
   main thread's samples: the GC's are under the JavaScript that allocated)
   and V8's (its samples in the window, the GC's left out: it has no
   JavaScript under them): the share of samples under phaseProgram,
-  phaseCheck and phaseEmit, as "ours=ok|off v8=ok|off truth=P/C/E
-  ours=P/C/E v8=P/C/E": ok where all three are within 3 points of the
-  truth's.
+  phaseCheck, phaseEmit and phaseSemantic (the type checker's part of the
+  check), as "ours=ok|off v8=ok|off truth=P/C/E/S ours=P/C/E/S
+  v8=P/C/E/S": ok where all four are within 3 points of the truth's.
 """
 import json
 import math
@@ -176,7 +176,7 @@ def cpuprof(text, path, marks, pid):
         "ok" if ok else "differ", nt, no, worst, "; ".join(rows))
 
 
-PHASES = ("phaseProgram", "phaseCheck", "phaseEmit")
+PHASES = ("phaseProgram", "phaseCheck", "phaseEmit", "phaseSemantic")
 
 
 def phases(text, path, marks, pid):
@@ -188,7 +188,7 @@ def phases(text, path, marks, pid):
     mk = dict(ln.split() for ln in open(marks) if len(ln.split()) == 2)
     if not acct or not acct.get("total") or "go" not in mk or "end" not in mk:
         return "off: no account in %s" % marks
-    truth = [pct(acct[k], acct["total"]) for k in ("program", "check", "emit")]
+    truth = [pct(acct[k], acct["total"]) for k in ("program", "check", "emit", "semantic")]
     ours = []
     for w, fr, lab in parse(text):
         if lab.get("pid") == pid and lab.get("tid") == pid:
