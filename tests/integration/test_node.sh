@@ -167,8 +167,8 @@ fi
 # both ways DevTools can, of its samples and of their time, which part
 # under load (v8_traces.py says why): ours within 3 points of the range
 # between them. V8's is held to the truth too (node_phases, below): where
-# it is off the truth by more than 3 points, the run says so and ours is
-# held to the truth alone.
+# it is off the truth by more than 3 points, or further from it than ours
+# is, the run says so and ours is held to the truth alone.
 # node_phases: the same run against the driver's own account of its main
 # thread's time on a CPU in each phase (the program's parse, the check,
 # the emit, and the type checker's part of the check: schedstat's count),
@@ -230,10 +230,15 @@ PY
 	echo "node_phases: $ph" >&2
 	if [[ $ph == ours=ok* ]]; then pass node_phases; else
 		fail node_phases "$ph (want ours within 3 points of the driver's own account)"; fi
+	# Where the two part on a function, the one nearer the measured truth
+	# is taken: ours within 3 points of it on every phase and nearer to it
+	# than V8's in all (runWithCancellationToken, the wrapper of both the
+	# type checker's and the emit's calls, ours 77.3 and V8's 73.6 in a CI
+	# run whose truth gave those two 25.9 + ~51).
 	if [[ $r == ok* ]]; then
 		pass $t
-	elif [[ $ph == "ours=ok v8=off"* ]]; then
-		echo "$t: V8's samples off the driver's own account in this run, ours held to it: $r" >&2
+	elif [[ $ph == "ours=ok v8=off"* || ($ph == "ours=ok "* && $ph == *" nearer=ours "*) ]]; then
+		echo "$t: V8's samples further from the driver's own account than ours in this run, ours held to it: $r" >&2
 		pass $t
 	else
 		fail $t "$r; $ph"
