@@ -291,7 +291,7 @@ static int sleeper_stack(struct offcpu *oc, struct procs *procs, const struct of
 }
 
 int offcpu_sleepers_read(struct offcpu *oc, struct sample_bpf *skel, struct procs *procs,
-			 pid_t held)
+			 pid_t held, uint64_t since_ns)
 {
 	struct bpf_link *link;
 	char *buf = NULL;
@@ -301,6 +301,7 @@ int offcpu_sleepers_read(struct offcpu *oc, struct sample_bpf *skel, struct proc
 
 	if (!oc->on || !oc->sleepers)
 		return 0;
+	skel->bss->offcpu_sleep_from = since_ns;
 	link = bpf_program__attach_iter(skel->progs.offcpu_sleepers, NULL);
 	fd = link ? bpf_iter_create(bpf_link__fd(link)) : -1;
 	if (fd < 0) {

@@ -53,7 +53,7 @@ void offcpu_detach(struct offcpu *oc, uint64_t stop_ns);
  * kernel that cannot is said at prepare (degraded), an iterator that
  * fails in a warning. */
 int offcpu_sleepers_read(struct offcpu *oc, struct sample_bpf *skel, struct procs *procs,
-			 pid_t held);
+			 pid_t held, uint64_t since_ns);
 /* Each drain pass: the sleepers' stacks unwound, until until_ns
  * (CLOCK_MONOTONIC). 0 or -ENOMEM. */
 int offcpu_sleepers_step(struct offcpu *oc, struct procs *procs, uint64_t until_ns);

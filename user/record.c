@@ -1422,7 +1422,7 @@ static int rec_attach(struct recorder *r)
 		return -1;
 	kallsyms_join(r); /* before the sleepers' stacks are named */
 	/* After the start: their waits count from it, within the duration. */
-	if (offcpu_sleepers_read(r->offcpu, r->skel, &r->procs, r->target.child)) {
+	if (offcpu_sleepers_read(r->offcpu, r->skel, &r->procs, r->target.child, r->start_ns)) {
 		err("--off-cpu: out of memory");
 		return -1;
 	}
