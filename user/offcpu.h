@@ -48,7 +48,8 @@ int offcpu_attach(struct offcpu *oc, struct sample_bpf *skel);
  * recording's stop, CLOCK_MONOTONIC: -d's end when the drain got to it late). */
 void offcpu_detach(struct offcpu *oc, uint64_t stop_ns);
 /* After offcpu_attach: the recorded threads off the CPU now start their
- * wait here, with their stacks (a BPF task iterator); held: the command
+ * wait at since_ns (the recording's start: the iterator runs later), with
+ * their stacks (a BPF task iterator); held: the command
  * of `--`, still our fork before its exec, left out. 0 or -ENOMEM; a
  * kernel that cannot is said at prepare (degraded), an iterator that
  * fails in a warning. */
